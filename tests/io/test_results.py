@@ -15,6 +15,7 @@ import textwrap
 import uuid
 from dataclasses import dataclass
 
+import dask.base
 import fsspec
 import numpy as np
 import pytest
@@ -91,15 +92,22 @@ class Store:
         return _cells(self.langs, self.methods, self.tests)
 
 
+@pytest.fixture()
+def memory_url():
+    """A not-yet-existing memory:// URL of its own (memory:// is one dict shared by the process)."""
+    path = f"/bd-{uuid.uuid4().hex}/results.zarr"
+    yield f"memory://{path}"
+    fs = fsspec.filesystem("memory")
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
+
+
 @pytest.fixture(params=["local", "memory"])
 def store(request, tmp_path):
     """A not-yet-existing results store on the local file system and in fsspec's memory://."""
     if request.param == "local":
-        yield Store(str(tmp_path / "results.zarr"), None, LANGS, METHODS, TESTS)
-    else:
-        path = f"/bd-{uuid.uuid4().hex}/results.zarr"
-        yield Store(f"memory://{path}", None, LANGS, METHODS, TESTS)
-        fsspec.filesystem("memory").rm(path, recursive=True)
+        return Store(str(tmp_path / "results.zarr"), None, LANGS, METHODS, TESTS)
+    return Store(request.getfixturevalue("memory_url"), None, LANGS, METHODS, TESTS)
 
 
 def test_layout_as_plain_xarray_reads_it(tmp_path):
@@ -225,7 +233,8 @@ def test_concurrent_cells_from_threads_all_land(store):
     ds = R.open_results(store.url, storage_options=store.options)
     for cell, values in cells:
         _assert_cell(ds, cell, values)
-    plain = xr.open_zarr(store.url, consolidated=False, storage_options=store.options)
+    # chunks=None: read in this process (a memory:// store is invisible to any default Dask client's workers)
+    plain = xr.open_zarr(store.url, consolidated=False, chunks=None, storage_options=store.options)
     last_cell, last_values = cells[-1]
     assert float(plain.sel(dict(zip(R.DIMS, last_cell))).statistic) == last_values["statistic"]
 
@@ -361,6 +370,22 @@ def test_scores_round_trip_and_half_written_subgroup(store):
         R.write_scores(url, lang, _scores(words).drop_vars("rank"), storage_options=options)
     with pytest.raises(BiasdaskError, match="'fr'"):
         R.write_scores(url, "fr", _scores(words), storage_options=options)
+
+
+def test_memory_store_is_read_here_even_with_a_distributed_client_current(memory_url, dask_client):
+    """The workers of a cluster see an empty memory://, which zarr reads as fill values (silent NaN)."""
+    _create(memory_url)
+    cell, values = _cells()[0]
+    R.write_cell(memory_url, *cell, values)
+    words = ["Frau", "Mann", "NA"]
+    R.write_scores(memory_url, "en", _scores(words))
+    with dask_client.as_current():
+        assert dask.base.get_scheduler() == dask_client.get  # dask-backed reads would run on the workers
+        _assert_cell(R.open_results(memory_url), cell, values)
+        got = R.open_scores(memory_url, "en")
+        np.testing.assert_array_equal(got.u.values, _scores(words).u.values)
+        np.testing.assert_array_equal(got.t.compute().values, _scores(words).t.values)
+        assert [str(w) for w in got.word.values] == words
 
 
 def test_null_distribution_round_trip(store):
