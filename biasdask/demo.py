@@ -16,6 +16,7 @@ import numpy as np
 import xarray as xr
 import yaml
 from distributed import Client
+from tqdm.auto import tqdm
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def demo(
     with client_scope(client, n_workers=n_workers) as c:
         print(f"biasdask demo: generating 26 languages x {n_words} words x {dim} dims in {raw_dir}", file=sys.stderr)
         langs = generate(raw_dir, n_words, dim, seed)
-        for lang in langs:
+        for lang in tqdm(langs, desc="ingest", unit="language", disable=not progress, file=sys.stderr):
             ingest(str(lang.path), str(emb_dir / f"{lang.code}.zarr"), language=lang.code, client=c, progress=False)
         study = {
             "output": str(out / "results.zarr"),
