@@ -181,7 +181,7 @@ def plot_null_distribution(
         ax.plot([], [], color="#d62728", lw=2, label=f"{observed} (off scale, {side})")
         x_edge = 0.98 if side == "right" else 0.02
         ax.annotate(
-            f"s = {statistic:.4g}\n({abs(statistic - mu) / sd:,.0f} SD away)",
+            f"s = {statistic:.4g}\n({abs(statistic - mu) / sd:,.0f} sampled SDs away)",
             xy=(x_edge, 0.5), xycoords="axes fraction",
             xytext=(0.78 if side == "right" else 0.22, 0.5), textcoords="axes fraction",
             ha="center", va="center", color="#d62728", fontsize=9,

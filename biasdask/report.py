@@ -62,8 +62,9 @@ def write_plots(
     - ``effect_sizes.png``: language × (method, test) heatmap of effect sizes;
     - ``null_<lang>_<method>_<test>.png``: the sampled null distribution of one cell (default: the first
       cell that has a stored null) with its observed statistic;
-    - ``frequency_profile_u.png`` and ``frequency_profile_t_<method>.png``: per language, the mean bias
-      per log10-rank bin (seed 003, Figure 1), when the store holds per-word scores.
+    - ``frequency_profile_u.png`` and ``frequency_profile_t_<method>.png`` (for every method but
+      ``uniform``, whose t is u): per language, the mean bias per log10-rank bin (seed 003, Figure 1),
+      when the store holds per-word scores.
     """
     from biasdask import plot
     from biasdask.errors import IncompleteStoreError
@@ -109,7 +110,8 @@ def write_plots(
 
     profiles = frequency_profiles(results_url, storage_options=storage_options)
     if profiles:
-        for score in ["u", *(f"t_{m}" for m in results["method"].values)]:
+        # t of "uniform" is u itself: its figure would repeat frequency_profile_u.png
+        for score in ["u", *(f"t_{m}" for m in results["method"].values if m != "uniform")]:
             fig = plot.plot_frequency_profile(profiles, score=score, title="bias by frequency rank")
             paths.append(_save(fig, out / f"frequency_profile_{score}.png"))
     return paths
@@ -118,6 +120,6 @@ def write_plots(
 def _save(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    fig.savefig(path, dpi=120)  # constrained layout already fits everything; "tight" would draw twice
     plt.close(fig)
     return path

@@ -19,15 +19,25 @@ IMG = Path(__file__).resolve().parent / "img"
 
 
 def demo_figures(demo_dir: Path) -> None:
-    """Copy the heatmap, the first null distribution and the u frequency profile of a demo run."""
-    plots = demo_dir / "plots"
-    (null,) = sorted(plots.glob("null_*.png"))[:1]
-    for src, name in [
-        (plots / "effect_sizes.png", "effect_sizes.png"),
-        (null, "null_distribution.png"),
-        (plots / "frequency_profile_t_zipf.png", "frequency_profile.png"),
-    ]:
-        shutil.copyfile(src, IMG / name)
+    """Copy the heatmap of a demo run; draw the null of one cell and u by rank for 8 languages."""
+    from biasdask import plot
+    from biasdask.engine.analyses import frequency_profiles
+
+    from biasdask.io.results import open_results, read_null
+
+    url = str(demo_dir / "results.zarr")
+    shutil.copyfile(demo_dir / "plots" / "effect_sizes.png", IMG / "effect_sizes.png")
+    # ru has the weakest planted direction: its statistic falls inside the null, unlike most cells
+    cell = {"language": "ru", "method": "zipf", "test": "gender"}
+    values = open_results(url).sel(cell)
+    fig = plot.plot_null_distribution(read_null(url, *cell.values()), float(values["statistic"]),
+                                      z_score=float(values["z_score"]), p_value=float(values["p_value"]),
+                                      title="Demo: ru · zipf · gender")
+    fig.savefig(IMG / "null_distribution.png", dpi=100)
+    profiles = frequency_profiles(url)
+    some = {code: profiles[code] for code in ["en", "de", "fr", "ja", "ru", "es", "zh", "hi"]}
+    fig = plot.plot_frequency_profile(some, score="u", title="Demo: bias u by frequency rank (8 of 26 languages)")
+    fig.savefig(IMG / "frequency_profile.png", dpi=100)
 
 
 def gender_form_figure(shared: Path, workdir: Path) -> None:
@@ -44,7 +54,7 @@ def gender_form_figure(shared: Path, workdir: Path) -> None:
         "es · MWEAT": analyses.mweat_test(url, forms.targets, forms.male, forms.female),
     }
     fig = plot.plot_gender_form_bias(results, title="Spanish career/family IAT words (Common Crawl fastText)")
-    fig.savefig(IMG / "gender_forms.png", dpi=120, bbox_inches="tight")
+    fig.savefig(IMG / "gender_forms.png", dpi=100)
 
 
 def main() -> None:

@@ -177,6 +177,9 @@ def test_demo_recovers_planted_strengths_in_order(tmp_path, dask_client):
     assert (out["p_value"].values[np.isfinite(out["p_value"].values)] > 0).all()
     pngs = sorted(p.name for p in (tmp_path / "demo" / "plots").glob("*.png"))
     assert "effect_sizes.png" in pngs and any(p.startswith("null_") for p in pngs)
+    # the demo shows the frequency profiles (seed 003); t of "uniform" is u, drawn once
+    assert {"frequency_profile_u.png", "frequency_profile_t_zipf.png"} <= set(pngs)
+    assert "frequency_profile_t_uniform.png" not in pngs
 
 
 def test_cli_show_and_plot(tmp_path, dask_client):
