@@ -8,6 +8,7 @@ word norms.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 
@@ -38,6 +39,18 @@ def attribute_direction(a_vectors: ArrayLike, b_vectors: ArrayLike) -> NDArray[n
     return a.mean(axis=0) - b.mean(axis=0)
 
 
+@njit(cache=True, nogil=True)
+def _association_kernel(vectors, norms, direction, out):
+    for i in range(vectors.shape[0]):
+        if norms[i] > 0:
+            acc = 0.0
+            for j in range(vectors.shape[1]):
+                acc += vectors[i, j] * direction[j]
+            out[i] = acc / norms[i]
+        else:
+            out[i] = np.nan
+
+
 def association(vectors: NDArray, norms: NDArray, direction: NDArray) -> NDArray[np.float32]:
     """u for a block of words: ``(vectors @ direction) / norms``; NaN where the norm is 0.
 
@@ -53,11 +66,15 @@ def association(vectors: NDArray, norms: NDArray, direction: NDArray) -> NDArray
     Returns
     -------
     numpy.ndarray
-        Shape (n,), float32. The product runs in float32 (BLAS sgemv): the error against a float64
-        reference is far below 1e-6 for D in the hundreds.
+        Shape (n,), float32, accumulated in float64.
+
+    Notes
+    -----
+    A compiled single-threaded loop rather than BLAS: Dask already runs one block per thread, and a
+    multithreaded BLAS called from several of them at once competes with the decompression of the
+    next blocks (measured: 1.5x a plain read of the store with OpenBLAS, 1.05x with this loop).
     """
-    dots = np.asarray(vectors, dtype=np.float32) @ np.asarray(direction, dtype=np.float32)
-    norms = np.asarray(norms, dtype=np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u = np.where(norms > 0, dots / norms, np.float32(np.nan))
-    return u.astype(np.float32, copy=False)
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    out = np.empty(vectors.shape[0], dtype=np.float32)
+    _association_kernel(vectors, np.asarray(norms, dtype=np.float64), np.asarray(direction, dtype=np.float64), out)
+    return out
