@@ -193,11 +193,11 @@ class CoverageError(MissingWordsError):
         return values
 
 
-@dataclass(frozen=True)
-class ClassicTestResult:
+@dataclass(frozen=True, kw_only=True)
+class ClassicTestResult(PermutationTestResult):
     """Outcome of a classic test: the permutation test's numbers plus what the test was run on.
 
-    The numeric attributes are those of :class:`~biasdask.stats.permutation.PermutationTestResult`
+    The numeric attributes are inherited from :class:`~biasdask.stats.permutation.PermutationTestResult`
     (``statistic`` s, ``pvalue``, ``effect_size`` d, ``z_score``, ``p_value_normal``, ``null_mean``,
     ``null_std``, ``n_permutations``, ``exact``, ``alternative`` as resolved, ``n_x``, ``n_y``, ``seed``,
     ``null_distribution``).
@@ -218,20 +218,6 @@ class ClassicTestResult:
         Role (``x``, ``y``, ``a``, ``b``) -> :class:`SetCoverage`.
     """
 
-    statistic: float
-    pvalue: float
-    effect_size: float
-    z_score: float
-    p_value_normal: float
-    null_mean: float
-    null_std: float
-    n_permutations: int
-    exact: bool
-    alternative: str
-    n_x: int
-    n_y: int
-    seed: int
-    null_distribution: np.ndarray | None
     n_a: int
     n_b: int
     test: str
@@ -260,10 +246,9 @@ class ClassicTestResult:
 
 
 def _result(res: PermutationTestResult, coverage: dict[str, SetCoverage], **extra) -> ClassicTestResult:
-    own = {f.name for f in dataclasses.fields(ClassicTestResult)}
-    values = {f.name: getattr(res, f.name) for f in dataclasses.fields(res) if f.name in own}
+    values = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
     values.update(n_a=len(coverage["a"].found), n_b=len(coverage["b"].found), coverage=coverage)
-    values.update(extra)
+    values.update(extra)  # may override the permutation test's numbers (e.g. career_family's effect size)
     return ClassicTestResult(**values)
 
 
