@@ -38,13 +38,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from distributed import Client
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.engine.bias_tests import full_vocabulary_test
-from biasdask.engine.scores import _observed_frequencies, as_dataset, check_frequency_language, scores, word_index
+from biasdask.engine.scores import _observed_frequencies, as_dataset, check_frequency_language, positions, scores
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.lexicon import bolukbasi, context_words, iat_categories, iat_words, source, xweat_translations
 from biasdask.stats import directions as sd
@@ -91,13 +90,6 @@ def _language(emb: xr.Dataset) -> str:
     return str(emb.attrs.get("language", "?"))
 
 
-def _index(emb: xr.Dataset) -> pd.Index:
-    index = emb.indexes.get("word")
-    if isinstance(index, pd.Index) and index.dtype == object:
-        return index
-    return word_index(emb)
-
-
 def _tokens(form: Form) -> tuple[str, ...]:
     return (form,) if isinstance(form, str) else tuple(form)
 
@@ -113,7 +105,7 @@ def _read(emb: xr.Dataset, forms: Iterable[Form]) -> dict[Form, NDArray[np.float
     """
     forms = list(dict.fromkeys(forms))
     tokens = list(dict.fromkeys(t for f in forms for t in _tokens(f)))
-    pos = _index(emb).get_indexer(tokens) if tokens else np.empty(0, np.intp)
+    pos = positions(emb, tokens)
     present = pos >= 0
     rows = np.empty((0, emb.sizes.get("dim", 0)), np.float64)
     if present.any():

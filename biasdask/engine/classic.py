@@ -43,14 +43,13 @@ import dask
 import dask.array as da
 import fsspec
 import numpy as np
-import pandas as pd
 import xarray as xr
 from distributed import Client, as_completed
 from tqdm.auto import tqdm
 
 from biasdask.engine.cluster import client_scope
 from biasdask.engine.permutation import permutation_test
-from biasdask.engine.scores import as_dataset, word_index
+from biasdask.engine.scores import as_dataset, positions
 from biasdask.errors import BiasdaskError, InputFormatError, MissingWordsError
 from biasdask.io.store import (
     check_replaceable,
@@ -276,12 +275,6 @@ def _widen(rows: np.ndarray) -> np.ndarray:
     return np.asarray(rows, dtype=np.float32).astype(str).astype(np.float64)
 
 
-def _index(emb: xr.Dataset) -> pd.Index:
-    # xarray's own index of the word coordinate keeps its hash table between calls (tests of one store)
-    index = emb.indexes.get("word")
-    return index if isinstance(index, pd.Index) else word_index(emb)
-
-
 def _fetch(emb: xr.Dataset, words: Iterable[str], client: Client | None) -> dict[str, np.ndarray]:
     """Word -> float64 vector for the given words that the store holds with a non-zero vector.
 
@@ -289,7 +282,7 @@ def _fetch(emb: xr.Dataset, words: Iterable[str], client: Client | None) -> dict
     when None).
     """
     words = list(dict.fromkeys(words))
-    pos = _index(emb).get_indexer(words) if words else np.empty(0, np.intp)
+    pos = positions(emb, words)
     present = pos >= 0
     if not present.any():
         return {}

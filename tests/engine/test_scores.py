@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from biasdask.engine.scores import scores
+from biasdask.engine.scores import positions, scores
 from biasdask.errors import BiasdaskError, MissingWordsError
 
 
@@ -99,3 +99,17 @@ def test_frequency_for_language_without_list():
     emb, _ = _embedding(language="yo")
     with pytest.raises(BiasdaskError, match="wordfreq has no frequency list for language 'yo'"):
         scores(emb, ["male"], ["female"], methods=("frequency",))
+
+
+def test_positions_against_a_linear_search():
+    emb, _ = _embedding(n=300)
+    words = [str(w) for w in emb["word"].values]
+    asked = ["female", "absent", "w299", "the", "female", "w7", ""]
+    expected = [words.index(w) if w in words else -1 for w in asked]
+    np.testing.assert_array_equal(positions(emb, asked), expected)
+    # after truncation (max_words) rows count within the slice, and the words beyond it are absent
+    np.testing.assert_array_equal(positions(emb.isel(word=slice(0, 100)), ["w299", "w99", "male"]), [-1, 99, 2])
+    # without an index on word (e.g. a plain variable) the first occurrence wins
+    plain = xr.Dataset({"word": ("word", np.array(["a", "b", "a", "c"], dtype=object))}).drop_indexes("word")
+    np.testing.assert_array_equal(positions(plain, ["a", "c", "z"]), [0, 3, -1])
+    assert positions(emb, []).shape == (0,)
