@@ -43,7 +43,7 @@ from distributed import Client
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.engine.bias_tests import full_vocabulary_test
-from biasdask.engine.scores import _observed_frequencies, as_dataset, check_frequency_language, positions, scores
+from biasdask.engine.scores import _observed_frequencies, as_dataset, check_frequency_language, read_rows, scores
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.lexicon import bolukbasi, context_words, iat_categories, iat_words, source, xweat_translations
 from biasdask.stats import directions as sd
@@ -104,18 +104,7 @@ def _read(emb: xr.Dataset, forms: Iterable[Form]) -> dict[Form, NDArray[np.float
     Only the chunks holding the requested rows are read, in one computation.
     """
     forms = list(dict.fromkeys(forms))
-    tokens = list(dict.fromkeys(t for f in forms for t in _tokens(f)))
-    pos = positions(emb, tokens)
-    present = pos >= 0
-    rows = np.empty((0, emb.sizes.get("dim", 0)), np.float64)
-    if present.any():
-        order = np.argsort(pos[present], kind="stable")
-        read = np.asarray(emb["vectors"].isel(word=pos[present][order]).values, dtype=np.float32)
-        # Widen through the shortest decimal that round-trips (see the module docstring).
-        rows = np.empty_like(read, dtype=np.float64)
-        rows[order] = read.astype(str).astype(np.float64)
-    found = [t for t, p in zip(tokens, present) if p]
-    vectors = {t: r for t, r in zip(found, rows) if np.any(r)}
+    vectors = read_rows(emb, [t for f in forms for t in _tokens(f)])
     usable = [f for f in forms if all(t in vectors for t in _tokens(f))]
     return {f: np.mean([vectors[t] for t in _tokens(f)], axis=0) for f in usable}
 

@@ -49,7 +49,7 @@ from tqdm.auto import tqdm
 
 from biasdask.engine.cluster import client_scope
 from biasdask.engine.permutation import permutation_test
-from biasdask.engine.scores import as_dataset, positions
+from biasdask.engine.scores import as_dataset, read_rows
 from biasdask.errors import BiasdaskError, InputFormatError, MissingWordsError
 from biasdask.io.store import (
     check_replaceable,
@@ -270,35 +270,6 @@ def _check_coverage(coverage: dict[str, SetCoverage], min_coverage: float, test:
 # Reading the rows a test needs
 
 
-def _widen(rows: np.ndarray) -> np.ndarray:
-    """float32 rows -> float64 through the shortest decimal that round-trips (see the module docstring)."""
-    return np.asarray(rows, dtype=np.float32).astype(str).astype(np.float64)
-
-
-def _fetch(emb: xr.Dataset, words: Iterable[str], client: Client | None) -> dict[str, np.ndarray]:
-    """Word -> float64 vector for the given words that the store holds with a non-zero vector.
-
-    Only the chunks holding these rows are read, in one Dask computation on ``client`` (in this process
-    when None).
-    """
-    words = list(dict.fromkeys(words))
-    pos = positions(emb, words)
-    present = pos >= 0
-    if not present.any():
-        return {}
-    order = np.argsort(pos[present], kind="stable")
-    rows = emb["vectors"].isel(word=pos[present][order]).data
-    if isinstance(rows, da.Array):
-        rows = rows.compute(scheduler="sync") if client is None else client.compute(rows, sync=True)
-    rows = _widen(rows)
-    found = [w for w, p in zip(words, present) if p]
-    out = {}
-    for k, i in enumerate(order):
-        if np.any(rows[k]):
-            out[found[i]] = rows[k]
-    return out
-
-
 def _coverage(role: str, name: str, words: Sequence[str], vectors: Mapping[str, np.ndarray]) -> SetCoverage:
     requested = tuple(dict.fromkeys(words))
     return SetCoverage(
@@ -413,9 +384,9 @@ def weat(
         raise BiasdaskError(f"names: expected four set names, got {len(labels)}")
     with client_scope(client) as c:
         if attributes_from is None:
-            tv = av = _fetch(emb, [*x, *y, *a, *b], c)
+            tv = av = read_rows(emb, [*x, *y, *a, *b], c)
         else:
-            tv, av = _fetch(emb, [*x, *y], c), _fetch(attr_emb, [*a, *b], c)
+            tv, av = read_rows(emb, [*x, *y], c), read_rows(attr_emb, [*a, *b], c)
         sets = dict(zip(_ROLES, (x, y, a, b)))
         coverage = {
             role: _coverage(role, label, sets[role], tv if role in "xy" else av)
@@ -523,7 +494,7 @@ def career_family_test(
     entries = iat_words(model, language)
     categories = iat_categories()
     with client_scope(client) as c:
-        vectors = _fetch(emb, [t for e in entries for t in e.tokens], c)
+        vectors = read_rows(emb, [t for e in entries for t in e.tokens], c)
         covered = {e.word for e in entries if any(t in vectors for t in e.tokens)}
         coverage = {}
         for role, category in zip(_ROLES, ("male", "female", "career", "family")):
@@ -779,8 +750,8 @@ def fit_alignment(
 def _fit(
     src: xr.Dataset, tgt: xr.Dataset, pairs: list[tuple[str, str]], unit_length: bool, client: Client | None
 ) -> Alignment:
-    sv = _fetch(src, [s for s, _ in pairs], client)
-    tv = _fetch(tgt, [t for _, t in pairs], client)
+    sv = read_rows(src, [s for s, _ in pairs], client)
+    tv = read_rows(tgt, [t for _, t in pairs], client)
     used = tuple(p for p in pairs if p[0] in sv and p[1] in tv)
     used_set = set(used)
     missing = tuple(p for p in pairs if p not in used_set)
