@@ -1,17 +1,23 @@
 """Exceptions raised by biasdask.
 
 Every error a user can trigger with bad input is one of these, with a one-line message that names the
-file, line, word or configuration key at fault.
+file, line, word or configuration key at fault. As in numpy, scipy and xarray, a bad argument is a
+``ValueError`` (a wrong type a ``TypeError``): every class here derives from one of them, so
+``except ValueError`` catches what biasdask raises on purpose.
 """
 
 from __future__ import annotations
 
 
-class BiasdaskError(Exception):
-    """Base class of every error biasdask raises on purpose."""
+class BiasdaskError(ValueError):
+    """Base class of every error biasdask raises on purpose (a ``ValueError``)."""
 
 
-class InputFormatError(BiasdaskError, ValueError):
+class BiasdaskTypeError(BiasdaskError, TypeError):
+    """An argument of a type biasdask cannot use (e.g. an embedding it cannot read)."""
+
+
+class InputFormatError(BiasdaskError):
     """An embedding file that cannot be read as the format it claims (names file and line)."""
 
 
@@ -26,9 +32,13 @@ class MissingWordsError(BiasdaskError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-class ConfigError(BiasdaskError, ValueError):
+class ConfigError(BiasdaskError):
     """A study configuration that fails validation (names the key)."""
 
 
 class StoreConflictError(BiasdaskError, FileExistsError):
     """A results store written by a different configuration."""
+
+
+class SchedulerError(BiasdaskError, ConnectionError):
+    """A Dask scheduler (or Dask Gateway) that cannot be reached or started (names its address)."""

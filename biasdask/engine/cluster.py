@@ -1,6 +1,10 @@
-"""Pick the Dask client a computation runs on (SPEC §3).
+"""Where Dask work runs.
 
-Order: an explicit ``client``; an explicit scheduler address; the current ``distributed`` client;
+The Python API never starts a cluster: :func:`active_client` and :func:`compute` run graphs on the
+``client=`` given, else the current ``distributed`` client, else Dask's default scheduler (threads
+unless ``dask.config`` says otherwise). Starting one is the job of :func:`get_client` /
+:func:`client_scope`, used by ``biasdask run`` and the CLI (SPEC §3), in this order: an explicit
+``client``; an explicit scheduler address; the current ``distributed`` client;
 ``DASK_SCHEDULER_ADDRESS`` (set by the Dask operator inside a ``DaskJob``); Dask Gateway when
 ``DASK_GATEWAY__ADDRESS`` is set (as daskhub sets it); else a ``LocalCluster`` of worker processes.
 """
@@ -11,82 +15,118 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator
+from typing import Any
 
+import dask
+import dask.system
+from dask.callbacks import Callback
 from distributed import Client, LocalCluster
 
-from biasdask.errors import BiasdaskError
+import biasdask._dask_config  # noqa: F401  (registers the "biasdask" namespace)
+from biasdask.errors import SchedulerError
+from biasdask.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
 
-def _connect(address: str, timeout: str = "20s") -> Client:
+def connect_timeout() -> str | float:
+    """``biasdask.scheduler.connect-timeout``, else Dask's ``distributed.comm.timeouts.connect``."""
+    return dask.config.get("biasdask.scheduler.connect-timeout") or dask.config.get("distributed.comm.timeouts.connect")
+
+
+def _connect(address: str) -> Client:
+    timeout = connect_timeout()
     try:
-        return Client(address, timeout=timeout)
+        client = Client(address, timeout=timeout)
     except (OSError, TimeoutError) as exc:
-        raise BiasdaskError(f"cannot reach Dask scheduler at {address}: {exc}") from None
+        raise SchedulerError(f"cannot reach Dask scheduler at {address} within {timeout}: {exc}") from None
+    log.info("connected to the Dask scheduler at %s; dashboard: %s", address, client.dashboard_link)
+    return client
 
 
 def _gateway_client(n_workers: int | None) -> Client:
     try:
         from dask_gateway import Gateway
     except ImportError:
-        raise BiasdaskError(
+        raise SchedulerError(
             "DASK_GATEWAY__ADDRESS is set but dask-gateway is not installed "
             "(pip install 'biasdask[gateway]')"
         ) from None
+    from dask.utils import parse_timedelta
+
     gateway = Gateway()
-    cluster = gateway.new_cluster()
+    options = gateway.cluster_options()
+    idle = parse_timedelta(dask.config.get("biasdask.gateway.idle-timeout"), default="seconds")
+    if idle and "idle_timeout" in options:  # servers that expose it; otherwise the server's own setting holds
+        options.idle_timeout = idle
+    # shutdown_on_close: closing the client (or the interpreter exiting) stops the cluster
+    cluster = gateway.new_cluster(options, shutdown_on_close=True)
     if n_workers:
         cluster.scale(n_workers)
     else:
-        cluster.adapt(minimum=1, maximum=20)
-    return cluster.get_client()
+        cluster.adapt(
+            minimum=dask.config.get("biasdask.gateway.minimum-workers"),
+            maximum=dask.config.get("biasdask.gateway.maximum-workers"),
+        )
+    client = cluster.get_client()
+    log.info("started Dask Gateway cluster %s; dashboard: %s", cluster.name, client.dashboard_link)
+    return client
 
 
 def get_client(
     client: Client | None = None,
     scheduler: str | None = None,
     n_workers: int | None = None,
-    threads_per_worker: int = 1,
+    threads_per_worker: int | None = None,
 ) -> Client:
-    """Return the client work should run on, starting a local cluster if nothing else is configured.
+    """Return the client work should run on, starting a cluster if nothing else is configured.
 
     Parameters
     ----------
     client
         Used as is when given.
     scheduler
-        A scheduler address (``tcp://host:8786``); connect to it.
+        A scheduler address (``tcp://host:8786``); connect to it (timeout
+        ``biasdask.scheduler.connect-timeout``, default Dask's ``distributed.comm.timeouts.connect``).
     n_workers
-        Worker processes of a new ``LocalCluster`` (default: one per core), or workers to ask a
-        Gateway cluster for.
+        Worker processes of a new ``LocalCluster`` (default ``biasdask.local-cluster.n-workers``, else
+        ``dask.system.CPU_COUNT``, which respects cgroup limits), or workers to ask a Gateway cluster
+        for (default: adaptive within ``biasdask.gateway.minimum-workers``/``maximum-workers``).
     threads_per_worker
-        Threads of each local worker process.
+        Threads of each local worker process (default ``biasdask.local-cluster.threads-per-worker``).
 
     Returns
     -------
     distributed.Client
         The client. A client this function created itself owns its cluster: ``client.close()``
         followed by ``client.cluster.close()`` shuts both down (see :func:`client_scope`).
+
+    Raises
+    ------
+    SchedulerError
+        A scheduler address that cannot be reached, or Gateway configured without ``dask-gateway``.
     """
     if client is not None:
         return client
     if scheduler:
         return _connect(scheduler)
-    with contextlib.suppress(ValueError):
-        return Client.current()
+    current = active_client()
+    if current is not None:
+        return current
     address = os.environ.get("DASK_SCHEDULER_ADDRESS")
     if address:
         return _connect(address)
     if os.environ.get("DASK_GATEWAY__ADDRESS"):
         return _gateway_client(n_workers)
     cluster = LocalCluster(
-        n_workers=n_workers or os.cpu_count() or 1,
-        threads_per_worker=threads_per_worker,
+        n_workers=n_workers or dask.config.get("biasdask.local-cluster.n-workers") or dask.system.CPU_COUNT,
+        threads_per_worker=threads_per_worker or dask.config.get("biasdask.local-cluster.threads-per-worker"),
         processes=True,
         dashboard_address=":0",
     )
-    return Client(cluster)
+    client = Client(cluster)
+    log.info("started a local Dask cluster of %d workers; dashboard: %s", len(cluster.workers), client.dashboard_link)
+    return client
 
 
 @contextlib.contextmanager
@@ -97,13 +137,12 @@ def client_scope(
 ) -> Iterator[Client]:
     """Context manager around :func:`get_client` that closes only what it started.
 
-    A client passed in, or one that was already current, is left open; a cluster started here is
-    shut down on exit.
+    A client passed in, or one that was already current, is left open; a cluster started here
+    (local or Gateway) is shut down on exit.
     """
     existing = client
     if existing is None and not scheduler:
-        with contextlib.suppress(ValueError):
-            existing = Client.current()
+        existing = active_client()
     got = get_client(client=existing, scheduler=scheduler, n_workers=n_workers)
     owned = got is not existing
     try:
@@ -113,4 +152,72 @@ def client_scope(
             cluster = getattr(got, "cluster", None)
             got.close()
             if cluster is not None and scheduler is None:
-                cluster.close()
+                shutdown = getattr(cluster, "shutdown", None)  # a Gateway cluster: stop it, not just detach
+                (shutdown or cluster.close)()
+
+
+def active_client(client: Client | None = None) -> Client | None:
+    """``client`` if given, else the current ``distributed`` client, else None (Dask's default scheduler)."""
+    if client is not None:
+        return client
+    with contextlib.suppress(ValueError):
+        return Client.current()
+    return None
+
+
+def n_slots(client: Client | None = None) -> int:
+    """Tasks the active scheduler runs at once: the client's worker threads, else Dask's local pool size."""
+    c = active_client(client)
+    if c is not None:
+        return max(1, sum(c.nthreads().values()))
+    return int(dask.config.get("num_workers", None) or dask.system.CPU_COUNT)
+
+
+def compute(*collections: Any, client: Client | None = None, progress: bool | None = False, desc: str = "") -> tuple:
+    """``dask.compute`` on the active scheduler (see :func:`active_client`), with an optional bar of tasks.
+
+    Parameters
+    ----------
+    collections
+        Dask collections (arrays, delayed objects) or plain values.
+    client
+        Run on this client; default the current one, else Dask's default scheduler.
+    progress
+        Show a progress bar of finished tasks (``None``: only on a terminal; see
+        :func:`biasdask.progress.progress_bar`).
+    desc
+        Label of the bar.
+
+    Returns
+    -------
+    tuple
+        The computed values, in order.
+    """
+    c = active_client(client)
+    if c is not None:
+        futures = c.compute(list(collections))
+        with progress_bar(progress, total=len(futures), desc=desc, unit="task") as bar:
+            from distributed import as_completed
+
+            for _ in as_completed(futures, loop=c.loop):
+                bar.update(1)
+            return tuple(c.gather(futures))
+    with progress_bar(progress, desc=desc, unit="task") as bar:
+        if bar.disable:
+            return dask.compute(*collections)
+        with _TaskBar(bar):
+            return dask.compute(*collections)
+
+
+class _TaskBar(Callback):
+    """Advance a tqdm bar as tasks of a local scheduler (threads, processes, sync) finish."""
+
+    def __init__(self, bar) -> None:
+        super().__init__()
+        self._bar = bar
+
+    def _start_state(self, dsk, state) -> None:
+        self._bar.reset(total=sum(len(state[k]) for k in ("ready", "waiting", "running")) + len(state["finished"]))
+
+    def _posttask(self, key, result, dsk, state, worker_id) -> None:
+        self._bar.update(1)

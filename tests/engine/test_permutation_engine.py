@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 
+import dask
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
@@ -67,7 +68,7 @@ def test_bit_identical_on_two_workers_one_worker_and_any_batch_size(dask_client,
 
 def test_uses_the_current_client_and_shows_batches(dask_client, scores, capsys):
     with dask_client.as_current(), get_task_stream(client=dask_client) as stream:
-        res = permutation_test(scores, N_WORDS, n_permutations=400, seed=3, batch_size=100)
+        res = permutation_test(scores, N_WORDS, n_permutations=400, seed=3, batch_size=100, progress=True)
     ran = [t for t in stream.data if str(t["key"]).startswith("null_batch")]
     assert len(ran) == 4
     err = capsys.readouterr().err
@@ -76,14 +77,54 @@ def test_uses_the_current_client_and_shows_batches(dask_client, scores, capsys):
 
 
 def test_exact_enumeration_runs_in_process(monkeypatch):
-    def no_cluster(*args, **kwargs):
-        raise AssertionError("an exact test must not start or use a cluster")
+    def no_dask(*args, **kwargs):
+        raise AssertionError("an exact test must not use Dask")
 
-    monkeypatch.setattr(engine, "client_scope", no_cluster)
+    monkeypatch.setattr(engine, "compute", no_dask)
     x, y = [0.4, 1.3, -0.2, 0.9, 0.5, 1.1, 0.8, 0.7], [0.1, -0.3, 0.2, 0.6, -0.5, 0.0, 0.3, -0.1]
     res = permutation_test(x, y, n_permutations=12870, progress=False)
     assert res.exact and res.n_permutations == 12870  # C(16, 8), like WEAT T6-T10
     assert res.pvalue == permutation_test_local(x, y, n_permutations=12870).pvalue
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
+def test_bit_identical_on_local_schedulers_without_a_cluster(scheduler, scores, monkeypatch):
+    """No client: the batches run on Dask's default scheduler (whatever dask.config says), no cluster
+    is started, and the bits are those of the plain in-process loop."""
+    import distributed
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("the Python API must not start a cluster")
+
+    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    monkeypatch.setattr("biasdask.engine.cluster.LocalCluster", no_cluster)
+    kw = dict(n_permutations=900, seed=12, return_null=True)
+    with dask.config.set(scheduler=scheduler, num_workers=2):
+        res = permutation_test(scores, N_WORDS, batch_size=100, progress=False, **kw)
+        auto = permutation_test(scores, N_WORDS, progress=False, **kw)  # default batch size
+    with pytest.raises(ValueError):
+        Client.current()
+    _same(permutation_test_local(scores, N_WORDS, **kw), res)
+    _same(res, auto)
+
+
+def test_tunables_come_from_dask_config(scores, monkeypatch):
+    calls = []
+    monkeypatch.setattr(engine, "compute", lambda *parts, **kw: calls.append(len(parts)) or dask.compute(*parts))
+    kw = dict(n_permutations=900, seed=12, progress=False)
+    permutation_test(scores, N_WORDS, **kw)  # ~0.04 s of estimated work: in this thread
+    assert calls == []
+    with dask.config.set({"biasdask.in-process-threshold": "1ms", "biasdask.batch-duration": "1ms"}):
+        permutation_test(scores, N_WORDS, **kw)
+    assert calls and calls[0] >= 15  # 1 ms of ~22 us permutations: about 45 per batch
+    monkeypatch.setenv("DASK_BIASDASK__BATCH_DURATION", "3s")
+    dask.config.refresh()
+    try:
+        assert dask.config.get("biasdask.batch-duration") == "3s"
+        assert dask.config.get("biasdask.in-process-threshold") == "200ms"  # the packaged default survives
+    finally:
+        monkeypatch.delenv("DASK_BIASDASK__BATCH_DURATION")
+        dask.config.refresh()
 
 
 def test_default_batch_size_spreads_and_bounds_work():
@@ -98,6 +139,12 @@ def test_default_batch_size_spreads_and_bounds_work():
 def test_bad_batch_size_raises(scores):
     with pytest.raises(BiasdaskError, match="batch_size"):
         permutation_test(scores, 10, batch_size=0)
+
+
+@pytest.mark.parametrize("bad", [dict(alternative="bigger"), dict(n_permutations=0), dict(seed=-1), dict(batch_size=0)])
+def test_bad_arguments_are_value_errors_like_scipys(scores, bad):
+    with pytest.raises(ValueError):
+        permutation_test(scores, 10, **bad)
 
 
 def _finished_batches(dask_scheduler) -> int:
