@@ -14,6 +14,7 @@ from biasdask._version import __version__
 _EXPORTS = {
     "ingest": "biasdask.engine.ingest",
     "open_embeddings": "biasdask.io.store",
+    "as_embeddings": "biasdask.io.embeddings",
     "scores": "biasdask.engine.scores",
     "permutation_test": "biasdask.engine.permutation",
     "full_vocabulary_test": "biasdask.engine.bias_tests",

@@ -12,10 +12,11 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
-from biasdask.engine.cluster import client_scope
-from biasdask.engine.permutation import permutation_test
-from biasdask.engine.scores import as_dataset, scores
+from biasdask.engine.cluster import compute
+from biasdask.engine.permutation import Alternative, permutation_test
+from biasdask.engine.scores import Method, as_dataset, scores
 from biasdask.errors import BiasdaskError
+from biasdask.io.embeddings import Embeddings
 from biasdask.stats.permutation import PermutationTestResult
 
 
@@ -24,16 +25,16 @@ def _finite(values: np.ndarray) -> np.ndarray:
 
 
 def full_vocabulary_test(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     a: Sequence[str],
     b: Sequence[str],
-    method: str = "uniform",
+    method: Method = "uniform",
     n_permutations: int = 9999,
     *,
-    other: xr.Dataset | str | None = None,
+    other: Embeddings | None = None,
     other_a: Sequence[str] | None = None,
     other_b: Sequence[str] | None = None,
-    alternative: str = "auto",
+    alternative: Alternative = "auto",
     seed: int | None = None,
     max_words: int | None = None,
     exclude_attributes: bool = False,
@@ -41,7 +42,7 @@ def full_vocabulary_test(
     client: Client | None = None,
     batch_size: int | None = None,
     return_null: bool = False,
-    progress: bool = True,
+    progress: bool | None = None,
     storage_options: dict | None = None,
 ) -> PermutationTestResult:
     """The seed-000 test: the whole vocabulary against an equally sized unbiased dummy language.
@@ -53,7 +54,8 @@ def full_vocabulary_test(
     Parameters
     ----------
     emb
-        Embedding Dataset or store URL of language X.
+        The embedding of language X: a store URL, Dataset, DataArray (word, dim) or gensim
+        ``KeyedVectors`` (see :func:`biasdask.as_embeddings`).
     a, b
         Attribute words in language X (e.g. translations of *male*, *female*).
     method
@@ -71,13 +73,14 @@ def full_vocabulary_test(
     exclude_attributes, exclude_words
         Leave the attribute words, or a given list, out of the targets.
     client
-        Dask client; default the current one, else a new ``LocalCluster``.
+        Dask client; default the current ``distributed`` client, else Dask's default scheduler
+        (threads). No cluster is started.
     batch_size
         Permutations per Dask task (default chosen by the engine).
     return_null
         Keep the sampled null distribution in the result.
     progress
-        Show progress bars.
+        Show progress bars (default: only when stderr is a terminal).
     storage_options
         fsspec options for store URLs.
 
@@ -93,30 +96,29 @@ def full_vocabulary_test(
         n_common = min(emb.sizes["word"], other.sizes["word"], max_words or np.iinfo(np.int64).max)
         max_words = int(n_common)
     opts = dict(max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words)
-    with client_scope(client) as c:
-        sx = scores(emb, a, b, methods=[method], **opts)
-        u_x, t_x = c.compute([sx["u"].data, sx["t"].data[0]], sync=True)
-        keep = np.isfinite(u_x)
-        if not keep.any():
-            raise BiasdaskError(f"language {emb.attrs.get('language', '?')!r}: no word has a usable vector")
-        if other is None:
-            y: np.ndarray | int = int(keep.sum())
-            effect_y = None
-        else:
-            sy = scores(other, other_a or a, other_b or b, methods=[method], **opts)
-            u_y, t_y = c.compute([sy["u"].data, sy["t"].data[0]], sync=True)
-            keep_y = np.isfinite(u_y)
-            y, effect_y = t_y[keep_y], u_y[keep_y]
-        return permutation_test(
-            t_x[keep],
-            y,
-            n_permutations=n_permutations,
-            alternative=alternative,
-            seed=seed,
-            client=c,
-            batch_size=batch_size,
-            return_null=return_null,
-            effect_x=u_x[keep],
-            effect_y=effect_y,
-            progress=progress,
-        )
+    sx = scores(emb, a, b, methods=[method], **opts)
+    u_x, t_x = compute(sx["u"].data, sx["t"].data[0], client=client)
+    keep = np.isfinite(u_x)
+    if not keep.any():
+        raise BiasdaskError(f"language {emb.attrs.get('language', '?')!r}: no word has a usable vector")
+    if other is None:
+        y: np.ndarray | int = int(keep.sum())
+        effect_y = None
+    else:
+        sy = scores(other, other_a or a, other_b or b, methods=[method], **opts)
+        u_y, t_y = compute(sy["u"].data, sy["t"].data[0], client=client)
+        keep_y = np.isfinite(u_y)
+        y, effect_y = t_y[keep_y], u_y[keep_y]
+    return permutation_test(
+        t_x[keep],
+        y,
+        n_permutations=n_permutations,
+        alternative=alternative,
+        seed=seed,
+        client=client,
+        batch_size=batch_size,
+        return_null=return_null,
+        effect_x=u_x[keep],
+        effect_y=effect_y,
+        progress=progress,
+    )

@@ -32,10 +32,11 @@ engine keeps the per-word scores as float32 for the statistic and its null (as f
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-import sys
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,12 +46,13 @@ import fsspec
 import numpy as np
 import xarray as xr
 from distributed import Client, as_completed
-from tqdm.auto import tqdm
 
-from biasdask.engine.cluster import client_scope
-from biasdask.engine.permutation import permutation_test
+from biasdask.engine.cluster import active_client
+from biasdask.engine.permutation import Alternative, permutation_test
 from biasdask.engine.scores import as_dataset, read_rows
 from biasdask.errors import BiasdaskError, InputFormatError, MissingWordsError
+from biasdask.io.embeddings import Embeddings
+from biasdask.progress import progress_bar
 from biasdask.io.store import (
     check_replaceable,
     finish_store,
@@ -290,25 +292,25 @@ def _language(emb: xr.Dataset) -> str:
 
 
 def weat(
-    emb: xr.Dataset | str,
-    x: Sequence[str],
-    y: Sequence[str],
-    a: Sequence[str],
-    b: Sequence[str],
-    similarity: str = "cosine",
+    emb: Embeddings,
+    x: Sequence[str] | str,
+    y: Sequence[str] | None = None,
+    a: Sequence[str] | None = None,
+    b: Sequence[str] | None = None,
+    similarity: Literal["cosine", "euclidean"] = "cosine",
     n_permutations: int = 9999,
-    alternative: str = "auto",
+    alternative: Alternative = "auto",
     seed: int | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
     return_null: bool = False,
     storage_options: dict | None = None,
     *,
-    attributes_from: xr.Dataset | str | None = None,
+    attributes_from: Embeddings | None = None,
     names: Sequence[str] | None = None,
     test: str = "weat",
     batch_size: int | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> ClassicTestResult:
     """The Word Embedding Association Test (Caliskan et al. 2017; seed 002 eqs. 1-3) on a stored embedding.
 
@@ -319,10 +321,11 @@ def weat(
     Parameters
     ----------
     emb
-        Embedding Dataset (:func:`biasdask.open_embeddings`) or store URL; only the rows of the four
-        sets are read.
+        A store URL, Dataset (:func:`biasdask.open_embeddings`), DataArray (word, dim) or gensim
+        ``KeyedVectors`` (see :func:`biasdask.as_embeddings`); only the rows of the four sets are read.
     x, y
-        Target words.
+        Target words; or ``x`` alone the name of a lexicon test (``"weat7"``; ``"xweat7"`` in the
+        embedding's ``language``), whose four sets and names are then used.
     a, b
         Attribute words.
     similarity
@@ -336,7 +339,8 @@ def weat(
     seed
         Integer seed of the sampled permutations.
     client
-        Dask client (default: the current one, else a new ``LocalCluster``).
+        Dask client (default: the current ``distributed`` client, else Dask's default scheduler; no
+        cluster is started).
     min_coverage
         Each set must have at least this share of its words in the embedding, else
         :class:`CoverageError`.
@@ -370,6 +374,16 @@ def weat(
     if similarity not in SIMILARITIES:
         raise BiasdaskError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
     emb = as_dataset(emb, storage_options)
+    if isinstance(x, str):
+        if (y, a, b) != (None, None, None):
+            raise BiasdaskError(f"weat: x={x!r} names a lexicon test; give no y, a, b with it")
+        name = x
+        sets = weat_test(name) if name.startswith("weat") else xweat_test(_language(emb), name)
+        x, y, a, b = sets.x, sets.y, sets.a, sets.b
+        names = names or (sets.x_name, sets.y_name, sets.a_name, sets.b_name)
+        test = name if test == "weat" else test
+    elif y is None or a is None or b is None:
+        raise BiasdaskError("weat: give the four word sets x, y, a, b (or the name of a lexicon test as x)")
     attr_emb = emb if attributes_from is None else as_dataset(attributes_from, storage_options)
     if attr_emb.sizes["dim"] != emb.sizes["dim"]:
         raise BiasdaskError(
@@ -382,7 +396,7 @@ def weat(
     labels = tuple(names) if names is not None else ("X", "Y", "A", "B")
     if len(labels) != 4:
         raise BiasdaskError(f"names: expected four set names, got {len(labels)}")
-    with client_scope(client) as c:
+    with contextlib.nullcontext(active_client(client)) as c:
         if attributes_from is None:
             tv = av = read_rows(emb, [*x, *y, *a, *b], c)
         else:
@@ -412,8 +426,8 @@ def weat(
 
 
 def cross_lingual_weat(
-    target_emb: xr.Dataset | str,
-    attribute_emb: xr.Dataset | str,
+    target_emb: Embeddings,
+    attribute_emb: Embeddings,
     x: Sequence[str],
     y: Sequence[str],
     a: Sequence[str],
@@ -434,11 +448,11 @@ def cross_lingual_weat(
 
 
 def career_family_test(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     language: str | None = None,
     model: str = "cc",
     n_permutations: int = 9999,
-    alternative: str = "auto",
+    alternative: Alternative = "auto",
     seed: int | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
@@ -446,7 +460,7 @@ def career_family_test(
     storage_options: dict | None = None,
     *,
     batch_size: int | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> ClassicTestResult:
     """Lewis & Lupyan 2020's career/family IAT test in one language, on a stored embedding.
 
@@ -493,7 +507,7 @@ def career_family_test(
     language = language or _language(emb)
     entries = iat_words(model, language)
     categories = iat_categories()
-    with client_scope(client) as c:
+    with contextlib.nullcontext(active_client(client)) as c:
         vectors = read_rows(emb, [t for e in entries for t in e.tokens], c)
         covered = {e.word for e in entries if any(t in vectors for t in e.tokens)}
         coverage = {}
@@ -559,11 +573,11 @@ def tests_for_language(language: str, model: str | None = None) -> list[str]:
 
 def run_cell(
     test: str,
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     *,
     language: str,
     n_permutations: int = 9999,
-    alternative: str = "auto",
+    alternative: Alternative = "auto",
     seed: int | None = None,
     similarity: str = "cosine",
     client: Client | None = None,
@@ -702,8 +716,8 @@ def _dictionary_pairs(dictionary: Iterable[tuple[str, str]] | str | Path, storag
 
 
 def fit_alignment(
-    source: xr.Dataset | str,
-    target: xr.Dataset | str,
+    source: Embeddings,
+    target: Embeddings,
     dictionary: Iterable[tuple[str, str]] | str | Path,
     *,
     unit_length: bool = True,
@@ -722,8 +736,8 @@ def fit_alignment(
     unit_length
         Fit on unit-length vectors (Smith et al. 2017, XWEAT); else on the raw vectors.
     client
-        Dask client that reads the dictionary rows (default: the current one, else a new
-        ``LocalCluster``); ``False`` reads them in this process.
+        Dask client that reads the dictionary rows (default: the current one, else this process);
+        ``False`` reads them in this process.
     storage_options
         fsspec options for URLs.
 
@@ -743,7 +757,7 @@ def fit_alignment(
     pairs = _dictionary_pairs(dictionary, storage_options)
     if client is False:
         return _fit(src, tgt, pairs, unit_length, None)
-    with client_scope(client) as c:
+    with contextlib.nullcontext(active_client(client)) as c:
         return _fit(src, tgt, pairs, unit_length, c)
 
 
@@ -779,15 +793,15 @@ def _write_aligned_block(
 
 
 def align(
-    source: xr.Dataset | str,
-    target: xr.Dataset | str,
+    source: Embeddings,
+    target: Embeddings,
     dictionary: Iterable[tuple[str, str]] | str | Path,
     dest: str,
     *,
     unit_length: bool = True,
     storage_options: dict | None = None,
     client: Client | None | bool = None,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> xr.Dataset:
     """Align the source store to the target space by orthogonal Procrustes and write it as a new store.
 
@@ -812,7 +826,7 @@ def align(
     storage_options
         fsspec options of every URL.
     client
-        Dask client (default: the current one, else a new ``LocalCluster``); ``False``, or a
+        Dask client (default: the current one, else this process); ``False``, or a
         ``memory://`` destination, computes and writes in this process.
     progress
         Show a progress bar over the chunks.
@@ -839,7 +853,7 @@ def align(
     check_replaceable(dest, storage_options)
     if client is False or protocol == "memory":
         return _align(src, tgt, pairs, dest, unit_length, storage_options, None, progress)
-    with client_scope(client) as c:
+    with contextlib.nullcontext(active_client(client)) as c:
         return _align(src, tgt, pairs, dest, unit_length, storage_options, c, progress)
 
 
@@ -868,7 +882,7 @@ def _align(src, tgt, pairs, dest, unit_length, storage_options, client, progress
             )
             for k in range(vectors.numblocks[0])
         ]
-        with tqdm(total=len(tasks), desc="align", unit="chunk", disable=not progress, file=sys.stderr) as bar:
+        with progress_bar(progress, total=len(tasks), desc="align", unit="chunk") as bar:
             if client is None:
                 zeros = []
                 for task in tasks:

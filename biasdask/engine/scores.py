@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 import dask.array as da
 import numpy as np
@@ -16,17 +17,18 @@ import xarray as xr
 from distributed import Client
 
 from biasdask.errors import BiasdaskError, MissingWordsError
+from biasdask.io.embeddings import Embeddings, as_embeddings
+from biasdask.io.store import default_chunk_words
 from biasdask.stats.association import association, attribute_direction
 from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 
+#: The weightings of t (SPEC §1).
+Method = Literal["uniform", "zipf", "frequency"]
 
-def as_dataset(emb: xr.Dataset | str, storage_options: dict | None = None) -> xr.Dataset:
-    """An embedding Dataset, opening ``emb`` with ``open_embeddings`` when it is a URL."""
-    if isinstance(emb, xr.Dataset):
-        return emb
-    from biasdask.io.store import open_embeddings
 
-    return open_embeddings(str(emb), storage_options=storage_options)
+def as_dataset(emb: Embeddings, storage_options: dict | None = None) -> xr.Dataset:
+    """An embedding in any form :func:`biasdask.as_embeddings` accepts, as a Dataset in the store layout."""
+    return as_embeddings(emb, storage_options=storage_options)
 
 
 def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
@@ -110,10 +112,10 @@ def check_frequency_language(language: str) -> None:
 
 
 def scores(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     a: Sequence[str],
     b: Sequence[str],
-    methods: Iterable[str] = ("uniform", "zipf"),
+    methods: Iterable[Method] = ("uniform", "zipf"),
     *,
     max_words: int | None = None,
     exclude_attributes: bool = False,
@@ -126,7 +128,8 @@ def scores(
     Parameters
     ----------
     emb
-        A Dataset from :func:`biasdask.open_embeddings`, or its URL.
+        A store URL, a Dataset from :func:`biasdask.open_embeddings`, a DataArray (word, dim) or a
+        gensim ``KeyedVectors`` (see :func:`biasdask.as_embeddings`).
     a, b
         Attribute words (e.g. the translations of *male* and *female*). Absent ones are skipped and
         recorded in ``attrs["missing_a"]`` / ``attrs["missing_b"]``.
@@ -171,7 +174,8 @@ def scores(
     direction = attribute_direction(rows[: a_pos.size], rows[a_pos.size :])
 
     v = vectors.data
-    v = da.asarray(v)
+    if not isinstance(v, da.Array):  # an in-memory model: chunk it like a store
+        v = da.from_array(v, chunks=(default_chunk_words(v.shape[1]), -1), name=False)
     norm = da.asarray(emb["norm"].data).rechunk(v.chunks[0])
     u = da.map_blocks(
         lambda blk, nrm: association(blk, nrm[:, 0], direction),
