@@ -90,3 +90,61 @@ def http_server(tmp_path):
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - signature fixed by http.server
         pass
+
+
+# --------------------------------------------------------------------------------------------------
+# In-memory embeddings: use these wherever writing a file is not what a test is about.
+
+#: Words of the small in-memory model: attribute words first, then WEAT 7's sets, then filler.
+SMALL_ATTRIBUTES = ("male", "female", "he", "she")
+
+
+def small_vectors(n_words: int = 400, dim: int = 16, seed: int = 7):
+    """(float32 vectors, words) of a small model with a planted male/female axis and one zero vector.
+
+    Words: ``male``, ``female``, ``he``, ``she``, then the words of WEAT 7 (math/arts x male/female
+    terms), then ``w<i>`` filler; row 5 is all zeros.
+    """
+    import numpy as np
+
+    from biasdask.lexicon import weat_test
+
+    sets = weat_test("weat7")
+    words = list(dict.fromkeys([*SMALL_ATTRIBUTES, *sets.x, *sets.y, *sets.a, *sets.b]))
+    words += [f"w{i}" for i in range(len(words), n_words)]
+    rng = np.random.default_rng(seed)
+    axis = np.eye(dim)[0]
+    vectors = rng.standard_normal((n_words, dim)) + 0.2 * axis
+    vectors[0], vectors[1], vectors[2], vectors[3] = 3 * axis, -3 * axis, 2 * axis + 0.1, -2 * axis + 0.1
+    # math and male terms lean one way, arts and female terms the other: WEAT 7 has an effect to find
+    for group, sign in ((sets.x, 1), (sets.a, 1), (sets.y, -1), (sets.b, -1)):
+        for w in group:
+            vectors[words.index(w)] += sign * 1.5 * axis
+    vectors[5] = 0.0
+    return vectors.astype(np.float32), words
+
+
+@pytest.fixture(scope="session")
+def small_model():
+    """``(vectors, words)``: float32 array and word list (see :func:`small_vectors`)."""
+    return small_vectors()
+
+
+@pytest.fixture(scope="session")
+def small_kv(small_model):
+    """The small model as a gensim ``KeyedVectors`` (gensim as an independent container)."""
+    from gensim.models import KeyedVectors
+
+    vectors, words = small_model
+    kv = KeyedVectors(vectors.shape[1])
+    kv.add_vectors(words, vectors)
+    return kv
+
+
+@pytest.fixture(scope="session")
+def small_dataarray(small_model):
+    """The small model as a numpy-backed ``xarray.DataArray`` (word, dim), language ``en``."""
+    import xarray as xr
+
+    vectors, words = small_model
+    return xr.DataArray(vectors, dims=("word", "dim"), coords={"word": words}, attrs={"language": "en"})

@@ -43,8 +43,11 @@ from distributed import Client
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.engine.bias_tests import full_vocabulary_test
+from biasdask.engine.permutation import Alternative
 from biasdask.engine.scores import _observed_frequencies, as_dataset, check_frequency_language, read_rows, scores
+from biasdask.engine.scores import scores as _scores
 from biasdask.errors import BiasdaskError, MissingWordsError
+from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import bolukbasi, context_words, iat_categories, iat_words, source, xweat_translations
 from biasdask.stats import directions as sd
 from biasdask.stats import grammatical as sg
@@ -138,7 +141,7 @@ def _check_dim(g: ArrayLike, emb: xr.Dataset) -> NDArray[np.float64]:
 
 
 def direction(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     pairs: Sequence[tuple[str, str]] | None = None,
     a: Sequence[str] | str | None = None,
     b: Sequence[str] | str | None = None,
@@ -242,7 +245,7 @@ def neutral_professions() -> tuple[str, ...]:
 
 
 def direct_bias(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     direction: ArrayLike,
     neutral_words: Sequence[str] | None = None,
     c: float = 1,
@@ -284,7 +287,7 @@ def direct_bias(
 
 
 def indirect_bias(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     direction: ArrayLike,
     w: str,
     v: str,
@@ -336,11 +339,13 @@ def _score_names(ds: xr.Dataset) -> list[str]:
 
 
 def frequency_profile(
-    scores: xr.Dataset | str,
+    scores: Embeddings,
     bins: float | ArrayLike | None = None,
     by: str = "rank",
     language: str | None = None,
     *,
+    a: Sequence[str] | None = None,
+    b: Sequence[str] | None = None,
     storage_options: dict | None = None,
 ) -> xr.Dataset:
     """Per-word bias binned by log10 frequency rank or observed frequency (seed 003, Figure 1, Table 3).
@@ -354,7 +359,9 @@ def frequency_profile(
     scores
         A Dataset with ``u`` (word), optionally ``t`` (method, word), and ``rank`` (word): the output of
         :func:`biasdask.engine.scores.scores` or of :func:`biasdask.io.results.open_scores`; or the URL
-        of a results store, whose ``scores/<language>`` is opened (``language`` required).
+        of a results store, whose ``scores/<language>`` is opened (``language`` required); or, with
+        ``a`` and ``b``, an embedding in any form :func:`biasdask.as_embeddings` accepts, whose
+        scores (uniform and zipf) are computed first.
     bins
         Bin width in log10 units (default 1 for ranks, as in the seed's Figure 1; 0.5 for frequencies,
         as in its Table 3), or explicit increasing edges (ranks or frequencies).
@@ -365,6 +372,8 @@ def frequency_profile(
     language
         wordfreq language (``by="frequency"``; default the scores' ``language`` attribute), and the
         language to open when ``scores`` is a URL.
+    a, b
+        Attribute words, when ``scores`` is an embedding.
     storage_options
         fsspec options when ``scores`` is a URL.
 
@@ -379,7 +388,11 @@ def frequency_profile(
     """
     if by not in ("rank", "frequency"):
         raise BiasdaskError(f"frequency_profile: by must be 'rank' or 'frequency', not {by!r}")
-    if isinstance(scores, str):
+    if a is not None or b is not None:
+        if a is None or b is None:
+            raise BiasdaskError("frequency_profile: a and b go together (the attribute words of an embedding)")
+        scores = _scores(scores, a, b, storage_options=storage_options)
+    elif isinstance(scores, str):
         if language is None:
             raise BiasdaskError("frequency_profile: give the language of the scores to open from a results store")
         from biasdask.io.results import open_scores
@@ -515,7 +528,7 @@ def _context_words(exclude_context: bool) -> tuple[tuple[str, ...], tuple[str, .
 
 
 def context_scores(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     methods: Iterable[str] = ("uniform", "zipf"),
     *,
     exclude_context: bool = True,
@@ -548,18 +561,18 @@ def context_scores(
 
 
 def context_test(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     method: str = "uniform",
     n_permutations: int = 9999,
     *,
     exclude_context: bool = True,
-    alternative: str = "auto",
+    alternative: Alternative = "auto",
     seed: int | None = None,
     max_words: int | None = None,
     client: Client | None = None,
     batch_size: int | None = None,
     return_null: bool = False,
-    progress: bool = True,
+    progress: bool | None = None,
     storage_options: dict | None = None,
 ) -> PermutationTestResult:
     """Seed 003's female/male context words as a named test (label :data:`CONTEXT_TEST`).
@@ -840,7 +853,7 @@ def _gender_result(test: str, res, emb, targets, a, b, dropped) -> GenderFormsRe
 
 
 def bad_test(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     targets: Sequence[tuple[Form, Form]],
     attributes: Sequence[tuple[Form, Form]],
     *,
@@ -890,7 +903,7 @@ def bad_test(
 
 
 def mweat_test(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     targets: Sequence[tuple[Form, Form]],
     a: Sequence[Form],
     b: Sequence[Form],
