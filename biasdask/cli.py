@@ -8,6 +8,7 @@ Each subcommand is registered by a small ``_add_<name>(sub)`` function that adds
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -97,8 +98,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from biasdask.config import load_config
     from biasdask.engine.run import run
 
+    from biasdask.engine.cluster import client_scope
+
     cfg = load_config(args.config, output=args.output)
-    results = run(cfg, scheduler=args.scheduler, n_workers=args.workers, overwrite=args.overwrite, progress=not args.quiet)
+    with client_scope(scheduler=args.scheduler, n_workers=args.workers) as client:  # the CLI starts one
+        results = run(cfg, client=client, overwrite=args.overwrite, progress=False if args.quiet else None)
     print(format_results(results))
     print(f"\nresults: {cfg.output}")
     return 0
@@ -206,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``biasdask`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     args = build_parser().parse_args(argv)
+    # biasdask's log records (dashboard link, skipped cells) on stderr, one line each
+    quiet = getattr(args, "quiet", False) or getattr(args, "no_progress", False)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("biasdask: %(message)s"))
+    logger = logging.getLogger("biasdask")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         return args.func(args)
     except BiasdaskError as exc:
@@ -215,6 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("biasdask: interrupted", file=sys.stderr)
         return 130
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 if __name__ == "__main__":

@@ -35,10 +35,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from biasdask.errors import ConfigError
@@ -68,7 +69,7 @@ class LanguageSpec:
     """One language of a study: its code, embedding store and attribute words."""
 
     code: str
-    store: str
+    store: Any  # a URL; from Python also an in-memory embedding (see biasdask.as_embeddings)
     a: tuple[str, ...]
     b: tuple[str, ...]
 
@@ -97,11 +98,11 @@ class StudyConfig:
 
     def canonical(self) -> dict[str, Any]:
         """Everything that determines the results (not where they go, nor credentials)."""
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}  # not asdict: it would deep-copy in-memory stores
         for volatile in ("output", "storage_options", "batch_size", "save_scores", "save_null"):
             d.pop(volatile)
         d["languages"] = [
-            {"code": s.code, "store": s.store, "a": list(s.a), "b": list(s.b)} for s in self.languages
+            {"code": s.code, "store": _store_label(s.store), "a": list(s.a), "b": list(s.b)} for s in self.languages
         ]
         for key in ("methods", "tests", "exclude_words"):
             d[key] = list(d[key])
@@ -200,7 +201,7 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
             check_language_code(str(code))
         except Exception as exc:
             raise ConfigError(f"{key}: {exc}") from None
-        if isinstance(settings, str):
+        if isinstance(settings, str) or _is_embedding_object(settings):
             settings = {"store": settings}
         if settings is None:
             settings = {}
@@ -209,8 +210,10 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
         extra = set(settings) - {"store", "a", "b"}
         if extra:
             raise ConfigError(f"{key}: unknown key(s) {sorted(extra)}; allowed: store, a, b")
-        store = settings.get("store") or (template.format(language=code) if template else None)
-        if not isinstance(store, str):
+        store = settings.get("store")
+        if store is None or (isinstance(store, str) and not store):
+            store = template.format(language=code) if template else None
+        if not isinstance(store, str) and not _is_embedding_object(store):
             raise ConfigError(f"{key}.store: no store URL (give one, or an 'embeddings' template)")
         if ("a" not in settings or "b" not in settings) and code not in table.index:
             raise ConfigError(
@@ -220,6 +223,25 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
         b = _words(settings["b"], f"{key}.b") if "b" in settings else (str(table.loc[code, "female"]),)
         specs.append(LanguageSpec(str(code), store, a, b))
     return tuple(specs)
+
+
+def _is_embedding_object(value: Any) -> bool:
+    """An in-memory embedding given from Python (Dataset, DataArray, KeyedVectors-like)."""
+    import xarray as xr
+
+    return isinstance(value, (xr.Dataset, xr.DataArray)) or (hasattr(value, "index_to_key") and hasattr(value, "vectors"))
+
+
+def _store_label(store: Any) -> str:
+    """A store URL as it is; an in-memory embedding as a content token (same vectors, same study digest)."""
+    if isinstance(store, str):
+        return store
+    from dask.base import tokenize
+
+    from biasdask.io.embeddings import as_embeddings
+
+    emb = as_embeddings(store)
+    return f"in-memory:{tokenize(emb['vectors'].data, np.asarray(emb['word'].values))}"
 
 
 def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:

@@ -9,23 +9,26 @@ cell's labels, so a resumed run gives the same numbers as an uninterrupted one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import sys
+import logging
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 from distributed import Client
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from biasdask._version import __version__
 from biasdask.config import StudyConfig, load_config, parse_config
-from biasdask.engine.cluster import client_scope
+from biasdask.engine.cluster import active_client, client_scope, compute
 from biasdask.engine.permutation import permutation_test
-from biasdask.engine.scores import scores
+from biasdask.engine.scores import as_dataset, scores
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io import results as rs
-from biasdask.io.store import open_embeddings
+from biasdask.progress import progress_bar
+
+log = logging.getLogger(__name__)
 
 
 def cell_seed(seed: int, language: str, method: str, test: str) -> int:
@@ -50,23 +53,29 @@ def run(
     n_workers: int | None = None,
     output: str | None = None,
     overwrite: bool = False,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> xr.Dataset:
     """Run a study and return its results cube.
 
     Parameters
     ----------
     config
-        A :class:`~biasdask.config.StudyConfig`, a mapping, or the path of a study YAML file.
+        A :class:`~biasdask.config.StudyConfig`, a mapping, or the path of a study YAML file. From
+        Python, a language's ``store`` may be any embedding :func:`biasdask.as_embeddings` accepts
+        (e.g. ``{"languages": {"en": {"store": kv}}}`` with a gensim ``KeyedVectors``).
     client, scheduler, n_workers
-        Where to run (SPEC §3 order: client, scheduler address, ``DASK_SCHEDULER_ADDRESS``, Dask
-        Gateway, else a ``LocalCluster`` of ``n_workers`` processes).
+        Where to run. By default the ``client`` given, else the current ``distributed`` client, else
+        Dask's default scheduler (threads): no cluster is started. With ``scheduler`` or ``n_workers``
+        a cluster is found or started in SPEC §3's order (:func:`biasdask.get_client`: scheduler
+        address, ``DASK_SCHEDULER_ADDRESS``, Dask Gateway, else a ``LocalCluster`` of ``n_workers``
+        processes) and closed at the end; ``biasdask run`` always does this.
     output
         Overrides the study's ``output`` URL.
     overwrite
         Replace a results store that was written by a different study.
     progress
-        Show the dashboard link and progress bars (stderr).
+        Show progress bars (default: only when stderr is a terminal). The dashboard link of a
+        cluster is logged at INFO (logger ``biasdask.engine.run``).
 
     Returns
     -------
@@ -99,11 +108,14 @@ def run(
     )
     done = rs.done_cells(cfg.output, storage_options=options)
     failures: list[str] = []
-    with client_scope(client, scheduler, n_workers) as c:
-        if progress:
-            print(f"biasdask: Dask dashboard at {c.dashboard_link}", file=sys.stderr)
-        total = len(cfg.languages) * len(cfg.methods) * len(cfg.tests)
-        bar = tqdm(total=total, initial=len(done), desc="cells", unit="cell", disable=not progress, file=sys.stderr)
+    if scheduler or n_workers:
+        scope = client_scope(client, scheduler, n_workers)
+    else:
+        scope = contextlib.nullcontext(active_client(client))
+    total = len(cfg.languages) * len(cfg.methods) * len(cfg.tests)
+    with scope as c, progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar:
+        if c is not None:
+            log.info("running on Dask scheduler %s; dashboard: %s", c.scheduler.address, c.dashboard_link)
         for lang in cfg.languages:
             todo = [(m, t) for m in cfg.methods for t in cfg.tests if (lang.code, m, t) not in done]
             need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=options)
@@ -113,8 +125,7 @@ def run(
                 failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress)
             except MissingWordsError as exc:  # attribute words of the gender test
                 failures.append(f"{lang.code}: {exc}")
-                bar.write(f"biasdask: skipped language {lang.code}: {exc}")
-        bar.close()
+                log.warning("skipped language %s: %s", lang.code, exc)
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) not run, their cells are left empty: " + "; ".join(failures))
     return rs.open_results(cfg.output, storage_options=options)
@@ -170,7 +181,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
     for method, test in [(m, t) for m, t in todo if t not in applicable]:
         write(lang.code, method, test, {"note": f"not applicable to language {lang.code}"})
     todo = [(m, t) for m, t in todo if t in applicable]
-    emb = open_embeddings(lang.store, storage_options=options)
+    emb = as_dataset(lang.store, storage_options=options)
     common = dict(alternative=cfg.alternative, client=client, batch_size=cfg.batch_size, return_null=cfg.save_null)
     gender = [m for m, t in todo if t == "gender"]
     if gender or need_scores:
@@ -183,7 +194,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
             exclude_attributes=cfg.exclude_attributes,
             exclude_words=cfg.exclude_words,
         )
-        u, t = client.compute([sc["u"].data, sc["t"].data], sync=True)
+        u, t = compute(sc["u"].data, sc["t"].data, client=client)
         sc = sc.copy(data={"u": u, "t": t})
         if need_scores:
             rs.write_scores(cfg.output, lang.code, sc, storage_options=options)
@@ -229,7 +240,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
             )
             values, null = res.cell_values(), res.null_distribution
         except CoverageError as err:
-            bar.write(f"biasdask: {err}")
+            log.warning("%s", err)
             values, null = {**err.cell_values(), "note": str(err)}, None
         for method in [m for m, t in todo if t == test]:
             write(lang.code, method, test, values, null)

@@ -159,3 +159,27 @@ def test_a_top_level_script_without_main_guard_runs_on_threads(tmp_path):
     assert proc.stdout.strip() == "no client 302"
     assert proc.stderr == ""  # not a terminal: no progress bar, no warning
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notebook_like.py"]
+
+
+def test_run_from_python_takes_in_memory_languages_on_threads(small_kv, small_dataarray, stored, monkeypatch):
+    """A study whose languages are a KeyedVectors and a DataArray gives the cube of the stored form,
+    on Dask's default scheduler, without starting a cluster; the digest follows the vectors."""
+    from biasdask.config import parse_config
+    from biasdask.engine import cluster
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("run() from Python must not start a cluster unless asked")
+
+    monkeypatch.setattr(cluster, "LocalCluster", no_cluster)
+    study = dict(methods=["uniform", "zipf"], tests=["gender", "weat7"], n_permutations=300, seed=2)
+    kw = dict(progress=False)
+    memory = biasdask.run(
+        {**study, "output": "memory://i12/kv.zarr", "languages": {"en": {"store": small_kv}, "de": {"store": small_dataarray, "a": ["male"], "b": ["female"]}}}, **kw
+    )
+    ref = biasdask.run({**study, "output": "memory://i12/ref.zarr", "languages": {"en": stored, "de": {"store": stored, "a": ["male"], "b": ["female"]}}}, **kw)
+    for v in ("statistic", "effect_size", "p_value", "null_std", "n_x"):
+        np.testing.assert_array_equal(memory[v].values, ref[v].values, err_msg=v)
+    digest = parse_config({**study, "output": "x", "languages": {"en": {"store": small_kv}}}).digest()
+    assert digest == parse_config({**study, "output": "x", "languages": {"en": small_dataarray}}).digest()
+    other = small_dataarray.copy(data=small_dataarray.values * 2)
+    assert digest != parse_config({**study, "output": "x", "languages": {"en": other}}).digest()
