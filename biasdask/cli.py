@@ -50,8 +50,19 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_ingest)
 
 
+def _size(url: str) -> int:
+    """Bytes of the input as stored, 0 when unknown (then it is parsed in this process)."""
+    import fsspec
+
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+        return int(fs.size(path) or 0)
+    except Exception:  # unreachable or unsized: ingest itself reports what is wrong
+        return 0
+
+
 def _run_ingest(args: argparse.Namespace) -> int:
-    from biasdask.engine.ingest import ingest
+    from biasdask.engine.ingest import PARALLEL_MIN_BYTES, ingest
 
     kwargs = dict(
         format=args.format,
@@ -65,6 +76,11 @@ def _run_ingest(args: argparse.Namespace) -> int:
         from biasdask.engine.cluster import client_scope
 
         with client_scope(scheduler=args.scheduler, n_workers=args.workers) as client:
+            ds = ingest(args.source, args.dest, args.language, client=client, **kwargs)
+    elif _size(args.source) >= PARALLEL_MIN_BYTES:  # a large input: the CLI starts a cluster for it
+        from biasdask.engine.cluster import client_scope
+
+        with client_scope() as client:
             ds = ingest(args.source, args.dest, args.language, client=client, **kwargs)
     else:
         ds = ingest(args.source, args.dest, args.language, **kwargs)

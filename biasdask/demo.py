@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 import yaml
 from distributed import Client
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def demo(
     seed: int = 7,
     client: Client | None = None,
     n_workers: int | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     plots: bool = True,
 ) -> xr.Dataset:
     """Run the embedded default study end to end; returns the results cube.
@@ -108,13 +108,14 @@ def demo(
     from biasdask.engine.cluster import client_scope
     from biasdask.engine.ingest import ingest
     from biasdask.engine.run import run
+    from biasdask.progress import wanted
 
     out = Path(output).resolve()
     raw_dir, emb_dir = out / "raw", out / "emb"
     with client_scope(client, n_workers=n_workers) as c:
         print(f"biasdask demo: generating 26 languages x {n_words} words x {dim} dims in {raw_dir}", file=sys.stderr)
         langs = generate(raw_dir, n_words, dim, seed)
-        for lang in tqdm(langs, desc="ingest", unit="language", disable=not progress, file=sys.stderr):
+        for lang in tqdm(langs, desc="ingest", unit="language", disable=not wanted(progress), file=sys.stderr):
             ingest(str(lang.path), str(emb_dir / f"{lang.code}.zarr"), language=lang.code, client=c, progress=False)
         study = {
             "output": str(out / "results.zarr"),

@@ -37,11 +37,15 @@ NOTEBOOK_ENV = (
 )
 
 QUICKSTART_PROBE = """
-import json
+import json, shutil
 def _r(r):
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in vars(r).items() if k != "null_distribution"}
+if Path(VEC).parent == Path(WORKDIR.name):  # the notebook's own file goes away with its directory: keep a copy
+    shutil.copy(VEC, "probe-copy.vec")
 print("BIASDASK-PROBE " + json.dumps({
     "vec": str(VEC),
+    "workdir": WORKDIR.name,
+    "in_memory": {"weat": _r(iat_in_memory), "full": _r(vocabulary_in_memory)},
     "n_words": int(emb.sizes["word"]),
     "top_male": words.nlargest(5, "u").index.tolist(),
     "top_female": words.nsmallest(5, "u").index.tolist(),
@@ -81,16 +85,19 @@ def kernel_spec_manager(tmp_path_factory) -> KernelSpecManager:
 
 
 def execute(
-    name: str, cwd: Path, ksm: KernelSpecManager, probe: str, before: str | None = None
+    name: str, cwd: Path, ksm: KernelSpecManager, probe: str, before: str | None = None, probe_before: str = "cleanup"
 ) -> tuple[nbformat.NotebookNode, dict, float]:
-    """Run ``notebooks/<name>`` (up to the cell tagged ``before``, if given) with ``probe`` appended.
+    """Run ``notebooks/<name>`` (up to the cell tagged ``before``, if given) with ``probe`` inserted before the
+    cell tagged ``probe_before`` (the clean-up cell, which still runs) or appended.
 
     Returns the executed notebook, the JSON the probe printed and the seconds it took.
     """
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     if before is not None:
         nb.cells = nb.cells[: nb.cells.index(tagged(nb, before))]
-    nb.cells.append(new_code_cell(probe))
+    probe_cell = new_code_cell(probe)
+    later = [c for c in nb.cells if probe_before in c.metadata.get("tags", [])]
+    nb.cells.insert(nb.cells.index(later[0]) if later else len(nb.cells), probe_cell)
     km = KernelManager(kernel_name=KERNEL, kernel_spec_manager=ksm)
     client = NotebookClient(nb, km=km, timeout=CELL_TIMEOUT, startup_timeout=120,
                             resources={"metadata": {"path": str(cwd)}})
@@ -100,7 +107,7 @@ def execute(
     print(f"{name}: {seconds:.1f} s; slowest cells: " + ", ".join(
         f"#{i} {t:.1f} s" for t, i in sorted(((cell_seconds(c), i) for i, c in enumerate(nb.cells)), reverse=True)[:4]
     ))
-    text = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.output_type == "stream")
+    text = "".join(o.get("text", "") for o in probe_cell.outputs if o.output_type == "stream")
     line = next(ln for ln in text.splitlines() if ln.startswith(PROBE_MARK))
     return nb, json.loads(line[len(PROBE_MARK):]), seconds
 
@@ -220,9 +227,20 @@ def test_quickstart(request, dask_client, tmp_path, notebook_env, kernel_spec_ma
     assert address in tagged(nb, "client").outputs[0]["data"]["text/plain"]
     assert dask_client.status == "running" and len(dask_client.scheduler_info()["workers"]) == 2
 
-    vec = real if real is not None else tmp_path / probe["vec"]
-    assert Path(probe["vec"]) == (real if real is not None else Path("quickstart-sample.vec"))
+    vec = real if real is not None else tmp_path / "probe-copy.vec"
+    assert Path(probe["vec"]) == (real if real is not None else Path(probe["workdir"]) / "quickstart-sample.vec")
     check_quickstart(nb, probe, vec)
+    # nothing left behind: not in the working directory (but the probe's copy), not in a temporary directory
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if real is not None else ["probe-copy.vec"])
+    assert not Path(probe["workdir"]).exists()
+    # the in-memory path (a gensim KeyedVectors, no client yet) found the planted career/family bias
+    in_memory = probe["in_memory"]
+    assert in_memory["weat"]["effect_size"] > 1 and in_memory["weat"]["pvalue"] < 0.01
+    assert in_memory["full"]["n_x"] > 5000 and in_memory["full"]["n_permutations"] == N_PERMUTATIONS
+    if real is None:  # the same vectors in memory and in the store: the same bits
+        assert in_memory["full"]["statistic"] == probe["full"]["zipf"]["statistic"]
+        assert in_memory["full"]["pvalue"] == probe["full"]["zipf"]["pvalue"]
+        assert in_memory["weat"]["statistic"] == pytest.approx(probe["weat"]["statistic"], rel=1e-12)
     if real is not None:
         published = pd.read_csv(real.parents[1] / "published_effect_sizes.csv").set_index("language_code")
         assert probe["iat"]["effect_size"] == pytest.approx(published.loc["en", "lang_es_wiki_cc"], abs=1e-4)
@@ -238,9 +256,10 @@ def test_quickstart_writes_its_own_file(tmp_path, notebook_env, kernel_spec_mana
 
     from biasdask.lexicon import iat_categories
 
-    probe = 'import json; print("BIASDASK-PROBE " + json.dumps({"vec": VEC}))'
+    probe = 'import json, shutil; shutil.copy(VEC, "copy.vec"); print("BIASDASK-PROBE " + json.dumps({"vec": VEC}))'
     _, out, _ = execute("quickstart.ipynb", tmp_path, kernel_spec_manager, probe, before="client")
-    words, vectors = read_vec(tmp_path / out["vec"])
+    assert Path(out["vec"]).name == "quickstart-sample.vec" and Path(out["vec"]).parent != tmp_path
+    words, vectors = read_vec(tmp_path / "copy.vec")
     iat = iat_categories()
     assert words[:100] == wordfreq.top_n_list("en", 100)
     assert len(set(words)) == len(words) and set().union(*iat.values()) <= set(words)

@@ -42,14 +42,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sys
 from collections.abc import Callable, Iterator
 
 import fsspec
 import numpy as np
 import xarray as xr
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
+from biasdask.engine.cluster import active_client
 from biasdask.errors import BiasdaskError, InputFormatError
 from biasdask.io import formats
 from biasdask.io.formats import SourceInfo
@@ -66,6 +66,7 @@ from biasdask.io.store import (
     resize_store,
     write_block,
 )
+from biasdask.progress import progress_bar
 
 #: inputs at least this large (as stored) are ingested on a Dask cluster when no client is given
 PARALLEL_MIN_BYTES = 256 * 2**20
@@ -96,7 +97,7 @@ def ingest(
     storage_options: dict | None = None,
     client=None,
     chunk_words: int | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> xr.Dataset:
     """Read an embedding file into an embedding store (SPEC §2) and open it.
 
@@ -119,12 +120,12 @@ def ingest(
         fsspec options for object stores, flat (applied to s3/gs/... URLs) or keyed by protocol.
     client
         A ``distributed.Client`` to parse on; ``False`` to parse in this process; None to use the
-        current client or a new local cluster for inputs of at least :data:`PARALLEL_MIN_BYTES`, and
-        this process for smaller ones.
+        current client, if there is one, for inputs of at least :data:`PARALLEL_MIN_BYTES`, and this
+        process otherwise (no cluster is started here; ``biasdask ingest`` starts one for large inputs).
     chunk_words
         Words per chunk (default: 32 MiB of vectors).
     progress
-        Show a progress bar (bytes) on stderr.
+        Show a progress bar (bytes) on stderr (default: only when stderr is a terminal).
 
     Returns
     -------
@@ -198,7 +199,7 @@ def _protocol(url: str) -> str:
 def _choose_mode(info: SourceInfo, dest: str, client) -> str:
     if client is False or {_protocol(info.url), _protocol(dest)} & _LOCAL_ONLY_PROTOCOLS:
         return "sequential"
-    if client is None and info.size is not None and info.size < PARALLEL_MIN_BYTES:
+    if client is None and (active_client() is None or (info.size is not None and info.size < PARALLEL_MIN_BYTES)):
         return "sequential"
     if info.splittable and _protocol(info.url) not in _STREAM_ONLY_PROTOCOLS:
         return "ranges"
@@ -212,8 +213,8 @@ def _planned_words(info: SourceInfo, max_words: int | None) -> int | None:
     return info.n_words if max_words is None else min(info.n_words, max_words)
 
 
-def _bar(progress: bool, total: int | None, desc: str) -> tqdm:
-    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc, file=sys.stderr, disable=not progress)
+def _bar(progress: bool | None, total: int | None, desc: str) -> contextlib.AbstractContextManager[tqdm]:
+    return progress_bar(progress, total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -105,14 +105,38 @@ def storage_options_for(url: str, storage_options: dict | None) -> dict:
 
     ``storage_options`` is either flat (applied to object stores: every protocol except local files,
     ``memory://`` and ``http(s)://``) or keyed by protocol (``{"s3": {...}, "https": {...}}``), which
-    targets any protocol, http(s) included.
+    targets any protocol, http(s) included. Every store biasdask opens (ingest source and destination,
+    embedding stores, results store, dictionaries) takes its options from here.
+
+    Raises
+    ------
+    BiasdaskError
+        The file system of ``url``'s protocol is not installed (e.g. ``gs://`` without ``gcsfs``:
+        ``pip install 'biasdask[gcs]'``).
     """
+    protocol = fsspec.core.split_protocol(str(url))[0] or "file"
+    _check_protocol(url, protocol)
     if not storage_options:
         return {}
-    protocol = fsspec.core.split_protocol(str(url))[0] or "file"
     if set(storage_options) <= set(fsspec.available_protocols()):  # keyed by protocol
         return dict(storage_options.get(protocol) or {})
     return {} if protocol in _NO_OPTION_PROTOCOLS else dict(storage_options)
+
+
+#: extras of biasdask that bring the file system of a protocol
+_PROTOCOL_EXTRAS = {"gs": "gcs", "gcs": "gcs"}
+
+
+def _check_protocol(url: str, protocol: str) -> None:
+    """Raise a one-line error when the file system of ``protocol`` is not installed."""
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except ImportError as exc:
+        extra = _PROTOCOL_EXTRAS.get(protocol)
+        hint = f"pip install 'biasdask[{extra}]'" if extra else str(exc)
+        raise BiasdaskError(f"{display_url(url)}: {protocol}:// needs a package that is not installed ({hint})") from None
+    except ValueError:
+        pass  # an unknown protocol: fsspec's own error, where the URL is opened, says so
 
 
 def _url_to_fs(url: str, storage_options: dict | None) -> tuple[fsspec.AbstractFileSystem, str]:

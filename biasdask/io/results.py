@@ -54,6 +54,7 @@ from zarr.errors import GroupNotFoundError, NodeNotFoundError
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, ConfigError, IncompleteStoreError, StoreConflictError
+from biasdask.io.formats import storage_options_for
 
 __all__ = [
     "CELL_VARIABLES",
@@ -121,7 +122,7 @@ def _target(url: str, storage_options: Mapping[str, Any] | None) -> tuple[str, d
         defaults: dict[str, Any] = {"use_listings_cache": False}
         if url.startswith(("s3://", "s3a://")):
             defaults["max_concurrency"] = 1  # objects here are small: skip s3fs's HEAD before each GET
-        return url, {"storage_options": {**defaults, **(storage_options or {})}}
+        return url, {"storage_options": {**defaults, **storage_options_for(url, dict(storage_options or {}))}}
     return url, {}
 
 

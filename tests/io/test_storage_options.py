@@ -1,0 +1,66 @@
+"""One storage-options form everywhere: flat, or keyed by protocol, reaching every store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import s3fs
+
+import biasdask
+from biasdask.errors import BiasdaskError
+from biasdask.io.formats import storage_options_for
+
+
+def test_flat_and_protocol_keyed_options_resolve_per_url():
+    flat = {"endpoint_url": "http://h:1", "key": "k"}
+    assert storage_options_for("s3://b/x", flat) == flat
+    assert storage_options_for("/tmp/x", flat) == {} and storage_options_for("memory://x", flat) == {}
+    keyed = {"s3": flat, "https": {"headers": {"A": "1"}}}
+    assert storage_options_for("s3://b/x", keyed) == flat
+    assert storage_options_for("https://h/x.vec", keyed) == {"headers": {"A": "1"}}
+    assert storage_options_for("file:///tmp/x", keyed) == {}
+
+
+def test_gs_without_gcsfs_is_a_one_line_error_naming_the_extra():
+    try:
+        import gcsfs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("gcsfs is installed")
+    with pytest.raises(BiasdaskError, match=r"gs://b/x.zarr: gs:// needs .*biasdask\[gcs\]"):
+        biasdask.open_embeddings("gs://b/x.zarr")
+
+
+def test_endpoint_only_in_protocol_keyed_options_reaches_every_store(s3_bucket, small_model, tmp_path, monkeypatch):
+    """Ingest destination, embedding store and results store all reach the moto server although its
+    endpoint and credentials are given only as ``{"s3": {...}}`` (nothing in the environment)."""
+    bucket, flat = s3_bucket
+    for var in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    keyed = {"s3": dict(flat)}
+    vectors, words = small_model
+    src = tmp_path / "en.vec"
+    src.write_text(
+        f"{len(words)} {vectors.shape[1]}\n" + "".join(w + " " + " ".join(map(str, row)) + "\n" for w, row in zip(words, vectors)),
+        encoding="utf-8",
+    )
+    emb_url, out_url = f"s3://{bucket}/emb/en.zarr", f"s3://{bucket}/results/study.zarr"
+    biasdask.ingest(str(src), emb_url, language="en", client=False, progress=False, storage_options=keyed)
+    study = {
+        "output": out_url,
+        "languages": {"en": {"store": emb_url}},
+        "tests": ["gender"],
+        "n_permutations": 99,
+        "storage_options": keyed,
+    }
+    cube = biasdask.run(study, progress=False)
+    assert bool(np.isfinite(cube["statistic"]).all())
+    s3fs.S3FileSystem.clear_instance_cache()
+    fs = s3fs.S3FileSystem(**flat)
+    assert fs.exists(f"{out_url}/zarr.json") and fs.exists(f"{out_url}/scores/en/zarr.json")
+    assert biasdask.open_scores(out_url, "en", storage_options=keyed).sizes["word"] == len(words)
+    # and the same options work flat
+    assert float(biasdask.open_results(out_url, storage_options=flat)["statistic"].values.ravel()[0]) == float(
+        cube["statistic"].values.ravel()[0]
+    )
