@@ -50,3 +50,115 @@ def test_unreachable_scheduler_is_one_line_error(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "cannot reach Dask scheduler at tcp://127.0.0.1:9" in proc.stderr
+
+
+def test_connect_timeout_follows_dask_config():
+    import dask
+
+    from biasdask.engine.cluster import connect_timeout
+
+    assert connect_timeout() == dask.config.get("distributed.comm.timeouts.connect")
+    with dask.config.set({"distributed.comm.timeouts.connect": "7s"}):
+        assert connect_timeout() == "7s"
+        with dask.config.set({"biasdask.scheduler.connect-timeout": "2s"}):
+            assert connect_timeout() == "2s"
+
+
+def test_unreachable_scheduler_is_a_value_and_connection_error():
+    import dask
+
+    with dask.config.set({"biasdask.scheduler.connect-timeout": "1s"}):
+        with pytest.raises(ConnectionError, match=r"cannot reach Dask scheduler at tcp://127.0.0.1:9 within 1s") as info:
+            get_client(scheduler="tcp://127.0.0.1:9")
+    assert isinstance(info.value, ValueError) and isinstance(info.value, BiasdaskError)
+
+
+class _FakeOptions(dict):
+    def __getattr__(self, key):
+        return self[key]
+
+    def __setattr__(self, key, value):
+        self[key] = value
+
+
+class _FakeGatewayCluster:
+    def __init__(self, options, shutdown_on_close):
+        self.name, self.options, self.shutdown_on_close = "fake-1", options, shutdown_on_close
+        self.adapted, self.scaled, self.shut_down = None, None, False
+
+    def adapt(self, minimum, maximum):
+        self.adapted = (minimum, maximum)
+
+    def scale(self, n):
+        self.scaled = n
+
+    def get_client(self):
+        client = _FakeClient(self)
+        return client
+
+    def shutdown(self):
+        self.shut_down = True
+
+    def close(self):
+        raise AssertionError("a Gateway cluster must be shut down, not only closed")
+
+
+class _FakeClient:
+    dashboard_link = "http://gateway/dashboard"
+
+    def __init__(self, cluster):
+        self.cluster, self.closed = cluster, False
+
+    def close(self):
+        self.closed = True
+
+
+def test_gateway_cluster_is_bounded_idle_timed_and_shut_down(monkeypatch):
+    """With DASK_GATEWAY__ADDRESS, a run's Gateway cluster adapts within the configured bounds, asks for the
+    configured idle timeout, shuts down when its client closes, and client_scope shuts it down on exit."""
+    import types
+
+    import dask
+
+    clusters = []
+
+    class Gateway:
+        def cluster_options(self):
+            return _FakeOptions(idle_timeout=0, worker_cores=1)
+
+        def new_cluster(self, options, shutdown_on_close):
+            clusters.append(_FakeGatewayCluster(options, shutdown_on_close))
+            return clusters[-1]
+
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    monkeypatch.setenv("DASK_GATEWAY__ADDRESS", "http://gateway")
+    monkeypatch.setitem(sys.modules, "dask_gateway", types.SimpleNamespace(Gateway=Gateway))
+    with dask.config.set({"biasdask.gateway.maximum-workers": 7, "biasdask.gateway.idle-timeout": "10 minutes"}):
+        with client_scope() as client:
+            (cluster,) = clusters
+            assert client.cluster is cluster and cluster.shutdown_on_close
+            assert cluster.adapted == (1, 7) and cluster.options.idle_timeout == 600
+        assert client.closed and cluster.shut_down
+    with client_scope(n_workers=3):
+        assert clusters[-1].scaled == 3 and clusters[-1].adapted is None
+
+
+def test_worker_count_of_a_local_cluster_comes_from_dask(monkeypatch):
+    import dask.system
+
+    from biasdask.engine import cluster
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, n_workers, threads_per_worker, **kw):
+            seen.update(n_workers=n_workers, threads=threads_per_worker)
+            raise RuntimeError("stop here")
+
+    for var in ("DASK_SCHEDULER_ADDRESS", "DASK_GATEWAY__ADDRESS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(cluster, "LocalCluster", Recorder)
+    monkeypatch.setattr(dask.system, "CPU_COUNT", 5)
+    with pytest.raises(RuntimeError, match="stop here"):
+        get_client()
+    assert seen == {"n_workers": 5, "threads": 1}
