@@ -45,7 +45,8 @@ if Path(VEC).parent == Path(WORKDIR.name):  # the notebook's own file goes away 
 print("BIASDASK-PROBE " + json.dumps({
     "vec": str(VEC),
     "workdir": WORKDIR.name,
-    "in_memory": {"weat": _r(iat_in_memory), "full": _r(vocabulary_in_memory)},
+    "in_memory": {"weat": {k: float(getattr(iat_in_memory, k)) for k in ("effect_size", "pvalue", "statistic")},
+                  "full": _r(vocabulary_in_memory)},
     "n_words": int(emb.sizes["word"]),
     "top_male": words.nlargest(5, "u").index.tolist(),
     "top_female": words.nsmallest(5, "u").index.tolist(),

@@ -36,6 +36,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import xarray as xr
@@ -45,6 +46,7 @@ from numpy.typing import ArrayLike, NDArray
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.engine.permutation import Alternative
 from biasdask.engine.scores import _observed_frequencies, as_dataset, check_frequency_language, read_rows, scores
+from biasdask.engine.scores import Method
 from biasdask.engine.scores import scores as _scores
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings
@@ -145,7 +147,7 @@ def direction(
     pairs: Sequence[tuple[str, str]] | None = None,
     a: Sequence[str] | str | None = None,
     b: Sequence[str] | str | None = None,
-    method: str = "pca",
+    method: Literal["pair", "sum", "pca"] = "pca",
     storage_options: dict | None = None,
 ) -> NDArray[np.float64]:
     """A unit bias direction in the store's space, from the first ends towards the second ends.
@@ -341,7 +343,7 @@ def _score_names(ds: xr.Dataset) -> list[str]:
 def frequency_profile(
     scores: Embeddings,
     bins: float | ArrayLike | None = None,
-    by: str = "rank",
+    by: Literal["rank", "frequency"] = "rank",
     language: str | None = None,
     *,
     a: Sequence[str] | None = None,
@@ -458,7 +460,7 @@ def frequency_profiles(
     results: str,
     languages: Sequence[str] | None = None,
     bins: float | ArrayLike | None = None,
-    by: str = "rank",
+    by: Literal["rank", "frequency"] = "rank",
     *,
     storage_options: dict | None = None,
 ) -> dict[str, xr.Dataset]:
@@ -562,7 +564,7 @@ def context_scores(
 
 def context_test(
     emb: Embeddings,
-    method: str = "uniform",
+    method: Method = "uniform",
     n_permutations: int = 9999,
     *,
     exclude_context: bool = True,
