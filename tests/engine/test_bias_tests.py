@@ -1,29 +1,22 @@
-"""The seed-000 full-vocabulary test on stored embeddings, against a numpy reference."""
+"""The seed-000 full-vocabulary test on embeddings, against a numpy reference."""
 
 import numpy as np
 import pytest
 
 from biasdask.engine.bias_tests import full_vocabulary_test
-from biasdask.engine.ingest import ingest
-
-
-def _write_vec(path, vectors, words):
-    lines = [f"{len(words)} {vectors.shape[1]}"]
-    lines += [w + " " + " ".join(f"{v:.6f}" for v in row) for w, row in zip(words, vectors)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+from biasdask.io.embeddings import as_embeddings
 
 
 def _store(tmp_path, name, n, seed, shift):
+    """An in-memory embedding (writing a store is not what these tests are about; tests/io/test_embeddings.py
+    shows the in-memory and stored forms give the same bits)."""
     rng = np.random.default_rng(seed)
     vec = rng.standard_normal((n, 8)) + shift * np.eye(8)[0]
     vec[0], vec[1] = np.eye(8)[0] * 3, -np.eye(8)[0] * 3
     vec[5] = 0.0
     words = ["male", "female"] + [f"w{i}" for i in range(2, n)]
-    src = tmp_path / f"{name}.vec"
-    _write_vec(src, vec, words)
-    url = str(tmp_path / f"{name}.zarr")
-    ingest(str(src), url, language="en", client=False, progress=False, chunk_words=64)
-    return url, np.array([[float(f"{v:.6f}") for v in row] for row in vec])
+    vec32 = vec.astype(np.float32)
+    return as_embeddings(vec32, words, language="en"), vec32.astype(np.float64)
 
 
 def _u(vec):
