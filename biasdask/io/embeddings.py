@@ -31,6 +31,9 @@ from biasdask.errors import BiasdaskError, BiasdaskTypeError
 
 __all__ = ["Embeddings", "as_embeddings"]
 
+#: The language of an in-memory model that names none (ISO 639-2 "undetermined").
+UNDETERMINED = "und"
+
 #: The forms of an embedding the public functions accept (see the module docstring).
 Embeddings = Union[str, os.PathLike, xr.Dataset, xr.DataArray, Any]
 
@@ -58,7 +61,8 @@ def as_embeddings(
         The word of each row, most frequent first, when ``vectors`` is a plain array.
     language
         Language code recorded in ``attrs["language"]`` (used by the ``frequency`` method and in
-        messages); default the form's own ``language`` attribute, if any.
+        messages); default the form's own ``language`` attribute, else ``"und"`` (ISO 639-2:
+        undetermined).
     storage_options
         fsspec options when ``vectors`` is a URL (flat, or keyed by protocol).
 
@@ -183,5 +187,5 @@ def _build(vectors: Any, words: Sequence[str] | np.ndarray, language: str | None
         {"vectors": (("word", "dim"), v), "norm": (("word",), norm)},
         coords={"word": word, "rank": ("word", np.arange(1, n + 1, dtype=np.int64))},
     )
-    ds.attrs.update(language=str(language or ""), n_words=int(n), dim=int(dim), source=f"in-memory {kind}")
+    ds.attrs.update(language=str(language or UNDETERMINED), n_words=int(n), dim=int(dim), source=f"in-memory {kind}")
     return ds

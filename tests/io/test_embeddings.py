@@ -183,3 +183,21 @@ def test_run_from_python_takes_in_memory_languages_on_threads(small_kv, small_da
     assert digest == parse_config({**study, "output": "x", "languages": {"en": small_dataarray}}).digest()
     other = small_dataarray.copy(data=small_dataarray.values * 2)
     assert digest != parse_config({**study, "output": "x", "languages": {"en": other}}).digest()
+
+
+def test_align_and_career_family_take_in_memory_forms(small_kv, small_dataarray, stored):
+    """align (source and target in memory) writes the store the stored forms give; career_family_test
+    reads an in-memory model like a store (its translations absent here: the same coverage error)."""
+    words = list(small_kv.index_to_key)
+    pairs = [(w, w) for w in words[:60]]
+    rotated = small_dataarray.copy(data=small_dataarray.values[:, ::-1].copy())
+    mem = biasdask.align(small_kv, rotated, pairs, "memory://i12/aligned-mem.zarr", progress=False)
+    ref = biasdask.align(stored, rotated, pairs, "memory://i12/aligned-ref.zarr", progress=False)
+    np.testing.assert_array_equal(mem["vectors"].values, ref["vectors"].values)
+    np.testing.assert_array_equal(mem["norm"].values, ref["norm"].values)
+    errors = []
+    for emb in (small_kv, stored):
+        with pytest.raises(ValueError) as info:
+            biasdask.career_family_test(emb, language="en")
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
