@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -44,12 +45,14 @@ def test_gateway_configured_without_package(monkeypatch):
 def test_unreachable_scheduler_is_one_line_error(tmp_path):
     study = tmp_path / "s.yaml"
     study.write_text("output: " + str(tmp_path / "r.zarr") + "\nlanguages: {en: {store: " + str(tmp_path / "en.zarr") + "}}\n")
+    # the connect timeout is Dask's own setting (here from the environment, as a DaskJob pod would set it)
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
     proc = subprocess.run(
         [sys.executable, "-m", "biasdask.cli", "run", str(study), "--scheduler", "tcp://127.0.0.1:9", "--quiet"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, env=env,
     )
     assert proc.returncode == 2
-    assert proc.stderr.strip().count("\n") == 0 and "cannot reach Dask scheduler at tcp://127.0.0.1:9" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "cannot reach Dask scheduler at tcp://127.0.0.1:9 within 2s" in proc.stderr
 
 
 def test_connect_timeout_follows_dask_config():
