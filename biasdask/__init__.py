@@ -1,7 +1,8 @@
 """biasdask: social bias in word embeddings of many languages, over whole vocabularies, on Dask.
 
 The public names (SPEC §3) are imported lazily, so ``import biasdask`` and ``biasdask --help`` stay
-fast; each one lives in exactly one module, named below.
+fast; each one lives in exactly one module, named below. Importing the package registers its defaults
+(``biasdask.yaml``) under the ``biasdask`` key of ``dask.config``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from biasdask import _dask_config  # noqa: F401  (registers the "biasdask" namespace of dask.config)
 from biasdask._version import __version__
 
 _EXPORTS = {

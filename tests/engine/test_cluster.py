@@ -165,3 +165,16 @@ def test_worker_count_of_a_local_cluster_comes_from_dask(monkeypatch):
     with pytest.raises(RuntimeError, match="stop here"):
         get_client()
     assert seen == {"n_workers": 5, "threads": 1}
+
+
+def test_biasdask_namespace_is_registered_on_import_and_read_from_yaml_and_environment(tmp_path):
+    """``import biasdask`` registers the packaged defaults; Dask's YAML files and DASK_BIASDASK__ variables win."""
+    (tmp_path / "mine.yaml").write_text("biasdask:\n  gateway:\n    maximum-workers: 50\n", encoding="utf-8")
+    env = {**os.environ, "DASK_CONFIG": str(tmp_path), "DASK_BIASDASK__BATCH_DURATION": "4s"}
+    code = (
+        "import dask, biasdask; g = dask.config.get; "
+        "print(g('biasdask.batch-duration'), g('biasdask.in-process-threshold'), "
+        "g('biasdask.gateway.maximum-workers'), g('biasdask.gateway.minimum-workers'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert out.stdout.split() == ["4s", "200ms", "50", "1"]
