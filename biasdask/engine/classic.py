@@ -36,9 +36,9 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import dask
 import dask.array as da
@@ -52,7 +52,6 @@ from biasdask.engine.permutation import Alternative, permutation_test
 from biasdask.engine.scores import as_dataset, read_rows
 from biasdask.errors import BiasdaskError, InputFormatError, MissingWordsError
 from biasdask.io.embeddings import Embeddings
-from biasdask.progress import progress_bar
 from biasdask.io.store import (
     check_replaceable,
     finish_store,
@@ -62,6 +61,7 @@ from biasdask.io.store import (
     write_block,
 )
 from biasdask.lexicon import available_tests, iat_categories, iat_languages, iat_words, weat_test, xweat_test
+from biasdask.progress import progress_bar
 from biasdask.stats.permutation import PermutationTestResult
 from biasdask.stats.procrustes import procrustes_map
 from biasdask.stats.weat import SIMILARITIES, career_family_effect, weat_scores
