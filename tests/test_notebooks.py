@@ -257,9 +257,12 @@ def test_quickstart_writes_its_own_file(tmp_path, notebook_env, kernel_spec_mana
 
     from biasdask.lexicon import iat_categories
 
-    probe = 'import json, shutil; shutil.copy(VEC, "copy.vec"); print("BIASDASK-PROBE " + json.dumps({"vec": VEC}))'
+    # (the notebook is cut before its clean-up cell: the probe removes its temporary directory itself)
+    probe = ('import json, shutil; shutil.copy(VEC, "copy.vec"); WORKDIR.cleanup(); '
+             'print("BIASDASK-PROBE " + json.dumps({"vec": VEC}))')
     _, out, _ = execute("quickstart.ipynb", tmp_path, kernel_spec_manager, probe, before="client")
     assert Path(out["vec"]).name == "quickstart-sample.vec" and Path(out["vec"]).parent != tmp_path
+    assert not Path(out["vec"]).parent.exists()
     words, vectors = read_vec(tmp_path / "copy.vec")
     iat = iat_categories()
     assert words[:100] == wordfreq.top_n_list("en", 100)
