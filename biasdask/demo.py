@@ -116,7 +116,8 @@ def demo(
         print(f"biasdask demo: generating 26 languages x {n_words} words x {dim} dims in {raw_dir}", file=sys.stderr)
         langs = generate(raw_dir, n_words, dim, seed)
         for lang in tqdm(langs, desc="ingest", unit="language", disable=not wanted(progress), file=sys.stderr):
-            ingest(str(lang.path), str(emb_dir / f"{lang.code}.zarr"), language=lang.code, client=c, progress=False)
+            # small files: parsed in this process (ingest uses the cluster from 256 MiB on)
+            ingest(str(lang.path), str(emb_dir / f"{lang.code}.zarr"), language=lang.code, progress=False)
         study = {
             "output": str(out / "results.zarr"),
             "embeddings": str(emb_dir / "{language}.zarr"),
