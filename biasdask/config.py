@@ -11,7 +11,7 @@ Example::
     seed: 20240601
     min_coverage: 0.8            # classic tests: skip a test whose word set is found below 80 %
     iat_model: cc                # career_family translations: cc | wiki | subt
-    alternative: auto
+    alternative: two-sided       # default; auto = seed 000's rule (type-I rate about 2α)
     storage_options:                                  # fsspec options of every URL
       endpoint_url: https://s3.example.org
       key: ${AWS_ACCESS_KEY_ID}                       # read from the environment at run time
@@ -83,7 +83,7 @@ class StudyConfig:
     tests: tuple[str, ...] = ("gender",)
     n_permutations: int = 9999
     seed: int = 0
-    alternative: str = "auto"
+    alternative: str = "two-sided"
     similarity: str = "cosine"
     max_words: int | None = None
     exclude_attributes: bool = False
@@ -245,7 +245,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
     out = output or raw.get("output")
     if not isinstance(out, str) or not out:
         raise ConfigError("output: expected the URL of the results store")
-    alternative = raw.get("alternative", "auto")
+    alternative = raw.get("alternative", "two-sided")
     if alternative not in ALTERNATIVES:
         raise ConfigError(f"alternative: {alternative!r} is not one of {list(ALTERNATIVES)}")
     similarity = raw.get("similarity", "cosine")

@@ -16,7 +16,7 @@ def test_defaults_from_catalog():
     en, de = cfg.languages
     assert (en.code, en.store, en.a, en.b) == ("en", "memory://emb/en.zarr", ("male",), ("female",))
     assert (de.a, de.b) == (("männlich",), ("weiblich",))
-    assert cfg.methods == ("uniform", "zipf") and cfg.tests == ("gender",) and cfg.alternative == "auto"
+    assert cfg.methods == ("uniform", "zipf") and cfg.tests == ("gender",) and cfg.alternative == "two-sided"
 
 
 def test_mapping_form_and_digest():

@@ -33,7 +33,7 @@ def full_vocabulary_test(
     other: xr.Dataset | str | None = None,
     other_a: Sequence[str] | None = None,
     other_b: Sequence[str] | None = None,
-    alternative: str = "auto",
+    alternative: str = "two-sided",
     seed: int | None = None,
     max_words: int | None = None,
     exclude_attributes: bool = False,
@@ -63,7 +63,8 @@ def full_vocabulary_test(
     other, other_a, other_b
         The second language of a pairwise test and its attribute words (default: ``a``, ``b``).
     alternative
-        ``"auto"`` (the seed's rule), ``"greater"``, ``"less"`` or ``"two-sided"``.
+        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (seed 000's rule: the tail s
+        points to, chosen after seeing s; type-I rate about 2α).
     seed
         Integer seed; the same seed gives bit-identical results on any number of workers.
     max_words

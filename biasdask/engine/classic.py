@@ -297,7 +297,7 @@ def weat(
     b: Sequence[str],
     similarity: str = "cosine",
     n_permutations: int = 9999,
-    alternative: str = "auto",
+    alternative: str = "two-sided",
     seed: int | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
@@ -332,7 +332,8 @@ def weat(
     n_permutations
         Number of random splits; all splits are enumerated when there are at most this many.
     alternative
-        ``"auto"`` (the direction of the sign of s), ``"greater"``, ``"less"`` or ``"two-sided"``.
+        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (the direction of the sign of
+        s, chosen after seeing s; type-I rate about 2α).
     seed
         Integer seed of the sampled permutations.
     client
@@ -438,7 +439,7 @@ def career_family_test(
     language: str | None = None,
     model: str = "cc",
     n_permutations: int = 9999,
-    alternative: str = "auto",
+    alternative: str = "two-sided",
     seed: int | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
@@ -563,7 +564,7 @@ def run_cell(
     *,
     language: str,
     n_permutations: int = 9999,
-    alternative: str = "auto",
+    alternative: str = "two-sided",
     seed: int | None = None,
     similarity: str = "cosine",
     client: Client | None = None,

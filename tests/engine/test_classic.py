@@ -124,7 +124,8 @@ def test_weat_t7_exact_p_is_brute_force(glove_store, glove_text, dask_client):
     assert (hits, total) == (202, 12870)
     assert res.exact and res.n_permutations == 12870
     assert res.pvalue == pytest.approx(hits / total, rel=1e-12)
-    auto = weat(glove_store, t.x, t.y, t.a, t.b, n_permutations=20000, client=dask_client, progress=False)
+    auto = weat(glove_store, t.x, t.y, t.a, t.b, n_permutations=20000, alternative="auto", client=dask_client,
+                progress=False)
     assert auto.exact and auto.alternative == "greater" and auto.pvalue == res.pvalue
 
 
