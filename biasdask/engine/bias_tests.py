@@ -37,7 +37,8 @@ def full_vocabulary_test(
     seed: int | None = None,
     max_words: int | None = None,
     exclude_attributes: bool = False,
-    exclude_words: Sequence[str] = (),
+    exclude_words: str | Sequence[str] = (),
+    dedupe_vectors: bool = False,
     client: Client | None = None,
     batch_size: int | None = None,
     return_null: bool = False,
@@ -70,7 +71,10 @@ def full_vocabulary_test(
     max_words
         Keep the ``max_words`` most frequent words.
     exclude_attributes, exclude_words
-        Leave the attribute words, or a given list, out of the targets.
+        Leave the attribute words, or a given list (or a package list by name: ``"gender_specific"``),
+        out of the targets.
+    dedupe_vectors
+        Score each distinct vector once (a word sharing an earlier word's vector is left out).
     client
         Dask client; default the current one, else a new ``LocalCluster``.
     batch_size
@@ -93,7 +97,10 @@ def full_vocabulary_test(
         other = as_dataset(other, storage_options)
         n_common = min(emb.sizes["word"], other.sizes["word"], max_words or np.iinfo(np.int64).max)
         max_words = int(n_common)
-    opts = dict(max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words)
+    opts = dict(
+        max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words,
+        dedupe_vectors=dedupe_vectors,
+    )
     with client_scope(client) as c:
         sx = scores(emb, a, b, methods=[method], **opts)
         u_x, t_x = c.compute([sx["u"].data, sx["t"].data[0]], sync=True)

@@ -17,6 +17,7 @@ import xarray as xr
 from distributed import Client
 
 from biasdask.errors import BiasdaskError, MissingWordsError
+from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import association, attribute_direction
 from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 
@@ -45,31 +46,6 @@ def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     for word, row in zip(index[rows], rows):
         found.setdefault(str(word), int(row))
     return np.array([found.get(w, -1) for w in words], dtype=np.intp)
-
-
-@dataclass(frozen=True)
-class AttributeTerm:
-    """One attribute word given by its translations, as in Lewis & Lupyan 2020's IAT.
-
-    Its vector is the mean over its translations of the mean raw vector of each translation's tokens
-    (tokens absent from the vocabulary, or stored as zero vectors, are skipped), the convention of
-    :func:`biasdask.stats.weat.career_family_effect`. A plain word ``w`` is the term
-    ``AttributeTerm(w, ((w,),))``.
-
-    Attributes
-    ----------
-    label
-        The term's name (the English IAT word, e.g. ``"man"``).
-    translations
-        Each translation's embedding tokens.
-    """
-
-    label: str
-    translations: tuple[tuple[str, ...], ...]
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(t for tr in self.translations for t in tr))
 
 
 def as_terms(words: Iterable[str | AttributeTerm]) -> list[AttributeTerm]:
@@ -189,22 +165,8 @@ def check_frequency_language(language: str) -> None:
         raise BiasdaskError(f"method 'frequency': wordfreq has no frequency list for language {language!r} (it has: {known})")
 
 
-NAMED_WORD_LISTS = ("gender_specific",)
-"""Word lists ``exclude_words`` may name: ``gender_specific`` = Bolukbasi et al. 2016's gender-specific
-words (the 1,441 of their expanded list; English)."""
-
-
-def named_word_list(name: str) -> tuple[str, ...]:
-    """The words of a list of :data:`NAMED_WORD_LISTS`."""
-    from biasdask.lexicon import bolukbasi
-
-    if name not in NAMED_WORD_LISTS:
-        raise BiasdaskError(f"unknown word list {name!r}; choose from {list(NAMED_WORD_LISTS)}")
-    return bolukbasi().gender_specific_full
-
-
 def excluded_words(exclude_words: str | Iterable[str]) -> tuple[str, ...]:
-    """``exclude_words`` as words: a list name of :data:`NAMED_WORD_LISTS`, or the words themselves."""
+    """``exclude_words`` as words: a list name of :data:`biasdask.lexicon.NAMED_WORD_LISTS`, or the words."""
     if isinstance(exclude_words, str):
         return named_word_list(exclude_words)
     return tuple(exclude_words)
