@@ -171,8 +171,8 @@ def test_euclidean_direction_convention(tmp_path, dask_client):
     assert res.pvalue == pytest.approx(hits / total, rel=1e-12) and hits < 5
     assert res.effect_size > 1.0
     assert res.similarity == "euclidean" and "footnote 3" in res.convention
-    cos = weat(store, names["x"], names["y"], names["a"], names["b"], n_permutations=1000, client=dask_client,
-               progress=False)
+    cos = weat(store, names["x"], names["y"], names["a"], names["b"], n_permutations=1000, alternative="auto",
+               client=dask_client, progress=False)
     assert cos.statistic > 0 and cos.alternative == "greater"  # the same direction as with cosine
 
 
