@@ -172,12 +172,13 @@ def excluded_words(exclude_words: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(exclude_words)
 
 
-def vector_hashes(emb: xr.Dataset, client: Client | None = None) -> np.ndarray:
-    """A 64-bit hash of every stored vector's bits (0 for zero vectors), one pass over the store."""
+def vector_hashes(emb: xr.Dataset) -> np.ndarray:
+    """A 64-bit hash of every stored vector's bits (0 for zero vectors): one pass over the store, on the
+    current Dask client if there is one."""
     from biasdask.io.formats import row_hashes
 
     h = da.asarray(emb["vectors"].data).map_blocks(row_hashes, drop_axis=1, dtype=np.uint64)
-    return np.asarray(h.compute(scheduler="sync") if client is None else client.compute(h, sync=True))
+    return np.asarray(h.compute())
 
 
 def first_of_each_vector(hashes: np.ndarray) -> np.ndarray:
@@ -227,7 +228,8 @@ def scores(
         ``"gender_specific"`` (Bolukbasi et al.'s gender-specific words, English).
     dedupe_vectors
         Score each distinct vector once: a word whose vector is bit-identical to an earlier (more
-        frequent) word's is excluded (costs one extra pass over the store to hash the rows).
+        frequent) word's is excluded (one extra pass over the store hashes the rows, skipped when the
+        store's ``n_duplicate_vectors`` is 0).
     frequency_language
         wordfreq language code for ``"frequency"`` (default: the store's ``language`` attribute).
     storage_options
@@ -256,7 +258,8 @@ def scores(
     attr_a = attribute_set(emb, a, "A")
     attr_b = attribute_set(emb, b, "B")
     direction = attribute_direction(attr_a.vectors, attr_b.vectors)
-    hashes = vector_hashes(emb) if dedupe_vectors else None
+    # A store whose ingest counted no shared vector needs no hashing pass.
+    hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
     if max_words is not None:
         if max_words < 1:
             raise BiasdaskError(f"max_words must be positive, got {max_words}")

@@ -274,3 +274,34 @@ def test_row_hashes_against_the_bytes():
             groups.setdefault(row.tobytes(), set()).add(int(h[i]))
     assert all(len(g) == 1 for g in groups.values())
     assert len({next(iter(g)) for g in groups.values()}) == len(groups)
+
+
+def test_attribute_rules_on_real_glove_vectors(shared_data):
+    """GloVe 840B (182 words): 'her' stored as a zero vector, the male terms beyond max_words, 'the'
+    style exclusions and frequency weights, all against a plain numpy oracle."""
+    import wordfreq
+
+    words, vec = _read_vec_glove(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt")
+    vec[words.index("her")] = 0
+    emb = _with_rows(vec, words)
+    male = ["male", "man", "boy", "brother", "he", "him", "his", "son"]
+    female = ["female", "woman", "girl", "sister", "she", "her", "hers", "daughter"]
+    cut = words.index("female")  # every attribute word lies beyond the targets kept
+    out = scores(emb, male, female, methods=("uniform", "frequency"), max_words=cut, exclude_words=["health", "love"])
+    assert out.attrs["zero_b"] == ["her"] and out.attrs["n_a"] == 8 and out.attrs["n_b"] == 7
+    v = vec.astype(np.float64)
+    unit = v / np.where(np.linalg.norm(v, axis=1, keepdims=True) > 0, np.linalg.norm(v, axis=1, keepdims=True), 1)
+    rows = {w: unit[i] for i, w in enumerate(words)}
+    direction = np.mean([rows[w] for w in male], 0) - np.mean([rows[w] for w in female if w != "her"], 0)
+    ref = unit[:cut] @ direction
+    tested = np.array([w not in ("health", "love") for w in words[:cut]])
+    u = out["u"].values
+    np.testing.assert_allclose(u[tested], ref[tested], atol=1e-6)
+    assert np.isnan(u[~tested]).all()
+    f = np.array([wordfreq.get_frequency_dict("en").get(w, 0.0) for w in words[:cut]]) * tested
+    np.testing.assert_allclose(out["t"].values[1][tested], (f / f.sum() * ref)[tested], rtol=1e-5, atol=1e-12)
+
+
+def _read_vec_glove(path):
+    rows = [line.split(b" ") for line in path.read_bytes().split(b"\n") if line]
+    return [r[0].decode() for r in rows], np.array([[float(x) for x in r[1:]] for r in rows], dtype=np.float32)
