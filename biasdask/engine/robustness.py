@@ -17,7 +17,15 @@ from distributed import Client
 
 from biasdask.engine.cluster import client_scope
 from biasdask.engine.permutation import permutation_test
-from biasdask.engine.scores import as_dataset, as_terms, attribute_set, scores
+from biasdask.engine.scores import (
+    as_dataset,
+    as_terms,
+    attribute_set,
+    excluded_words,
+    first_of_each_vector,
+    scores,
+    vector_hashes,
+)
 from biasdask.errors import MissingWordsError
 from biasdask.lexicon import AttributeTerm
 
@@ -84,17 +92,18 @@ def attribute_sensitivity(
     emb = as_dataset(emb, storage_options)
     terms_a, terms_b = as_terms(a), as_terms(b)
     used_a, used_b = attribute_set(emb, terms_a, "A").used, attribute_set(emb, terms_b, "B").used
-    # With exclude_attributes, every row excludes all the attribute words (same targets throughout).
-    base_excluded = tuple(exclude_words) if not isinstance(exclude_words, str) else exclude_words
+    # The same targets in every row: with exclude_attributes all the attribute words are excluded, and
+    # the words sharing an earlier word's vector are found once (one hashing pass, not one per row).
+    base_excluded = list(excluded_words(exclude_words))
     if exclude_attributes:
-        from biasdask.engine.scores import excluded_words
-
-        tokens = [t for term in (*terms_a, *terms_b) for t in term.tokens]
-        base_excluded = (*excluded_words(exclude_words), *tokens)
+        base_excluded += [t for term in (*terms_a, *terms_b) for t in term.tokens]
+    if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0:
+        shared = ~first_of_each_vector(vector_hashes(emb))
+        base_excluded += [str(w) for w in np.asarray(emb["word"].values)[shared]]
     variants: list[tuple[str, str, list[AttributeTerm], list[AttributeTerm]]] = [("", "", terms_a, terms_b)]
     variants += [(w, "A", [t for t in terms_a if t.label != w], terms_b) for w in used_a]
     variants += [(w, "B", terms_a, [t for t in terms_b if t.label != w]) for w in used_b]
-    opts = dict(methods=[method], max_words=max_words, exclude_words=base_excluded, dedupe_vectors=dedupe_vectors)
+    opts = dict(methods=[method], max_words=max_words, exclude_words=base_excluded)
     graphs: list[xr.Dataset | None] = []
     for _, _, va, vb in variants:
         try:

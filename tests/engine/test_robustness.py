@@ -85,3 +85,20 @@ def test_leaving_out_a_sets_only_word_gives_nan(shared_data, dask_client):
     # Scores of one left-out word equal a direct call without that word.
     u = scores(emb, ["il"], ["femme"], methods=["uniform"])["u"].values
     assert float(sens["statistic"].sel(left_out="homme")) == pytest.approx(float(np.nansum(u.astype(np.float64))), rel=1e-6)
+
+
+def test_options_are_the_same_in_every_row(shared_data, dask_client):
+    """exclude_attributes and dedupe_vectors give each row the targets of the full test."""
+    emb, words, vec = _french(shared_data)
+    vec = vec.copy()
+    vec[words.index("bureau")] = vec[words.index("affaires")]  # a shared vector (later word dropped)
+    emb = emb.assign(vectors=(("word", "dim"), da.from_array(vec, chunks=(16, vec.shape[1]))))
+    kw = dict(exclude_attributes=True, dedupe_vectors=True)
+    sens = biasdask.attribute_sensitivity(emb, ["homme", "il"], ["femme", "elle"], n_permutations=99, seed=1,
+                                          client=dask_client, progress=False, **kw)
+    for left, a, b in [("", ["homme", "il"], ["femme", "elle"]), ("homme", ["il"], ["femme", "elle"])]:
+        sc = scores(emb, a, b, methods=["uniform"], exclude_words=["homme", "il", "femme", "elle"],
+                    dedupe_vectors=True)
+        u = sc["u"].values
+        assert np.isnan(u[words.index("bureau")]) and np.isnan(u[words.index("homme")])
+        assert float(sens["statistic"].sel(left_out=left)) == pytest.approx(float(np.nansum(u.astype(np.float64))), rel=1e-6)
