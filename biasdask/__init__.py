@@ -20,6 +20,7 @@ _EXPORTS = {
     "scores": "biasdask.engine.scores",
     "permutation_test": "biasdask.engine.permutation",
     "full_vocabulary_test": "biasdask.engine.bias_tests",
+    "attribute_sensitivity": "biasdask.engine.robustness",
     "weat": "biasdask.engine.classic",
     "career_family_test": "biasdask.engine.classic",
     "align": "biasdask.engine.classic",

@@ -11,7 +11,10 @@ Example::
     seed: 20240601
     min_coverage: 0.8            # classic tests: skip a test whose word set is found below 80 %
     iat_model: cc                # career_family translations: cc | wiki | subt
-    alternative: auto
+    alternative: two-sided       # default; auto = seed 000's rule (type-I rate about 2α)
+    attributes: iat              # catalog (default) | iat | {a: [...], b: [...]}; also per language
+    exclude_words: gender_specific   # or a list of words
+    dedupe_vectors: true         # score each distinct vector once (its first, most frequent word)
     storage_options:                                  # fsspec options of every URL
       endpoint_url: https://s3.example.org
       key: ${AWS_ACCESS_KEY_ID}                       # read from the environment at run time
@@ -23,9 +26,12 @@ Tests: ``gender`` (seed 000's full-vocabulary test), ``context`` (seed 003's con
 written as "not applicable" (NaN, with a ``note``). Classic tests have no weighting: their values are
 the same in every ``method`` cell.
 
-``languages`` may also map codes to settings: ``{en: {store: ..., a: [male, man], b: [female, woman]}}``.
-Attribute words default to the catalog of ``biasdask languages`` (seed 000: the translations of *male*
-and *female*). Validation happens before any work starts and every error names the offending key.
+``languages`` may also map codes to settings: ``{en: {store: ..., a: [male, man], b: [female, woman]}}``
+or ``{fr: {attributes: iat}}``. The attribute words of the ``gender`` test (``attributes``, for all
+languages or per language): ``catalog`` (default; seed 000's translations of *male* and *female* from
+``biasdask languages``), ``iat`` (the 8 male and 8 female terms of Lewis & Lupyan 2020 in the
+``iat_model``'s translations, masculine/feminine forms as in the IAT test) or explicit lists
+``{a: [...], b: [...]}``; each cell records which (``attribute_set``). Validation happens before any work starts and every error names the offending key.
 Credentials are only ever referenced (``${VAR}``); their values are resolved when a store is opened
 and never written to the results store or the log.
 """
@@ -43,6 +49,7 @@ import numpy as np
 import yaml
 
 from biasdask.errors import ConfigError
+from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm
 from biasdask.stats.weights import METHODS
 
 ALTERNATIVES = ("auto", "greater", "less", "two-sided")
@@ -52,8 +59,9 @@ _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _KEYS = {
     "output", "embeddings", "languages", "methods", "tests", "n_permutations", "seed", "alternative",
     "similarity", "max_words", "exclude_attributes", "exclude_words", "batch_size", "storage_options",
-    "save_scores", "save_null", "min_coverage", "iat_model",
+    "save_scores", "save_null", "min_coverage", "iat_model", "attributes", "dedupe_vectors",
 }
+ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
 
 def known_tests() -> tuple[str, ...]:
@@ -66,12 +74,17 @@ def known_tests() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class LanguageSpec:
-    """One language of a study: its code, embedding store and attribute words."""
+    """One language of a study: its code, embedding store and attribute words.
+
+    ``a`` and ``b`` hold words, or :class:`~biasdask.lexicon.AttributeTerm` for ``attribute_set``
+    ``"iat"``; ``attribute_set`` is one of :data:`ATTRIBUTE_SETS`.
+    """
 
     code: str
     store: Any  # a URL; from Python also an in-memory embedding (see biasdask.as_embeddings)
-    a: tuple[str, ...]
-    b: tuple[str, ...]
+    a: tuple[str | AttributeTerm, ...]
+    b: tuple[str | AttributeTerm, ...]
+    attribute_set: str = "catalog"
 
 
 @dataclass(frozen=True)
@@ -84,11 +97,12 @@ class StudyConfig:
     tests: tuple[str, ...] = ("gender",)
     n_permutations: int = 9999
     seed: int = 0
-    alternative: str = "auto"
+    alternative: str = "two-sided"
     similarity: str = "cosine"
     max_words: int | None = None
     exclude_attributes: bool = False
-    exclude_words: tuple[str, ...] = ()
+    exclude_words: tuple[str, ...] | str = ()
+    dedupe_vectors: bool = False
     batch_size: int | None = None
     storage_options: dict[str, Any] = field(default_factory=dict)
     save_scores: bool = True
@@ -102,9 +116,16 @@ class StudyConfig:
         for volatile in ("output", "storage_options", "batch_size", "save_scores", "save_null"):
             d.pop(volatile)
         d["languages"] = [
-            {"code": s.code, "store": _store_label(s.store), "a": list(s.a), "b": list(s.b)} for s in self.languages
+            {
+                "code": s.code,
+                "store": _store_label(s.store),
+                "attributes": s.attribute_set,
+                "a": _plain(s.a),
+                "b": _plain(s.b),
+            }
+            for s in self.languages
         ]
-        for key in ("methods", "tests", "exclude_words"):
+        for key in ("methods", "tests") + (() if isinstance(self.exclude_words, str) else ("exclude_words",)):
             d[key] = list(d[key])
         return d
 
@@ -119,6 +140,14 @@ class StudyConfig:
     def resolved_storage_options(self) -> dict[str, Any]:
         """``storage_options`` with ``${VAR}`` references replaced by the environment's values."""
         return resolve_env(self.storage_options, "storage_options")
+
+
+def _plain(words: tuple[str | AttributeTerm, ...]) -> list:
+    """Attribute words as YAML-safe values (a term as ``{term: label, translations: [[tokens]]}``)."""
+    return [
+        w if isinstance(w, str) else {"term": w.label, "translations": [list(t) for t in w.translations]}
+        for w in words
+    ]
 
 
 def resolve_env(value: Any, key: str) -> Any:
@@ -181,8 +210,21 @@ def _choice_list(raw: dict, key: str, default: tuple[str, ...], choices: tuple[s
     return tuple(value)
 
 
+def _attribute_choice(value: Any, key: str) -> tuple[str, tuple[str, ...] | None, tuple[str, ...] | None]:
+    """``attributes:`` as (set name, a, b): ``catalog``, ``iat``, or explicit ``{a: [...], b: [...]}``."""
+    if value in ("catalog", "iat"):
+        return value, None, None
+    if isinstance(value, dict):
+        extra = set(value) - {"a", "b"}
+        if extra or "a" not in value or "b" not in value:
+            raise ConfigError(f"{key}: explicit attribute lists need exactly the keys a and b")
+        return "explicit", _words(value["a"], f"{key}.a"), _words(value["b"], f"{key}.b")
+    raise ConfigError(f"{key}: expected catalog, iat or a mapping {{a: [...], b: [...]}}, got {value!r}")
+
+
 def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
     from biasdask.io.store import check_language_code
+    from biasdask.lexicon import iat_attribute_terms, iat_languages
     from biasdask.lexicon import languages as catalog
 
     entries = raw.get("languages")
@@ -194,6 +236,8 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
     if template is not None and (not isinstance(template, str) or "{language}" not in template):
         raise ConfigError("embeddings: expected a URL template containing '{language}'")
     table = catalog().set_index("code")
+    default_set = _attribute_choice(raw.get("attributes", "catalog"), "attributes")
+    iat_model = raw.get("iat_model", "cc")
     specs = []
     for code, settings in entries.items():
         key = f"languages.{code}"
@@ -206,22 +250,42 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
         if settings is None:
             settings = {}
         if not isinstance(settings, dict):
-            raise ConfigError(f"{key}: expected a store URL or a mapping with store, a, b")
-        extra = set(settings) - {"store", "a", "b"}
+            raise ConfigError(f"{key}: expected a store URL or a mapping with store, a, b, attributes")
+        extra = set(settings) - {"store", "a", "b", "attributes"}
         if extra:
-            raise ConfigError(f"{key}: unknown key(s) {sorted(extra)}; allowed: store, a, b")
+            raise ConfigError(f"{key}: unknown key(s) {sorted(extra)}; allowed: store, a, b, attributes")
         store = settings.get("store")
         if store is None or (isinstance(store, str) and not store):
             store = template.format(language=code) if template else None
         if not isinstance(store, str) and not _is_embedding_object(store):
             raise ConfigError(f"{key}.store: no store URL (give one, or an 'embeddings' template)")
-        if ("a" not in settings or "b" not in settings) and code not in table.index:
-            raise ConfigError(
-                f"{key}: language {code!r} is not in the catalog (biasdask languages); give its attribute words a and b"
-            )
-        a = _words(settings["a"], f"{key}.a") if "a" in settings else (str(table.loc[code, "male"]),)
-        b = _words(settings["b"], f"{key}.b") if "b" in settings else (str(table.loc[code, "female"]),)
-        specs.append(LanguageSpec(str(code), store, a, b))
+        if ("a" in settings or "b" in settings) and "attributes" in settings:
+            raise ConfigError(f"{key}: give either attributes or a and b, not both")
+        if "a" in settings or "b" in settings:
+            # A side not given keeps the catalog's word.
+            name = "explicit"
+            a = _words(settings["a"], f"{key}.a") if "a" in settings else None
+            b = _words(settings["b"], f"{key}.b") if "b" in settings else None
+        elif "attributes" in settings:
+            name, a, b = _attribute_choice(settings["attributes"], f"{key}.attributes")
+        else:
+            name, a, b = default_set
+        if (a is None or b is None) and name != "iat":
+            if code not in table.index:
+                raise ConfigError(
+                    f"{key}: language {code!r} is not in the catalog (biasdask languages); give its attribute "
+                    "words a and b, or attributes: iat"
+                )
+            a = a or (str(table.loc[code, "male"]),)
+            b = b or (str(table.loc[code, "female"]),)
+        if name == "iat":
+            if iat_model not in IAT_MODELS or code not in iat_languages(iat_model):
+                raise ConfigError(
+                    f"{key}: attributes iat: no IAT translations for language {code!r} with iat_model "
+                    f"{iat_model!r} (available: {list(iat_languages(iat_model)) if iat_model in IAT_MODELS else []})"
+                )
+            a, b = iat_attribute_terms(iat_model, str(code))
+        specs.append(LanguageSpec(str(code), store, a, b, name))
     return tuple(specs)
 
 
@@ -267,7 +331,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
     out = output or raw.get("output")
     if not isinstance(out, str) or not out:
         raise ConfigError("output: expected the URL of the results store")
-    alternative = raw.get("alternative", "auto")
+    alternative = raw.get("alternative", "two-sided")
     if alternative not in ALTERNATIVES:
         raise ConfigError(f"alternative: {alternative!r} is not one of {list(ALTERNATIVES)}")
     similarity = raw.get("similarity", "cosine")
@@ -281,8 +345,14 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
     if iat_model not in IAT_MODELS:
         raise ConfigError(f"iat_model: {iat_model!r} is not one of {list(IAT_MODELS)}")
     exclude_words = raw.get("exclude_words") or []
-    if not isinstance(exclude_words, list) or not all(isinstance(w, str) for w in exclude_words):
-        raise ConfigError("exclude_words: expected a list of words")
+    if isinstance(exclude_words, str):
+        if exclude_words not in NAMED_WORD_LISTS:
+            raise ConfigError(
+                f"exclude_words: {exclude_words!r} is not a word list of the package {list(NAMED_WORD_LISTS)}; "
+                "give a list of words"
+            )
+    elif not isinstance(exclude_words, list) or not all(isinstance(w, str) for w in exclude_words):
+        raise ConfigError("exclude_words: expected a list of words or the name of a list (gender_specific)")
     return StudyConfig(
         output=out,
         languages=_languages(raw),
@@ -294,7 +364,8 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         similarity=similarity,
         max_words=_int(raw, "max_words", None, 1, allow_none=True),
         exclude_attributes=_bool(raw, "exclude_attributes", False),
-        exclude_words=tuple(exclude_words),
+        exclude_words=exclude_words if isinstance(exclude_words, str) else tuple(exclude_words),
+        dedupe_vectors=_bool(raw, "dedupe_vectors", False),
         batch_size=_int(raw, "batch_size", None, 1, allow_none=True),
         storage_options=storage_options,
         save_scores=_bool(raw, "save_scores", True),

@@ -19,12 +19,19 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 from numpy.typing import ArrayLike
 
 from biasdask.stats.frequency import BinProfile
 
-__all__ = ["plot_effect_heatmap", "plot_frequency_profile", "plot_gender_form_bias", "plot_null_distribution"]
+__all__ = [
+    "plot_attribute_sensitivity",
+    "plot_effect_heatmap",
+    "plot_frequency_profile",
+    "plot_gender_form_bias",
+    "plot_null_distribution",
+]
 
 _VARIABLE_LABELS = {
     "effect_size": "effect size d (mean difference / SD, ddof = 1)",
@@ -356,4 +363,66 @@ def plot_gender_form_bias(results: Mapping[str, Any], *, title: str = "") -> Fig
                Patch(color=_FEMININE_COLOR, label="feminine form scores higher")]
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     fig.suptitle(title or "Bias of masculine vs feminine forms")
+    return fig
+
+
+def plot_attribute_sensitivity(sensitivity: xr.Dataset, *, alpha: float = 0.05, title: str = "") -> Figure:
+    """Effect size and p-value of a full-vocabulary test with each attribute word left out in turn.
+
+    Left panel: d per left-out word (one row each, A's words then B's), the test with every word as a
+    dashed line; right panel: the permutation p-value on a log scale with ``alpha`` marked. A finding
+    that rests on one attribute word shows as the row whose d moves towards 0 (or whose p crosses
+    ``alpha``).
+
+    Parameters
+    ----------
+    sensitivity
+        The Dataset of :func:`biasdask.attribute_sensitivity`.
+    alpha
+        Significance level drawn on the p panel (filled markers: p ≤ alpha).
+    title
+        Figure title (default: language, method and alternative).
+    """
+    ds = sensitivity
+    rows = [i for i, w in enumerate(ds["left_out"].values) if str(w)]
+    if "" not in [str(w) for w in ds["left_out"].values] or not rows:
+        raise ValueError("expected the Dataset of attribute_sensitivity (a row with left_out = '' and one per word)")
+    full = ds.sel(left_out="")
+    labels = [f"{ds['side'].values[i]}: without {ds['left_out'].values[i]}" for i in rows]
+    d = ds["effect_size"].values[rows]
+    p = ds["p_value"].values[rows]
+    side = ds["side"].values[rows]
+    colors = [_MASCULINE_COLOR if s == "A" else _FEMININE_COLOR for s in side]
+    y = np.arange(len(rows))[::-1]
+    fig = Figure(figsize=(9.0, 1.4 + 0.28 * len(rows)), layout="constrained")
+    ax_d, ax_p = fig.subplots(1, 2, sharey=True)
+    for ax, values, ref in ((ax_d, d, float(full["effect_size"])), (ax_p, p, float(full["p_value"]))):
+        ok = np.isfinite(values)
+        filled = ok & (p <= alpha)
+        ax.scatter(values[filled], y[filled], c=[c for c, f in zip(colors, filled) if f], s=30, zorder=3)
+        ax.scatter(values[ok & ~filled], y[ok & ~filled], facecolors="white", s=30, zorder=3,
+                   edgecolors=[c for c, f in zip(colors, ok & ~filled) if f])
+        if np.isfinite(ref):
+            ax.axvline(ref, color="#333333", ls="--", lw=1, label="all attribute words")
+        for yi in y[~ok]:
+            ax.text(0.02, yi, "set left empty", transform=blended_transform_factory(ax.transAxes, ax.transData),
+                    va="center", fontsize=7, color="#777777")
+    ax_d.axvline(0, color="#999999", lw=0.8)
+    ax_d.set_yticks(y, labels, fontsize=7)
+    ax_d.set_xlabel(_VARIABLE_LABELS["effect_size"], fontsize=8)
+    ax_p.set_xscale("log")
+    finite_p = p[np.isfinite(p)]
+    ax_p.set_xlim(0.5 * min(alpha, *finite_p), 1.5)
+    ax_p.xaxis.set_minor_formatter(NullFormatter())
+    ax_p.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax_p.axvline(alpha, color="#b2182b", lw=0.8, ls=":", label=f"α = {alpha:g}")
+    ax_p.set_xlabel(_VARIABLE_LABELS["p_value"] + " (log scale)", fontsize=8)
+    ax_p.legend(fontsize=7, loc="best")
+    handles = [Line2D([], [], marker="o", ls="", color=_MASCULINE_COLOR, label="A word left out"),
+               Line2D([], [], marker="o", ls="", color=_FEMININE_COLOR, label="B word left out"),
+               Line2D([], [], marker="o", ls="", color="#555555", markerfacecolor="white", label=f"p > {alpha:g}")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    attrs = ds.attrs
+    fig.suptitle(title or f"Leave one attribute word out · {attrs.get('language', '')} · {attrs.get('method', '')} · "
+                 f"{attrs.get('alternative', '')}", fontsize=10)
     return fig

@@ -57,6 +57,21 @@ def gender_form_figure(shared: Path, workdir: Path) -> None:
     fig.savefig(IMG / "gender_forms.png", dpi=100)
 
 
+def sensitivity_figure(shared: Path, workdir: Path) -> None:
+    """French full-vocabulary test with the IAT's eight words per side, each left out in turn."""
+    import biasdask
+    from biasdask import plot
+    from biasdask.lexicon import iat_attribute_terms
+
+    url = str(workdir / "fr.zarr")
+    biasdask.ingest(str(shared / "data" / "iat" / "cc" / "fr.vec"), url, language="fr", client=False, progress=False)
+    a, b = iat_attribute_terms("cc", "fr")
+    sens = biasdask.attribute_sensitivity(url, a, b, n_permutations=9999, seed=1, progress=False)
+    fig = plot.plot_attribute_sensitivity(sens, title="French IAT words (Common Crawl fastText, 44-word vocabulary): "
+                                                      "leave one attribute word out")
+    fig.savefig(IMG / "attribute_sensitivity.png", dpi=100)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--demo", type=Path, help="a finished `biasdask demo` output directory (default: run one)")
@@ -72,6 +87,7 @@ def main() -> None:
             demo(demo_dir)
         demo_figures(demo_dir)
         gender_form_figure(args.shared, Path(tmp))
+        sensitivity_figure(args.shared, Path(tmp))
     print(f"figures written to {IMG}")
 
 

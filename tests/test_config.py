@@ -16,7 +16,7 @@ def test_defaults_from_catalog():
     en, de = cfg.languages
     assert (en.code, en.store, en.a, en.b) == ("en", "memory://emb/en.zarr", ("male",), ("female",))
     assert (de.a, de.b) == (("männlich",), ("weiblich",))
-    assert cfg.methods == ("uniform", "zipf") and cfg.tests == ("gender",) and cfg.alternative == "auto"
+    assert cfg.methods == ("uniform", "zipf") and cfg.tests == ("gender",) and cfg.alternative == "two-sided"
 
 
 def test_mapping_form_and_digest():
@@ -74,3 +74,46 @@ def test_load_config_file_errors(tmp_path):
     good = tmp_path / "study.yaml"
     good.write_text(yaml.safe_dump(_base()))
     assert load_config(good, output="memory://other.zarr").output == "memory://other.zarr"
+
+
+def test_attribute_sets_for_all_and_per_language():
+    from biasdask.lexicon import iat_attribute_terms
+
+    cfg = parse_config(_base(
+        attributes="iat",
+        languages={"fr": {}, "de": {"attributes": "catalog"}, "en": {"attributes": {"a": ["man"], "b": ["woman"]}},
+                   "es": {"a": ["hombre"]}},
+    ))
+    fr, de, en, es = cfg.languages
+    assert (fr.attribute_set, fr.a, fr.b) == ("iat", *iat_attribute_terms("cc", "fr"))
+    assert [t.label for t in fr.a] == ["male", "man", "boy", "brother", "he", "him", "his", "son"]
+    assert [t.label for t in fr.b] == ["female", "woman", "girl", "sister", "she", "her", "hers", "daughter"]
+    assert (de.attribute_set, de.a, de.b) == ("catalog", ("männlich",), ("weiblich",))
+    assert (en.attribute_set, en.a, en.b) == ("explicit", ("man",), ("woman",))
+    assert (es.attribute_set, es.a) == ("explicit", ("hombre",))
+    text = cfg.canonical_yaml()
+    assert "attributes: iat" in text and "term: man" in text
+    assert parse_config(_base(attributes="iat", iat_model="subt")).digest() != parse_config(_base(attributes="iat")).digest()
+
+
+def test_exclude_words_by_name_and_dedupe():
+    cfg = parse_config(_base(exclude_words="gender_specific", dedupe_vectors=True))
+    assert cfg.exclude_words == "gender_specific" and cfg.dedupe_vectors is True
+    assert "exclude_words: gender_specific" in cfg.canonical_yaml()
+    assert parse_config(_base()).dedupe_vectors is False
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"attributes": "wefat"}, "attributes"),
+        ({"attributes": {"a": ["x"]}}, "attributes"),
+        ({"languages": {"yo": {"attributes": "iat"}}}, r"languages\.yo: attributes iat"),
+        ({"languages": {"en": {"attributes": "iat", "a": ["man"]}}}, r"languages\.en: give either"),
+        ({"exclude_words": "gendered"}, "exclude_words"),
+        ({"dedupe_vectors": "yes"}, "dedupe_vectors"),
+    ],
+)
+def test_new_option_errors_name_the_key(change, key):
+    with pytest.raises(ConfigError, match=key):
+        parse_config(_base(**change))

@@ -568,7 +568,7 @@ def context_test(
     n_permutations: int = 9999,
     *,
     exclude_context: bool = True,
-    alternative: Alternative = "auto",
+    alternative: Alternative = "two-sided",
     seed: int | None = None,
     max_words: int | None = None,
     client: Client | None = None,

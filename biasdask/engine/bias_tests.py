@@ -34,11 +34,12 @@ def full_vocabulary_test(
     other: Embeddings | None = None,
     other_a: Sequence[str] | None = None,
     other_b: Sequence[str] | None = None,
-    alternative: Alternative = "auto",
+    alternative: Alternative = "two-sided",
     seed: int | None = None,
     max_words: int | None = None,
     exclude_attributes: bool = False,
-    exclude_words: Sequence[str] = (),
+    exclude_words: str | Sequence[str] = (),
+    dedupe_vectors: bool = False,
     client: Client | None = None,
     batch_size: int | None = None,
     return_null: bool = False,
@@ -65,13 +66,17 @@ def full_vocabulary_test(
     other, other_a, other_b
         The second language of a pairwise test and its attribute words (default: ``a``, ``b``).
     alternative
-        ``"auto"`` (the seed's rule), ``"greater"``, ``"less"`` or ``"two-sided"``.
+        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (seed 000's rule: the tail s
+        points to, chosen after seeing s; type-I rate about 2α).
     seed
         Integer seed; the same seed gives bit-identical results on any number of workers.
     max_words
         Keep the ``max_words`` most frequent words.
     exclude_attributes, exclude_words
-        Leave the attribute words, or a given list, out of the targets.
+        Leave the attribute words, or a given list (or a package list by name: ``"gender_specific"``),
+        out of the targets.
+    dedupe_vectors
+        Score each distinct vector once (a word sharing an earlier word's vector is left out).
     client
         Dask client; default the current ``distributed`` client, else Dask's default scheduler
         (threads). No cluster is started.
@@ -95,7 +100,10 @@ def full_vocabulary_test(
         other = as_dataset(other, storage_options)
         n_common = min(emb.sizes["word"], other.sizes["word"], max_words or np.iinfo(np.int64).max)
         max_words = int(n_common)
-    opts = dict(max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words)
+    opts = dict(
+        max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words,
+        dedupe_vectors=dedupe_vectors,
+    )
     sx = scores(emb, a, b, methods=[method], **opts)
     u_x, t_x = compute(sx["u"].data, sx["t"].data[0], client=client)
     keep = np.isfinite(u_x)

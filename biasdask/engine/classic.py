@@ -299,7 +299,7 @@ def weat(
     b: Sequence[str] | None = None,
     similarity: Literal["cosine", "euclidean"] = "cosine",
     n_permutations: int = 9999,
-    alternative: Alternative = "auto",
+    alternative: Alternative = "two-sided",
     seed: int | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
@@ -335,7 +335,8 @@ def weat(
     n_permutations
         Number of random splits; all splits are enumerated when there are at most this many.
     alternative
-        ``"auto"`` (the direction of the sign of s), ``"greater"``, ``"less"`` or ``"two-sided"``.
+        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (the direction of the sign of
+        s, chosen after seeing s; type-I rate about 2α).
     seed
         Integer seed of the sampled permutations.
     client
@@ -452,7 +453,7 @@ def career_family_test(
     language: str | None = None,
     model: Literal["cc", "wiki", "subt"] = "cc",
     n_permutations: int = 9999,
-    alternative: Alternative = "auto",
+    alternative: Alternative = "two-sided",
     seed: int | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
@@ -577,7 +578,7 @@ def run_cell(
     *,
     language: str,
     n_permutations: int = 9999,
-    alternative: Alternative = "auto",
+    alternative: Alternative = "two-sided",
     seed: int | None = None,
     similarity: Literal["cosine", "euclidean"] = "cosine",
     client: Client | None = None,

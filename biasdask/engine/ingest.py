@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
+import warnings
 from collections.abc import Callable, Iterator
 
 import fsspec
@@ -86,6 +88,7 @@ class ChunkResult:
     n_zero_vectors: int
     n_bytes: int
     end: int
+    vector_hashes: np.ndarray | None = None  # formats.row_hashes of the chunk's rows (shared vectors)
 
 
 def ingest(
@@ -253,6 +256,7 @@ def _parse_and_write(dest, storage_options, info, data, offset, index, n, chunk_
         n_zero_vectors=int(np.count_nonzero(parsed.norms == 0)),
         n_bytes=parsed.n_bytes,
         end=base + offset + parsed.n_bytes,
+        vector_hashes=formats.row_hashes(parsed.vectors),
     )
 
 
@@ -522,6 +526,15 @@ class _Job:
         n_rows = sum(len(r.hashes) for r in results)
         drop = _duplicates(self.dest, self.storage_options, np.concatenate([r.hashes for r in results]))
         dropped_zeros = compact_store(self.dest, self.storage_options, drop) if drop.size else 0
+        n_shared = _shared_vectors(results, drop)
+        if n_shared > SHARED_VECTORS_WARNING * max(n_rows - int(drop.size), 1):
+            n_kept = n_rows - int(drop.size)
+            warnings.warn(
+                f"{formats.display_url(self.dest)}: {n_shared} of {n_kept} words ({n_shared / n_kept:.0%}) share a "
+                "bit-identical vector with an earlier word (a spaCy-style table?), so their scores are not "
+                "independent; consider the study option dedupe_vectors: true",
+                stacklevel=2,
+            )
         finish_store(
             self.dest,
             self.storage_options,
@@ -530,8 +543,21 @@ class _Job:
                 "n_duplicates": int(drop.size),
                 "n_invalid_utf8": sum(r.n_invalid_utf8 for r in results),
                 "n_zero_vectors": sum(r.n_zero_vectors for r in results) - dropped_zeros,
+                "n_duplicate_vectors": n_shared,
             },
         )
+
+
+SHARED_VECTORS_WARNING = 0.10
+"""Ingest warns when more than this fraction of the words repeat an earlier word's vector."""
+
+
+def _shared_vectors(results: list[ChunkResult], drop: np.ndarray) -> int:
+    """Nonzero rows (repeated words dropped) whose vector hash occurred in an earlier row."""
+    hashes = np.concatenate([r.vector_hashes for r in results])
+    hashes = np.delete(hashes, drop)
+    hashes = hashes[hashes != 0]
+    return int(hashes.size - np.unique(hashes).size)
 
 
 def _duplicates(dest: str, storage_options, hashes: np.ndarray) -> np.ndarray:

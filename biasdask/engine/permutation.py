@@ -67,7 +67,7 @@ def permutation_test(
     x: ArrayLike,
     y: ArrayLike | int,
     n_permutations: int = 9999,
-    alternative: Alternative = "auto",
+    alternative: Alternative = "two-sided",
     seed: int | None = None,
     client: Client | None = None,
     batch_size: int | None = None,
@@ -88,8 +88,9 @@ def permutation_test(
         Splits to sample uniformly without replacement. When C(|X|+|Y|, |X|) is at most this, every
         split is enumerated instead and the p-value is exact (``exact=True``).
     alternative
-        ``"auto"`` (``"greater"`` if s > 0, ``"less"`` if s < 0, ``"two-sided"`` if s = 0),
-        ``"greater"``, ``"less"`` or ``"two-sided"`` (|s_i - E s_i| against |s - E s_i|).
+        ``"two-sided"`` (default: |s_i - E s_i| against |s - E s_i|), ``"greater"``, ``"less"``, or
+        ``"auto"`` (``"greater"`` if s > 0, ``"less"`` if s < 0, ``"two-sided"`` if s = 0: seed 000's
+        rule, whose type-I rate is about 2α since the tail is chosen after seeing s).
     seed
         Non-negative integer; permutation i draws from ``SeedSequence(seed, spawn_key=(i,))``.
         ``None`` draws fresh entropy, reported as ``result.seed``.

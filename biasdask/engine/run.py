@@ -193,6 +193,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
             max_words=cfg.max_words,
             exclude_attributes=cfg.exclude_attributes,
             exclude_words=cfg.exclude_words,
+            dedupe_vectors=cfg.dedupe_vectors,
         )
         u, t = compute(sc["u"].data, sc["t"].data, client=client)
         sc = sc.copy(data={"u": u, "t": t})
@@ -211,7 +212,8 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
                 progress=False,
                 **common,
             )
-            write(lang.code, method, "gender", _result_values(res, sc.attrs["n_a"], sc.attrs["n_b"]), res.null_distribution)
+            values = {**_result_values(res, sc.attrs["n_a"], sc.attrs["n_b"]), "attribute_set": lang.attribute_set}
+            write(lang.code, method, "gender", values, res.null_distribution)
     for method in [m for m, t in todo if t == "context"]:
         res = context_test(
             emb,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import dask.array as da
@@ -19,6 +20,7 @@ from distributed import Client
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.io.store import default_chunk_words
+from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import association, attribute_direction
 from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 
@@ -48,22 +50,76 @@ def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     return np.array([found.get(w, -1) for w in words], dtype=np.intp)
 
 
-def lookup(emb: xr.Dataset, words: Sequence[str], label: str) -> tuple[np.ndarray, list[str]]:
-    """Positions of ``words`` in the vocabulary, and the words that are absent.
+def as_terms(words: Iterable[str | AttributeTerm]) -> list[AttributeTerm]:
+    """Attribute words as terms (a plain word is its own single translation); repeats count once."""
+    terms = [w if isinstance(w, AttributeTerm) else AttributeTerm(str(w), ((str(w),),)) for w in words]
+    return list({t.label: t for t in reversed(terms)}.values())[::-1]
+
+
+@dataclass(frozen=True)
+class AttributeSet:
+    """The vectors of one attribute set as found in an embedding.
+
+    Attributes
+    ----------
+    vectors
+        One float64 row per term used, shape (n_used, D).
+    used, missing, zero
+        Term labels: used; absent from the vocabulary; present only as zero vectors (skipped).
+    """
+
+    vectors: np.ndarray
+    used: list[str]
+    missing: list[str]
+    zero: list[str]
+
+
+def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: str) -> AttributeSet:
+    """Vectors of an attribute set, looked up in the whole vocabulary of ``emb``.
+
+    Absent words and words stored as zero vectors are skipped and listed (a zero vector would enter
+    the attribute mean as the origin).
 
     Raises
     ------
     MissingWordsError
-        When none of ``words`` is in the vocabulary; the message names them.
+        When no word of the set is left; the message names the absent and the zero-vector words.
     """
-    words = list(dict.fromkeys(words))
-    pos = positions(emb, words)
-    missing = [w for w, p in zip(words, pos) if p < 0]
-    found = pos[pos >= 0]
-    if found.size == 0:
+    terms = as_terms(words)
+    tokens = list(dict.fromkeys(t for term in terms for t in term.tokens))
+    pos = positions(emb, tokens)
+    present = pos >= 0
+    rows: dict[str, np.ndarray] = {}
+    if present.any():
+        order = np.argsort(pos[present], kind="stable")
+        data = emb["vectors"].isel(word=pos[present][order]).data
+        data = np.asarray(data.compute(scheduler="sync") if isinstance(data, da.Array) else data, dtype=np.float64)
+        found = [t for t, p in zip(tokens, present) if p]
+        rows = {found[i]: data[k] for k, i in enumerate(order)}
+    vectors, used, missing, zero = [], [], [], []
+    for term in terms:
+        means = []
+        for translation in term.translations:
+            got = [rows[t] for t in translation if t in rows and np.any(rows[t])]
+            if got:
+                means.append(np.mean(got, axis=0))
+        if means:
+            vectors.append(np.mean(means, axis=0))
+            used.append(term.label)
+        elif any(t in rows for t in term.tokens):
+            zero.append(term.label)
+        else:
+            missing.append(term.label)
+    if not used:
         language = emb.attrs.get("language", "?")
-        raise MissingWordsError(f"attribute set {label}: none of {words} is in the vocabulary of language {language!r}")
-    return found, missing
+        detail = "; ".join(
+            part for part in (f"absent: {missing}" if missing else "", f"zero vectors: {zero}" if zero else "") if part
+        )
+        raise MissingWordsError(
+            f"attribute set {label}: no word of {[t.label for t in terms]} has a usable vector in language "
+            f"{language!r} ({detail})"
+        )
+    return AttributeSet(np.array(vectors, dtype=np.float64), used, missing, zero)
 
 
 def read_rows(emb: xr.Dataset, words: Iterable[str], client: Client | None = None) -> dict[str, np.ndarray]:
@@ -111,15 +167,42 @@ def check_frequency_language(language: str) -> None:
         raise BiasdaskError(f"method 'frequency': wordfreq has no frequency list for language {language!r} (it has: {known})")
 
 
+def excluded_words(exclude_words: str | Iterable[str]) -> tuple[str, ...]:
+    """``exclude_words`` as words: a list name of :data:`biasdask.lexicon.NAMED_WORD_LISTS`, or the words."""
+    if isinstance(exclude_words, str):
+        return named_word_list(exclude_words)
+    return tuple(exclude_words)
+
+
+def vector_hashes(emb: xr.Dataset) -> np.ndarray:
+    """A 64-bit hash of every stored vector's bits (0 for zero vectors): one pass over the store, on the
+    current Dask client if there is one."""
+    from biasdask.io.formats import row_hashes
+
+    h = da.asarray(emb["vectors"].data).map_blocks(row_hashes, drop_axis=1, dtype=np.uint64)
+    return np.asarray(h.compute())
+
+
+def first_of_each_vector(hashes: np.ndarray) -> np.ndarray:
+    """Mask of the rows whose vector hash has not occurred in an earlier row (zero vectors kept)."""
+    keep = np.ones(hashes.size, dtype=bool)
+    nonzero = np.flatnonzero(hashes != 0)
+    _, first = np.unique(hashes[nonzero], return_index=True)
+    keep[nonzero] = False
+    keep[nonzero[first]] = True
+    return keep
+
+
 def scores(
     emb: Embeddings,
-    a: Sequence[str],
-    b: Sequence[str],
+    a: Sequence[str | AttributeTerm],
+    b: Sequence[str | AttributeTerm],
     methods: Iterable[Method] = ("uniform", "zipf"),
     *,
     max_words: int | None = None,
     exclude_attributes: bool = False,
-    exclude_words: Iterable[str] = (),
+    exclude_words: str | Iterable[str] = (),
+    dedupe_vectors: bool = False,
     frequency_language: str | None = None,
     storage_options: dict | None = None,
 ) -> xr.Dataset:
@@ -131,16 +214,25 @@ def scores(
         A store URL, a Dataset from :func:`biasdask.open_embeddings`, a DataArray (word, dim) or a
         gensim ``KeyedVectors`` (see :func:`biasdask.as_embeddings`).
     a, b
-        Attribute words (e.g. the translations of *male* and *female*). Absent ones are skipped and
-        recorded in ``attrs["missing_a"]`` / ``attrs["missing_b"]``.
+        Attribute words (e.g. the translations of *male* and *female*), or :class:`AttributeTerm`
+        (a word given by its translations, e.g. the IAT's). They are looked up in the whole vocabulary,
+        whatever ``max_words``. Absent ones and ones stored as zero vectors are skipped and recorded
+        in ``attrs["missing_a"]``, ``attrs["zero_a"]`` (and ``_b``); a set left empty is an error.
     methods
         Any of ``"uniform"``, ``"zipf"``, ``"frequency"`` (SPEC §1).
     max_words
-        Use only the ``max_words`` most frequent words (the top of the file); N is then ``max_words``.
+        Use only the ``max_words`` most frequent words (the top of the file) as targets; N is then
+        ``max_words``.
     exclude_attributes
-        Exclude the attribute words themselves from the targets (their u becomes NaN).
+        Exclude the attribute words themselves (all their tokens) from the targets (their u becomes
+        NaN).
     exclude_words
-        Further words to exclude from the targets (e.g. explicitly gendered words).
+        Further words to exclude from the targets, or the name of a package list:
+        ``"gender_specific"`` (Bolukbasi et al.'s gender-specific words, English).
+    dedupe_vectors
+        Score each distinct vector once: a word whose vector is bit-identical to an earlier (more
+        frequent) word's is excluded (one extra pass over the store hashes the rows, skipped when the
+        store's ``n_duplicate_vectors`` is 0).
     frequency_language
         wordfreq language code for ``"frequency"`` (default: the store's ``language`` attribute).
     storage_options
@@ -151,27 +243,33 @@ def scores(
     xarray.Dataset
         ``u`` (word) float32, ``t`` (method, word) float32, coordinates ``word``, ``rank`` and
         ``method``. Zero vectors and excluded words have NaN u and t and are left out of every test;
-        N (for the Zipf weights) counts all words in use, so ranks keep their meaning. Attributes:
-        ``language``, ``n_words``, ``n_a``, ``n_b``, ``missing_a``, ``missing_b``, ``n_zero_vectors``
-        (in the words used), ``n_excluded``.
+        N (for the Zipf weights) counts all words in use, so ranks keep their meaning; frequency
+        weights sum to 1 over the words tested. Attributes: ``language``, ``n_words``, ``n_a``,
+        ``n_b`` (attribute words used), ``missing_a``, ``missing_b``, ``zero_a``, ``zero_b``,
+        ``n_zero_vectors`` (in the words used), ``n_excluded``, ``n_duplicate_vectors`` (excluded by
+        ``dedupe_vectors``).
+
+    Examples
+    --------
+    >>> sc = scores(emb, ["male", "man"], ["female", "woman"], exclude_words="gender_specific")  # doctest: +SKIP
     """
     emb = as_dataset(emb, storage_options)
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise BiasdaskError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
+    attr_a = attribute_set(emb, a, "A")
+    attr_b = attribute_set(emb, b, "B")
+    direction = attribute_direction(attr_a.vectors, attr_b.vectors)
+    # A store whose ingest counted no shared vector needs no hashing pass.
+    hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
     if max_words is not None:
         if max_words < 1:
             raise BiasdaskError(f"max_words must be positive, got {max_words}")
         emb = emb.isel(word=slice(0, max_words))
     n = emb.sizes["word"]
     language = str(emb.attrs.get("language", ""))
-    a_pos, missing_a = lookup(emb, a, "A")
-    b_pos, missing_b = lookup(emb, b, "B")
     vectors = emb["vectors"]
-    # A few rows: read them here rather than through a round trip to the cluster's scheduler.
-    rows = vectors.isel(word=np.concatenate([a_pos, b_pos])).compute(scheduler="synchronous").values
-    direction = attribute_direction(rows[: a_pos.size], rows[a_pos.size :])
 
     v = vectors.data
     if not isinstance(v, da.Array):  # an in-memory model: chunk it like a store
@@ -185,14 +283,19 @@ def scores(
         dtype=np.float32,
         meta=np.empty((0,), np.float32),
     )
-    excluded = set(exclude_words)
+    excluded = set(excluded_words(exclude_words))
     if exclude_attributes:
-        excluded |= set(a) | set(b)
+        excluded |= {t for term in as_terms([*a, *b]) for t in term.tokens}
     excl_pos = positions(emb, sorted(excluded))
     excl_pos = excl_pos[excl_pos >= 0]
-    if excl_pos.size:
-        mask = np.ones(n, dtype=bool)
-        mask[excl_pos] = False
+    mask = np.ones(n, dtype=bool)
+    mask[excl_pos] = False
+    n_duplicates = 0
+    if hashes is not None:
+        first = first_of_each_vector(hashes)[:n]
+        n_duplicates = int(np.count_nonzero(~first & mask))
+        mask &= first
+    if not mask.all():
         u = da.where(da.from_array(mask, chunks=u.chunks), u, np.float32(np.nan))
 
     rank = da.asarray(emb["rank"].data).rechunk(u.chunks)
@@ -208,6 +311,9 @@ def scores(
             check_frequency_language(lang)
             words = da.from_array(np.asarray(emb["word"].values).astype(object), chunks=u.chunks)
             freq = words.map_blocks(_observed_frequencies, lang, dtype=np.float64)
+            # Only the words tested share the weight (not excluded words, duplicates or zero vectors).
+            in_use = da.from_array(mask, chunks=u.chunks) & (norm > 0)
+            freq = da.where(in_use, freq, np.nan)
             # Renormalising needs the global total, so the weights are one small reduction first.
             z = da.from_array(frequency_weights(freq.compute()), chunks=u.chunks)
             t_rows.append((z * u).astype(np.float32))
@@ -220,11 +326,14 @@ def scores(
     out.attrs.update(
         language=language,
         n_words=int(n),
-        n_a=int(a_pos.size),
-        n_b=int(b_pos.size),
-        missing_a=missing_a,
-        missing_b=missing_b,
+        n_a=len(attr_a.used),
+        n_b=len(attr_b.used),
+        missing_a=attr_a.missing,
+        missing_b=attr_b.missing,
+        zero_a=attr_a.zero,
+        zero_b=attr_b.zero,
         n_zero_vectors=int((norm == 0).sum().compute(scheduler="synchronous")),
         n_excluded=int(excl_pos.size),
+        n_duplicate_vectors=n_duplicates,
     )
     return out

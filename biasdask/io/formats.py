@@ -410,6 +410,32 @@ def _row_norms(vectors):
     return out
 
 
+@numba.njit(nogil=True, cache=True)
+def _row_hashes(bits, out):
+    n, d = bits.shape
+    for i in range(n):
+        h = _FNV_OFFSET
+        zero = True
+        for j in range(d):
+            b = bits[i, j]
+            zero = zero and (b & np.uint32(0x7FFFFFFF)) == 0
+            h = (h ^ np.uint64(b)) * _FNV_PRIME
+        # splitmix64's finaliser spreads the 32-bit steps over all 64 bits.
+        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+        out[i] = np.uint64(0) if zero else (h if h != 0 else np.uint64(1))
+
+
+def row_hashes(vectors: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each float32 row's bits (FNV-1a over its 32-bit words, then mixed); 0 exactly
+    for zero vectors (±0 everywhere), never 0 otherwise. Bit-identical rows hash alike."""
+    bits = np.ascontiguousarray(vectors, dtype=np.float32).view(np.uint32)
+    out = np.empty(bits.shape[0], dtype=np.uint64)
+    _row_hashes(bits, out)
+    return out
+
+
 def word_hash(word: str) -> int:
     """The 64-bit FNV-1a hash of ``word``'s UTF-8 bytes, as :class:`ParsedBlock` gives it."""
     return int(_fnv1a(np.frombuffer(word.encode("utf-8"), dtype=np.uint8)))

@@ -8,6 +8,7 @@ Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)``::
         n_permutations n_x n_y n_a n_b                                            int64, fill -1
         exact                   bool, fill False
         note                    str, fill "" (why a cell was skipped, e.g. missing words)
+        attribute_set           str, fill "" (gender cells: catalog, iat or explicit)
         done                    bool, fill False: the cell's completion flag, written after its values
     attrs: seed, alternative, similarity, sd_ddof, biasdask_version, config (YAML text), config_hash,
            created, biasdask_store ("results"), store_id (new at every creation)
@@ -93,6 +94,7 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "n_a": (_INT, -1, "attribute words of A found in the embedding"),
     "n_b": (_INT, -1, "attribute words of B found in the embedding"),
     "note": (str, "", "why the cell holds no result (e.g. missing words); empty otherwise"),
+    "attribute_set": (str, "", "attribute words of a gender cell: catalog, iat or explicit (study option attributes)"),
 }
 _DONE = "done"
 _DONE_DESCRIPTION = "completion flag of the cell, written after its values"

@@ -7,8 +7,9 @@ Layout, as ``xarray.open_zarr(url, consolidated=False)`` shows it:
 - coordinates ``word`` (variable-length UTF-8 strings) and ``rank`` (int64, 1..N in file order);
 - ``norm`` float32 (word): the raw L2 length of each vector (0 for zero vectors);
 - attrs ``language``, ``source``, ``format``, ``dim``, ``created``, ``biasdask_version``, and, once
-  every chunk is written, ``n_words``, ``n_duplicates``, ``n_invalid_utf8``, ``n_zero_vectors`` and
-  last of all the completion marker ``biasdask_complete: true``.
+  every chunk is written, ``n_words``, ``n_duplicates``, ``n_invalid_utf8``, ``n_zero_vectors``,
+  ``n_duplicate_vectors`` (words whose vector is bit-identical to an earlier word's) and last of all the
+  completion marker ``biasdask_complete: true``.
 
 Writers fill whole chunks only (:func:`write_block`), so concurrent writers never touch the same
 object. The group's attrs are written first, so that even a store whose writing was killed at once is

@@ -10,6 +10,8 @@ reference files of the shared data and checked against them by the test suite); 
   de, es, hr, it, ru, tr with masculine and feminine forms.
 - :func:`iat_words`: the career/family IAT words of Lewis & Lupyan 2020 with their translations per
   embedding model (``cc``, ``wiki``, ``subt``) and language.
+- :func:`iat_attribute_terms`: the 8 male and 8 female IAT terms of one language as attribute sets
+  (:class:`AttributeTerm`) for the full-vocabulary test.
 - :func:`bolukbasi`: Bolukbasi et al. 2016 definitional and equalize pairs, gender-specific words,
   professions.
 - :func:`languages`: the 26 languages of seed 000 with their translations of *male* and *female*.
@@ -31,6 +33,8 @@ from biasdask.errors import BiasdaskError
 
 __all__ = [
     "IAT_MODELS",
+    "NAMED_WORD_LISTS",
+    "AttributeTerm",
     "XWEAT_LANGUAGES",
     "Bolukbasi",
     "ContextWords",
@@ -40,10 +44,12 @@ __all__ = [
     "available_tests",
     "bolukbasi",
     "context_words",
+    "iat_attribute_terms",
     "iat_categories",
     "iat_languages",
     "iat_words",
     "languages",
+    "named_word_list",
     "source",
     "weat_test",
     "xweat_test",
@@ -339,6 +345,61 @@ def iat_words(model: str, language: str) -> tuple[IATTranslation, ...]:
     )
 
 
+@dataclass(frozen=True)
+class AttributeTerm:
+    """One attribute word given by its translations, as in Lewis & Lupyan 2020's IAT.
+
+    Its vector is the mean over its translations of the mean raw vector of each translation's tokens
+    (tokens absent from the vocabulary, or stored as zero vectors, are skipped), the convention of
+    :func:`biasdask.stats.weat.career_family_effect`. A plain word ``w`` is the term
+    ``AttributeTerm(w, ((w,),))``.
+
+    Attributes
+    ----------
+    label
+        The term's name (the English IAT word, e.g. ``"man"``).
+    translations
+        Each translation's embedding tokens.
+    """
+
+    label: str
+    translations: tuple[tuple[str, ...], ...]
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """Every token of every translation, once."""
+        return tuple(dict.fromkeys(t for tr in self.translations for t in tr))
+
+
+def iat_attribute_terms(model: str, language: str) -> tuple[tuple[AttributeTerm, ...], tuple[AttributeTerm, ...]]:
+    """The IAT's male and female terms (Lewis & Lupyan 2020: male, man, boy, brother, he, him, his, son
+    and female, woman, girl, sister, she, her, hers, daughter) in one language, as attribute sets.
+
+    Grammatical gender as in the IAT test: the male terms use their masculine and unmarked
+    translations (``M``, ``N``), the female terms their feminine and unmarked ones (``F``, ``N``).
+
+    Parameters
+    ----------
+    model, language
+        As for :func:`iat_words`.
+
+    Returns
+    -------
+    (male terms, female terms)
+        In the IAT's order; a term lists its translations (each a tuple of tokens).
+    """
+    entries = iat_words(model, language)
+    out = []
+    for category, excluded in (("male", "F"), ("female", "M")):
+        per_word: dict[str, dict[str, tuple[str, ...]]] = {}
+        for e in entries:
+            if e.category == category and e.gender != excluded:
+                per_word.setdefault(e.word, {})[e.translation_id] = e.tokens
+        order = [w for w in iat_categories()[category] if w in per_word]
+        out.append(tuple(AttributeTerm(w, tuple(per_word[w].values())) for w in order))
+    return out[0], out[1]
+
+
 class Profession(NamedTuple):
     """A profession of Bolukbasi et al. 2016 with its two gender scores (negative = female)."""
 
@@ -384,6 +445,18 @@ def bolukbasi() -> Bolukbasi:
         professions=tuple(Profession(w, float(d), float(s)) for w, d, s in data["professions"]),
         source=_source_line("bolukbasi.json"),
     )
+
+
+NAMED_WORD_LISTS: tuple[str, ...] = ("gender_specific",)
+"""Word lists ``exclude_words`` may name: ``gender_specific`` = Bolukbasi et al. 2016's gender-specific
+words (the 1,441 of their expanded list; English)."""
+
+
+def named_word_list(name: str) -> tuple[str, ...]:
+    """The words of a list of :data:`NAMED_WORD_LISTS` (e.g. ``exclude_words: gender_specific``)."""
+    if name not in NAMED_WORD_LISTS:
+        raise BiasdaskError(f"unknown word list {name!r}; choose from {list(NAMED_WORD_LISTS)}")
+    return bolukbasi().gender_specific_full
 
 
 def languages() -> pd.DataFrame:

@@ -32,7 +32,9 @@ def pool_variance(values: ArrayLike, n_zero: int = 0) -> tuple[float, float]:
     """Mean and population variance (ddof = 0) of ``values`` together with ``n_zero`` zeros.
 
     Two passes over ``values`` (mean first, then squared deviations), so the result is accurate even
-    when the mean is large compared to the spread; the zeros contribute ``n_zero * mean**2``.
+    when the mean is large compared to the spread; the zeros contribute ``n_zero * mean**2``. A pool
+    whose items are all equal has variance exactly 0 (the rounded mean would otherwise leave a tiny
+    positive or zero remainder depending on the values).
 
     Parameters
     ----------
@@ -50,6 +52,8 @@ def pool_variance(values: ArrayLike, n_zero: int = 0) -> tuple[float, float]:
     m = v.size + int(n_zero)
     if m == 0:
         return math.nan, math.nan
+    if v.size and v.min() == v.max() and (n_zero == 0 or v[0] == 0):
+        return float(v[0]), 0.0
     mean = float(v.sum()) / m
     ss = float(np.square(v - mean).sum()) + int(n_zero) * mean * mean
     return mean, ss / m

@@ -13,6 +13,14 @@ Pool and zeros
     wherever they are, ``y=n`` (an int) and ``y=np.zeros(n)`` give the same pool and bit-identical
     results.
 
+Centring
+    Scores are read in float64. Unless float32 holds every one of them exactly (then c = 0 and nothing
+    is lost), the nonzero ones are centred on their mean c (in float64) before they are stored as
+    float32 residuals r = t - c: with k nonzero items in X_i,
+    s_i = (2k - n)·c + (2 Σ_{X_i} r - Σ r), n the number of nonzero items, the last bracket summed by
+    the kernel and the first term added in float64. Scores with a large common offset (1e6 + 0.01·ε)
+    thus keep their differences, which a float32 copy of t itself would round away.
+
 Statistic
     s_i = Σ_{X_i} t - Σ_{Y_i} t = 2 Σ_{X_i} t - T, with T the pool total. The pool stays float32; each
     masked sum accumulates in float64 over 64 lanes (pool item j goes to lane j mod 64, added in index
@@ -41,13 +49,14 @@ Speed
     fix-up). Zeros cost nothing.
 
 p-values
-    Exact (when C(M, |X|) ≤ n_permutations): every split is enumerated, p = #{s_i ≥ s}/C(M, |X|) with
+    Exact (when C(M, |X|) ≤ n_permutations and C(M, |X|) ≤ :data:`MAX_EXACT_SPLITS`, the bound that
+    keeps an enumeration's arrays near 100 MB; larger tests are sampled): every split is enumerated, p = #{s_i ≥ s}/C(M, |X|) with
     the observed split among them. Sampled (m permutations): p = (1 + #{s_i ≥ s})/(m + 1) for
     ``"greater"``, (1 + #{s_i ≤ s})/(m + 1) for ``"less"``, and (1 + #{|s_i - E| ≥ |s - E|})/(m + 1)
     for ``"two-sided"``, E the closed-form null mean. ``"auto"`` is the seed's rule: ``"greater"`` if
     s > 0, ``"less"`` if s < 0, and ``"two-sided"`` if s = 0. Comparisons allow a tie tolerance of
-    2⁻⁴⁰ times the L1 norm of the pool (as scipy allows a relative 100 ε), so splits equal in exact
-    arithmetic count as ties despite rounding. The normal approximation uses the closed-form mean
+    2⁻⁴⁰ times the L1 norm of the residuals plus 2⁻⁵⁰·n·|c| (as scipy allows a relative 100 ε), so
+    splits equal in exact arithmetic count as ties despite rounding. The normal approximation uses the closed-form mean
     and SD of :func:`biasdask.stats.effect.null_moments`.
 """
 
@@ -67,6 +76,7 @@ from biasdask.stats.effect import effect_size, null_moments
 
 __all__ = [
     "ALTERNATIVES",
+    "MAX_EXACT_SPLITS",
     "PermutationTestResult",
     "PreparedTest",
     "exact_null",
@@ -95,6 +105,11 @@ _POOL_SIZE = 4
 _GROUP = 16  # permutations per pass over a block of the pool
 _BLOCK_WORDS = 64  # mask words per block: 4096 pool items, 32 KiB as float64
 _TIE_SCALE = 2.0**-40  # tie tolerance relative to the L1 norm of the pool
+_CENTRE_TIE_SCALE = 2.0**-50  # tie tolerance for the float64 rounding of the centre's term
+
+MAX_EXACT_SPLITS = 2**22
+"""Largest number of splits enumerated exactly (~100 MB of statistics and weights); beyond it a test
+samples ``n_permutations`` splits even when asked for more than there are."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +168,7 @@ class PreparedTest:
     Attributes
     ----------
     values : ndarray of float32
-        The nonzero pooled scores (those of X first), zero-padded to a multiple of 64.
+        The nonzero pooled scores (those of X first) minus ``centre``, zero-padded to a multiple of 64.
     n_values : int
         Number of nonzero pooled scores.
     n_x, n_y : int
@@ -163,7 +178,7 @@ class PreparedTest:
     k_cdf : ndarray of float64
         CDF of k - k_min (hypergeometric, last entry exactly 1); length 1 when k is fixed.
     total : float
-        T = Σ pool, as the kernel sums it.
+        Σ of the stored residuals ``values``, as the kernel sums it.
     statistic : float
         Observed s, as the kernel sums it.
     tolerance : float
@@ -182,6 +197,9 @@ class PreparedTest:
         Requested number of permutations.
     exact : bool
         Whether the test enumerates all splits.
+    centre : float
+        c, the float64 mean of the nonzero pooled scores, subtracted before float32 storage (0 when
+        float32 holds every score exactly).
     """
 
     values: np.ndarray
@@ -201,6 +219,7 @@ class PreparedTest:
     entropy: np.ndarray
     n_permutations: int
     exact: bool
+    centre: float = 0.0
 
     @property
     def n_zero(self) -> int:
@@ -433,8 +452,8 @@ def _masked_sums(values, masks, count, out):
 
 
 @njit(cache=True, nogil=True)
-def _null_sums(values, n, k_min, k_cdf, entropy, start, stop, group, out):
-    """out[i - start] = Σ_{X_i} values for the permutations i in [start, stop)."""
+def _null_sums(values, n, k_min, k_cdf, entropy, start, stop, group, out, out_k):
+    """out[i - start] = Σ_{X_i} values and out_k[i - start] = k for the permutations i in [start, stop)."""
     n_words = values.shape[0] // 64
     masks = np.zeros((group, max(n_words, 1)), dtype=np.uint64)
     pool = np.empty(_POOL_SIZE, dtype=np.uint64)
@@ -448,6 +467,7 @@ def _null_sums(values, n, k_min, k_cdf, entropy, start, stop, group, out):
             if random_k:
                 u = np.float64(_next(state) >> _U(11)) * 2.0**-53
                 k = k_min + np.searchsorted(k_cdf, u, side="right")
+            out_k[i - start] = k
             _draw_subset(state, n, k, masks[i - g0])
         _masked_sums(values, masks, g1 - g0, out[g0 - start : g1 - start])
 
@@ -510,15 +530,16 @@ def _seed_entropy(seed: int | None) -> tuple[int, np.ndarray]:
 
 
 def _scores(values: ArrayLike, name: str) -> np.ndarray:
+    """The scores as float64 (centred before any float32 copy is made)."""
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise BiasdaskError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
     if arr.dtype.kind not in "biuf":
         raise BiasdaskError(f"{name} must hold numbers, got dtype {arr.dtype}")
-    arr = arr.astype(np.float32)
+    arr = arr.astype(np.float64)
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
-        raise BiasdaskError(f"{name}[{bad[0]}] is {arr[bad[0]]}: scores must be finite (as float32)")
+        raise BiasdaskError(f"{name}[{bad[0]}] is {arr[bad[0]]}: scores must be finite")
     return arr
 
 
@@ -575,7 +596,7 @@ def prepare_test(
     x: ArrayLike,
     y: ArrayLike | int,
     n_permutations: int = 9999,
-    alternative: str = "auto",
+    alternative: str = "two-sided",
     seed: int | None = None,
     effect_x: ArrayLike | int | None = None,
     effect_y: ArrayLike | int | None = None,
@@ -597,7 +618,7 @@ def prepare_test(
     if _is_count(y):
         if y < 1:
             raise BiasdaskError(f"y as a count of dummy zero items must be >= 1, got {y}")
-        ys = np.empty(0, dtype=np.float32)
+        ys = np.empty(0, dtype=np.float64)
         n_y = int(y)
     else:
         ys = _scores(y, "y")
@@ -616,18 +637,28 @@ def prepare_test(
     n_values = pool.size
     if n_values > 2**32:
         raise BiasdaskError(f"at most 2**32 nonzero scores can be pooled, got {n_values}")
+    # Scores that float32 holds exactly (the engine's stored t) lose nothing in storage: no centre,
+    # and sums of their float32 copies stay exact. Others are centred first.
+    lossless = bool(np.array_equal(pool.astype(np.float32), pool))
+    centre = 0.0 if lossless or not n_values else float(pool.mean())
+    residuals = (pool - centre).astype(np.float32)
+    bad = np.flatnonzero(~np.isfinite(residuals))
+    if bad.size:
+        raise BiasdaskError(f"pooled score {pool[bad[0]]} minus the pool mean {centre} does not fit in float32")
     values = np.zeros(-(-n_values // 64) * 64, dtype=np.float32)
-    values[:n_values] = pool
+    values[:n_values] = residuals
     masks = np.zeros((2, max(values.size // 64, 1)), dtype=np.uint64)
     _fill_prefix(masks[0], x_nz.size)
     _fill_prefix(masks[1], n_values)
     sums = np.empty(2)
     _masked_sums(values, masks, 2, sums)
     total = float(sums[1])
-    statistic = float(2.0 * sums[0] - total)
+    statistic = float(_statistics(sums[:1], np.array([x_nz.size]), total, n_values, centre)[0])
 
     k_min, k_cdf = hypergeometric_cdf(n_x + n_y, n_values, n_x)
     null_mean, null_std = null_moments(pool, n_x + n_y - n_values, n_x, n_y)
+    tolerance = _TIE_SCALE * float(np.abs(residuals, dtype=np.float64).sum())
+    tolerance += _CENTRE_TIE_SCALE * n_values * abs(centre)
     # The effect size uses the scores as given (not their float32 copies).
     u_x = np.asarray(x, dtype=np.float64) if effect_x is None else effect_x
     u_y = (n_y if _is_count(y) else np.asarray(y, dtype=np.float64)) if effect_y is None else effect_y
@@ -640,7 +671,7 @@ def prepare_test(
         k_cdf=k_cdf,
         total=total,
         statistic=statistic,
-        tolerance=_TIE_SCALE * float(np.abs(pool, dtype=np.float64).sum()),
+        tolerance=tolerance,
         null_mean=null_mean,
         null_std=null_std,
         effect_size=effect_size(u_x, u_y),
@@ -648,8 +679,14 @@ def prepare_test(
         seed=used_seed,
         entropy=entropy,
         n_permutations=int(n_permutations),
-        exact=_n_splits_at_most(n_x, n_y, int(n_permutations)),
+        exact=_n_splits_at_most(n_x, n_y, min(int(n_permutations), MAX_EXACT_SPLITS)),
+        centre=centre,
     )
+
+
+def _statistics(sums: np.ndarray, ks: np.ndarray, total: float, n_values: int, centre: float) -> np.ndarray:
+    """s_i = (2 Σ_{X_i} r - Σ r) + (2 k_i - n)·c from the kernel's residual sums (float64)."""
+    return (2.0 * sums - total) + (2 * np.asarray(ks, dtype=np.int64) - n_values).astype(np.float64) * centre
 
 
 def _n_splits_at_most(n_x: int, n_y: int, limit: int) -> bool:
@@ -676,8 +713,9 @@ def null_batch(prep: PreparedTest, start: int, stop: int, group: int = _GROUP) -
     ``group`` (permutations sharing a pass over the pool), gives bit-identical values.
     """
     sums = np.empty(stop - start)
-    _null_sums(prep.values, prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop, group, sums)
-    return 2.0 * sums - prep.total
+    ks = np.empty(stop - start, dtype=np.int64)
+    _null_sums(prep.values, prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop, group, sums, ks)
+    return _statistics(sums, ks, prep.total, prep.n_values, prep.centre)
 
 
 def exact_null(prep: PreparedTest) -> tuple[np.ndarray, np.ndarray]:
@@ -694,7 +732,7 @@ def exact_null(prep: PreparedTest) -> tuple[np.ndarray, np.ndarray]:
     sub_k = np.empty(count, dtype=np.int64)
     _exact_sums(prep.values, prep.n_values, ks, _GROUP, sums, sub_k)
     weights = np.array([math.comb(prep.n_zero, prep.n_x - int(k)) for k in ks], dtype=np.int64)
-    return 2.0 * sums - prep.total, weights[sub_k - lo]
+    return _statistics(sums, sub_k, prep.total, prep.n_values, prep.centre), weights[sub_k - lo]
 
 
 def permutation_pvalue(
@@ -777,7 +815,7 @@ def permutation_test_local(
     x: ArrayLike,
     y: ArrayLike | int,
     n_permutations: int = 9999,
-    alternative: str = "auto",
+    alternative: str = "two-sided",
     seed: int | None = None,
     return_null: bool = False,
     effect_x: ArrayLike | int | None = None,
@@ -791,13 +829,15 @@ def permutation_test_local(
     Parameters
     ----------
     x
-        Scores t of X (1-D; stored as float32).
+        Scores t of X (1-D; centred in float64, then stored as float32).
     y
         Scores of Y, or an ``int`` n for n dummy items scoring 0.
     n_permutations
-        Permutations to sample; if C(|X|+|Y|, |X|) is not larger, every split is enumerated instead.
+        Permutations to sample; if C(|X|+|Y|, |X|) is not larger (and at most
+        :data:`MAX_EXACT_SPLITS`), every split is enumerated instead.
     alternative
-        ``"auto"`` (sign of s), ``"greater"``, ``"less"`` or ``"two-sided"``.
+        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (seed 000's rule: the
+        tail that s points to, chosen after seeing s; its type-I rate is about 2α).
     seed
         SeedSequence entropy (non-negative int); ``None`` draws one and reports it in the result.
     return_null

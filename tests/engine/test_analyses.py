@@ -372,13 +372,14 @@ def context_store(tmp_path_factory):
 
 def test_context_test_is_the_full_vocabulary_test_on_the_context_words(context_store, dask_client):
     url, vecs, cw = context_store
-    res = an.context_test(url, "uniform", n_permutations=999, seed=4, client=dask_client, progress=False)
+    res = an.context_test(url, "uniform", n_permutations=999, seed=4, alternative="auto", client=dask_client,
+                          progress=False)
     # Oracle: u by numpy from the file, context words excluded, against |X| dummy zeros.
     mean_unit = lambda ws: _unit(np.array([vecs[w] for w in ws])).mean(0)  # noqa: E731
     direction_ab = mean_unit(cw.female) - mean_unit(cw.male)
     targets = [w for w in vecs if w not in set(cw.female) | set(cw.male)]
     u = _unit(np.array([vecs[w] for w in targets])) @ direction_ab
-    oracle = permutation_test_local(u.astype(np.float32), len(u), n_permutations=999, seed=4)
+    oracle = permutation_test_local(u.astype(np.float32), len(u), n_permutations=999, seed=4, alternative="auto")
     assert res.n_x == res.n_y == 150
     assert res.statistic == pytest.approx(oracle.statistic, rel=1e-5)
     assert res.effect_size == pytest.approx(oracle.effect_size, rel=1e-5)

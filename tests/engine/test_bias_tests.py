@@ -31,7 +31,8 @@ def test_against_dummy_language_matches_numpy(tmp_path, method, dask_client):
     u = _u(vec)
     keep = np.isfinite(u)
     z = np.ones(300) if method == "uniform" else (1 / np.arange(1, 301)) / np.sum(1 / np.arange(1, 301))
-    res = full_vocabulary_test(url, ["male"], ["female"], method, n_permutations=999, seed=4, client=dask_client, progress=False)
+    res = full_vocabulary_test(url, ["male"], ["female"], method, n_permutations=999, seed=4, alternative="greater",
+                               client=dask_client, progress=False)
     assert res.n_x == res.n_y == 299  # the zero vector is left out
     assert res.statistic == pytest.approx(np.sum((z * u)[keep]), rel=1e-5)
     pooled = np.concatenate([u[keep], np.zeros(299)])

@@ -333,3 +333,31 @@ def test_killed_ingest_is_refused_then_completed_by_running_it_again(tmp_path):
     ingest(src, str(tmp_path / "clean.zarr"), "en", chunk_words=8, client=False, progress=False)
     assert _store_content(dest) == _store_content(tmp_path / "clean.zarr")
     assert open_embeddings(str(dest)).attrs["n_words"] == 960
+
+
+@pytest.mark.parametrize("client", [False, "dask"])
+def test_shared_vectors_are_counted_and_warned_about(tmp_path, dask_client, client):
+    """Words whose vector is bit-identical to an earlier word's (spaCy-style tables): counted from the
+    hashes computed in the parse, against a brute-force count over gensim's rows; > 10 % warns."""
+    lines = _lines(80, 5, seed=4, duplicates=[(70, 2)], zeros=[9, 33])
+    for later, first in [(20, 3), (21, 3), (40, 12), (41, 20), (60, 5), (61, 6), (62, 7), (63, 8), (64, 10)]:
+        lines[later] = lines[later].split(b" ", 1)[0] + b" " + lines[first].split(b" ", 1)[1]
+    src = _write(tmp_path / "s.vec", lines, dim=5)
+    with pytest.warns(UserWarning, match=r"share a bit-identical vector.*dedupe_vectors"):
+        ds = ingest(src, str(tmp_path / "s.zarr"), "en", chunk_words=16, progress=False,
+                    client=dask_client if client else False)
+    kv = _gensim(src)
+    seen, shared = set(), 0
+    for row in kv.vectors:
+        key = row.astype(np.float32).tobytes()
+        shared += bool(np.any(row)) and key in seen
+        seen.add(key)
+    assert shared == 9 and ds.attrs["n_duplicate_vectors"] == 9  # 9 of 79 words: 11 %
+    # Below 10 %: counted, no warning.
+    few = _write(tmp_path / "f.vec", lines[:20] + lines[22:40] + lines[42:60] + lines[65:], dim=5)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = ingest(few, str(tmp_path / "f.zarr"), "en", chunk_words=16, client=False, progress=False)
+    assert quiet.attrs["n_duplicate_vectors"] == 0

@@ -199,3 +199,37 @@ def test_cli_show_and_plot(tmp_path, dask_client):
     bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "plot", out, "--out", str(tmp_path / "png"), "--cell", "xx,zipf"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--cell" in bad.stderr
+
+
+def test_study_attribute_sets_are_applied_and_recorded(tmp_path, shared_data, dask_client):
+    """attributes: iat for French (the IAT's eight terms per side), explicit lists for Spanish; the
+    cube records which set each gender cell used, and s is Σ u of the same attribute terms."""
+    from biasdask.lexicon import iat_attribute_terms
+
+    stores = {}
+    for code in ("fr", "es"):
+        url = str(tmp_path / f"{code}.zarr")
+        ingest(str(shared_data / "iat" / "cc" / f"{code}.vec"), url, language=code, client=False, progress=False)
+        stores[code] = url
+    study = {
+        "output": str(tmp_path / "r.zarr"),
+        "languages": {"fr": {"store": stores["fr"], "attributes": "iat"},
+                      "es": {"store": stores["es"], "attributes": {"a": ["hombre", "él"], "b": ["mujer", "ella"]}}},
+        "methods": ["uniform"],
+        "tests": ["gender"],
+        "n_permutations": 199,
+        "exclude_words": "gender_specific",
+        "dedupe_vectors": True,
+    }
+    out = biasdask.run(study, client=dask_client, progress=False)
+    cell = out.sel({"method": "uniform", "test": "gender"})
+    assert [str(v) for v in cell["attribute_set"].values] == ["iat", "explicit"]
+    a, b = iat_attribute_terms("cc", "fr")
+    emb = biasdask.open_embeddings(stores["fr"])
+    sc = biasdask.scores(emb, a, b, methods=["uniform"], exclude_words="gender_specific", dedupe_vectors=True)
+    u = sc["u"].values
+    assert 0 < sc.attrs["n_excluded"] and np.isnan(u).sum() >= sc.attrs["n_excluded"]
+    assert float(cell["statistic"].sel({"language": "fr"})) == pytest.approx(float(np.nansum(u.astype(np.float64))), rel=1e-6)
+    assert int(cell["n_a"].sel({"language": "fr"})) == 8
+    assert out.attrs["alternative"] == "two-sided"
+    assert "attributes: iat" in out.attrs["config"]

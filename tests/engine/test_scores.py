@@ -113,3 +113,195 @@ def test_positions_against_a_linear_search():
     plain = xr.Dataset({"word": ("word", np.array(["a", "b", "a", "c"], dtype=object))}).drop_indexes("word")
     np.testing.assert_array_equal(positions(plain, ["a", "c", "z"]), [0, 3, -1])
     assert positions(emb, []).shape == (0,)
+
+
+# ---------------------------------------------------------------------------------------------
+# Attribute sets: zero vectors, lookup beyond max_words, IAT terms; exclusions; shared vectors
+
+
+def _with_rows(vec, words):
+    n, d = vec.shape
+    return xr.Dataset(
+        {
+            "vectors": (("word", "dim"), da.from_array(vec, chunks=(64, d))),
+            "norm": (("word",), da.from_array(np.linalg.norm(vec.astype(np.float64), axis=1).astype(np.float32), chunks=64)),
+        },
+        coords={"word": np.array(words, dtype=object), "rank": ("word", np.arange(1, n + 1))},
+        attrs={"language": "en"},
+    )
+
+
+def test_zero_vector_attribute_word_is_skipped_and_counted():
+    """b = [female, woman, zeroed]: the zero vector must not enter the mean as the origin."""
+    emb, vec = _embedding()
+    words = list(emb["word"].values)
+    words[7] = "her"  # row 7 is the zero vector
+    emb = emb.assign_coords(word=np.array(words, dtype=object))
+    out = scores(emb, ["male"], ["female", "woman", "her"], methods=("uniform",))
+    assert out.attrs["n_b"] == 2 and out.attrs["zero_b"] == ["her"] and out.attrs["missing_b"] == []
+    ref = _reference_u(vec, [2], [4, 5])
+    keep = np.arange(len(ref)) != 7
+    np.testing.assert_allclose(out["u"].values[keep], ref[keep], atol=1e-6)
+
+
+def test_attribute_set_of_zero_vectors_only_fails_naming_them():
+    emb, _ = _embedding()
+    words = list(emb["word"].values)
+    words[7] = "her"
+    emb = emb.assign_coords(word=np.array(words, dtype=object))
+    with pytest.raises(MissingWordsError, match=r"set B.*zero vectors: \['her'\]"):
+        scores(emb, ["male"], ["her"])
+    with pytest.raises(MissingWordsError, match=r"absent: \['nope'\]; zero vectors: \['her'\]"):
+        scores(emb, ["male"], ["nope", "her"])
+
+
+def test_attribute_words_are_looked_up_beyond_max_words():
+    """max_words truncates the targets only: an attribute word at rank 500 still counts."""
+    emb, vec = _embedding()
+    words = list(emb["word"].values)
+    words[2], words[500] = "w2", "male"
+    emb = emb.assign_coords(word=np.array(words, dtype=object))
+    out = scores(emb, ["male"], ["female"], methods=("uniform",), max_words=100)
+    assert out.sizes["word"] == 100 and out.attrs["n_a"] == 1 and out.attrs["missing_a"] == []
+    ref = _reference_u(vec, [500], [4])[:100]
+    keep = np.arange(100) != 7
+    np.testing.assert_allclose(out["u"].values[keep], ref[keep], atol=1e-6)
+
+
+def test_frequency_weights_sum_to_one_over_the_words_tested():
+    """Excluded words (here 'the', the most frequent) and zero vectors take no share of the weight."""
+    import wordfreq
+
+    emb, vec = _embedding()
+    out = scores(emb, ["male"], ["female"], methods=("frequency",), exclude_attributes=True, exclude_words=["the"])
+    u, t = out["u"].values, out["t"].values[0]
+    tested = np.isfinite(u)
+    table = wordfreq.get_frequency_dict("en")
+    f = np.array([table.get(w, 0.0) if ok else 0.0 for w, ok in zip(emb["word"].values, tested)])
+    z = f / f.sum()  # plain numpy oracle over the tested words
+    assert z[tested].sum() == pytest.approx(1.0)
+    ref = _reference_u(vec, [2], [4])
+    np.testing.assert_allclose(t[tested], (z * ref)[tested], rtol=1e-5, atol=1e-12)
+    assert np.isnan(t[[0, 2, 4, 7]]).all()
+
+
+def test_exclude_words_gender_specific():
+    from biasdask.lexicon import bolukbasi
+
+    emb, _ = _embedding()
+    words = list(emb["word"].values)
+    words[10:14] = ["he", "she", "mother", "table"]
+    emb = emb.assign_coords(word=np.array(words, dtype=object))
+    out = scores(emb, ["male"], ["female"], methods=("uniform",), exclude_words="gender_specific")
+    listed = set(bolukbasi().gender_specific_full)
+    expected = [i for i, w in enumerate(words) if w in listed]
+    assert {"he", "she", "mother", "man", "woman"} <= {words[i] for i in expected} and "table" not in listed
+    assert out.attrs["n_excluded"] == len(expected)
+    u = out["u"].values
+    assert np.isnan(u[expected]).all() and np.isfinite(u[13])
+    with pytest.raises(BiasdaskError, match="unknown word list"):
+        scores(emb, ["male"], ["female"], exclude_words="gender_neutral")
+
+
+def _read_vec(path):
+    """Plain-Python reader of a word2vec text file (the oracle's own parse)."""
+    lines = path.read_bytes().split(b"\n")
+    rows = [line.split(b" ") for line in lines[1:] if line]
+    return [r[0].decode() for r in rows], np.array([[float(x) for x in r[1:]] for r in rows], dtype=np.float32)
+
+
+def test_iat_attribute_terms_on_real_french_vectors(shared_data):
+    """attributes: iat on fastText cc French: u against a numpy re-implementation of Lewis & Lupyan's
+    term vectors (mean over translations of the mean raw token vector)."""
+    from biasdask.lexicon import iat_attribute_terms
+
+    words, vec = _read_vec(shared_data / "iat" / "cc" / "fr.vec")
+    emb = _with_rows(vec, words)
+    a, b = iat_attribute_terms("cc", "fr")
+    out = scores(emb, a, b, methods=("uniform",))
+    table = {w: vec[i].astype(np.float64) for i, w in enumerate(words)}
+
+    def term_vector(term):
+        means = [np.mean([table[t] for t in tr if t in table], axis=0) for tr in term.translations
+                 if any(t in table for t in tr)]
+        return np.mean(means, axis=0) if means else None
+
+    av = [v for v in map(term_vector, a) if v is not None]
+    bv = [v for v in map(term_vector, b) if v is not None]
+    assert out.attrs["n_a"] == len(av) and out.attrs["n_b"] == len(bv) and len(av) >= 6
+    cos = lambda w, s: np.mean([w @ x / np.linalg.norm(w) / np.linalg.norm(x) for x in s])  # noqa: E731
+    ref = np.array([cos(table[w], av) - cos(table[w], bv) for w in words])
+    np.testing.assert_allclose(out["u"].values, ref, atol=1e-6)
+    # 'femelle' alone as B: the set the reviewer asks to drop, against the IAT's eight
+    assert any(t.label == "female" and ("femelle", "la") in t.translations for t in b)
+
+
+def test_dedupe_vectors_scores_each_distinct_vector_once():
+    emb, vec = _embedding()
+    vec = vec.copy()
+    vec[[20, 30, 31]] = vec[10]  # spaCy-style: later words share row 10's vector
+    vec[40] = vec[3]
+    vec[50] = -0.0  # a second zero vector: counted as zero, not as a duplicate
+    emb = _with_rows(vec, list(emb["word"].values))
+    plain = scores(emb, ["male"], ["female"], methods=("uniform",))
+    out = scores(emb, ["male"], ["female"], methods=("uniform",), dedupe_vectors=True)
+    seen, first = set(), []
+    for i, row in enumerate(vec):  # brute force on the bytes
+        key = row.tobytes()
+        first.append(bool(np.any(row)) and key not in seen)
+        seen.add(key)
+    first = np.array(first)
+    assert out.attrs["n_duplicate_vectors"] == 4 and plain.attrs["n_duplicate_vectors"] == 0
+    np.testing.assert_array_equal(np.isfinite(out["u"].values), first)
+    np.testing.assert_array_equal(out["u"].values[first], plain["u"].values[first])
+
+
+def test_row_hashes_against_the_bytes():
+    from biasdask.io.formats import row_hashes
+
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal((200, 7)).astype(np.float32)
+    v[5] = v[9]
+    v[11] = 0.0
+    v[12] = -0.0
+    v[13] = v[9]
+    v[13, 6] = np.nextafter(v[13, 6], np.float32(10))  # one ulp away: a different vector
+    h = row_hashes(v)
+    assert h[11] == h[12] == 0 and np.count_nonzero(h == 0) == 2
+    groups = {}
+    for i, row in enumerate(v):
+        if np.any(row):
+            groups.setdefault(row.tobytes(), set()).add(int(h[i]))
+    assert all(len(g) == 1 for g in groups.values())
+    assert len({next(iter(g)) for g in groups.values()}) == len(groups)
+
+
+def test_attribute_rules_on_real_glove_vectors(shared_data):
+    """GloVe 840B (182 words): 'her' stored as a zero vector, the male terms beyond max_words, 'the'
+    style exclusions and frequency weights, all against a plain numpy oracle."""
+    import wordfreq
+
+    words, vec = _read_vec_glove(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt")
+    vec[words.index("her")] = 0
+    emb = _with_rows(vec, words)
+    male = ["male", "man", "boy", "brother", "he", "him", "his", "son"]
+    female = ["female", "woman", "girl", "sister", "she", "her", "hers", "daughter"]
+    cut = words.index("female")  # every attribute word lies beyond the targets kept
+    out = scores(emb, male, female, methods=("uniform", "frequency"), max_words=cut, exclude_words=["health", "love"])
+    assert out.attrs["zero_b"] == ["her"] and out.attrs["n_a"] == 8 and out.attrs["n_b"] == 7
+    v = vec.astype(np.float64)
+    unit = v / np.where(np.linalg.norm(v, axis=1, keepdims=True) > 0, np.linalg.norm(v, axis=1, keepdims=True), 1)
+    rows = {w: unit[i] for i, w in enumerate(words)}
+    direction = np.mean([rows[w] for w in male], 0) - np.mean([rows[w] for w in female if w != "her"], 0)
+    ref = unit[:cut] @ direction
+    tested = np.array([w not in ("health", "love") for w in words[:cut]])
+    u = out["u"].values
+    np.testing.assert_allclose(u[tested], ref[tested], atol=1e-6)
+    assert np.isnan(u[~tested]).all()
+    f = np.array([wordfreq.get_frequency_dict("en").get(w, 0.0) for w in words[:cut]]) * tested
+    np.testing.assert_allclose(out["t"].values[1][tested], (f / f.sum() * ref)[tested], rtol=1e-5, atol=1e-12)
+
+
+def _read_vec_glove(path):
+    rows = [line.split(b" ") for line in path.read_bytes().split(b"\n") if line]
+    return [r[0].decode() for r in rows], np.array([[float(x) for x in r[1:]] for r in rows], dtype=np.float32)

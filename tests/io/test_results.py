@@ -125,8 +125,8 @@ def test_layout_as_plain_xarray_reads_it(tmp_path):
         assert ds[name].dims == R.DIMS
         assert ds[name].dtype == np.dtype(dtype), name
         assert ds[name].encoding["chunks"] == (1, 1, 1), name
-    assert ds["note"].dtype.kind in "OTU"
-    assert set(ds.data_vars) == set(expected) | {"note"}
+    assert ds["note"].dtype.kind in "OTU" and ds["attribute_set"].dtype.kind in "OTU"
+    assert set(ds.data_vars) == set(expected) | {"note", "attribute_set"}
 
     assert ds.attrs["seed"] == ATTRS["seed"]
     assert ds.attrs["alternative"] == "auto"

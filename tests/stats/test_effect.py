@@ -75,3 +75,13 @@ def test_null_moments_equal_enumeration_of_all_splits(pool, n_zero, n_x):
 def test_null_moments_reject_inconsistent_sizes():
     with pytest.raises(ValueError, match="n_x \\+ n_y"):
         null_moments([1.0, 2.0], 0, 2, 2)
+
+
+@pytest.mark.parametrize("value", [0.1, 0.7, 2.2, 1e6 + 0.1, 1 / 3])
+@pytest.mark.parametrize("n", [3, 5, 7, 10])
+def test_constant_pool_effect_size_is_always_nan(value, n):
+    """All items equal: d is NaN, whatever the rounding of the mean (main gave 0.0, NaN or ±0.93)."""
+    assert math.isnan(effect_size(np.full(n, value), np.full(n + 1, value)))
+    mean, var = pool_variance(np.full(n, value))
+    assert var == 0.0 and mean == value
+    assert null_moments(np.full(2 * n, value), 0, n, n)[1] == 0.0

@@ -111,9 +111,11 @@ def test_hypergeometric_table_large_population_is_normalised():
 
 def _subset_ids(prep, m: int) -> np.ndarray:
     s = null_batch(prep, 0, m)
-    sums = (s + prep.total) / 2  # Σ_{X_i} of nonzero items: exact for small powers of two
-    assert np.all(sums == np.round(sums))
-    return sums.astype(np.int64)
+    # Σ_{X_i} of nonzero items: an integer for powers of two, up to the float32 rounding of the
+    # centred residuals.
+    sums = (s + prep.total + prep.n_values * prep.centre) / 2
+    assert np.all(np.abs(sums - np.round(sums)) < 1e-3)
+    return np.round(sums).astype(np.int64)
 
 
 def _chisquare_over_subsets(ids: np.ndarray, expected: dict[int, float]) -> float:
@@ -200,7 +202,7 @@ EXACT_CASES = {
 @pytest.mark.parametrize("case", sorted(EXACT_CASES))
 @pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
 def test_exact_pvalue_equals_brute_force(case, alternative):
-    x, y = EXACT_CASES[case]
+    x, y = (v.astype(np.float32) for v in EXACT_CASES[case])  # stored exactly: no centring
     res = permutation_test_local(x, y, n_permutations=10**6, alternative=alternative, return_null=True)
     p, splits = _brute_force(x, y, alternative)
     assert res.exact and res.n_permutations == math.comb(len(x) + len(y), len(x))
@@ -209,7 +211,7 @@ def test_exact_pvalue_equals_brute_force(case, alternative):
 
 
 def test_exact_dummy_count_equals_brute_force():
-    x = np.array([0.5, -0.2, 1.25, 0.0, 0.75])
+    x = np.array([0.5, -0.2, 1.25, 0.0, 0.75], dtype=np.float32)
     for alternative in ("greater", "less", "two-sided"):
         res = permutation_test_local(x, 4, n_permutations=200, alternative=alternative, return_null=True)
         p, splits = _brute_force(x, np.zeros(4), alternative)
@@ -335,9 +337,10 @@ def test_statistic_effect_size_and_normal_approximation():
 
 
 def test_auto_alternative_follows_the_sign_of_s():
-    assert permutation_test_local([3.0, 2.0, 4.0], [1.0, 0.5, 0.2], seed=1).alternative == "greater"
-    assert permutation_test_local([-3.0, -2.0, -4.0], 3, seed=1).alternative == "less"
-    zero = permutation_test_local([1.0, -1.0], [2.0, -2.0], seed=1)
+    auto = dict(seed=1, alternative="auto")
+    assert permutation_test_local([3.0, 2.0, 4.0], [1.0, 0.5, 0.2], **auto).alternative == "greater"
+    assert permutation_test_local([-3.0, -2.0, -4.0], 3, **auto).alternative == "less"
+    zero = permutation_test_local([1.0, -1.0], [2.0, -2.0], **auto)
     assert zero.statistic == 0 and zero.alternative == "two-sided" and zero.pvalue == 1.0
 
 
@@ -433,3 +436,96 @@ def test_result_is_frozen():
     assert isinstance(res, PermutationTestResult)
     with pytest.raises(AttributeError):
         res.pvalue = 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# Scores with a large common offset: centred in float64 before float32 storage.
+
+
+def _offset_case(n, shift, seed):
+    rng = np.random.default_rng(seed)
+    return 1e6 + 0.01 * rng.standard_normal(n) + shift, 1e6 + 0.01 * rng.standard_normal(n)
+
+
+def _scipy_sum_difference(x, y, alternative, n_resamples):
+    return stats.permutation_test(
+        (x, y), lambda a, b, axis: a.sum(axis=axis) - b.sum(axis=axis), vectorized=True,
+        n_resamples=n_resamples, alternative=alternative, random_state=3,
+    )
+
+
+def test_offset_scores_match_scipy_sampled():
+    """x = 1e6 + 0.01 N(0,1) + 0.02 vs y = 1e6 + 0.01 N(0,1), 30 each (the audit's case)."""
+    x, y = _offset_case(30, 0.02, 0)
+    ours = permutation_test_local(x, y, n_permutations=9999, alternative="greater", seed=1)
+    theirs = _scipy_sum_difference(x, y, "greater", 9999)
+    exact_s = math.fsum(x) - math.fsum(y)
+    assert ours.statistic == pytest.approx(exact_s, rel=1e-6)
+    assert ours.statistic == pytest.approx(theirs.statistic, rel=1e-6)
+    # s is ~6 null SDs out: both give the smallest possible p, 1/(m + 1).
+    assert ours.pvalue == theirs.pvalue == 1e-4
+    assert ours.effect_size == pytest.approx((x.mean() - y.mean()) / np.concatenate([x, y]).std(ddof=1), rel=1e-9)
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+def test_offset_scores_match_scipy_exact(alternative):
+    """6 + 6 items (924 splits), enumerated by both; the float32 copy of t would tie most splits."""
+    x, y = _offset_case(6, 0.01, 4)
+    ours = permutation_test_local(x, y, n_permutations=10**4, alternative=alternative, return_null=True)
+    theirs = _scipy_sum_difference(x, y, alternative, np.inf)
+    assert ours.exact and ours.n_permutations == 924
+    assert ours.pvalue == pytest.approx(theirs.pvalue, rel=1e-12)
+    # Every split's s against float64 brute force.
+    pool = np.concatenate([x, y])
+    total = math.fsum(pool)
+    brute = sorted(2 * math.fsum(pool[list(c)]) - total for c in itertools.combinations(range(12), 6))
+    np.testing.assert_allclose(np.sort(ours.null_distribution), brute, rtol=0, atol=1e-7)
+
+
+def test_offset_scores_with_dummy_zeros_match_brute_force():
+    """Centring with zeros in the pool: k varies, s_i = (2k - n)c + residual part."""
+    x = 1e3 + np.array([0.0011, -0.0023, 0.0031, 0.0007, -0.0002])
+    res = permutation_test_local(x, 4, n_permutations=200, alternative="greater", return_null=True)
+    pool = np.concatenate([x, np.zeros(4)])
+    total = math.fsum(pool)
+    brute = sorted(2 * math.fsum(pool[list(c)]) - total for c in itertools.combinations(range(9), 5))
+    assert res.exact
+    np.testing.assert_allclose(np.sort(res.null_distribution), brute, rtol=0, atol=1e-8)
+    sampled = permutation_test_local(x, 4, n_permutations=20, alternative="greater", seed=3, return_null=True)
+    assert not sampled.exact
+    # Every sampled s is one of the splits' s.
+    assert np.all(np.min(np.abs(sampled.null_distribution[:, None] - np.array(brute)[None]), axis=1) < 1e-8)
+
+
+def test_enumeration_only_within_the_memory_bound():
+    """16 + 16 items have C(32, 16) = 6e8 splits: asking 1e9 permutations samples, never enumerates."""
+    rng = np.random.default_rng(2)
+    prep = prepare_test(rng.standard_normal(16), rng.standard_normal(16), n_permutations=10**9, seed=1)
+    assert not prep.exact
+    assert math.comb(32, 16) > perm.MAX_EXACT_SPLITS
+    # Within the bound, enumeration as before.
+    assert prepare_test(rng.standard_normal(8), rng.standard_normal(8), n_permutations=10**9, seed=1).exact
+
+
+def test_default_alternative_is_two_sided():
+    res = permutation_test_local([3.0, 2.0, 4.0, 5.0], [1.0, 0.5, 0.2, 0.1], seed=1)
+    assert res.alternative == "two-sided"
+
+
+def test_type_one_error_rates_under_a_true_null():
+    """Calibration (README): under a true null, greater/less/two-sided p are uniform (rate ≈ α);
+    auto picks the tail after seeing s, so its rate is ≈ 2α."""
+    rng = np.random.default_rng(123)
+    m, n_tests, alpha = 199, 1000, 0.05
+    p = {alt: [] for alt in ("greater", "less", "two-sided", "auto")}
+    for i in range(n_tests):
+        pool = rng.standard_normal(40)
+        x, y = pool[:20], pool[20:]
+        for alt in p:
+            p[alt].append(permutation_test_local(x, y, n_permutations=m, alternative=alt, seed=i).pvalue)
+    rates = {alt: float(np.mean(np.array(v) <= alpha)) for alt, v in p.items()}
+    for alt in ("greater", "less", "two-sided"):
+        assert stats.kstest(np.array(p[alt]) - 0.5 / (m + 1), "uniform").pvalue > 1e-3
+        assert abs(rates[alt] - alpha) < 0.025
+    assert 0.075 < rates["auto"] < 0.13  # about 2α; README reports the measured rate
+    print(f"type-I rates at alpha={alpha}: {rates}")

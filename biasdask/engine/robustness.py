@@ -1,0 +1,137 @@
+"""Robustness of a full-vocabulary finding to its attribute words: leave one attribute word out.
+
+For each attribute word (of A, then of B) the scores are built without it, all of them computed in
+one Dask computation (each left-out word its own graph of one matrix-vector product per chunk of the
+store), then the seed-000 test is run on each with the same seed, so the rows differ only by the
+attribute set. The first row (``left_out = ""``) is the test with every attribute word.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+from distributed import Client
+
+from biasdask.engine.cluster import client_scope
+from biasdask.engine.permutation import permutation_test
+from biasdask.engine.scores import (
+    as_dataset,
+    as_terms,
+    attribute_set,
+    excluded_words,
+    first_of_each_vector,
+    scores,
+    vector_hashes,
+)
+from biasdask.errors import MissingWordsError
+from biasdask.lexicon import AttributeTerm
+
+__all__ = ["attribute_sensitivity"]
+
+
+def attribute_sensitivity(
+    emb: xr.Dataset | str,
+    a: Sequence[str | AttributeTerm],
+    b: Sequence[str | AttributeTerm],
+    method: str = "uniform",
+    n_permutations: int = 9999,
+    *,
+    alternative: str = "two-sided",
+    seed: int | None = 0,
+    max_words: int | None = None,
+    exclude_attributes: bool = False,
+    exclude_words: str | Sequence[str] = (),
+    dedupe_vectors: bool = False,
+    client: Client | None = None,
+    progress: bool = True,
+    storage_options: dict | None = None,
+) -> xr.Dataset:
+    """The full-vocabulary test re-run leaving out each attribute word in turn.
+
+    Parameters
+    ----------
+    emb
+        Embedding Dataset or store URL.
+    a, b
+        Attribute words (or :class:`~biasdask.lexicon.AttributeTerm`, e.g. from
+        :func:`biasdask.lexicon.iat_attribute_terms`). Words absent from the vocabulary or stored as
+        zero vectors are not tested (they would change nothing).
+    method
+        ``"uniform"``, ``"zipf"`` or ``"frequency"``.
+    n_permutations, alternative, seed
+        As for :func:`biasdask.full_vocabulary_test`; every row uses the same seed (default 0).
+    max_words, exclude_attributes, exclude_words, dedupe_vectors
+        As for :func:`biasdask.scores`. With ``exclude_attributes`` a left-out word is still excluded
+        from the targets, so the targets are the same in every row.
+    client
+        Dask client; default the current one, else a new ``LocalCluster``.
+    progress
+        Show progress bars.
+    storage_options
+        fsspec options for a store URL.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimension ``left_out`` (``""`` = none left out, then each attribute word) with coordinate
+        ``side`` (``"A"``, ``"B"``, ``""``); variables ``statistic`` (s), ``effect_size`` (d),
+        ``z_score`` (z), ``p_value`` (p), ``n_a``, ``n_b``. A word whose set has no other usable word
+        gets NaN (and n = -1). Attrs: ``language``, ``method``, ``alternative``, ``seed``,
+        ``n_permutations``.
+
+    Examples
+    --------
+    >>> from biasdask.lexicon import iat_attribute_terms
+    >>> a, b = iat_attribute_terms("cc", "fr")
+    >>> sens = biasdask.attribute_sensitivity("emb/fr.zarr", a, b, seed=1)  # doctest: +SKIP
+    >>> biasdask.plot.plot_attribute_sensitivity(sens).savefig("fr.png")  # doctest: +SKIP
+    """
+    emb = as_dataset(emb, storage_options)
+    terms_a, terms_b = as_terms(a), as_terms(b)
+    used_a, used_b = attribute_set(emb, terms_a, "A").used, attribute_set(emb, terms_b, "B").used
+    # The same targets in every row: with exclude_attributes all the attribute words are excluded, and
+    # the words sharing an earlier word's vector are found once (one hashing pass, not one per row).
+    base_excluded = list(excluded_words(exclude_words))
+    if exclude_attributes:
+        base_excluded += [t for term in (*terms_a, *terms_b) for t in term.tokens]
+    if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0:
+        shared = ~first_of_each_vector(vector_hashes(emb))
+        base_excluded += [str(w) for w in np.asarray(emb["word"].values)[shared]]
+    variants: list[tuple[str, str, list[AttributeTerm], list[AttributeTerm]]] = [("", "", terms_a, terms_b)]
+    variants += [(w, "A", [t for t in terms_a if t.label != w], terms_b) for w in used_a]
+    variants += [(w, "B", terms_a, [t for t in terms_b if t.label != w]) for w in used_b]
+    opts = dict(methods=[method], max_words=max_words, exclude_words=base_excluded)
+    graphs: list[xr.Dataset | None] = []
+    for _, _, va, vb in variants:
+        try:
+            graphs.append(scores(emb, va, vb, **opts))
+        except MissingWordsError:  # the left-out word was its set's only usable word
+            graphs.append(None)
+    n = len(variants)
+    out = {k: np.full(n, math.nan) for k in ("statistic", "effect_size", "z_score", "p_value")}
+    n_a, n_b = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    with client_scope(client) as c:
+        live = [i for i, g in enumerate(graphs) if g is not None]
+        arrays = c.compute([x for i in live for x in (graphs[i]["u"].data, graphs[i]["t"].data[0])], sync=True)
+        for j, i in enumerate(live):
+            u, t = arrays[2 * j], arrays[2 * j + 1]
+            keep = np.isfinite(u)
+            res = permutation_test(
+                t[keep], int(keep.sum()), n_permutations=n_permutations, alternative=alternative, seed=seed,
+                client=c, effect_x=u[keep], progress=progress,
+            )
+            out["statistic"][i], out["effect_size"][i] = res.statistic, res.effect_size
+            out["z_score"][i], out["p_value"][i] = res.z_score, res.pvalue
+            n_a[i], n_b[i] = graphs[i].attrs["n_a"], graphs[i].attrs["n_b"]
+    ds = xr.Dataset(
+        {**{k: ("left_out", v) for k, v in out.items()}, "n_a": ("left_out", n_a), "n_b": ("left_out", n_b)},
+        coords={"left_out": [v[0] for v in variants], "side": ("left_out", [v[1] for v in variants])},
+    )
+    ds.attrs.update(
+        language=str(emb.attrs.get("language", "")), method=method, alternative=alternative,
+        seed=-1 if seed is None else int(seed), n_permutations=int(n_permutations),
+    )
+    return ds
