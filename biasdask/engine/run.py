@@ -22,7 +22,7 @@ from biasdask._version import __version__
 from biasdask.config import StudyConfig, load_config, parse_config
 from biasdask.engine.cluster import client_scope
 from biasdask.engine.permutation import permutation_test
-from biasdask.engine.scores import scores
+from biasdask.engine.scores import check_frequency_language, positions, scores
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.store import open_embeddings
@@ -97,6 +97,7 @@ def run(
         storage_options=options,
         overwrite=overwrite,
     )
+    rs.compact_results(cfg.output, storage_options=options)  # a resumed run: fold the cells it found
     done = rs.done_cells(cfg.output, storage_options=options)
     failures: list[str] = []
     with client_scope(client, scheduler, n_workers) as c:
@@ -109,19 +110,26 @@ def run(
             need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=options)
             if not todo and not need_scores:
                 continue
-            try:
-                failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress)
-            except MissingWordsError as exc:  # attribute words of the gender test
-                failures.append(f"{lang.code}: {exc}")
-                bar.write(f"biasdask: skipped language {lang.code}: {exc}")
+            failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress)
         bar.close()
+    rs.compact_results(cfg.output, storage_options=options)
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) not run, their cells are left empty: " + "; ".join(failures))
     return rs.open_results(cfg.output, storage_options=options)
 
 
-def _result_values(res, n_a: int, n_b: int) -> dict:
+def _words(words) -> str:
+    return ", ".join(words)
+
+
+def _missing_words(missing_a, missing_b) -> str:
+    """``"A: foo, bar; B: baz"`` for the attribute words absent from a vocabulary (empty if none)."""
+    return "; ".join(f"{side}: {_words(ws)}" for side, ws in (("A", missing_a), ("B", missing_b)) if ws)
+
+
+def _result_values(res, n_a: int, n_b: int, **extra) -> dict:
     return {
+        "alternative": res.alternative,
         "statistic": res.statistic,
         "effect_size": res.effect_size,
         "p_value": res.pvalue,
@@ -135,6 +143,7 @@ def _result_values(res, n_a: int, n_b: int) -> dict:
         "n_y": res.n_y,
         "n_a": n_a,
         "n_b": n_b,
+        **extra,
     }
 
 
@@ -168,31 +177,67 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
     write = _CellWriter(cfg, options, bar)
     applicable = applicable_tests(cfg, lang.code)
     for method, test in [(m, t) for m, t in todo if t not in applicable]:
-        write(lang.code, method, test, {"note": f"not applicable to language {lang.code}"})
+        write(lang.code, method, test, {"note": f"not applicable: test {test} has no word lists for language {lang.code}"})
     todo = [(m, t) for m, t in todo if t in applicable]
     emb = open_embeddings(lang.store, storage_options=options)
+    failures: list[str] = []
+    # A weighting this language cannot have (no observed-frequency list): its weighted cells get a note,
+    # everything else of the study runs.
+    unusable = {}
+    if "frequency" in cfg.methods:
+        try:
+            check_frequency_language(str(emb.attrs.get("language", "")))
+        except BiasdaskError as err:
+            unusable["frequency"] = f"no observed-frequency list for this language: {err}"
+            bar.write(f"biasdask: warning: {lang.code}: {err}; its 'frequency' cells are left empty")
+    for method, test in [(m, t) for m, t in todo if m in unusable and t in ("gender", "context")]:
+        write(lang.code, method, test, {"weighting": method, "note": unusable[method]})
+    todo = [(m, t) for m, t in todo if not (m in unusable and t in ("gender", "context"))]
+    methods = [m for m in cfg.methods if m not in unusable]
     common = dict(alternative=cfg.alternative, client=client, batch_size=cfg.batch_size, return_null=cfg.save_null)
     gender = [m for m, t in todo if t == "gender"]
+    sc = None
     if gender or need_scores:
-        sc = scores(
-            emb,
-            lang.a,
-            lang.b,
-            methods=cfg.methods,
-            max_words=cfg.max_words,
-            exclude_attributes=cfg.exclude_attributes,
-            exclude_words=cfg.exclude_words,
-        )
+        try:
+            sc = scores(
+                emb,
+                lang.a,
+                lang.b,
+                methods=methods,
+                max_words=cfg.max_words,
+                exclude_attributes=cfg.exclude_attributes,
+                exclude_words=cfg.exclude_words,
+            )
+        except MissingWordsError as exc:  # no attribute word of A (or of B) is in the vocabulary
+            pos = positions(emb.isel(word=slice(0, cfg.max_words)), [*lang.a, *lang.b])
+            absent = [w for w, p in zip([*lang.a, *lang.b], pos) if p < 0]
+            missing = _missing_words([w for w in lang.a if w in absent], [w for w in lang.b if w in absent])
+            note = f"missing attribute words: none of A or of B is in the vocabulary ({missing})"
+            bar.write(f"biasdask: warning: {lang.code}: gender test not run: {exc}")
+            for method in gender:
+                write(lang.code, method, "gender", {"weighting": method, "missing_attribute_words": missing, "note": note})
+            failures.append(f"{lang.code}: {exc}")
+            gender = []
+    if sc is not None:
         u, t = client.compute([sc["u"].data, sc["t"].data], sync=True)
         sc = sc.copy(data={"u": u, "t": t})
         if need_scores:
             rs.write_scores(cfg.output, lang.code, sc, storage_options=options)
         keep = np.isfinite(u)
         if gender and not keep.any():
-            return [f"{lang.code}: no word has a usable vector"]
+            return [*failures, f"{lang.code}: no word has a usable vector"]
+        missing = _missing_words(sc.attrs["missing_a"], sc.attrs["missing_b"])
+        words = {
+            "attribute_words_a": _words(w for w in dict.fromkeys(lang.a) if w not in sc.attrs["missing_a"]),
+            "attribute_words_b": _words(w for w in dict.fromkeys(lang.b) if w not in sc.attrs["missing_b"]),
+            "missing_attribute_words": missing,
+        }
+        if missing and gender:
+            bar.write(f"biasdask: warning: {lang.code}: attribute words not in the vocabulary, left out: {missing}")
+            words["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
         for method in gender:
             res = permutation_test(
-                t[cfg.methods.index(method)][keep],
+                t[methods.index(method)][keep],
                 int(keep.sum()),
                 n_permutations=cfg.n_permutations,
                 seed=cell_seed(cfg.seed, lang.code, method, "gender"),
@@ -200,7 +245,8 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
                 progress=False,
                 **common,
             )
-            write(lang.code, method, "gender", _result_values(res, sc.attrs["n_a"], sc.attrs["n_b"]), res.null_distribution)
+            values = _result_values(res, sc.attrs["n_a"], sc.attrs["n_b"], weighting=method, **words)
+            write(lang.code, method, "gender", values, res.null_distribution)
     for method in [m for m, t in todo if t == "context"]:
         res = context_test(
             emb,
@@ -211,7 +257,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
             progress=False,
             **common,
         )
-        write(lang.code, method, "context", _result_values(res, -1, -1), res.null_distribution)
+        write(lang.code, method, "context", _result_values(res, -1, -1, weighting=method), res.null_distribution)
     classic = list(dict.fromkeys(t for _, t in todo if t not in ("gender", "context")))
     for test in classic:
         # Classic tests have no weighting: one run (seeded by its uniform cell) fills every method.
@@ -227,10 +273,20 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
                 model=cfg.iat_model,
                 **common,
             )
-            values, null = res.cell_values(), res.null_distribution
+            values, null = {**res.cell_values(), "alternative": res.alternative}, res.null_distribution
+            coverage = res.coverage
         except CoverageError as err:
             bar.write(f"biasdask: {err}")
-            values, null = {**err.cell_values(), "note": str(err)}, None
+            values, null = {**err.cell_values(), "note": f"coverage: {err}"}, None
+            coverage = err.coverage
+        values.update(
+            weighting="none",
+            attribute_words_a=_words(coverage["a"].found) if "a" in coverage else "",
+            attribute_words_b=_words(coverage["b"].found) if "b" in coverage else "",
+            missing_attribute_words=_missing_words(
+                coverage["a"].missing if "a" in coverage else (), coverage["b"].missing if "b" in coverage else ()
+            ),
+        )
         for method in [m for m, t in todo if t == test]:
             write(lang.code, method, test, values, null)
-    return []
+    return failures
