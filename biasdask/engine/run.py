@@ -114,7 +114,7 @@ def run(
         bar.close()
     rs.compact_results(cfg.output, storage_options=options)
     if failures:
-        raise BiasdaskError(f"{len(failures)} language(s) not run, their cells are left empty: " + "; ".join(failures))
+        raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty with a note: " + "; ".join(failures))
     return rs.open_results(cfg.output, storage_options=options)
 
 
@@ -188,8 +188,11 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
         try:
             check_frequency_language(str(emb.attrs.get("language", "")))
         except BiasdaskError as err:
-            unusable["frequency"] = f"no observed-frequency list for this language: {err}"
-            bar.write(f"biasdask: warning: {lang.code}: {err}; its 'frequency' cells are left empty")
+            unusable["frequency"] = (
+                f"no observed-frequency list for this language (wordfreq has none for {lang.code!r}), "
+                "so the 'frequency' weighting cannot be computed"
+            )
+            bar.write(f"biasdask: warning: {lang.code}: {err}; its 'frequency' cells are left empty", file=sys.stderr)
     for method, test in [(m, t) for m, t in todo if m in unusable and t in ("gender", "context")]:
         write(lang.code, method, test, {"weighting": method, "note": unusable[method]})
     todo = [(m, t) for m, t in todo if not (m in unusable and t in ("gender", "context"))]
@@ -213,7 +216,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
             absent = [w for w, p in zip([*lang.a, *lang.b], pos) if p < 0]
             missing = _missing_words([w for w in lang.a if w in absent], [w for w in lang.b if w in absent])
             note = f"missing attribute words: none of A or of B is in the vocabulary ({missing})"
-            bar.write(f"biasdask: warning: {lang.code}: gender test not run: {exc}")
+            bar.write(f"biasdask: warning: {lang.code}: gender test not run: {exc}", file=sys.stderr)
             for method in gender:
                 write(lang.code, method, "gender", {"weighting": method, "missing_attribute_words": missing, "note": note})
             failures.append(f"{lang.code}: {exc}")
@@ -233,7 +236,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
             "missing_attribute_words": missing,
         }
         if missing and gender:
-            bar.write(f"biasdask: warning: {lang.code}: attribute words not in the vocabulary, left out: {missing}")
+            bar.write(f"biasdask: warning: {lang.code}: attribute words not in the vocabulary, left out: {missing}", file=sys.stderr)
             words["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
         for method in gender:
             res = permutation_test(
@@ -276,7 +279,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
             values, null = {**res.cell_values(), "alternative": res.alternative}, res.null_distribution
             coverage = res.coverage
         except CoverageError as err:
-            bar.write(f"biasdask: {err}")
+            bar.write(f"biasdask: {err}", file=sys.stderr)
             values, null = {**err.cell_values(), "note": f"coverage: {err}"}, None
             coverage = err.coverage
         values.update(
