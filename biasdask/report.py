@@ -627,7 +627,9 @@ def write_report(
         f"alternative {html.escape(str(attrs.get('alternative')))} · similarity {html.escape(str(attrs.get('similarity')))} · "
         f"sample SD (ddof {html.escape(str(attrs.get('sd_ddof', 1)))}) · biasdask {html.escape(str(attrs.get('biasdask_version')))} · "
         f"created {html.escape(str(attrs.get('created')))}</p>",
-        "<h2>Configuration</h2><pre>" + html.escape(str(attrs.get("config", ""))) + "</pre>",
+        f"<p>{results.sizes['language']} languages · weightings (methods): {html.escape(', '.join(map(str, results['method'].values)))}"
+        f" · tests: {html.escape(', '.join(map(str, results['test'].values)))} · the full configuration is "
+        "<a href='#configuration'>at the end</a>.</p>",
         "<h2>Cube</h2><p>s: statistic Σt(X) − Σt(Y); d: effect size on u (the same for every weighting); z and "
         "p(normal): normal approximation of the permutation null; p: permutation p-value (* exact); N: words in X. "
         "Click a column to sort.</p>" + _cube_html(table),
@@ -635,7 +637,8 @@ def write_report(
             f'<figure><img alt="{html.escape(name)}" src="{_png_data_uri(fig)}"><figcaption>{html.escape(name)}</figcaption></figure>'
             for name, fig in figs.items()
         ),
-        "<h2>Languages</h2>",
+        "<h2>Languages</h2><p>Per language: its notes, and the words carrying the most bias on each side "
+        "(A: towards the first attribute set, s &gt; 0; B: towards the second), with their share of s.</p>",
     ]
     methods = [str(m) for m in results["method"].values]
     for lang in [str(v) for v in results["language"].values]:
@@ -651,6 +654,8 @@ def write_report(
                     lists.append(_words_html(words, f"by t ({m} weighting)"))
             block.append('<div class="words">' + "".join(lists) + "</div>")
         parts.append("".join(block))
+    parts.append('<h2 id="configuration">Configuration</h2><details open><summary>the study (YAML, canonical)</summary><pre>'
+                 + html.escape(str(attrs.get("config", ""))) + "</pre></details>")
     page = (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'

@@ -178,7 +178,8 @@ def test_demo_recovers_planted_strengths_in_order(tmp_path, dask_client):
     assert rho > 0.99
     assert (out["p_value"].values[np.isfinite(out["p_value"].values)] > 0).all()
     pngs = sorted(p.name for p in (tmp_path / "demo" / "plots").glob("*.png"))
-    assert "effect_sizes.png" in pngs and any(p.startswith("null_") for p in pngs)
+    assert "overview.png" in pngs and any(p.startswith("null_") for p in pngs)
+    assert (tmp_path / "demo" / "report" / "index.html").exists()
     # the demo shows the frequency profiles (seed 003); t of "uniform" is u, drawn once
     assert {"frequency_profile_u.png", "frequency_profile_t_zipf.png"} <= set(pngs)
     assert "frequency_profile_t_uniform.png" not in pngs
@@ -191,13 +192,13 @@ def test_cli_show_and_plot(tmp_path, dask_client):
     show = subprocess.run([sys.executable, "-m", "biasdask.cli", "show", out], capture_output=True, text=True, check=True)
     assert "test: gender" in show.stdout and "uniform" in show.stdout and "zipf" in show.stdout
     lines = [ln for ln in show.stdout.splitlines() if ln.split()[:1] in (["en"], ["de"])]
-    assert len(lines) == 2
+    assert len(lines) == 2 and all("männlich" in ln or "male" in ln for ln in lines)
     plots = subprocess.run(
         [sys.executable, "-m", "biasdask.cli", "plot", out, "--out", str(tmp_path / "png"), "--cell", "de,zipf,gender"],
         capture_output=True, text=True, check=True,
     )
     written = plots.stdout.split()
-    assert any(p.endswith("effect_sizes.png") for p in written) and any(p.endswith("null_de_zipf_gender.png") for p in written)
+    assert any(p.endswith("overview.png") for p in written) and any(p.endswith("null_de_zipf_gender.png") for p in written)
     bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "plot", out, "--out", str(tmp_path / "png"), "--cell", "xx,zipf"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--cell" in bad.stderr
