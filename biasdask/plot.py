@@ -384,14 +384,16 @@ def plot_frequency_profile(
                       ha="right" if prof.n_bins > 4 else "center", rotation_mode="anchor")
         ax.set_xlim(-0.5, prof.n_bins - 0.5)
         ax.margins(y=0.3)
-        spread = np.abs(np.asarray(prof.mean, dtype=np.float64))
-        spread = spread[np.isfinite(spread) & (spread > 0)]
-        symlog = spread.size > 1 and spread.max() / spread.min() > 30
+        sds = np.asarray(prof.sd, dtype=np.float64)
+        sds = sds[np.isfinite(sds) & (sds > 0)]
+        symlog = sds.size > 1 and sds.max() / sds.min() > 30
         if symlog:
-            # weighted scores shrink by decades from bin to bin (Zipf: 1/rank): on a linear axis every
-            # bin after the first two would sit on 0; linear within ±(smallest bin mean), log beyond
-            ax.set_yscale("symlog", linthresh=float(spread.min()))
-            _symlog_ticks(ax, float(spread.min()))
+            # weighted scores shrink by decades from bin to bin (Zipf: 1/rank), their spread with them: on a
+            # linear axis every bin after the first two would sit on 0. Linear only within a tenth of the
+            # smallest bin's SD, logarithmic beyond.
+            linthresh = float(sds.min()) / 10
+            ax.set_yscale("symlog", linthresh=linthresh)
+            _symlog_ticks(ax, linthresh)
         ax.set_title(f"{name}  ({int(prof.count.sum()):,} words)", fontsize=10)
         ax.set_xlabel("frequency rank bin (log10, 1 = most frequent)" if prof.key == "rank"
                       else "observed frequency bin (log10)", fontsize=8)
