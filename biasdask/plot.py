@@ -190,7 +190,7 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     limit = max(3.0, float(finite.max()) * 1.5) if finite.size else 3.0
     ax_z.set_xlim(-limit, limit)
     ticks = [0.0, 2.0, *(10.0**k for k in range(1, int(np.log10(limit)) + 1))]
-    ticks = sorted({-t for t in ticks} | set(ticks))
+    ticks = sorted({-t for t in ticks if t} | set(ticks))
     ax_z.set_xticks(ticks, [f"{t:,.0f}" for t in ticks], fontsize=8)
     ax_z.set_xlabel("z = (s − E s) / SD s under the permutation null, per weighting\n"
                     "(symmetric-log axis, linear within ±2; dotted: ±1.96)", fontsize=8)

@@ -226,6 +226,7 @@ def format_table(results: xr.Dataset, fmt: Format = "table") -> str:
     readable["note"] = [
         "" if not n else f"[{footnotes.setdefault(n, len(footnotes) + 1)}]" for n in table.get("note", [""] * len(table))
     ]
+    readable = readable.drop(columns=[c for c in ("missing", "note") if not any(readable[c])])
     blocks = []
     attrs = results.attrs
     for test in dict.fromkeys(table.index.get_level_values("test")):
