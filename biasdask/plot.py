@@ -74,7 +74,8 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
         Which variable to show (default the effect size).
     test : str, optional
         Show only this test (columns = methods). By default every (test, method) combination gets a
-        column labelled ``"test · method"``.
+        column labelled ``"test · method"``, except for a variable equal under every weighting (the
+        effect size d, defined on the unweighted u): then one column per test.
     """
     if variable not in results:
         raise KeyError(f"results has no variable {variable!r}; it has {', '.join(map(str, results.data_vars))}")

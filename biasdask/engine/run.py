@@ -76,8 +76,11 @@ def run(
     Raises
     ------
     BiasdaskError
-        After every runnable cell is written, if some language could not be run (its cells stay NaN
-        and the message names the missing words).
+        After every runnable cell is written, if in some language no attribute word of A (or of B)
+        is in the vocabulary: its ``gender`` cells stay NaN with a note naming the words, the
+        message names them too. A missing attribute word (of several), a language without an
+        observed-frequency list for ``frequency``, a test not applicable to a language or below
+        ``min_coverage`` are not errors: a warning on stderr where it matters, and a note in the cells.
     """
     cfg = _as_config(config, output)
     options = cfg.resolved_storage_options()

@@ -513,19 +513,25 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
         )
     variables = {**CELL_VARIABLES, _DONE: (_BOOL, False, "")}
     names = [*DIMS, *variables]
-    arrays = dict(zip(names, await asyncio.gather(*(root.getitem(n) for n in names))))
-    data = dict(zip(names, await asyncio.gather(*(arrays[n].getitem(...) for n in names))))
+    found = await asyncio.gather(*(root.getitem(n) for n in names), return_exceptions=True)
+    for name, array in zip(names, found):
+        if isinstance(array, BaseException) and (name in DIMS or name == _DONE or not isinstance(array, KeyError)):
+            raise array
+    # a store of an older biasdask may lack a variable added since: read as its fill value
+    arrays = {n: a for n, a in zip(names, found) if not isinstance(a, BaseException)}
+    data = dict(zip(arrays, await asyncio.gather(*(a.getitem(...) for a in arrays.values()))))
     labels = {d: [str(x) for x in data[d]] for d in DIMS}
     records = await _read_records_async(root, url, labels)
+    shape = tuple(len(labels[d]) for d in DIMS)
     cube = {}
-    for name, (dtype, _, _) in variables.items():
-        values = np.asarray(data[name])
+    for name, (dtype, fill, _) in variables.items():
+        values = np.asarray(data[name]) if name in data else np.full(shape, fill, dtype=object if dtype is str else dtype)
         cube[name] = values.astype(object) if dtype is str else values.astype(dtype)
     for idx, values in records.items():
         for name, value in values.items():
             cube[name][idx] = value
         cube[_DONE][idx] = True
-    attrs = {n: dict(arrays[n].attrs) for n in variables}
+    attrs = {n: dict(arrays[n].attrs) if n in arrays else {"description": variables[n][2]} for n in variables}
     return root, labels, cube, records, attrs
 
 
@@ -558,8 +564,9 @@ def compact_results(url: str, storage_options: Mapping[str, Any] | None = None) 
 
     async def fold() -> None:
         root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
-        arrays = await asyncio.gather(*(root.getitem(n) for n in CELL_VARIABLES))
-        await asyncio.gather(*(a.setitem(..., cube[n]) for a, n in zip(arrays, CELL_VARIABLES)))
+        held = [n for n in CELL_VARIABLES if await root.contains(n)]  # an older store may lack some
+        arrays = await asyncio.gather(*(root.getitem(n) for n in held))
+        await asyncio.gather(*(a.setitem(..., cube[n]) for a, n in zip(arrays, held)))
         await (await root.getitem(_DONE)).setitem(..., cube[_DONE])
         store = root.store_path.store
         await asyncio.gather(*(store.delete_dir(f"{_CELLS}/{i}.{j}.{k}") for i, j, k in records))

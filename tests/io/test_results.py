@@ -567,3 +567,26 @@ def test_s3_bucket_end_to_end(s3_bucket):
     store.create(config_text=CONFIG + "seed: 1\n", overwrite=True)
     assert R.done_cells(url, storage_options=options) == set()
     assert not R.scores_done(url, "de", storage_options=options)
+
+
+def test_a_store_of_an_older_biasdask_still_reads_resumes_and_compacts(tmp_path):
+    """Written before the string variables and the records existed: nothing a user had becomes unreadable."""
+    import shutil
+
+    url = str(tmp_path / "results.zarr")
+    _create(url)
+    for name in ("weighting", "attribute_words_a", "cells"):
+        shutil.rmtree(tmp_path / "results.zarr" / name)
+    (cell_a, values_a), (cell_b, values_b) = _cells()[:2]
+    root = zarr.open_group(url, mode="r+")
+    i, j, k = 0, 0, 0
+    root["statistic"][i, j, k] = values_a["statistic"]
+    root["done"][i, j, k] = True
+    ds = R.open_results(url)
+    assert ds.statistic.values[0, 0, 0] == values_a["statistic"] and (ds.weighting.values == "").all()
+    R.write_cell(url, *cell_b, values_b)
+    assert R.done_cells(url) == {cell_a, cell_b}
+    assert R.compact_results(url) == 1
+    ds = R.open_results(url)
+    assert ds.sel(dict(zip(R.DIMS, cell_b))).note.item() == values_b["note"]
+    assert ds.sel(dict(zip(R.DIMS, cell_b))).weighting.item() == ""  # the store has no place for it
