@@ -549,8 +549,29 @@ def test_s3_bucket_end_to_end(s3_bucket):
     for cell, values in cells:
         _assert_cell(ds, cell, values)
     assert R.compact_results(url, storage_options=options) == len(cells)
-    plain = xr.open_zarr(url, consolidated=False, storage_options=options)
-    _assert_cell(plain.load(), *cells[-1])
+    # a finished cube opens in a few requests: about two per variable, whatever the number of cells
+    import s3fs
+
+    calls = []
+    real_call = s3fs.S3FileSystem._call_s3
+
+    async def counting_call(self, method, *args, **kwargs):
+        calls.append(method)
+        return await real_call(self, method, *args, **kwargs)
+
+    s3fs.S3FileSystem._call_s3 = counting_call
+    try:
+        R.open_results(url, storage_options=options)
+        n_open_results = len(calls)
+        calls.clear()
+        plain = xr.open_zarr(url, consolidated=False, storage_options=options).load()
+        n_open_zarr = len(calls)
+    finally:
+        s3fs.S3FileSystem._call_s3 = real_call
+    n_arrays = len(R.CELL_VARIABLES) + 1 + len(R.DIMS)
+    assert n_open_results <= 2 * n_arrays + 6, calls
+    assert n_open_zarr <= 5 * n_arrays + 6, calls  # xarray adds HEADs and listings of its own
+    _assert_cell(plain, *cells[-1])
     assert R.done_cells(url, storage_options=options) == {c for c, _ in cells}
     assert plain.attrs["config"] == CONFIG and plain["n_x"].dtype == np.int64
     assert "key" not in str(plain.attrs) and "secret" not in str(plain.attrs)
