@@ -227,6 +227,9 @@ def format_table(results: xr.Dataset, fmt: Format = "table") -> str:
         "" if not n else f"[{footnotes.setdefault(n, len(footnotes) + 1)}]" for n in table.get("note", [""] * len(table))
     ]
     readable = readable.drop(columns=[c for c in ("missing", "note") if not any(readable[c])])
+    for column in ("A", "B", "missing"):  # long word lists in full with --format csv|json|markdown|latex
+        if column in readable:
+            readable[column] = [v if len(v) <= 32 else v[:31] + "…" for v in readable[column]]
     blocks = []
     attrs = results.attrs
     for test in dict.fromkeys(table.index.get_level_values("test")):

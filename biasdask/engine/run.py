@@ -190,12 +190,13 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
     if "frequency" in cfg.methods:
         try:
             check_frequency_language(str(emb.attrs.get("language", "")))
-        except BiasdaskError as err:
+        except BiasdaskError:
             unusable["frequency"] = (
                 f"no observed-frequency list for this language (wordfreq has none for {lang.code!r}), "
                 "so the 'frequency' weighting cannot be computed"
             )
-            bar.write(f"biasdask: warning: {lang.code}: {err}; its 'frequency' cells are left empty", file=sys.stderr)
+            bar.write(f"biasdask: warning: {lang.code}: wordfreq has no observed-frequency list for this language; "
+                      "its 'frequency' cells are left empty with a note", file=sys.stderr)
     for method, test in [(m, t) for m, t in todo if m in unusable and t in ("gender", "context")]:
         write(lang.code, method, test, {"weighting": method, "note": unusable[method]})
     todo = [(m, t) for m, t in todo if not (m in unusable and t in ("gender", "context"))]

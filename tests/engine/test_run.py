@@ -225,7 +225,7 @@ def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_
     assert np.isfinite(eu["statistic"].sel({"method": "zipf"}).item())
     freq = eu.sel({"method": "frequency"})
     assert np.isnan(freq["statistic"].item()) and "no observed-frequency list" in str(freq["note"].item())
-    assert "eu" in err and "'frequency' cells are left empty" in err
+    assert "eu: wordfreq has no observed-frequency list" in err and "'frequency' cells are left empty" in err
     # weat7 (English word lists): coverage in en, not applicable in eu; classic tests have no weighting
     weat7 = out.sel({"test": "weat7"})
     assert all("coverage" in str(n) for n in weat7["note"].sel({"language": "en"}).values)
