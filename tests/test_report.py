@@ -22,7 +22,7 @@ import xarray as xr
 
 import biasdask
 from biasdask.io import results as R
-from biasdask.report import cube_table, format_table, least_normal_cell, top_words, write_report
+from biasdask.report import cube_table, format_table, least_normal_cell, top_words
 
 LANGS, METHODS, TESTS = ["en", "fr", "eu"], ["uniform", "zipf"], ["gender", "weat7"]
 WORDS = ["the", "he", "she", "man", "woman", "king", "queen", "nurse", "soldier", "of"]
@@ -230,7 +230,10 @@ class _Cube(HTMLParser):
 
 
 def test_report_renders_sorts_and_sends_no_request(store, tmp_path):
-    page = write_report(store, tmp_path / "site")
+    out = subprocess.run([sys.executable, "-m", "biasdask.cli", "report", store, "--out", str(tmp_path / "site")],
+                         capture_output=True, text=True, check=True)
+    page = tmp_path / "site" / "index.html"
+    assert out.stdout.strip() == str(page)
     text = page.read_text(encoding="utf-8")
     assert [p.name for p in page.parent.iterdir()] == ["index.html"]  # one self-contained file
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
