@@ -161,7 +161,7 @@ def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
 
 
 class _CellWriter:
-    """Writes finished cells (null first, then values and the done flag) and advances the bar."""
+    """Writes finished cells (the null first, then the cell's record) and advances the bar."""
 
     def __init__(self, cfg: StudyConfig, options: dict, bar: tqdm) -> None:
         self.cfg, self.options, self.bar = cfg, options, bar
