@@ -27,6 +27,7 @@ _EXPORTS = {
     "run": "biasdask.engine.run",
     "open_results": "biasdask.io.results",
     "open_scores": "biasdask.io.results",
+    "top_words": "biasdask.report",
     "get_client": "biasdask.engine.cluster",
     "direction": "biasdask.engine.analyses",
     "direct_bias": "biasdask.engine.analyses",

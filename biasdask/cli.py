@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError
-from biasdask.report import format_results, write_plots
+from biasdask.report import FORMATS, format_results, write_plots
 
 
 def _add_ingest(sub: argparse._SubParsersAction) -> None:
@@ -129,7 +129,8 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="the main job on an embedded default (no download)",
         description="Generate 26 synthetic languages with planted gender bias, ingest them to Zarr, run both "
-        "methods of the full-vocabulary test on a local Dask cluster, print the table and write PNG plots.",
+        "methods of the full-vocabulary test on a local Dask cluster, print the table, write PNG plots and an "
+        "HTML report.",
     )
     p.add_argument("--output", default="biasdask-demo", metavar="DIR", help="output directory (default: %(default)s)")
     p.add_argument("--words", type=int, default=20_000, help="words per language (default: %(default)s)")
@@ -155,20 +156,81 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     )
     print(format_results(results))
     out = Path(args.output)
-    print(f"\nresults: {out / 'results.zarr'}\nplots:   {out / 'plots'}")
+    print(f"\nresults: {out / 'results.zarr'}\nplots:   {out / 'plots'}\nreport:  {out / 'report' / 'index.html'}")
     return 0
 
 
 def _add_show(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("show", help="print the tables of a results store", description="Print effect size, z and p per language and method for each test.")
+    p = sub.add_parser(
+        "show",
+        help="print the cube of a results store as a table (text, csv, markdown, latex, json)",
+        description="Print every cell of a results store: s, d, z, p (permutation; * exact), p(normal) (written "
+        "as 1e-N from its logarithm where the float underflows), N (words in X), the alternative, the attribute "
+        "words used and missing, and a note for every empty cell (why) or warning. --format csv/json give every "
+        "column at full precision; markdown and latex paste into a paper.",
+    )
     p.add_argument("results", metavar="RESULTS", help="results store URL")
+    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
+    p.add_argument(
+        "--sel",
+        nargs="+",
+        metavar="DIM=V1,V2",
+        help="only these cells, e.g. --sel language=fr,en test=gender (dims: language, method, test)",
+    )
     p.set_defaults(func=_cmd_show)
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from biasdask.io.results import open_results
+    from biasdask.report import parse_selection, select
 
-    print(format_results(open_results(args.results)))
+    results = select(open_results(args.results), parse_selection(args.sel))
+    print(format_results(results, args.format))
+    return 0
+
+
+def _add_words(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "words",
+        help="the words carrying the most bias in one language of a results store",
+        description="List the N words contributing most to the statistic s of LANG on each side (A: towards the "
+        "first attribute set, B: towards the second), with their rank, frequency rank, weight, u, t, share of s "
+        "and whether they are attribute words. Needs the store's per-word scores (save_scores).",
+    )
+    p.add_argument("results", metavar="RESULTS", help="results store URL")
+    p.add_argument("language", metavar="LANG", help="language code")
+    p.add_argument("-n", type=int, default=30, help="words per side (default: %(default)s)")
+    p.add_argument("--by", choices=["u", "t"], default="u", help="rank by u or by the weighted t (default: %(default)s)")
+    p.add_argument("--method", metavar="M", help="weighting of t for --by t (default: zipf)")
+    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
+    p.set_defaults(func=_cmd_words)
+
+
+def _cmd_words(args: argparse.Namespace) -> int:
+    from biasdask.report import format_words, top_words
+
+    print(format_words(top_words(args.results, args.language, args.n, args.by, method=args.method), args.format))
+    return 0
+
+
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write a self-contained HTML report of a results store",
+        description="Write DIR/index.html: one static page (no server, nothing fetched when viewed) with the "
+        "study's configuration, the sortable cube table, the figures and each language's notes and top words. "
+        "Open it in a browser or mail it.",
+    )
+    p.add_argument("results", metavar="RESULTS", help="results store URL")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory for index.html")
+    p.add_argument("-n", type=int, default=15, help="top words per side and language (default: %(default)s)")
+    p.set_defaults(func=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from biasdask.report import write_report
+
+    print(write_report(args.results, args.out, n_words=args.n))
     return 0
 
 
@@ -176,13 +238,14 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "plot",
         help="write PNG figures of a results store",
-        description="Write an effect-size heatmap (language x method/test), the null distribution of one cell "
-        "with its observed statistic and, when the store holds per-word scores, the bias per log10-rank bin of "
-        "every language (seed 003, Figure 1).",
+        description="Write the overview (per language d beside z of every weighting), a d heatmap (language x "
+        "test), the null distribution of one cell with its observed statistic (default: the cell whose null is "
+        "least normal) and, when the store holds per-word scores, the bias per log10-rank bin of every language "
+        "(seed 003, Figure 1).",
     )
     p.add_argument("results", metavar="RESULTS", help="results store URL")
     p.add_argument("--out", required=True, metavar="DIR", help="directory for the PNG files")
-    p.add_argument("--cell", metavar="LANG,METHOD,TEST", help="cell of the null-distribution plot (default: the first run cell)")
+    p.add_argument("--cell", metavar="LANG,METHOD,TEST", help="cell of the null-distribution plot (default: the least normal null)")
     p.set_defaults(func=_cmd_plot)
 
 
@@ -207,7 +270,7 @@ def _cmd_languages(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = [_add_ingest, _add_run, _add_demo, _add_show, _add_plot, _add_languages]
+_COMMANDS = [_add_ingest, _add_run, _add_demo, _add_show, _add_words, _add_plot, _add_report, _add_languages]
 
 
 def build_parser() -> argparse.ArgumentParser:

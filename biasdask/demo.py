@@ -3,7 +3,8 @@
 It generates a multilingual embedding set (26 languages of seed 000's catalog, frequency-ordered
 vocabularies) with a planted gender direction whose strength differs per language, writes each as a
 word2vec binary file, ingests them to Zarr, runs both methods of the full-vocabulary test on a
-``LocalCluster``, writes the results store, prints the table and writes the plots.
+``LocalCluster``, writes the results store; the CLI then prints the table (``biasdask show``), and the
+figures (``plots/``) and the HTML report (``report/index.html``) are written.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def demo(
     progress
         Show progress bars.
     plots
-        Write the PNG figures.
+        Write the PNG figures (``plots/``) and the HTML report (``report/index.html``).
     """
     from biasdask.engine.cluster import client_scope
     from biasdask.engine.ingest import ingest
@@ -132,7 +133,8 @@ def demo(
         results = run(study, client=c, overwrite=True, progress=progress)
     results = results.assign_coords(planted_strength=("language", [lang.strength for lang in langs]))
     if plots:
-        from biasdask.report import write_plots
+        from biasdask.report import write_plots, write_report
 
         write_plots(str(out / "results.zarr"), out / "plots")
+        write_report(str(out / "results.zarr"), out / "report")
     return results

@@ -31,6 +31,7 @@ __all__ = [
     "plot_frequency_profile",
     "plot_gender_form_bias",
     "plot_null_distribution",
+    "plot_overview",
 ]
 
 _VARIABLE_LABELS = {
@@ -75,7 +76,8 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
         Which variable to show (default the effect size).
     test : str, optional
         Show only this test (columns = methods). By default every (test, method) combination gets a
-        column labelled ``"test · method"``.
+        column labelled ``"test · method"``, except for a variable equal under every weighting (the
+        effect size d, defined on the unweighted u): then one column per test.
     """
     if variable not in results:
         raise KeyError(f"results has no variable {variable!r}; it has {', '.join(map(str, results.data_vars))}")
@@ -89,10 +91,14 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
         values = np.asarray(da.sel({"test": test}).transpose("language", "method").values, dtype=np.float64)
         columns, column_axis = methods, "method"
     else:
-        values = np.asarray(da.transpose("language", "test", "method").values, dtype=np.float64)
-        values = values.reshape(len(languages), len(tests) * len(methods))
-        columns = [f"{t} · {m}" for t in tests for m in methods]
-        column_axis = "test · method"
+        cube = np.asarray(da.transpose("language", "test", "method").values, dtype=np.float64)
+        if np.array_equal(cube, np.repeat(cube[..., :1], len(methods), axis=2), equal_nan=True):
+            # e.g. d, defined on the unweighted u: one column per test, not the same number per method
+            values, columns, column_axis = cube[..., 0], tests, "test (the same for every weighting)"
+        else:
+            values = cube.reshape(len(languages), len(tests) * len(methods))
+            columns = [f"{t} · {m}" for t in tests for m in methods]
+            column_axis = "test · method"
 
     finite = values[np.isfinite(values)]
     if variable in _P_VARIABLES:
@@ -121,8 +127,82 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     ax.tick_params(length=0)
     label = _VARIABLE_LABELS.get(variable, variable)
     scope = f"test '{test}'" if test is not None else "all tests"
-    ax.set_title(f"{label.split(' (')[0]}\nby language and {column_axis}, {scope}")
-    fig.colorbar(image, ax=ax, label=label, shrink=0.6 if n_rows > 12 else 1.0)
+    ax.set_title(f"{label.split(' (')[0]}\nby language and {column_axis.split(' (')[0]}, {scope}")
+    bar = fig.colorbar(image, ax=ax, shrink=0.6 if n_rows > 12 else 1.0)
+    bar.set_label(label.replace(" (", "\n("), fontsize=8)  # two lines: never clipped by the figure's edge
+    return fig
+
+
+_METHOD_COLORS = {"uniform": "#4d4d4d", "zipf": "#e08214", "frequency": "#8073ac"}
+
+
+def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
+    """Per language, the effect size d beside z of every weighting: which way and how far each leans.
+
+    Left: d (mean difference of u over its sample SD), defined on the unweighted u and so the same
+    for every weighting. Right: z = (s − E s_i) / SD(s_i), the statistic's distance from its
+    permutation null in null SDs, one bar per weighting (method): it differs between weightings
+    (seed 000's point: the Zipf weights let the most frequent words decide, and s may even change
+    sign). The z axis is symmetric-log (linear within ±2) so that z = 3 and z = 500 are both
+    readable; dotted lines at ±1.96. Languages are sorted by d; cells not run are left blank and
+    marked.
+
+    Parameters
+    ----------
+    results : xarray.Dataset
+        A results cube (:func:`biasdask.open_results`).
+    test : str
+        The test to show (default ``gender``, the full-vocabulary test).
+    """
+    tests = [str(v) for v in results["test"].values]
+    if test not in tests:
+        raise KeyError(f"results has no test {test!r}; it has {', '.join(tests)}")
+    cube = results.sel({"test": test})
+    languages = [str(v) for v in cube["language"].values]
+    methods = [str(v) for v in cube["method"].values]
+    d_all = np.asarray(cube["effect_size"].transpose("language", "method").values, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        d = np.array([row[np.isfinite(row)][0] if np.isfinite(row).any() else np.nan for row in d_all])
+    z = np.asarray(cube["z_score"].transpose("language", "method").values, dtype=np.float64)
+    order = np.argsort(np.where(np.isfinite(d), d, -np.inf), kind="stable")
+    n = len(languages)
+    fig = Figure(figsize=(10.0, 1.6 + 0.3 * n), layout="constrained")
+    ax_d, ax_z = fig.subplots(1, 2, sharey=True, width_ratios=[1, 1.6])
+    y = np.arange(n)
+    colors = ["#b2182b" if v > 0 else "#2166ac" for v in d[order]]
+    ax_d.barh(y, np.nan_to_num(d[order]), color=colors, height=0.7)
+    ax_d.axvline(0, color="#555555", lw=0.8)
+    for yi, v in zip(y, d[order]):
+        if not np.isfinite(v):
+            ax_d.text(0, yi, " not run", va="center", fontsize=7, color="#707070", style="italic")
+    ax_d.set_yticks(y, [languages[i] for i in order], fontsize=8)
+    ax_d.set_ylim(-0.6, n - 0.4)
+    ax_d.set_xlabel("effect size d = (mean u(X) − mean u(Y)) / SD\n(sample SD, ddof = 1; > 0: towards A)", fontsize=8)
+    ax_d.set_title("d (the same for every weighting)", fontsize=9)
+    ax_d.set_ylabel("language (sorted by d)")
+    height = 0.8 / max(1, len(methods))
+    for k, m in enumerate(methods):
+        zs = z[order, k]
+        ax_z.barh(y - 0.4 + height * (k + 0.5), np.nan_to_num(zs), height=height,
+                  color=_METHOD_COLORS.get(m, f"C{k}"), label=m)
+    ax_z.set_xscale("symlog", linthresh=2.0)
+    ax_z.axvline(0, color="#555555", lw=0.8)
+    for x in (-1.96, 1.96):
+        ax_z.axvline(x, color="#999999", lw=0.8, ls=":")
+    finite = np.abs(z[np.isfinite(z)])
+    limit = max(3.0, float(finite.max()) * 1.5) if finite.size else 3.0
+    ax_z.set_xlim(-limit, limit)
+    ticks = [0.0, 2.0, *(10.0**k for k in range(1, int(np.log10(limit)) + 1))]
+    ticks = sorted({-t for t in ticks if t} | set(ticks))
+    ax_z.set_xticks(ticks, [f"{t:,.0f}" for t in ticks], fontsize=8)
+    ax_z.set_xlabel("z = (s − E s) / SD s under the permutation null, per weighting\n"
+                    "(symmetric-log axis, linear within ±2; dotted: ±1.96)", fontsize=8)
+    ax_z.set_title("z: how far s is in its null's tail, per weighting", fontsize=9)
+    ax_z.tick_params(axis="y", labelleft=False, length=0)
+    handles, labels = ax_z.get_legend_handles_labels()
+    fig.legend(handles, labels, title="weighting (method)", fontsize=8, title_fontsize=8, loc="outside lower center",
+               ncols=len(methods), frameon=False)
+    fig.suptitle(f"Test '{test}': which way each language leans (> 0 towards A), and how surely under each weighting")
     return fig
 
 
@@ -204,8 +284,8 @@ def plot_null_distribution(
         ax.text(0.02, 0.97, "\n".join(notes), transform=ax.transAxes, ha="left", va="top", fontsize=9,
                 bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#bbbbbb"})
 
-    ax.set_xlabel("test statistic s")
-    ax.set_ylabel("density")
+    ax.set_xlabel("test statistic s = Σ t(X) − Σ t(Y) (units of the weighted score t)")
+    ax.set_ylabel("density (per unit of s)")
     ax.set_title(title or "Permutation null distribution")
     ax.legend(loc="upper right", fontsize=8, frameon=True)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.25)  # headroom for the legend and the box
@@ -225,6 +305,19 @@ def _bin_labels(prof: BinProfile) -> list[str]:
     """Compact bin labels such as ``1-10``, ``100k-200k`` (ranks) or ``10^2-10^2.5`` (frequencies)."""
     edges = [_edge_label(e, prof.key) for e in prof.edges]
     return [f"{lo}–{hi}" for lo, hi in zip(edges[:-1], edges[1:])]
+
+
+def _symlog_ticks(ax: Any, linthresh: float) -> None:
+    """0 and ±10^k on a symlog y axis, at most ~4 per sign, none crowding 0 inside the linear range."""
+    lo, hi = ax.get_ylim()
+    top = max(abs(lo), abs(hi))
+    first = int(np.ceil(np.log10(linthresh) + 0.3))
+    last = int(np.floor(np.log10(top))) if top > 0 else first
+    step = max(1, int(np.ceil((last - first + 1) / 4)))
+    decades = [10.0**k for k in range(last, first - 1, -step)]
+    ticks = sorted([0.0, *(d for d in decades if d <= hi), *(-d for d in decades if -d >= lo)])
+    ax.set_yticks(ticks, [f"{t:.0e}".replace("e-0", "e-").replace("e+0", "e") if t else "0" for t in ticks], fontsize=7)
+    ax.minorticks_off()
 
 
 def plot_frequency_profile(
@@ -270,7 +363,7 @@ def plot_frequency_profile(
 
         profiles = {k: profile_for_plot(p, score) if isinstance(p, xr.Dataset) else p for k, p in profiles.items()}
     if score_label is None:
-        score_label = "u" if score == "u" else f"t ({score.removeprefix('t_')})"
+        score_label = "u (cosine difference)" if score == "u" else f"t ({score.removeprefix('t_')} weight × u)"
     n = len(profiles)
     if ncols is None:
         ncols = 1 if n <= 3 else min(4, int(np.ceil(np.sqrt(n))))
@@ -294,10 +387,20 @@ def plot_frequency_profile(
                       ha="right" if prof.n_bins > 4 else "center", rotation_mode="anchor")
         ax.set_xlim(-0.5, prof.n_bins - 0.5)
         ax.margins(y=0.3)
+        sds = np.asarray(prof.sd, dtype=np.float64)
+        sds = sds[np.isfinite(sds) & (sds > 0)]
+        symlog = sds.size > 1 and sds.max() / sds.min() > 30
+        if symlog:
+            # weighted scores shrink by decades from bin to bin (Zipf: 1/rank), their spread with them: on a
+            # linear axis every bin after the first two would sit on 0. Linear only within a tenth of the
+            # smallest bin's SD, logarithmic beyond.
+            linthresh = float(sds.min()) / 10
+            ax.set_yscale("symlog", linthresh=linthresh)
+            _symlog_ticks(ax, linthresh)
         ax.set_title(f"{name}  ({int(prof.count.sum()):,} words)", fontsize=10)
         ax.set_xlabel("frequency rank bin (log10, 1 = most frequent)" if prof.key == "rank"
                       else "observed frequency bin (log10)", fontsize=8)
-        ax.set_ylabel(f"mean {score_label}", fontsize=8)
+        ax.set_ylabel(f"mean {score_label}" + (" (symlog axis)" if symlog else ""), fontsize=8)
     for ax in axes[n:]:
         ax.set_visible(False)
 

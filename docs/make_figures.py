@@ -1,7 +1,8 @@
 """Regenerate the figures the README shows (docs/img/*.png).
 
-Runs ``biasdask demo`` (or reuses a finished demo directory) for the effect-size heatmap, a null
-distribution and the frequency profile, and the BAD test and MWEAT on the Spanish Common Crawl IAT
+Runs ``biasdask demo`` (or reuses a finished demo directory) for the overview (d beside z per
+weighting), the least normal null distribution, the Zipf-weighted frequency profile and a screenshot
+of the HTML report (headless Chromium), and the BAD test and MWEAT on the Spanish Common Crawl IAT
 vectors of ``../shared/data`` for the masculine/feminine form figure::
 
     python docs/make_figures.py [--demo biasdask-demo] [--shared ../shared]
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -19,25 +21,39 @@ IMG = Path(__file__).resolve().parent / "img"
 
 
 def demo_figures(demo_dir: Path) -> None:
-    """Copy the heatmap of a demo run; draw the null of one cell and u by rank for 8 languages."""
+    """The overview and the least normal null of a demo run, t (zipf) by rank for 8 languages, the report."""
     from biasdask import plot
     from biasdask.engine.analyses import frequency_profiles
-
     from biasdask.io.results import open_results, read_null
+    from biasdask.report import least_normal_cell, write_report
 
     url = str(demo_dir / "results.zarr")
-    shutil.copyfile(demo_dir / "plots" / "effect_sizes.png", IMG / "effect_sizes.png")
-    # ru has the weakest planted direction: its statistic falls inside the null, unlike most cells
-    cell = {"language": "ru", "method": "zipf", "test": "gender"}
-    values = open_results(url).sel(cell)
-    fig = plot.plot_null_distribution(read_null(url, *cell.values()), float(values["statistic"]),
+    results = open_results(url)
+    plot.plot_overview(results).savefig(IMG / "overview.png", dpi=90)
+    (cell, distance) = least_normal_cell(url)
+    values = results.sel(dict(zip(("language", "method", "test"), cell)))
+    fig = plot.plot_null_distribution(read_null(url, *cell), float(values["statistic"]),
                                       z_score=float(values["z_score"]), p_value=float(values["p_value"]),
-                                      title="Demo: ru · zipf · gender")
+                                      title=f"Demo: {' · '.join(cell)}, the least normal null (KS distance {distance:.2f})")
     fig.savefig(IMG / "null_distribution.png", dpi=100)
     profiles = frequency_profiles(url)
     some = {code: profiles[code] for code in ["en", "de", "fr", "ja", "ru", "es", "zh", "hi"]}
-    fig = plot.plot_frequency_profile(some, score="u", title="Demo: bias u by frequency rank (8 of 26 languages)")
-    fig.savefig(IMG / "frequency_profile.png", dpi=100)
+    fig = plot.plot_frequency_profile(some, score="t_zipf",
+                                      title="Demo: Zipf-weighted bias t by frequency rank (8 of 26 languages)")
+    fig.savefig(IMG / "frequency_profile.png", dpi=90)
+    page = write_report(url, demo_dir / "report")
+    screenshot(page, IMG / "report.png")
+
+
+def screenshot(page: Path, png: Path) -> None:
+    """The top of an HTML page as headless Chromium renders it (sorted by d, largest first)."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        raise SystemExit("no chromium to screenshot the report with (apt-get install chromium)")
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--user-data-dir={profile}", "--window-size=1280,900", f"--screenshot={png}",
+                        page.as_uri() + "#sort=d:desc"], check=True, capture_output=True, timeout=120)
 
 
 def gender_form_figure(shared: Path, workdir: Path) -> None:

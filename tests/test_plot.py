@@ -100,13 +100,59 @@ def test_effect_heatmap_one_test_and_p_values(cube, tmp_path):
         plot.plot_effect_heatmap(cube, variable="z_score")
 
 
+def test_effect_heatmap_collapses_a_variable_equal_for_every_weighting(cube, tmp_path):
+    same = cube.assign(effect_size=cube.effect_size.isel(method=[0, 0]).assign_coords(method=cube.method.values))
+    fig = plot.plot_effect_heatmap(same)
+    _save(fig, tmp_path / "d.png")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["gender", "weat6"]
+    assert ax.get_xlabel() == "test (the same for every weighting)"
+    assert _texts(ax)[:2] == ["1.50", "0.20"]
+
+
+def test_overview_shows_d_beside_z_of_every_weighting(tmp_path):
+    sdt = np.dtypes.StringDType()
+    langs = ["en", "fr", "de", "eu"]
+    d = np.array([1.2, -0.4, 0.3, np.nan])
+    z = np.array([[489.0, -3.1], [-25.0, -1.0], [12.0, 0.5], [np.nan, np.nan]])
+    ds = xr.Dataset(
+        {"effect_size": (("language", "method", "test"), np.repeat(d[:, None, None], 2, axis=1)),
+         "z_score": (("language", "method", "test"), z[:, :, None])},
+        coords={"language": np.array(langs, dtype=sdt), "method": np.array(["uniform", "zipf"], dtype=sdt),
+                "test": np.array(["gender"], dtype=sdt)},
+    )
+    fig = plot.plot_overview(ds)
+    _save(fig, tmp_path / "overview.png")
+    ax_d, ax_z = fig.axes
+    # sorted by d, the language without a result at the bottom and marked
+    assert [t.get_text() for t in ax_d.get_yticklabels()] == ["eu", "fr", "de", "en"]
+    assert "not run" in _texts(ax_d)[0]
+    assert [p.get_width() for p in ax_d.patches] == pytest.approx([0.0, -0.4, 0.3, 1.2])
+    # z per weighting: en's s leans one way under uniform, the other way under zipf
+    widths = {(round(p.get_y() + p.get_height() / 2, 3)): p.get_width() for p in ax_z.patches}
+    assert sorted(widths.values()) == pytest.approx(sorted([0, 0, -25.0, -1.0, 12.0, 0.5, 489.0, -3.1]))
+    assert ax_z.get_xscale() == "symlog" and ax_z.get_xlim()[1] > 489
+    assert "z = (s − E s) / SD s" in ax_z.get_xlabel() and "ddof = 1" in ax_d.get_xlabel()
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["uniform", "zipf"]
+    # every label inside the figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    box = fig.bbox
+    renderer = canvas.get_renderer()
+    for text in [*ax_d.get_yticklabels(), ax_d.xaxis.label, ax_z.xaxis.label, fig._suptitle]:
+        extent = text.get_window_extent(renderer)
+        assert extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1 and extent.y0 >= box.y0 - 1, text.get_text()
+
+
 def test_null_distribution_with_statistic_on_scale(tmp_path):
     rng = np.random.default_rng(0)
     null = rng.normal(1.0, 2.0, size=999)
     fig = plot.plot_null_distribution(null, 5.5, z_score=2.25, p_value=0.012, title="weat6 · en · uniform", bins=40)
     _save(fig, tmp_path / "null.png")
     (ax,) = fig.axes
-    assert ax.get_xlabel() == "test statistic s" and ax.get_ylabel() == "density"
+    assert ax.get_xlabel().startswith("test statistic s = Σ t(X) − Σ t(Y) (units") and ax.get_ylabel().startswith("density")
     assert ax.get_title() == "weat6 · en · uniform"
     assert len(ax.patches) == 40  # histogram bars
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -154,7 +200,7 @@ def test_frequency_profile_panels(tmp_path):
     assert len(visible) == 5 and len(fig.axes) == 6  # 3 columns × 2 rows, the last one hidden
     for ax, (lang, prof) in zip(visible, profiles.items()):
         assert ax.get_title().startswith(lang) and f"{prof.count.sum():,} words" in ax.get_title()
-        assert ax.get_ylabel() == "mean u"
+        assert ax.get_ylabel() == "mean u" and ax.get_yscale() == "linear"
         assert ax.get_xlabel().startswith("frequency rank bin")
         labels = [t.get_text() for t in ax.get_xticklabels()]
         assert labels[0] == "1–10" and labels[-1].startswith("10k–") and len(labels) == prof.n_bins
@@ -180,3 +226,21 @@ def test_frequency_profile_by_observed_frequency(tmp_path):
     assert len(ax.get_xticklabels()) == prof.n_bins
     with pytest.raises(ValueError, match="no profiles"):
         plot.plot_frequency_profile({})
+
+
+def test_frequency_profile_of_zipf_weighted_scores_shows_every_bin(tmp_path):
+    """t = Z(rank) u shrinks by a decade per rank decade: a linear axis would flatten all bins but two."""
+    rng = np.random.default_rng(4)
+    n = 200_000
+    rank = np.arange(1, n + 1)
+    t = (1 / rank) / np.sum(1 / rank) * (0.05 + rng.normal(0, 0.05, n))
+    prof = profile_by_rank(t)
+    fig = plot.plot_frequency_profile({"en": prof})
+    _save(fig, tmp_path / "zipf.png")
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "symlog" and "symlog" in ax.get_ylabel()
+    # the linear band around 0 is narrower than every bin's spread: each bin is drawn at its own scale
+    assert ax.yaxis.get_transform().linthresh < np.nanmin(prof.sd) / 5
+    assert (np.abs(prof.mean) > ax.yaxis.get_transform().linthresh).all()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "0" in labels and len(labels) <= 9

@@ -23,9 +23,10 @@ from biasdask._version import __version__
 from biasdask.config import StudyConfig, load_config, parse_config
 from biasdask.engine.cluster import active_client, client_scope, compute
 from biasdask.engine.permutation import permutation_test
-from biasdask.engine.scores import as_dataset, scores
+from biasdask.engine.scores import as_dataset, check_frequency_language, positions, scores
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io import results as rs
+from biasdask.lexicon import AttributeTerm
 from biasdask.progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -85,8 +86,11 @@ def run(
     Raises
     ------
     BiasdaskError
-        After every runnable cell is written, if some language could not be run (its cells stay NaN
-        and the message names the missing words).
+        After every runnable cell is written, if in some language no attribute word of A (or of B)
+        is in the vocabulary: its ``gender`` cells stay NaN with a note naming the words, the
+        message names them too. A missing attribute word (of several), a language without an
+        observed-frequency list for ``frequency``, a test not applicable to a language or below
+        ``min_coverage`` are not errors: a warning on stderr where it matters, and a note in the cells.
     """
     cfg = _as_config(config, output)
     options = cfg.resolved_storage_options()
@@ -106,6 +110,7 @@ def run(
         storage_options=options,
         overwrite=overwrite,
     )
+    rs.compact_results(cfg.output, storage_options=options)  # a resumed run: fold the cells it found
     done = rs.done_cells(cfg.output, storage_options=options)
     failures: list[str] = []
     if scheduler or n_workers:
@@ -123,16 +128,35 @@ def run(
                 continue
             try:
                 failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress)
-            except MissingWordsError as exc:  # attribute words of the gender test
+            except MissingWordsError as exc:  # attribute words of a test other than gender
                 failures.append(f"{lang.code}: {exc}")
                 log.warning("skipped language %s: %s", lang.code, exc)
+    rs.compact_results(cfg.output, storage_options=options)
     if failures:
-        raise BiasdaskError(f"{len(failures)} language(s) not run, their cells are left empty: " + "; ".join(failures))
+        raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty with a note: " + "; ".join(failures))
     return rs.open_results(cfg.output, storage_options=options)
 
 
-def _result_values(res, n_a: int, n_b: int) -> dict:
+def _words(words) -> str:
+    return ", ".join(words)
+
+
+def _absent(emb: xr.Dataset, words) -> list[str]:
+    """Labels of the attribute words (or IAT terms) none of whose tokens is in the vocabulary."""
+    terms = [w if isinstance(w, AttributeTerm) else AttributeTerm(w, ((w,),)) for w in words]
+    tokens = [tok for term in terms for tok in term.tokens]
+    found = {tok for tok, pos in zip(tokens, positions(emb, tokens)) if pos >= 0}
+    return [term.label for term in terms if not found.intersection(term.tokens)]
+
+
+def _missing_words(missing_a, missing_b) -> str:
+    """``"A: foo, bar; B: baz"`` for the attribute words absent from a vocabulary (empty if none)."""
+    return "; ".join(f"{side}: {_words(ws)}" for side, ws in (("A", missing_a), ("B", missing_b)) if ws)
+
+
+def _result_values(res, n_a: int, n_b: int, **extra) -> dict:
     return {
+        "alternative": res.alternative,
         "statistic": res.statistic,
         "effect_size": res.effect_size,
         "p_value": res.pvalue,
@@ -146,6 +170,7 @@ def _result_values(res, n_a: int, n_b: int) -> dict:
         "n_y": res.n_y,
         "n_a": n_a,
         "n_b": n_b,
+        **extra,
     }
 
 
@@ -160,7 +185,7 @@ def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
 
 
 class _CellWriter:
-    """Writes finished cells (null first, then values and the done flag) and advances the bar."""
+    """Writes finished cells (the null first, then the cell's record) and advances the bar."""
 
     def __init__(self, cfg: StudyConfig, options: dict, bar: tqdm) -> None:
         self.cfg, self.options, self.bar = cfg, options, bar
@@ -179,32 +204,76 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
     write = _CellWriter(cfg, options, bar)
     applicable = applicable_tests(cfg, lang.code)
     for method, test in [(m, t) for m, t in todo if t not in applicable]:
-        write(lang.code, method, test, {"note": f"not applicable to language {lang.code}"})
+        write(lang.code, method, test, {"note": f"not applicable: test {test} has no word lists for language {lang.code}"})
     todo = [(m, t) for m, t in todo if t in applicable]
     emb = as_dataset(lang.store, storage_options=options)
+    failures: list[str] = []
+    # A weighting this language cannot have (no observed-frequency list): its weighted cells get a note,
+    # everything else of the study runs.
+    unusable = {}
+    if "frequency" in cfg.methods:
+        try:
+            check_frequency_language(str(emb.attrs.get("language", "")))
+        except BiasdaskError:
+            unusable["frequency"] = (
+                f"no observed-frequency list for this language (wordfreq has none for {lang.code!r}), "
+                "so the 'frequency' weighting cannot be computed"
+            )
+            log.warning(
+                "%s: wordfreq has no observed-frequency list for this language; its 'frequency' cells are left "
+                "empty with a note",
+                lang.code,
+            )
+    for method, test in [(m, t) for m, t in todo if m in unusable and t in ("gender", "context")]:
+        write(lang.code, method, test, {"weighting": method, "note": unusable[method]})
+    todo = [(m, t) for m, t in todo if not (m in unusable and t in ("gender", "context"))]
+    methods = [m for m in cfg.methods if m not in unusable]
     common = dict(alternative=cfg.alternative, client=client, batch_size=cfg.batch_size, return_null=cfg.save_null)
     gender = [m for m, t in todo if t == "gender"]
+    sc = None
     if gender or need_scores:
-        sc = scores(
-            emb,
-            lang.a,
-            lang.b,
-            methods=cfg.methods,
-            max_words=cfg.max_words,
-            exclude_attributes=cfg.exclude_attributes,
-            exclude_words=cfg.exclude_words,
-            dedupe_vectors=cfg.dedupe_vectors,
-        )
+        try:
+            sc = scores(
+                emb,
+                lang.a,
+                lang.b,
+                methods=methods,
+                max_words=cfg.max_words,
+                exclude_attributes=cfg.exclude_attributes,
+                exclude_words=cfg.exclude_words,
+                dedupe_vectors=cfg.dedupe_vectors,
+            )
+        except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
+            missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
+            note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
+            log.warning("%s: gender test not run: %s", lang.code, exc)
+            for method in gender:
+                write(lang.code, method, "gender", {"weighting": method, "attribute_set": lang.attribute_set, "note": note})
+            failures.append(f"{lang.code}: {exc}")
+            gender = []
+    if sc is not None:
         u, t = compute(sc["u"].data, sc["t"].data, client=client)
         sc = sc.copy(data={"u": u, "t": t})
         if need_scores:
             rs.write_scores(cfg.output, lang.code, sc, storage_options=options)
         keep = np.isfinite(u)
         if gender and not keep.any():
-            return [f"{lang.code}: no word has a usable vector"]
+            return [*failures, f"{lang.code}: no word has a usable vector"]
+        missing = _missing_words(
+            [*sc.attrs["missing_a"], *(f"{w} (zero vector)" for w in sc.attrs["zero_a"])],
+            [*sc.attrs["missing_b"], *(f"{w} (zero vector)" for w in sc.attrs["zero_b"])],
+        )
+        words = {
+            "attribute_words_a": _words(sc.attrs["used_a"]),
+            "attribute_words_b": _words(sc.attrs["used_b"]),
+            "missing_attribute_words": missing,
+        }
+        if missing and gender:
+            log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
+            words["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
         for method in gender:
             res = permutation_test(
-                t[cfg.methods.index(method)][keep],
+                t[methods.index(method)][keep],
                 int(keep.sum()),
                 n_permutations=cfg.n_permutations,
                 seed=cell_seed(cfg.seed, lang.code, method, "gender"),
@@ -212,7 +281,9 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
                 progress=False,
                 **common,
             )
-            values = {**_result_values(res, sc.attrs["n_a"], sc.attrs["n_b"]), "attribute_set": lang.attribute_set}
+            values = _result_values(
+                res, sc.attrs["n_a"], sc.attrs["n_b"], weighting=method, attribute_set=lang.attribute_set, **words
+            )
             write(lang.code, method, "gender", values, res.null_distribution)
     for method in [m for m, t in todo if t == "context"]:
         res = context_test(
@@ -224,7 +295,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
             progress=False,
             **common,
         )
-        write(lang.code, method, "context", _result_values(res, -1, -1), res.null_distribution)
+        write(lang.code, method, "context", _result_values(res, -1, -1, weighting=method), res.null_distribution)
     classic = list(dict.fromkeys(t for _, t in todo if t not in ("gender", "context")))
     for test in classic:
         # Classic tests have no weighting: one run (seeded by its uniform cell) fills every method.
@@ -240,10 +311,20 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
                 model=cfg.iat_model,
                 **common,
             )
-            values, null = res.cell_values(), res.null_distribution
+            values, null = {**res.cell_values(), "alternative": res.alternative}, res.null_distribution
+            coverage = res.coverage
         except CoverageError as err:
             log.warning("%s", err)
-            values, null = {**err.cell_values(), "note": str(err)}, None
+            values, null = {**err.cell_values(), "note": f"coverage: {err}"}, None
+            coverage = err.coverage
+        values.update(
+            weighting="none",
+            attribute_words_a=_words(coverage["a"].found) if "a" in coverage else "",
+            attribute_words_b=_words(coverage["b"].found) if "b" in coverage else "",
+            missing_attribute_words=_missing_words(
+                coverage["a"].missing if "a" in coverage else (), coverage["b"].missing if "b" in coverage else ()
+            ),
+        )
         for method in [m for m, t in todo if t == test]:
             write(lang.code, method, test, values, null)
-    return []
+    return failures

@@ -245,7 +245,7 @@ def scores(
         ``method``. Zero vectors and excluded words have NaN u and t and are left out of every test;
         N (for the Zipf weights) counts all words in use, so ranks keep their meaning; frequency
         weights sum to 1 over the words tested. Attributes: ``language``, ``n_words``, ``n_a``,
-        ``n_b`` (attribute words used), ``missing_a``, ``missing_b``, ``zero_a``, ``zero_b``,
+        ``n_b`` (attribute words used), ``used_a``, ``used_b`` (their labels), ``missing_a``, ``missing_b``, ``zero_a``, ``zero_b``,
         ``n_zero_vectors`` (in the words used), ``n_excluded``, ``n_duplicate_vectors`` (excluded by
         ``dedupe_vectors``).
 
@@ -328,6 +328,8 @@ def scores(
         n_words=int(n),
         n_a=len(attr_a.used),
         n_b=len(attr_b.used),
+        used_a=attr_a.used,
+        used_b=attr_b.used,
         missing_a=attr_a.missing,
         missing_b=attr_b.missing,
         zero_a=attr_a.zero,

@@ -1,35 +1,42 @@
 """The results cube (SPEC §2): a Zarr v3 group indexed by ``language``, ``method`` and ``test``.
 
-Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)``::
+Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)`` and, subgroups included, by
+``xarray.open_datatree(url, engine="zarr", consolidated=False)``::
 
     <url>/                      root group, dims language, method, test
         language, method, test  variable-length UTF-8 string coordinates, written once at creation
         statistic effect_size p_value z_score p_value_normal null_mean null_std   float64, fill NaN
         n_permutations n_x n_y n_a n_b                                            int64, fill -1
         exact                   bool, fill False
-        note                    str, fill "" (why a cell was skipped, e.g. missing words)
-        attribute_set           str, fill "" (gender cells: catalog, iat or explicit)
-        done                    bool, fill False: the cell's completion flag, written after its values
+        alternative weighting attribute_words_a attribute_words_b missing_attribute_words note attribute_set
+                                str, fill "" (what the cell was computed with; why it is empty; gender
+                                cells' attribute set: catalog, iat or explicit)
+        done                    bool, fill False: the cell's completion flag
     attrs: seed, alternative, similarity, sd_ddof, biasdask_version, config (YAML text), config_hash,
            created, biasdask_store ("results"), store_id (new at every creation)
+    <url>/cells/<i>.<j>.<k>/    the record of one cell finished since the last compaction (pending)
     <url>/scores/<language>/    per-word scores: u (word), t (method, word), rank (word), word coordinate
     <url>/null/<language>/<method>/<test>/   the sampled null distribution of one cell (``null``)
 
-Safe concurrent writes: every cell variable is chunked 1 along each dimension, so each cell of each
-variable is its own object in the store. Writers of *different* cells (threads, processes, Dask
-workers, other machines on the same bucket) never touch the same object and need no locks; the root
-metadata is written only by :func:`create_results`. Two writers of the *same* cell are not
-coordinated (the last write of each object wins), so a run must hand each cell to one writer.
+A cube that opens at once, and a run that never shares an object between two cells: every cube
+variable is ONE chunk (the whole cube), so opening reads about two objects per variable whatever the
+number of cells. While a run goes, a finished cell is not written into those chunks (two writers
+would share them): :func:`write_cell` writes it as its own *record*, the ``zarr.json`` of an empty
+group ``cells/<i>.<j>.<k>`` (positions in the cube) whose attributes hold every value of the cell.
+That is one object written in one put (atomically renamed on a local disk, one PUT on S3), so a cell
+is durable, and complete, the moment it finishes; writers of different cells never touch the same
+object and need no locks. :func:`compact_results` (run at the start and the end of every
+:func:`biasdask.run`) folds the records into the cube chunks, writing ``done`` last, and only then
+deletes the records it folded: a compaction killed half way leaves the records, which win over the
+chunks, so nothing is lost or counted twice. Two writers of the *same* cell are not coordinated (the
+last record wins), so a run must hand each cell to one writer, and only one process compacts.
 
-Completion markers, so an interrupted run resumes without trusting half-written data:
-
-- the template: attribute ``config_hash`` is written last by :func:`create_results`;
-- a cell: ``done`` is set after all its values (:func:`write_cell` rewrites every variable of the
-  cell, so re-running a half-written cell leaves no stale value behind);
-- a scores subgroup or a null distribution: attribute ``biasdask_complete`` written last.
-
-Cells whose ``done`` flag is unset read back from :func:`open_results` as NaN (floats), -1 (int64),
-False (``exact``) and "" (``note``), never zero, whatever partial values they hold.
+:func:`open_results` and :func:`done_cells` read the chunks plus any pending records; plain xarray
+sees the chunks only, i.e. every cell finished up to the last compaction (all of them after a run).
+Other completion markers: the template's attribute ``config_hash`` is written last by
+:func:`create_results`; a scores subgroup or a null distribution gets attribute ``biasdask_complete``
+last. Cells not done read back from :func:`open_results` as NaN (floats), -1 (int64), False
+(``exact``), "" (strings) and the note "not run", never zero.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ import numpy as np
 import xarray as xr
 import zarr
 import zarr.api.asynchronous as zarr_async
+from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as _zarr_sync
 from zarr.errors import GroupNotFoundError, NodeNotFoundError
 
@@ -62,6 +70,7 @@ __all__ = [
     "DIMS",
     "config_hash",
     "create_results",
+    "compact_results",
     "done_cells",
     "open_results",
     "open_scores",
@@ -93,9 +102,15 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "n_y": (_INT, -1, "size of Y"),
     "n_a": (_INT, -1, "attribute words of A found in the embedding"),
     "n_b": (_INT, -1, "attribute words of B found in the embedding"),
-    "note": (str, "", "why the cell holds no result (e.g. missing words); empty otherwise"),
+    "alternative": (str, "", "alternative hypothesis as resolved for the cell: greater, less or two-sided"),
+    "weighting": (str, "", "word weights of t = weight x u: uniform, zipf or frequency; none for classic tests"),
+    "attribute_words_a": (str, "", "attribute words of A found and used, comma-separated"),
+    "attribute_words_b": (str, "", "attribute words of B found and used, comma-separated"),
+    "missing_attribute_words": (str, "", "attribute words asked for but absent, e.g. 'A: foo; B: bar'"),
+    "note": (str, "", "why the cell holds no result, or a warning about it; empty otherwise"),
     "attribute_set": (str, "", "attribute words of a gender cell: catalog, iat or explicit (study option attributes)"),
 }
+NOT_RUN = "not run (the run has not reached this cell, or stopped before it)"
 _DONE = "done"
 _DONE_DESCRIPTION = "completion flag of the cell, written after its values"
 
@@ -105,6 +120,7 @@ _STORE_KIND = "results"
 _COMPLETE = "biasdask_complete"
 _SCORES_WORD_CHUNK = 2**18
 _NULL_CHUNK = 2**20
+_CELLS = "cells"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -331,13 +347,13 @@ async def _create_async(
                 shape=shape,
                 dtype=dtype,
                 fill_value=fill,
-                chunks=(1, 1, 1),
-                compressors=None,
+                chunks=shape,  # one object per variable: the cube opens at once (cells go to records)
                 dimension_names=DIMS,
                 attributes={"description": description},
             )
             for name, (dtype, fill, description) in variables.items()
         ),
+        root.create_group(_CELLS, attributes={"description": "records of cells finished since the last compaction"}),
     )
     await root.update_attributes({"config_hash": digest})  # last: marks the template complete
 
@@ -371,13 +387,23 @@ def _cell_value(name: str, value: Any) -> Any:
     return float(value)
 
 
-# (pid, target, storage options) -> (store_id, labels, arrays): the cube's array metadata never changes
-# after creation, so writers re-read only the root metadata and reuse the rest while store_id matches
-# (21 fewer reads per cell, about half its cost). The lock makes the cache safe whatever
-# thread or event loop runs the coroutine; it is never held across an await.
-_WRITERS: dict[tuple[int, str, str], tuple[str, dict[str, list[str]], dict[str, Any]]] = {}
+# (pid, target, storage options) -> (store_id, labels): the cube's labels never change after creation,
+# so writers re-read only the root metadata and reuse the labels while store_id matches. The lock
+# makes the cache safe whatever thread or event loop runs the coroutine; it is never held across an await.
+_WRITERS: dict[tuple[int, str, str], tuple[str, dict[str, list[str]]]] = {}
 _WRITERS_MAX = 16
 _WRITERS_LOCK = threading.Lock()
+
+
+def _record_key(idx: tuple[int, int, int]) -> str:
+    return f"{_CELLS}/{idx[0]}.{idx[1]}.{idx[2]}/zarr.json"
+
+
+def _json_value(value: Any) -> Any:
+    """A cell value as JSON: NaN (the float fill) as null; floats keep every bit (shortest repr)."""
+    if isinstance(value, float) and np.isnan(value):
+        return None
+    return value
 
 
 async def _write_cell_async(
@@ -391,19 +417,27 @@ async def _write_cell_async(
     with _WRITERS_LOCK:
         cached = _WRITERS.get(key)
     if cached is None or cached[0] != store_id:
-        names = [*DIMS, *CELL_VARIABLES, _DONE]
-        arrays = dict(zip(names, await asyncio.gather(*(root.getitem(n) for n in names))))
-        coords = await asyncio.gather(*(arrays[d].getitem(...) for d in DIMS))
-        labels = {d: [str(x) for x in c] for d, c in zip(DIMS, coords)}
-        cached = (store_id, labels, arrays)
+        arrays = await asyncio.gather(*(root.getitem(d) for d in DIMS))
+        coords = await asyncio.gather(*(a.getitem(...) for a in arrays))
+        cached = (store_id, {d: [str(x) for x in c] for d, c in zip(DIMS, coords)})
         with _WRITERS_LOCK:
             if key not in _WRITERS and len(_WRITERS) >= _WRITERS_MAX:
                 del _WRITERS[next(iter(_WRITERS))]
             _WRITERS[key] = cached
-    _, labels, arrays = cached
-    idx = _index(labels, url, cell)
-    await asyncio.gather(*(arrays[n].setitem(idx, values[n]) for n in CELL_VARIABLES))
-    await arrays[_DONE].setitem(idx, True)
+    idx = _index(cached[1], url, cell)
+    record = {
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {
+            "biasdask_cell": {
+                "store_id": store_id,
+                **dict(zip(DIMS, cell)),
+                "values": {n: _json_value(v) for n, v in values.items()},
+            }
+        },
+    }
+    data = json.dumps(record, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    await root.store_path.store.set(_record_key(idx), default_buffer_prototype().buffer.from_bytes(data))
 
 
 def write_cell(
@@ -414,7 +448,7 @@ def write_cell(
     values: Mapping[str, Any],
     storage_options: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write one finished cell, then set its ``done`` flag.
+    """Write one finished cell as its own record: durable and complete at once.
 
     Parameters
     ----------
@@ -425,16 +459,16 @@ def write_cell(
     values : mapping
         Some of :data:`CELL_VARIABLES` (``statistic``, ``p_value``, ..., ``note``); a key left out or
         given as None is written as its fill value (NaN, -1, False, ""), so rewriting a cell leaves
-        nothing of an earlier partial write. A skipped cell is ``{"note": "reason"}``.
+        nothing of an earlier write. A skipped cell is ``{"note": "reason"}``.
     storage_options : mapping, optional
         fsspec options for remote URLs.
 
     Notes
     -----
-    Safe to call concurrently for different cells from threads, processes or machines: each cell of
-    each variable is its own chunk. All values are written (concurrently) before ``done``; a writer
-    killed in between leaves a cell that :func:`done_cells` does not list and
-    :func:`open_results` masks.
+    The record is one object (``cells/<i>.<j>.<k>/zarr.json``) written in one put, so there is no
+    half-written cell: either :func:`done_cells` lists it with all its values, or not at all. Safe
+    to call concurrently for different cells from threads, processes or machines. The cell reaches
+    the cube's chunks at the next :func:`compact_results`.
     """
     unknown = sorted(set(values) - set(CELL_VARIABLES))
     if unknown:
@@ -442,6 +476,106 @@ def write_cell(
     full = {name: _cell_value(name, values.get(name)) for name in CELL_VARIABLES}
     target, kw = _target(url, storage_options)
     _zarr_sync(_write_cell_async(target, kw, url, (language, method, test), full))
+
+
+async def _read_records_async(root: Any, url: str, labels: dict[str, list[str]]) -> dict[tuple[int, int, int], dict]:
+    store = root.store_path.store
+    names = [n async for n in store.list_dir(f"{_CELLS}/")]
+    names = [n for n in names if n.count(".") == 2 and n != "zarr.json"]
+    blobs = await asyncio.gather(
+        *(store.get(f"{_CELLS}/{n}/zarr.json", prototype=default_buffer_prototype()) for n in names)
+    )
+    store_id = root.attrs["store_id"]
+    out = {}
+    for name, blob in zip(names, blobs):
+        if blob is None:  # a directory left by a compaction that stopped deleting half way
+            continue
+        rec = json.loads(blob.to_bytes())["attributes"]["biasdask_cell"]
+        idx = tuple(int(x) for x in name.split("."))
+        if rec.get("store_id") != store_id or any(labels[d][i] != rec[d] for d, i in zip(DIMS, idx)):
+            raise IncompleteStoreError(f"{url}: cell record {_CELLS}/{name} does not belong to this results store")
+        out[idx] = {n: _cell_value(n, rec["values"].get(n)) for n in CELL_VARIABLES}
+    return out
+
+
+async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, dict, dict, dict, dict]:
+    """Root group, labels, the cube's values (records laid over the chunks), the records, the variables' attrs.
+
+    Every read is issued concurrently: about two requests per variable plus one listing, whatever
+    the number of cells.
+    """
+    try:
+        root = await zarr_async.open_group(target, mode="r", zarr_format=3, use_consolidated=False, **kw)
+    except (FileNotFoundError, GroupNotFoundError, NodeNotFoundError):
+        root = None
+    if root is None or root.attrs.get("biasdask_store") != _STORE_KIND:
+        raise IncompleteStoreError(f"{url}: no biasdask results store there")
+    if "config_hash" not in root.attrs:
+        raise IncompleteStoreError(
+            f"{url}: results store whose creation never finished (no config_hash); run again to recreate it"
+        )
+    variables = {**CELL_VARIABLES, _DONE: (_BOOL, False, "")}
+    names = [*DIMS, *variables]
+    found = await asyncio.gather(*(root.getitem(n) for n in names), return_exceptions=True)
+    for name, array in zip(names, found):
+        if isinstance(array, BaseException) and (name in DIMS or name == _DONE or not isinstance(array, KeyError)):
+            raise array
+    # a store of an older biasdask may lack a variable added since: read as its fill value
+    arrays = {n: a for n, a in zip(names, found) if not isinstance(a, BaseException)}
+    data = dict(zip(arrays, await asyncio.gather(*(a.getitem(...) for a in arrays.values()))))
+    labels = {d: [str(x) for x in data[d]] for d in DIMS}
+    records = await _read_records_async(root, url, labels)
+    shape = tuple(len(labels[d]) for d in DIMS)
+    cube = {}
+    for name, (dtype, fill, _) in variables.items():
+        values = np.asarray(data[name]) if name in data else np.full(shape, fill, dtype=object if dtype is str else dtype)
+        cube[name] = values.astype(object) if dtype is str else values.astype(dtype)
+    for idx, values in records.items():
+        for name, value in values.items():
+            cube[name][idx] = value
+        cube[_DONE][idx] = True
+    attrs = {n: dict(arrays[n].attrs) if n in arrays else {"description": variables[n][2]} for n in variables}
+    return root, labels, cube, records, attrs
+
+
+def _load(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any, dict, dict, dict, dict]:
+    target, kw = _target(url, storage_options)
+    return _zarr_sync(_load_async(target, kw, url))
+
+
+def compact_results(url: str, storage_options: Mapping[str, Any] | None = None) -> int:
+    """Fold the pending cell records into the cube's chunks; return how many cells were folded.
+
+    Parameters
+    ----------
+    url : str
+        The results store.
+    storage_options : mapping, optional
+        fsspec options for remote URLs.
+
+    Notes
+    -----
+    :func:`biasdask.run` calls it when it starts (a resumed run) and when it ends, so a finished
+    cube is a handful of objects that plain xarray reads at once. The chunks are written first
+    (``done`` last), the records deleted after: a compaction killed at any point loses nothing.
+    Only one process may compact a store at a time, and no cell may be written meanwhile.
+    """
+    _, _, cube, records, _ = _load(url, storage_options)
+    if not records:
+        return 0
+    target, kw = _target(url, storage_options)
+
+    async def fold() -> None:
+        root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
+        held = [n for n in CELL_VARIABLES if await root.contains(n)]  # an older store may lack some
+        arrays = await asyncio.gather(*(root.getitem(n) for n in held))
+        await asyncio.gather(*(a.setitem(..., cube[n]) for a, n in zip(arrays, held)))
+        await (await root.getitem(_DONE)).setitem(..., cube[_DONE])
+        store = root.store_path.store
+        await asyncio.gather(*(store.delete_dir(f"{_CELLS}/{i}.{j}.{k}") for i, j, k in records))
+
+    _zarr_sync(fold())
+    return len(records)
 
 
 def done_cells(url: str, storage_options: Mapping[str, Any] | None = None) -> set[tuple[str, str, str]]:
@@ -458,9 +592,8 @@ def done_cells(url: str, storage_options: Mapping[str, Any] | None = None) -> se
     -------
     set of tuple of str
     """
-    root = _open_complete_root(url, storage_options)
-    labels = _labels(root)
-    done = np.asarray(root[_DONE][...], dtype=bool)
+    _, labels, cube, _, _ = _load(url, storage_options)
+    done = cube[_DONE]
     return {
         (labels["language"][i], labels["method"][j], labels["test"][k]) for i, j, k in zip(*np.nonzero(done))
     }
@@ -480,9 +613,10 @@ def open_results(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     -------
     xarray.Dataset
         Dims ``language``, ``method``, ``test`` (string coordinates), the variables of
-        :data:`CELL_VARIABLES` and ``done``, the run's attributes. Cells not done are NaN (float),
-        -1 (int64), False (``exact``) and "" (``note``). Select with a dict, since
-        ``ds.sel(method=...)`` collides with ``sel``'s own ``method`` argument::
+        :data:`CELL_VARIABLES` and ``done``, the run's attributes; cells of a run still going (or
+        stopped) included. Cells not done are NaN (float), -1 (int64), False (``exact``), ""
+        (strings) with the note "not run". Select with a dict, since ``ds.sel(method=...)``
+        collides with ``sel``'s own ``method`` argument::
 
             ds.sel({"method": "zipf", "test": "gender"}).effect_size
 
@@ -491,18 +625,17 @@ def open_results(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     IncompleteStoreError
         No results store at ``url``, or one whose creation never finished.
     """
-    _open_complete_root(url, storage_options)
-    target, kw = _target(url, storage_options)
-    ds = xr.open_zarr(target, consolidated=False, chunks=None, zarr_format=3, **kw).load()
-    done = ds[_DONE].values
+    root, labels, cube, _, attrs = _load(url, storage_options)
+    done = cube[_DONE]
     data_vars = {}
     for name, (dtype, fill, _) in CELL_VARIABLES.items():
-        values = np.where(done, ds[name].values, fill).astype(object if dtype is str else dtype)
-        data_vars[name] = (DIMS, values, ds[name].attrs)
-    data_vars[_DONE] = (DIMS, done, ds[_DONE].attrs)
-    # plain Python str labels (not numpy StringDType), friendlier to pandas and printing
-    coords = {dim: ds[dim].values.astype(object) for dim in DIMS}
-    return xr.Dataset(data_vars, coords=coords, attrs=ds.attrs)
+        if name == "note":
+            fill = NOT_RUN
+        values = np.where(done, cube[name], fill).astype(object if dtype is str else dtype)
+        data_vars[name] = (DIMS, values, attrs[name])
+    data_vars[_DONE] = (DIMS, done, attrs[_DONE])
+    coords = {dim: np.array(labels[dim], dtype=object) for dim in DIMS}
+    return xr.Dataset(data_vars, coords=coords, attrs=dict(root.attrs))
 
 
 def _check_cell(url: str, storage_options: Mapping[str, Any] | None, cell: tuple[str, str, str]) -> None:

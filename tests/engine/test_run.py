@@ -113,6 +113,8 @@ def test_missing_attribute_words_leave_cells_empty_and_name_them(tmp_path, dask_
     out = rs.open_results(study["output"])
     assert np.isfinite(out["statistic"].sel({"language": "en"}).values).all()
     assert np.isnan(out["statistic"].sel({"language": "de"}).values).all()
+    notes = out["note"].sel({"language": "de"}).values.ravel()
+    assert all("missing attribute words" in str(n) and "A: nichtda" in str(n) for n in notes)
 
 
 def _write_study(tmp_path, study):
@@ -176,7 +178,8 @@ def test_demo_recovers_planted_strengths_in_order(tmp_path, dask_client):
     assert rho > 0.99
     assert (out["p_value"].values[np.isfinite(out["p_value"].values)] > 0).all()
     pngs = sorted(p.name for p in (tmp_path / "demo" / "plots").glob("*.png"))
-    assert "effect_sizes.png" in pngs and any(p.startswith("null_") for p in pngs)
+    assert "overview.png" in pngs and any(p.startswith("null_") for p in pngs)
+    assert (tmp_path / "demo" / "report" / "index.html").exists()
     # the demo shows the frequency profiles (seed 003); t of "uniform" is u, drawn once
     assert {"frequency_profile_u.png", "frequency_profile_t_zipf.png"} <= set(pngs)
     assert "frequency_profile_t_uniform.png" not in pngs
@@ -189,13 +192,13 @@ def test_cli_show_and_plot(tmp_path, dask_client):
     show = subprocess.run([sys.executable, "-m", "biasdask.cli", "show", out], capture_output=True, text=True, check=True)
     assert "test: gender" in show.stdout and "uniform" in show.stdout and "zipf" in show.stdout
     lines = [ln for ln in show.stdout.splitlines() if ln.split()[:1] in (["en"], ["de"])]
-    assert len(lines) == 2
+    assert len(lines) == 2 and all("männlich" in ln or "male" in ln for ln in lines)
     plots = subprocess.run(
         [sys.executable, "-m", "biasdask.cli", "plot", out, "--out", str(tmp_path / "png"), "--cell", "de,zipf,gender"],
         capture_output=True, text=True, check=True,
     )
     written = plots.stdout.split()
-    assert any(p.endswith("effect_sizes.png") for p in written) and any(p.endswith("null_de_zipf_gender.png") for p in written)
+    assert any(p.endswith("overview.png") for p in written) and any(p.endswith("null_de_zipf_gender.png") for p in written)
     bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "plot", out, "--out", str(tmp_path / "png"), "--cell", "xx,zipf"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--cell" in bad.stderr
@@ -233,3 +236,38 @@ def test_study_attribute_sets_are_applied_and_recorded(tmp_path, shared_data, da
     assert int(cell["n_a"].sel({"language": "fr"})) == 8
     assert out.attrs["alternative"] == "two-sided"
     assert "attributes: iat" in out.attrs["config"]
+
+
+def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_path, dask_client, caplog):
+    stores = _make_stores(tmp_path, ["en", "eu"], n_words=500)
+    study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform", "zipf", "frequency"],
+                   tests=["gender", "weat7"], alternative="greater")
+    study["languages"]["en"] = {"store": stores["en"], "a": ["male", "mael"], "b": ["female"]}
+    with caplog.at_level("WARNING", logger="biasdask"):
+        out = biasdask.run(study, client=dask_client, progress=False)
+    err = "\n".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")  # the CLI prints these
+    # a misspelt attribute word: a warning in the output and in the cell, never silent
+    assert "en: attribute words not in the vocabulary, left out: A: mael" in err
+    en = out.sel({"language": "en", "test": "gender"})
+    assert all("A: mael" in str(n) for n in en["note"].values)
+    assert list(en["missing_attribute_words"].values) == ["A: mael"] * 3
+    assert list(en["attribute_words_a"].values) == ["male"] * 3 and list(en["attribute_words_b"].values) == ["female"] * 3
+    assert list(en["weighting"].values) == ["uniform", "zipf", "frequency"]
+    assert list(en["alternative"].values) == ["greater"] * 3
+    assert np.isfinite(en["statistic"].values).all() and (en["n_x"].values > 0).all()
+    # eu has no observed-frequency list: its frequency cell says so, the rest of the study ran
+    eu = out.sel({"language": "eu", "test": "gender"})
+    assert np.isfinite(eu["statistic"].sel({"method": "zipf"}).item())
+    freq = eu.sel({"method": "frequency"})
+    assert np.isnan(freq["statistic"].item()) and "no observed-frequency list" in str(freq["note"].item())
+    assert "eu: wordfreq has no observed-frequency list" in err and "'frequency' cells are left empty" in err
+    # weat7 (English word lists): coverage in en, not applicable in eu; classic tests have no weighting
+    weat7 = out.sel({"test": "weat7"})
+    assert all("coverage" in str(n) for n in weat7["note"].sel({"language": "en"}).values)
+    assert all("not applicable" in str(n) for n in weat7["note"].sel({"language": "eu"}).values)
+    assert set(weat7["weighting"].sel({"language": "en"}).values) == {"none"}
+    # every empty cell has a note; the finished cube is in the chunks plain xarray reads
+    empty = np.isnan(out["statistic"].values)
+    assert all(str(n) for n in out["note"].values[empty])
+    plain = xr.open_zarr(study["output"], consolidated=False).load()
+    np.testing.assert_array_equal(plain["statistic"].values, out["statistic"].values)

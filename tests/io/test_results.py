@@ -33,6 +33,7 @@ ATTRS = {"seed": 20240917, "alternative": "auto", "similarity": "cosine"}
 CONFIG = "languages: [en, de, pt_BR]\nmethods: [uniform, zipf]\nn_permutations: 9999\nseed: 20240917\n"
 FLOATS = ["statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std"]
 INTS = ["n_permutations", "n_x", "n_y", "n_a", "n_b"]
+STRINGS = ["alternative", "weighting", "attribute_words_a", "attribute_words_b", "missing_attribute_words", "attribute_set", "note"]
 
 
 def _cell_values(i, j, k):
@@ -52,6 +53,11 @@ def _cell_values(i, j, k):
         "n_y": 2000 + base,
         "n_a": 8 + base,
         "n_b": 9 + base,
+        "alternative": ["greater", "less", "two-sided"][base % 3],
+        "weighting": ["uniform", "zipf", "none"][j % 3],
+        "attribute_words_a": f"he, him, mann{base}",
+        "attribute_words_b": "she, her",
+        "missing_attribute_words": "A: hee" if k else "",
         "note": f"cell {base} \u2028 ü",
     }
 
@@ -124,9 +130,10 @@ def test_layout_as_plain_xarray_reads_it(tmp_path):
     for name, dtype in expected.items():
         assert ds[name].dims == R.DIMS
         assert ds[name].dtype == np.dtype(dtype), name
-        assert ds[name].encoding["chunks"] == (1, 1, 1), name
-    assert ds["note"].dtype.kind in "OTU" and ds["attribute_set"].dtype.kind in "OTU"
-    assert set(ds.data_vars) == set(expected) | {"note", "attribute_set"}
+        assert ds[name].encoding["chunks"] == (3, 2, 3), name  # one object per variable
+    for name in STRINGS:
+        assert ds[name].dims == R.DIMS and ds[name].dtype.kind in "OTU", name
+    assert set(ds.data_vars) == set(expected) | set(STRINGS)
 
     assert ds.attrs["seed"] == ATTRS["seed"]
     assert ds.attrs["alternative"] == "auto"
@@ -146,7 +153,10 @@ def test_layout_as_plain_xarray_reads_it(tmp_path):
             assert (view[name].values == -1).all(), name
         assert not view["exact"].values.any()
         assert not view["done"].values.any()
-        assert (view["note"].values == "").all()
+        for name in STRINGS[:-1]:
+            assert (view[name].values == "").all(), name
+    assert (ds["note"].values == "").all()
+    assert (R.open_results(url)["note"].values == R.NOT_RUN).all()  # every empty cell says why
     assert R.done_cells(url) == set()
 
 
@@ -190,9 +200,37 @@ def test_write_cell_round_trip_and_masking(tmp_path):
     assert ("de", "uniform", "gender") not in R.done_cells(url)
 
 
-def test_a_failed_value_write_leaves_the_cell_not_done(tmp_path, monkeypatch):
+def test_a_cell_is_one_object_and_compaction_folds_the_records(tmp_path):
     url = str(tmp_path / "results.zarr")
     _create(url)
+    cells = _cells()
+    for cell, values in cells[:5]:
+        R.write_cell(url, *cell, values)
+    records = sorted(p.relative_to(tmp_path / "results.zarr").as_posix() for p in (tmp_path / "results.zarr" / "cells").rglob("*") if p.is_file())
+    assert len(records) == 1 + 5 and all(r.endswith("zarr.json") for r in records)  # the group + one object per cell
+    # plain xarray sees the chunks only: nothing yet; open_results sees the records
+    assert not xr.open_zarr(url, consolidated=False)["done"].values.any()
+    assert R.done_cells(url) == {c for c, _ in cells[:5]}
+
+    assert R.compact_results(url) == 5
+    assert R.compact_results(url) == 0
+    assert [p.name for p in (tmp_path / "results.zarr" / "cells").iterdir()] == ["zarr.json"]
+    plain = xr.open_zarr(url, consolidated=False).load()
+    for view in (plain, R.open_results(url)):
+        for cell, values in cells[:5]:
+            _assert_cell(view, cell, values)
+    # a record written after the compaction wins over the folded chunk (a rewritten cell)
+    R.write_cell(url, *cells[0][0], {"note": "redone"})
+    sel = R.open_results(url).sel(dict(zip(R.DIMS, cells[0][0])))
+    assert sel.note.item() == "redone" and np.isnan(sel.statistic.item()) and sel.weighting.item() == ""
+
+
+def test_a_compaction_that_fails_half_way_loses_nothing(tmp_path, monkeypatch):
+    url = str(tmp_path / "results.zarr")
+    _create(url)
+    cells = _cells()
+    for cell, values in cells[:4]:
+        R.write_cell(url, *cell, values)
     setitem = zarr.AsyncArray.setitem
 
     async def failing_setitem(self, selection, value, **kw):
@@ -201,13 +239,47 @@ def test_a_failed_value_write_leaves_the_cell_not_done(tmp_path, monkeypatch):
         return await setitem(self, selection, value, **kw)
 
     monkeypatch.setattr(zarr.AsyncArray, "setitem", failing_setitem)
-    cell, values = _cells()[0]
     with pytest.raises(OSError, match="injected"):
-        R.write_cell(url, *cell, values)
-    assert R.done_cells(url) == set()
+        R.compact_results(url)
     monkeypatch.setattr(zarr.AsyncArray, "setitem", setitem)
+    # some chunks hold the cells, p_value's does not, done may not: the records still say it all
+    ds = R.open_results(url)
+    assert R.done_cells(url) == {c for c, _ in cells[:4]}
+    for cell, values in cells[:4]:
+        _assert_cell(ds, cell, values)
+    assert R.compact_results(url) == 4
+    ds = R.open_results(url)
+    for cell, values in cells[:4]:
+        _assert_cell(ds, cell, values)
+
+
+def test_open_datatree_reads_the_whole_store(tmp_path):
+    url = str(tmp_path / "results.zarr")
+    _create(url)
+    cell, values = _cells()[0]
+    R.write_null(url, *cell, np.arange(5.0))
     R.write_cell(url, *cell, values)
-    assert R.done_cells(url) == {cell}
+    R.write_scores(url, "en", _scores(["Frau", "Mann", "NA"]))
+    R.compact_results(url)
+    tree = xr.open_datatree(url, engine="zarr", consolidated=False)
+    assert float(tree.ds.sel(dict(zip(R.DIMS, cell))).statistic) == values["statistic"]
+    np.testing.assert_array_equal(tree["scores/en"].ds.u.values, _scores(["Frau", "Mann", "NA"]).u.values)
+    np.testing.assert_array_equal(tree["null/en/uniform/gender"].ds.null.values, np.arange(5.0))
+
+
+def test_a_finished_26_by_3_by_23_cube_is_a_few_objects(tmp_path):
+    url = str(tmp_path / "results.zarr")
+    langs, methods, tests = [f"l{i}" for i in range(26)], ["uniform", "zipf", "frequency"], [f"t{k}" for k in range(23)]
+    _create(url, languages=langs, methods=methods, tests=tests)
+    with cf.ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda c: R.write_cell(url, *c, {"statistic": 1.5, "note": "ü"}),
+                      [(lang, m, t) for lang in langs for m in methods for t in tests]))
+    assert R.compact_results(url) == 26 * 3 * 23
+    files = [p for p in (tmp_path / "results.zarr").rglob("*") if p.is_file()]
+    n_vars = len(R.CELL_VARIABLES) + 1 + 3
+    assert len(files) <= 2 * n_vars + 2  # metadata + one chunk per array, the root, the cells group
+    ds = xr.open_zarr(url, consolidated=False)
+    assert ds["statistic"].encoding["chunks"] == (26, 3, 23) and (ds["statistic"].values == 1.5).all()
 
 
 def test_write_cell_rejects_bad_input(tmp_path):
@@ -233,6 +305,7 @@ def test_concurrent_cells_from_threads_all_land(store):
     ds = R.open_results(store.url, storage_options=store.options)
     for cell, values in cells:
         _assert_cell(ds, cell, values)
+    assert R.compact_results(store.url, storage_options=store.options) == len(cells)
     # chunks=None: read in this process (a memory:// store is invisible to any default Dask client's workers)
     plain = xr.open_zarr(store.url, consolidated=False, chunks=None, storage_options=store.options)
     last_cell, last_values = cells[-1]
@@ -475,7 +548,31 @@ def test_s3_bucket_end_to_end(s3_bucket):
     ds = R.open_results(url, storage_options=options)
     for cell, values in cells:
         _assert_cell(ds, cell, values)
-    plain = xr.open_zarr(url, consolidated=False, storage_options=options)
+    assert R.compact_results(url, storage_options=options) == len(cells)
+    # a finished cube opens in a few requests: about two per variable, whatever the number of cells
+    import s3fs
+
+    calls = []
+    real_call = s3fs.S3FileSystem._call_s3
+
+    async def counting_call(self, method, *args, **kwargs):
+        calls.append(method)
+        return await real_call(self, method, *args, **kwargs)
+
+    s3fs.S3FileSystem._call_s3 = counting_call
+    try:
+        R.open_results(url, storage_options=options)
+        n_open_results = len(calls)
+        calls.clear()
+        plain = xr.open_zarr(url, consolidated=False, storage_options=options).load()
+        n_open_zarr = len(calls)
+    finally:
+        s3fs.S3FileSystem._call_s3 = real_call
+    n_arrays = len(R.CELL_VARIABLES) + 1 + len(R.DIMS)
+    assert n_open_results <= 2 * n_arrays + 6, calls
+    assert n_open_zarr <= 5 * n_arrays + 6, calls  # xarray adds HEADs and listings of its own
+    _assert_cell(plain, *cells[-1])
+    assert R.done_cells(url, storage_options=options) == {c for c, _ in cells}
     assert plain.attrs["config"] == CONFIG and plain["n_x"].dtype == np.int64
     assert "key" not in str(plain.attrs) and "secret" not in str(plain.attrs)
 
@@ -491,3 +588,26 @@ def test_s3_bucket_end_to_end(s3_bucket):
     store.create(config_text=CONFIG + "seed: 1\n", overwrite=True)
     assert R.done_cells(url, storage_options=options) == set()
     assert not R.scores_done(url, "de", storage_options=options)
+
+
+def test_a_store_of_an_older_biasdask_still_reads_resumes_and_compacts(tmp_path):
+    """Written before the string variables and the records existed: nothing a user had becomes unreadable."""
+    import shutil
+
+    url = str(tmp_path / "results.zarr")
+    _create(url)
+    for name in ("weighting", "attribute_words_a", "cells"):
+        shutil.rmtree(tmp_path / "results.zarr" / name)
+    (cell_a, values_a), (cell_b, values_b) = _cells()[:2]
+    root = zarr.open_group(url, mode="r+")
+    i, j, k = 0, 0, 0
+    root["statistic"][i, j, k] = values_a["statistic"]
+    root["done"][i, j, k] = True
+    ds = R.open_results(url)
+    assert ds.statistic.values[0, 0, 0] == values_a["statistic"] and (ds.weighting.values == "").all()
+    R.write_cell(url, *cell_b, values_b)
+    assert R.done_cells(url) == {cell_a, cell_b}
+    assert R.compact_results(url) == 1
+    ds = R.open_results(url)
+    assert ds.sel(dict(zip(R.DIMS, cell_b))).note.item() == values_b["note"]
+    assert ds.sel(dict(zip(R.DIMS, cell_b))).weighting.item() == ""  # the store has no place for it

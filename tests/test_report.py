@@ -1,0 +1,269 @@
+"""What a researcher reads: show's tables, the words behind a number, the figures' defaults and the
+static HTML report, opened in a real headless browser."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+import scipy.stats
+import xarray as xr
+
+import biasdask
+from biasdask.io import results as R
+from biasdask.report import cube_table, format_table, least_normal_cell, top_words
+
+LANGS, METHODS, TESTS = ["en", "fr", "eu"], ["uniform", "zipf"], ["gender", "weat7"]
+WORDS = ["the", "he", "she", "man", "woman", "king", "queen", "nurse", "soldier", "of"]
+
+
+def _scores():
+    rng = np.random.default_rng(3)
+    u = rng.normal(0, 0.1, len(WORDS)).astype(np.float32)
+    u[3], u[4] = 0.5, -0.4  # man, woman
+    rank = np.arange(1, len(WORDS) + 1)
+    z = (1 / rank) / np.sum(1 / rank)
+    t = np.stack([u, (z * u).astype(np.float32)])
+    return xr.Dataset(
+        {"u": ("word", u), "t": (("method", "word"), t), "rank": ("word", rank)},
+        coords={"word": np.array(WORDS, dtype=object), "method": np.array(METHODS, dtype=object)},
+    )
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A finished study written through the results API: values, notes, a normal and a bimodal null."""
+    url = str(tmp_path_factory.mktemp("report") / "results.zarr")
+    R.create_results(url, LANGS, METHODS, TESTS, {"seed": 1, "alternative": "two-sided", "similarity": "cosine"},
+                     "languages: [en, fr, eu]\nseed: 1\n")
+    rng = np.random.default_rng(0)
+    for i, lang in enumerate(LANGS[:2]):
+        for j, m in enumerate(METHODS):
+            z = [489.0, -3.5][i] if m == "uniform" else [2.1, 0.4][i]
+            R.write_cell(url, lang, m, "gender", {
+                "statistic": z / 10, "effect_size": [1.2, -0.3][i], "z_score": z, "p_value": 1 / 10000,
+                "p_value_normal": float(scipy.stats.norm.sf(abs(z)) * 2), "n_x": 400_000 + i, "n_y": 400_000 + i,
+                "n_permutations": 9999, "alternative": "two-sided", "weighting": m,
+                "attribute_words_a": "man, he", "attribute_words_b": "woman, she",
+                "missing_attribute_words": "A: mann" if lang == "fr" else "",
+                "note": "warning: attribute words not in the vocabulary, left out: A: mann" if lang == "fr" else "",
+            })
+            null = rng.normal(size=999) if (lang, m) != ("fr", "zipf") else np.r_[rng.normal(-3, 0.3, 500), rng.normal(3, 0.3, 499)]
+            R.write_null(url, lang, m, "gender", null)
+        for m in METHODS:
+            R.write_cell(url, lang, m, "weat7", {"note": "not applicable: test weat7 has no word lists for language " + lang}
+                         if lang != "en" else {"note": "coverage: X (Math) 2/8 found", "weighting": "none"})
+    R.write_cell(url, "eu", "uniform", "gender", {"note": "missing attribute words: A: gizona", "weighting": "uniform"})
+    R.write_scores(url, "en", _scores())
+    R.compact_results(url)
+    return url
+
+
+def test_show_prints_everything_a_reader_needs(store):
+    res = biasdask.open_results(store)
+    text = format_table(res)
+    # z = 489: p(normal) underflows to 0 as a float; its log10 still gives the number
+    expected = scipy.stats.norm.logsf(489.0) / math.log(10) + math.log10(2)
+    assert f"e{math.floor(expected)}" in text
+    for word in ("man, he", "woman, she", "A: mann", "400000", "[1]", "not applicable", "missing attribute words: A: gizona"):
+        assert word in text, word
+    # every empty cell says why: not applicable, coverage, missing words, not run
+    assert re.search(r"\[\d+\] not run", text)
+    table = cube_table(res)
+    assert table.loc[("en", "gender", "uniform"), "log10_p_normal"] == pytest.approx(expected, rel=1e-12)
+    empty = ~np.isfinite(table["s"].values)
+    assert all(table["note"].values[empty])
+
+
+def test_show_formats_and_selection_from_the_cli(store):
+    def show(*args):
+        out = subprocess.run([sys.executable, "-m", "biasdask.cli", "show", store, *args], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    rows = list(csv.DictReader(io.StringIO(show("--format", "csv", "--sel", "language=fr,en", "test=gender"))))
+    assert [(r["language"], r["method"]) for r in rows] == [("fr", "uniform"), ("fr", "zipf"), ("en", "uniform"), ("en", "zipf")]
+    assert float(rows[2]["z"]) == 489.0 and rows[0]["missing"] == "A: mann" and rows[2]["A"] == "man, he"
+    records = json.loads(show("--format", "json", "--sel", "test=weat7"))
+    assert len(records) == 6 and all(r["s"] is None and r["note"] for r in records)
+    md = show("--format", "markdown", "--sel", "language=en")
+    assert md.splitlines()[0].startswith("| language | test | method | s | d |") and len(md.splitlines()) == 2 + 4
+    latex = show("--format", "latex", "--sel", "language=fr")
+    assert "\\begin{tabular}" in latex and "\\toprule" in latex and "A: mann" in latex
+    bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "show", store, "--sel", "language=xx"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "xx" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_top_words_against_a_hand_computation(store):
+    sc = _scores()
+    for by, method in (("u", None), ("t", "zipf")):
+        table = top_words(store, "en", n=3, by=by)
+        score = sc.u.values.astype(np.float64) if by == "u" else sc.t.sel({"method": method}).values.astype(np.float64)
+        order = np.argsort(score)
+        expected_a = [WORDS[i] for i in order[::-1][:3] if score[i] > 0]
+        expected_b = [WORDS[i] for i in order[:3] if score[i] < 0]
+        assert list(table[table.side == "A"].word) == expected_a
+        assert list(table[table.side == "B"].word) == expected_b
+        first = table.iloc[0]
+        k = WORDS.index(first.word)
+        assert first.share_of_s == pytest.approx(score[k] / score.sum())
+        assert first.frequency_rank == k + 1
+        if by == "t":
+            z = (1 / (k + 1)) / np.sum(1 / np.arange(1, len(WORDS) + 1))
+            assert first.weight == pytest.approx(z, rel=1e-5)
+    flagged = top_words(store, "en", n=5)
+    assert set(flagged[flagged.attribute].word) == {"man", "woman", "he", "she"} & set(flagged.word)
+    assert flagged.attribute.any()
+    out = subprocess.run([sys.executable, "-m", "biasdask.cli", "words", store, "en", "-n", "2", "--by", "t"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "man" in out and "share_of_s" in out and "attribute word" in out
+
+
+def test_default_null_figure_is_the_least_normal_cell(store, tmp_path):
+    cell, distance = least_normal_cell(store)
+    assert cell == ("fr", "zipf", "gender") and distance > 0.1
+    names = [p.name for p in biasdask.report.write_plots(store, tmp_path)]
+    assert "null_fr_zipf_gender.png" in names and "overview.png" in names and "effect_sizes.png" in names
+
+
+def _browser() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no headless browser (chromium) on this machine; .ci/run installs Debian's chromium when it can")
+
+
+# Chromium's own services (clock sync, component updates, accounts), which it calls whatever the page
+# even with background networking switched off; any other host reaching the proxy was asked for by the
+# page. (The page's HTML is also checked to name no http(s) resource at all, Google's included.)
+_BROWSER_SERVICES = (".google.com", ".googleapis.com", ".gvt1.com", ".googleusercontent.com", ".gstatic.com")
+
+
+def _page_requests(requests: list[bytes]) -> list[str]:
+    hosts = []
+    for raw in requests:
+        match = re.search(rb"^Host: ([^\r:]+)", raw, re.M)
+        host = match.group(1).decode() if match else raw[:80].decode(errors="replace")
+        if not ("." + host).endswith(_BROWSER_SERVICES):
+            hosts.append(host)
+    return hosts
+
+
+class _RecordingProxy:
+    """A TCP listener given to the browser as its HTTP(S) proxy: every request the page makes lands here."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.requests: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    self.requests.append(conn.recv(4096))
+                    conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+def _dump_dom(browser: str, url: str, proxy: _RecordingProxy, profile) -> str:
+    out = subprocess.run(
+        # the browser's own traffic (component updates, clock sync) is switched off: what reaches the proxy is the page's
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-pings",
+         "--disable-domain-reliability", "--disable-client-side-phishing-detection", "--metrics-recording-only",
+         f"--user-data-dir={profile}", f"--proxy-server=http://127.0.0.1:{proxy.port}",
+         "--proxy-bypass-list=<-loopback>", "--dump-dom", url],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+class _Cube(HTMLParser):
+    """The #cube table: its data-sorted attribute, header names and per-row data-v values."""
+
+    def __init__(self):
+        super().__init__()
+        self.sorted, self.columns, self.rows, self._in, self._imgs = None, [], [], False, []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table" and a.get("id") == "cube":
+            self._in, self.sorted = True, a.get("data-sorted")
+        elif self._in and tag == "th":
+            self.columns.append(a.get("data-col"))
+        elif self._in and tag == "tr" and self.columns:
+            self.rows.append([])
+        elif self._in and tag == "td":
+            self.rows[-1].append(a.get("data-v"))
+        elif tag == "img":
+            self._imgs.append(a.get("src", ""))
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._in = False
+
+
+def test_report_renders_sorts_and_sends_no_request(store, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "biasdask.cli", "report", store, "--out", str(tmp_path / "site")],
+                         capture_output=True, text=True, check=True)
+    page = tmp_path / "site" / "index.html"
+    assert out.stdout.strip() == str(page)
+    text = page.read_text(encoding="utf-8")
+    assert [p.name for p in page.parent.iterdir()] == ["index.html"]  # one self-contained file
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text), "a resource outside the page"
+    for needed in ("languages: [en, fr, eu]", "man, he", "A: mann", "not applicable", "overview", "by t (zipf weighting)"):
+        assert needed in text, needed
+
+    browser = _browser()
+    proxy = _RecordingProxy()
+    try:
+        # control: the detector sees a page that does fetch something
+        leaky = tmp_path / "leaky.html"
+        leaky.write_text('<html><body><img src="http://biasdask.invalid/x.png"></body></html>')
+        _dump_dom(browser, leaky.as_uri(), proxy, tmp_path / "profile0")
+        assert _page_requests(proxy.requests) == ["biasdask.invalid"], "the no-request check below could not fail"
+        proxy.requests.clear()
+
+        for key, desc in (("d", True), ("s", False)):
+            dom = _dump_dom(browser, page.as_uri() + f"#sort={key}" + (":desc" if desc else ""), proxy, tmp_path / f"p{key}")
+            cube = _Cube()
+            cube.feed(dom)
+            assert cube.sorted == f"{key}:{'desc' if desc else 'asc'}", "the page's script did not run"
+            col = cube.columns.index(key)
+            values = [r[col] for r in cube.rows]
+            numbers = [float(v) for v in values if v]
+            assert len(cube.rows) == len(LANGS) * len(METHODS) * len(TESTS)
+            assert numbers == sorted(numbers, reverse=desc) and len(numbers) == 4
+            assert all(not v for v in values[len(numbers):])  # empty cells last
+            assert all(src.startswith("data:image/png;base64,") for src in cube._imgs) and cube._imgs
+        assert _page_requests(proxy.requests) == [], "the report made requests"
+    finally:
+        proxy.close()
+
