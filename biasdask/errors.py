@@ -32,3 +32,7 @@ class ConfigError(BiasdaskError, ValueError):
 
 class StoreConflictError(BiasdaskError, FileExistsError):
     """A results store written by a different configuration."""
+
+
+class CorruptStoreError(BiasdaskError, OSError):
+    """A store whose chunks are missing or fail their checksum, or whose attrs disagree with its arrays."""
