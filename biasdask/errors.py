@@ -11,6 +11,10 @@ class BiasdaskError(Exception):
     """Base class of every error biasdask raises on purpose."""
 
 
+class BiasdaskTypeError(BiasdaskError, TypeError):
+    """An argument of the wrong type (a ``str`` where a list of words is expected...)."""
+
+
 class InputFormatError(BiasdaskError, ValueError):
     """An embedding file that cannot be read as the format it claims (names file and line)."""
 

@@ -10,6 +10,7 @@ cell's labels, so a resumed run gives the same numbers as an uninterrupted one.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from biasdask.config import StudyConfig, load_config, parse_config
 from biasdask.engine.cluster import client_scope
 from biasdask.engine.permutation import permutation_test
 from biasdask.engine.scores import scores
-from biasdask.errors import BiasdaskError, MissingWordsError
+from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.store import open_embeddings
 
@@ -76,30 +77,36 @@ def run(
     Raises
     ------
     BiasdaskError
-        After every runnable cell is written, if some language could not be run (its cells stay NaN
-        and the message names the missing words).
+        Before the results store is created or changed: an invalid ``n_workers``, a store that is
+        missing, incomplete, corrupt or of another language, an unreachable cluster. After every
+        runnable cell is written: if some language could not be run (its cells stay NaN and the
+        message names the missing words).
     """
     cfg = _as_config(config, output)
     options = cfg.resolved_storage_options()
-    rs.create_results(
-        cfg.output,
-        languages=[lang.code for lang in cfg.languages],
-        methods=list(cfg.methods),
-        tests=list(cfg.tests),
-        attrs={
-            "seed": cfg.seed,
-            "alternative": cfg.alternative,
-            "similarity": cfg.similarity,
-            "sd_ddof": 1,
-            "biasdask_version": __version__,
-        },
-        config_text=cfg.canonical_yaml(),
-        storage_options=options,
-        overwrite=overwrite,
-    )
-    done = rs.done_cells(cfg.output, storage_options=options)
+    # Everything that can fail before the work is checked before the results store is created or
+    # changed: the config (above), every store (verified, of the right language), the cluster.
+    check_n_workers(n_workers)
+    stores = {lang.code: open_embeddings(lang.store, storage_options=options, language=lang.code) for lang in cfg.languages}
     failures: list[str] = []
     with client_scope(client, scheduler, n_workers) as c:
+        rs.create_results(
+            cfg.output,
+            languages=[lang.code for lang in cfg.languages],
+            methods=list(cfg.methods),
+            tests=list(cfg.tests),
+            attrs={
+                "seed": cfg.seed,
+                "alternative": cfg.alternative,
+                "similarity": cfg.similarity,
+                "sd_ddof": 1,
+                "biasdask_version": __version__,
+            },
+            config_text=cfg.canonical_yaml(),
+            storage_options=options,
+            overwrite=overwrite,
+        )
+        done = rs.done_cells(cfg.output, storage_options=options)
         if progress:
             print(f"biasdask: Dask dashboard at {c.dashboard_link}", file=sys.stderr)
         total = len(cfg.languages) * len(cfg.methods) * len(cfg.tests)
@@ -110,7 +117,7 @@ def run(
             if not todo and not need_scores:
                 continue
             try:
-                failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress)
+                failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress, stores[lang.code])
             except MissingWordsError as exc:  # attribute words of the gender test
                 failures.append(f"{lang.code}: {exc}")
                 bar.write(f"biasdask: skipped language {lang.code}: {exc}")
@@ -118,6 +125,20 @@ def run(
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) not run, their cells are left empty: " + "; ".join(failures))
     return rs.open_results(cfg.output, storage_options=options)
+
+
+#: the most worker processes a local cluster may be asked for
+MAX_LOCAL_WORKERS = 4 * (os.cpu_count() or 1)
+
+
+def check_n_workers(n_workers: int | None) -> None:
+    """Raise unless ``n_workers`` is None or 0 to :data:`MAX_LOCAL_WORKERS` (4 per core)."""
+    if n_workers is None:
+        return
+    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)):
+        raise BiasdaskTypeError(f"n_workers: expected an integer, got {n_workers!r}")
+    if not 0 <= n_workers <= MAX_LOCAL_WORKERS:
+        raise BiasdaskError(f"n_workers: expected 0 to {MAX_LOCAL_WORKERS} (4 per core of this machine), got {n_workers}")
 
 
 def _result_values(res, n_a: int, n_b: int) -> dict:
@@ -161,7 +182,7 @@ class _CellWriter:
         self.bar.update()
 
 
-def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) -> list[str]:
+def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, emb=None) -> list[str]:
     from biasdask.engine.analyses import context_test
     from biasdask.engine.classic import CoverageError, run_cell
 
@@ -170,7 +191,8 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
     for method, test in [(m, t) for m, t in todo if t not in applicable]:
         write(lang.code, method, test, {"note": f"not applicable to language {lang.code}"})
     todo = [(m, t) for m, t in todo if t in applicable]
-    emb = open_embeddings(lang.store, storage_options=options)
+    if emb is None:
+        emb = open_embeddings(lang.store, storage_options=options, language=lang.code)
     common = dict(alternative=cfg.alternative, client=client, batch_size=cfg.batch_size, return_null=cfg.save_null)
     gender = [m for m, t in todo if t == "gender"]
     if gender or need_scores:

@@ -7,6 +7,7 @@ Python loop over words. Weights come from :mod:`biasdask.stats.weights`.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 import dask.array as da
@@ -15,7 +16,7 @@ import pandas as pd
 import xarray as xr
 from distributed import Client
 
-from biasdask.errors import BiasdaskError, MissingWordsError
+from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.stats.association import association, attribute_direction
 from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 
@@ -29,6 +30,13 @@ def as_dataset(emb: xr.Dataset | str, storage_options: dict | None = None) -> xr
     return open_embeddings(str(emb), storage_options=storage_options)
 
 
+def word_list(words: Iterable[str], name: str) -> Iterable[str]:
+    """``words``, refusing a ``str``: it is not a word list (``"male"`` would be m, a, l, e)."""
+    if isinstance(words, (str, bytes)):
+        raise BiasdaskTypeError(f"{name}: expected a list of words, got the string {words!r} (write [{words!r}])")
+    return words
+
+
 def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     """Row of each of ``words`` in the vocabulary (its first occurrence), -1 where absent.
 
@@ -38,7 +46,8 @@ def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     index = emb.indexes.get("word")
     if not isinstance(index, pd.Index):
         index = pd.Index(np.asarray(emb["word"].values).astype(object))
-    words = [str(w) for w in words]
+    # stores hold NFC words (ingest normalises them): "mâle" typed decomposed is found too
+    words = [unicodedata.normalize("NFC", str(w)) for w in word_list(words, "words")]
     rows = np.flatnonzero(index.isin(words)) if words else np.empty(0, np.intp)
     found: dict[str, int] = {}
     for word, row in zip(index[rows], rows):
@@ -153,6 +162,7 @@ def scores(
         (in the words used), ``n_excluded``.
     """
     emb = as_dataset(emb, storage_options)
+    a, b = word_list(a, "a"), word_list(b, "b")
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:

@@ -411,9 +411,11 @@ def _read_verified(url: str, storage_options: dict | None, array: zarr.Array, na
         return array[rows]
     except Exception as exc:  # noqa: BLE001 - checksum, codec and storage errors alike name the chunk
         key = f"{name}/c/{rows.start // array.chunks[0]}" + ("/0" if array.ndim == 2 else "")
-        raise CorruptStoreError(
-            f"{display_url(url)}: chunk {key} cannot be read: {redact(' '.join(str(exc).split()))}"
-        ) from None
+        if "checksum" in str(exc):
+            reason = "its bytes fail their CRC-32C checksum (the chunk is corrupt)"
+        else:
+            reason = f"it cannot be read: {redact(' '.join(f'{type(exc).__name__}: {exc}'.split()))}"
+        raise CorruptStoreError(f"{display_url(url)}: chunk {key}: {reason}") from None
 
 
 def _read_block(url: str, storage_options: dict | None, name: str, chunk: int, block_info=None) -> np.ndarray:
