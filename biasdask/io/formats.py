@@ -513,18 +513,24 @@ def _reading(display: str) -> Iterator[None]:
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise InputFormatError(f"{display}: corrupt gzip data ({exc})") from None
     except FileNotFoundError as exc:
+        if isinstance(exc.__cause__, TimeoutError):  # fsspec's http reports a timeout so
+            raise _timed_out(display) from None
         cause = f" ({_one_line(exc.__cause__)})" if exc.__cause__ else ""
         raise BiasdaskError(f"{display}: no such file or unreachable{cause}") from None
     except PermissionError:
         raise BiasdaskError(f"{display}: permission denied") from None
     except TimeoutError:
-        connect, read = http_timeouts()
-        raise BiasdaskError(
-            f"{display}: timed out (connect {connect:g} s, read {read:g} s; Dask config "
-            "biasdask.http.connect-timeout / read-timeout)"
-        ) from None
+        raise _timed_out(display) from None
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(f"{display}: cannot read: {_one_line(exc)}") from None
+
+
+def _timed_out(display: str) -> BiasdaskError:
+    connect, read = http_timeouts()
+    return BiasdaskError(
+        f"{display}: timed out (connect {connect:g} s, read {read:g} s; Dask config "
+        "biasdask.http.connect-timeout / read-timeout)"
+    )
 
 
 def _one_line(exc: BaseException) -> str:

@@ -47,6 +47,7 @@ from biasdask.io.formats import NETWORK_ERRORS, display_url, redact, storage_opt
 
 COMPLETE_ATTR = "biasdask_complete"
 _LANGUAGE_RE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]{2,8})*")
+_MAX_LANGUAGE_CODE = 35  # BCP 47's practical maximum; longer codes are typos or attacks
 _ARRAYS = ("vectors", "norm", "rank", "word")
 #: target bytes of one chunk of ``vectors``
 CHUNK_BYTES = 2**25
@@ -75,10 +76,11 @@ def check_language_code(code: str) -> str:
     BiasdaskError
         For anything else (``""``, ``"../x"``, ``"a/b"``, ``"EN"``...).
     """
-    if not isinstance(code, str) or not _LANGUAGE_RE.fullmatch(code):
+    if not isinstance(code, str) or len(code) > _MAX_LANGUAGE_CODE or not _LANGUAGE_RE.fullmatch(code):
         raise BiasdaskError(
-            f"invalid language code {code!r}: expected an ISO 639 code such as 'en' or 'pt-BR' "
-            "(2-3 lower-case letters, optional -subtags of letters and digits)"
+            f"invalid language code {code if not isinstance(code, str) or len(code) <= 40 else code[:40] + '...'!r}: "
+            "expected an ISO 639 code such as 'en' or 'pt-BR' "
+            f"(2-3 lower-case letters, optional -subtags of letters and digits, at most {_MAX_LANGUAGE_CODE} characters)"
         )
     return code
 
