@@ -140,7 +140,7 @@ def check_replaceable(url: str, storage_options: dict | None = None) -> None:
             return
         attrs = _read_group_attrs(url, storage_options)
     except NETWORK_ERRORS as exc:
-        raise BiasdaskError(f"{display_url(url)}: cannot reach the destination: {' '.join(str(exc).split())}") from None
+        raise BiasdaskError(f"{display_url(url)}: cannot reach the destination: {redact(' '.join(str(exc).split()))}") from None
     if not _is_embedding_store(attrs):
         raise StoreConflictError(
             f"{display_url(url)} exists and is not a biasdask embedding store: refusing to replace it"
@@ -495,15 +495,8 @@ def acquire_lock(url: str, storage_options: dict | None = None) -> StoreLock:
     try:
         if _is_local(lock):
             return StoreLock(lock, storage_options, _flock(path))
-        body = json.dumps(
-            {
-                "host": socket.gethostname(),
-                "pid": os.getpid(),
-                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            }
-        ).encode()
         with fs.open(path, "xb") as f:
-            f.write(body)
+            f.write(_holder())
         return StoreLock(lock, storage_options, None)
     except FileExistsError:
         try:
@@ -519,6 +512,12 @@ def acquire_lock(url: str, storage_options: dict | None = None) -> StoreLock:
         raise BiasdaskError(f"{display_url(url)}: cannot create the destination: {_os_reason(exc)}") from None
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(f"{display_url(url)}: cannot write to the destination: {_os_reason(exc)}") from None
+
+
+def _holder() -> bytes:
+    """The lock's content: who holds it, for the message of whoever finds it taken."""
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "created": now}).encode()
 
 
 def _flock(path: str) -> int:
@@ -544,7 +543,7 @@ def _flock(path: str) -> int:
             same = False
         if same:  # else the holder released (unlinked) it between our open and flock: try again
             os.ftruncate(fd, 0)
-            os.write(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode())
+            os.write(fd, _holder())
             return fd
         os.close(fd)
 

@@ -6,7 +6,6 @@ import pytest
 
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError
-from biasdask.io.formats import redact
 
 SECRET_QUERY = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIASECRETCRED%2F20261123&X-Amz-Signature=deadbeefsecretsig"
 
@@ -38,6 +37,8 @@ def test_user_info_in_a_url_is_not_shown(tmp_path, http_server, cli):
 
 
 def test_redact_removes_queries_user_info_and_loose_signatures():
+    from biasdask.io.formats import redact
+
     text = (
         "ClientResponseError: 403, url='https://b.s3.amazonaws.com/en.vec?" + SECRET_QUERY + "' "
         "via s3://AKIA:hunter2@bucket/x and X-Amz-Signature=deadbeefsecretsig"
