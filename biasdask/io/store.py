@@ -6,9 +6,10 @@ Layout, as ``xarray.open_zarr(url, consolidated=False)`` shows it:
   bit-shuffled floats (see :data:`VECTOR_COMPRESSORS`; the other arrays use zarr's default compression);
 - coordinates ``word`` (variable-length UTF-8 strings) and ``rank`` (int64, 1..N in file order);
 - ``norm`` float32 (word): the raw L2 length of each vector (0 for zero vectors);
-- attrs ``language``, ``source``, ``format``, ``dim``, ``created``, ``biasdask_version``, and, once
-  every chunk is written, ``n_words``, ``n_duplicates``, ``n_invalid_utf8``, ``n_zero_vectors`` and
-  last of all the completion marker ``biasdask_complete: true``.
+- attrs ``language``, ``source``, ``format``, ``dim``, ``created``, ``biasdask_version``, ``store_id``
+  (new at every creation), and, once every chunk is written, ``n_words``, ``n_duplicates``,
+  ``n_nfc_merged``, ``n_invalid_utf8``, ``n_zero_vectors`` and last of all the completion marker
+  ``biasdask_complete: true``.
 
 Stores are verified, not trusted. Every chunk of every array ends with a CRC-32C checksum (zarr's
 ``crc32c`` codec) and every chunk is written, even one that equals the fill value, so that
