@@ -589,8 +589,10 @@ def swap_in(fresh: str, url: str, storage_options: dict | None = None) -> None:
         os.replace(src, dst)  # one atomic rename
     else:  # object stores have no rename: copy every object, then delete the fresh store
         fs.invalidate_cache()
-        keys = fs.find(src)
-        fs.copy(keys, [dst + key[len(src) :] for key in keys])
+        keys = sorted(fs.find(src), key=lambda k: k != f"{src}/zarr.json")
+        # the group metadata first: a swap killed half-way leaves a store recognisably ours, replaceable
+        fs.copy(keys[:1], [dst + keys[0][len(src) :]])
+        fs.copy(keys[1:], [dst + key[len(src) :] for key in keys[1:]])
         fs.rm(src, recursive=True)
         fs.invalidate_cache()
     finish_store(url, storage_options, {})
