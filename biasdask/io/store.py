@@ -354,6 +354,8 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
     except (KeyError, ValueError, TypeError, *NETWORK_ERRORS) as exc:
         raise CorruptStoreError(f"{shown}: unreadable store metadata: {redact(' '.join(str(exc).split()))}") from None
     _check_layout(url, storage_options, attrs, arrays)
+    if _is_local(url):  # workers may run in another directory
+        url = os.path.abspath(fsspec.core.strip_protocol(str(url)))
     n, dim = arrays["vectors"].shape
     chunk = arrays["vectors"].chunks[0]
     words = np.empty(n, dtype=object)
