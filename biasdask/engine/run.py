@@ -85,11 +85,12 @@ def run(
     cfg = _as_config(config, output)
     options = cfg.resolved_storage_options()
     # Everything that can fail before the work is checked before the results store is created or
-    # changed: the config (above), the cluster, every store (verified, of the right language).
+    # changed: the config (above), every store (verified, of the right language; before starting a
+    # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
+    stores = {lang.code: open_embeddings(lang.store, storage_options=options, language=lang.code) for lang in cfg.languages}
     failures: list[str] = []
     with client_scope(client, scheduler, n_workers) as c:
-        stores = {lang.code: open_embeddings(lang.store, storage_options=options, language=lang.code) for lang in cfg.languages}
         rs.create_results(
             cfg.output,
             languages=[lang.code for lang in cfg.languages],

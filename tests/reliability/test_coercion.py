@@ -14,7 +14,7 @@ from biasdask.engine.scores import scores
 from biasdask.errors import BiasdaskError, ConfigError
 from biasdask.io.store import open_embeddings
 from biasdask.stats.permutation import permutation_test_local as permutation_test
-from conftest import make_store
+from reliability_helpers import make_store
 
 
 def test_a_string_is_not_an_attribute_word_list(tmp_path):

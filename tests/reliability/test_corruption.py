@@ -11,7 +11,7 @@ import pytest
 
 from biasdask.errors import BiasdaskError
 from biasdask.io.store import open_embeddings
-from conftest import assert_one_line_error, make_store, write_study
+from reliability_helpers import assert_one_line_error, make_store, write_study
 
 
 @pytest.mark.parametrize("chunk", ["vectors/c/1/0", "norm/c/2", "word/c/0", "rank/c/1"])

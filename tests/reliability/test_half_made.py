@@ -6,14 +6,14 @@ import pytest
 
 from biasdask.engine.ingest import ingest
 from biasdask.io.store import open_embeddings
-from conftest import assert_one_line_error, make_store, write_study
+from reliability_helpers import assert_one_line_error, make_store, write_study
 
 
 def _tree(root):
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_overwrite_never_deletes_a_thesis_folder(tmp_path, cli):
+def test_overwrite_never_deletes_a_thesis_folder(tmp_path, cli, on_cluster):
     thesis = tmp_path / "thesis"
     (thesis / "sub").mkdir(parents=True)
     (thesis / "thesis.txt").write_text("four years of work")
@@ -25,7 +25,7 @@ def test_overwrite_never_deletes_a_thesis_folder(tmp_path, cli):
     assert _tree(thesis) == before
 
 
-def test_overwrite_never_deletes_an_embedding_store(tmp_path, cli):
+def test_overwrite_never_deletes_an_embedding_store(tmp_path, cli, on_cluster):
     url = make_store(tmp_path)
     before = _tree(tmp_path / "emb" / "en.zarr")
     study = write_study(tmp_path, {"en": url})

@@ -12,7 +12,7 @@ import pytest
 from biasdask.config import parse_config
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, ConfigError
-from conftest import assert_one_line_error
+from reliability_helpers import assert_one_line_error
 
 
 @pytest.fixture()
