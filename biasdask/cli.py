@@ -1,20 +1,47 @@
 """The ``biasdask`` command: a thin argparse front over the public API.
 
 Each subcommand is registered by a small ``_add_<name>(sub)`` function that adds its parser and sets
-``func`` to the function that runs it. Errors biasdask raises on purpose are printed on one line
-(``biasdask: error: ...``) with exit code 2; anything else is a bug and keeps its traceback.
+``func`` to the function that runs it. Every failure is printed on one line on stderr
+(``biasdask: error: ...``, secrets in URLs removed): errors biasdask raises on purpose exit with code
+2, anything else (a fault of a library, the network, or a bug) with code 1. ``--debug`` (or
+``BIASDASK_DEBUG=1``) shows the traceback instead. Dask workers' own "Compute Failed" logs are
+silenced unless debugging, since the error reaches the command anyway.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError
 from biasdask.report import FORMATS, format_results, write_plots
+
+
+
+def _workers(text: str) -> int:
+    """``--workers``: an integer from 0 to ``biasdask.engine.run.MAX_LOCAL_WORKERS`` (4 per core)."""
+    from biasdask.engine.run import check_n_workers
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    try:
+        check_n_workers(n)
+    except BiasdaskError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("n_workers: ")) from None
+    return n
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (the usage is in ``--help``)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _add_ingest(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +68,7 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to parse on")
     p.add_argument(
         "--workers",
-        type=int,
+        type=_workers,
         metavar="N",
         help="worker processes of a local Dask cluster (0: parse in this process; default: a cluster "
         "for inputs of 256 MiB or more)",
@@ -103,7 +130,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("config", metavar="CONFIG.yaml", help="the study file")
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
-    p.add_argument("--workers", type=int, metavar="N", help="worker processes of a local cluster")
+    p.add_argument("--workers", type=_workers, metavar="N", help="worker processes of a local cluster")
     p.add_argument("--output", metavar="URL", help="results store URL (overrides the study's 'output')")
     p.add_argument("--overwrite", action="store_true", help="replace a results store written by another study")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -136,7 +163,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--words", type=int, default=20_000, help="words per language (default: %(default)s)")
     p.add_argument("--dim", type=int, default=50, help="vector dimensions (default: %(default)s)")
     p.add_argument("--permutations", type=int, default=9999, help="permutations per test (default: %(default)s)")
-    p.add_argument("--workers", type=int, metavar="N", help="worker processes (default: one per core)")
+    p.add_argument("--workers", type=_workers, metavar="N", help="worker processes (default: one per core)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_demo)
 
@@ -184,8 +211,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from biasdask.io.results import open_results
     from biasdask.report import parse_selection, select
 
-    results = select(open_results(args.results), parse_selection(args.sel))
-    print(format_results(results, args.format))
+    full = open_results(args.results)
+    print(format_results(select(full, parse_selection(args.sel)), args.format))
+    done, total = int(full["done"].values.sum()), int(full["done"].size)
+    if done < total:
+        print(f"{done} of {total} cells done (run the study again to finish the others)", file=sys.stderr)
     return 0
 
 
@@ -275,11 +305,14 @@ _COMMANDS = [_add_ingest, _add_run, _add_demo, _add_show, _add_words, _add_plot,
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``biasdask`` argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="biasdask",
         description="Social bias in word embeddings of many languages, over whole vocabularies, on Dask.",
     )
     parser.add_argument("--version", action="version", version=f"biasdask {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error (also: BIASDASK_DEBUG=1)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in _COMMANDS:
         add(sub)
@@ -289,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``biasdask`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     args = build_parser().parse_args(argv)
+    debug = args.debug or os.environ.get("BIASDASK_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+    if not debug:
+        _silence_worker_failures()
     # biasdask's log records (dashboard link, skipped cells) on stderr, one line each
     quiet = getattr(args, "quiet", False) or getattr(args, "no_progress", False)
     handler = logging.StreamHandler(sys.stderr)
@@ -299,16 +335,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         return args.func(args)
-    except BiasdaskError as exc:
-        message = " ".join(str(exc).split("\n"))
-        print(f"biasdask: error: {message}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("biasdask: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if debug:
+            raise
+        print(f"biasdask: error: {error_line(exc)}", file=sys.stderr)
+        return 2 if isinstance(exc, BiasdaskError) else 1
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+
+
+def error_line(exc: BaseException) -> str:
+    """One line describing ``exc``, secrets in URLs removed; other than biasdask's own errors it names
+    the exception type and points at ``--debug``."""
+    from biasdask.io.formats import redact
+
+    text = " ".join(str(exc).split())
+    if isinstance(exc, BiasdaskError):
+        return redact(text)
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        text = repr(exc.args[0])
+    return redact(f"{type(exc).__name__}: {text} (--debug shows the traceback)")
+
+
+def _silence_worker_failures() -> None:
+    """Keep Dask workers' "Compute Failed" logs (the error also reaches us) out of the output, in this
+    process and in worker processes started from it (which read Dask's config from the environment)."""
+    import dask.config
+
+    # Dask's way of handing configuration to the processes it spawns (a logger name holds dots, which
+    # a DASK_LOGGING__... variable cannot express); worker processes set up logging from it at start
+    key = "DASK_INTERNAL_INHERIT_CONFIG"
+    inherited = dask.config.deserialize(os.environ[key]) if key in os.environ else {}
+    inherited.setdefault("logging", {})["distributed.worker"] = "critical"
+    os.environ[key] = dask.config.serialize(inherited)
+    logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ import yaml
 
 from biasdask.errors import ConfigError
 from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm
+from biasdask.stats.permutation import MAX_PERMUTATIONS
 from biasdask.stats.weights import METHODS
 
 ALTERNATIVES = ("auto", "greater", "less", "two-sided")
@@ -166,19 +167,23 @@ def resolve_env(value: Any, key: str) -> Any:
 
 
 def _words(value: Any, key: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
+    if isinstance(value, str):  # a str is not a word list: never read "male" as m, a, l, e
+        raise ConfigError(f"{key}: expected a list of words, got the string {value!r} (write [{value}] for one word)")
     if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
         raise ConfigError(f"{key}: expected a non-empty list of words")
     return tuple(value)
 
 
-def _int(raw: dict, key: str, default: int | None, minimum: int, allow_none: bool = False) -> int | None:
+def _int(
+    raw: dict, key: str, default: int | None, minimum: int, allow_none: bool = False, maximum: int | None = None
+) -> int | None:
     value = raw.get(key, default)
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ConfigError(f"{key}: expected an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{key}: at most {maximum:,}, got {value:,}")
     return value
 
 
@@ -256,7 +261,12 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
             raise ConfigError(f"{key}: unknown key(s) {sorted(extra)}; allowed: store, a, b, attributes")
         store = settings.get("store")
         if store is None or (isinstance(store, str) and not store):
-            store = template.format(language=code) if template else None
+            try:
+                store = template.format(language=code) if template else None
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ConfigError(
+                    f"embeddings: the template {template!r} has a bad field ({exc}); only {{language}} is filled in"
+                ) from None
         if not isinstance(store, str) and not _is_embedding_object(store):
             raise ConfigError(f"{key}.store: no store URL (give one, or an 'embeddings' template)")
         if ("a" in settings or "b" in settings) and "attributes" in settings:
@@ -358,7 +368,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         languages=_languages(raw),
         methods=_choice_list(raw, "methods", ("uniform", "zipf"), METHODS),
         tests=_choice_list(raw, "tests", ("gender",), known_tests()),
-        n_permutations=_int(raw, "n_permutations", 9999, 1),
+        n_permutations=_int(raw, "n_permutations", 9999, 1, maximum=MAX_PERMUTATIONS),
         seed=_int(raw, "seed", 0, 0),
         alternative=alternative,
         similarity=similarity,

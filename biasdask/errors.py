@@ -14,7 +14,8 @@ class BiasdaskError(ValueError):
 
 
 class BiasdaskTypeError(BiasdaskError, TypeError):
-    """An argument of a type biasdask cannot use (e.g. an embedding it cannot read)."""
+    """An argument of a type biasdask cannot use (an embedding it cannot read, a ``str`` where a list
+    of words is expected...)."""
 
 
 class InputFormatError(BiasdaskError):
@@ -42,3 +43,7 @@ class StoreConflictError(BiasdaskError, FileExistsError):
 
 class SchedulerError(BiasdaskError, ConnectionError):
     """A Dask scheduler (or Dask Gateway) that cannot be reached or started (names its address)."""
+
+
+class CorruptStoreError(BiasdaskError, OSError):
+    """A store whose chunks are missing or fail their checksum, or whose attrs disagree with its arrays."""

@@ -549,6 +549,25 @@ def test_daskjob_wiring():
     assert daskjob_problems(_one("DaskJob"), *_references()) == []
 
 
+@pytest.mark.parametrize(("kind", "file"), [("DaskJob", "daskjob.yaml"), ("Job", "job.yaml")])
+def test_resuming_is_a_documented_delete_then_apply(kind, file):
+    """Applying a finished DaskJob/Job again changes nothing (the old object stays): resuming needs the
+    object deleted first. That works when its name is fixed (``kubectl delete -f`` finds it; a
+    ``generateName`` would not) and a failed run is not restarted in place by Kubernetes behind the
+    user's back with the old object (DaskJob: ``restartPolicy: Never``)."""
+    doc = _one(kind)
+    assert doc["metadata"].get("name") and "generateName" not in doc["metadata"]
+    if kind == "DaskJob":
+        assert doc["spec"]["job"]["spec"]["restartPolicy"] == "Never"
+    text = (K8S / file).read_text()
+    delete = f"kubectl delete -f deploy/k8s/{file} --ignore-not-found --wait"
+    apply = f"kubectl apply -f deploy/k8s/{file}"
+    comments = [line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")]
+    assert delete in comments and comments.index(apply, comments.index(delete)) == comments.index(delete) + 1
+    readme = (ROOT / "README.md").read_text()
+    assert "kubectl delete -f deploy/k8s/daskjob.yaml --ignore-not-found --wait" in readme
+
+
 def test_job_wiring():
     assert job_problems(_one("Job"), *_references()) == []
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import xarray as xr
 from distributed import Client
 
 from biasdask.engine.cluster import compute

@@ -34,15 +34,17 @@ must be URLs the workers can reach (object storage, or a shared file system), no
 Duplicate words (kept first, as gensim does) are found from the 64-bit hashes of the words that tasks
 return (8 bytes per word on the client, 16 during a compaction: the one thing that grows with N),
 confirmed on the stored strings, and removed by an in-place compaction pass over the chunks from the
-first duplicate on (:func:`biasdask.io.store.compact_store`); real vocabularies rarely have any. The completion marker is
-written last; any failure removes the partial store.
+first duplicate on (:func:`biasdask.io.store.compact_store`); real vocabularies rarely have any.
+
+The store is written at a fresh location next to the destination while a lock object next to it
+keeps other ingests out; once complete it replaces the destination and only then gets its completion
+marker. Any failure removes the fresh store and leaves the destination as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 
@@ -56,16 +58,20 @@ from biasdask.errors import BiasdaskError, InputFormatError
 from biasdask.io import formats
 from biasdask.io.formats import SourceInfo
 from biasdask.io.store import (
+    acquire_lock,
     check_language_code,
     check_replaceable,
     compact_store,
     default_chunk_words,
-    finish_store,
+    fresh_location,
     open_embeddings,
     prepare_store,
     read_words,
+    remove_leftovers,
     remove_store,
     resize_store,
+    set_attrs,
+    swap_in,
     write_block,
 )
 from biasdask.progress import progress_bar
@@ -88,6 +94,7 @@ class ChunkResult:
     n_zero_vectors: int
     n_bytes: int
     end: int
+    normalised: np.ndarray  # rows (in the whole body) whose word NFC normalisation changed
     vector_hashes: np.ndarray | None = None  # formats.row_hashes of the chunk's rows (shared vectors)
 
 
@@ -110,9 +117,12 @@ def ingest(
         Path or fsspec URL (local, ``http(s)://``, ``s3://``, ``gs://``...) of a fastText/word2vec text
         (``.vec``), GloVe text or word2vec binary file, optionally gzip-compressed. Read as a stream.
     dest
-        Path or fsspec URL of the store. An existing biasdask store there (complete or not) is replaced,
-        also when the input turns out to be bad; anything else there is refused. Invalid arguments
-        (language code, counts) are refused before anything is touched.
+        Path or fsspec URL of the store. An existing biasdask store there (complete or not) is replaced
+        once the new one is completely written (at a fresh location next to it, ``<dest>.ingest-<id>``,
+        then moved); bad input leaves it untouched; anything else there is refused. While the ingest
+        runs it holds the lock ``<dest>.lock`` (:class:`biasdask.io.store.StoreLock`, on local disks
+        and object stores): a second ingest into the same ``dest`` fails at once. Invalid arguments (language code, counts)
+        are refused before anything is touched.
     language
         Language code recorded in the store (see :func:`biasdask.io.store.check_language_code`).
     format
@@ -138,9 +148,18 @@ def ingest(
     Raises
     ------
     InputFormatError
-        Bad input, with the file and line (or word) at fault; nothing complete is left at ``dest``.
+        Bad input, with the file and line (or word) at fault; ``dest`` is left as it was.
+    StoreConflictError
+        Another ingest into ``dest`` holds its lock, or ``dest`` holds something else than a biasdask
+        embedding store.
     BiasdaskError
-        An invalid language code, an unreachable source, a destination that is not a biasdask store.
+        An invalid language code, an unreachable source or destination.
+
+    Notes
+    -----
+    Words are NFC-normalised (Unicode's composed form), so that ``"mâle"`` typed either way is one
+    word; spellings that normalisation merges are duplicates (the first kept) and counted in the
+    attr ``n_nfc_merged`` as well as ``n_duplicates``. A UTF-8 byte-order mark is skipped.
     """
     check_language_code(language)
     if max_words is not None and (int(max_words) != max_words or max_words < 1):
@@ -149,40 +168,45 @@ def ingest(
         raise BiasdaskError(f"chunk_words must be a positive integer, not {chunk_words!r}")
     dest = _normalise(dest)
     check_replaceable(dest, storage_options)
-    try:
-        info = formats.sniff_source(_normalise(source), format, storage_options)
-    except InputFormatError:
-        remove_store(dest, storage_options)  # the input is bad: what DEST held is replaced by nothing
-        raise
+    info = formats.sniff_source(_normalise(source), format, storage_options)
     cw = int(chunk_words or default_chunk_words(info.dim))
     mode = _choose_mode(info, dest, client)
-    prepare_store(
-        dest,
-        storage_options,
-        language=language,
-        source=info.display,
-        format=info.format,
-        dim=info.dim,
-        chunk_words=cw,
-        n_words=_planned_words(info, max_words) or 0,
-    )
+    lock = acquire_lock(dest, storage_options)
     try:
-        job = _Job(info, dest, storage_options, cw, max_words, progress)
-        if mode == "sequential":
-            job.run_sequential()
-        else:
-            from biasdask.engine.cluster import client_scope
+        remove_leftovers(dest, storage_options)
+        # the new store is written next to DEST and swapped in once complete: DEST is untouched until then
+        fresh = fresh_location(dest)
+        try:
+            prepare_store(
+                fresh,
+                storage_options,
+                language=language,
+                source=info.display,
+                format=info.format,
+                dim=info.dim,
+                chunk_words=cw,
+                n_words=_planned_words(info, max_words) or 0,
+            )
+            job = _Job(info, fresh, storage_options, cw, max_words, progress)
+            if mode == "sequential":
+                job.run_sequential()
+            else:
+                from biasdask.engine.cluster import client_scope
 
-            with client_scope(client) as c:
-                if mode == "ranges":
-                    job.run_ranges(c)
-                else:
-                    job.run_stream(c)
-        job.finish()
-    except BaseException:
+                with client_scope(client) as c:
+                    if mode == "ranges":
+                        job.run_ranges(c)
+                    else:
+                        job.run_stream(c)
+            job.finish()
+            swap_in(fresh, dest, storage_options)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                remove_store(fresh, storage_options)
+            raise
+    finally:
         with contextlib.suppress(Exception):
-            remove_store(dest, storage_options)
-        raise
+            lock.release()
     return open_embeddings(dest, storage_options)
 
 
@@ -256,6 +280,7 @@ def _parse_and_write(dest, storage_options, info, data, offset, index, n, chunk_
         n_zero_vectors=int(np.count_nonzero(parsed.norms == 0)),
         n_bytes=parsed.n_bytes,
         end=base + offset + parsed.n_bytes,
+        normalised=parsed.normalised + index * chunk_words,
         vector_hashes=formats.row_hashes(parsed.vectors),
     )
 
@@ -524,7 +549,10 @@ class _Job:
     def finish(self) -> None:
         results = [self.results[k] for k in range(len(self.results))]
         n_rows = sum(len(r.hashes) for r in results)
-        drop = _duplicates(self.dest, self.storage_options, np.concatenate([r.hashes for r in results]))
+        normalised = np.concatenate([r.normalised for r in results])
+        drop, n_nfc_merged = _duplicates(
+            self.dest, self.storage_options, np.concatenate([r.hashes for r in results]), normalised
+        )
         dropped_zeros = compact_store(self.dest, self.storage_options, drop) if drop.size else 0
         n_shared = _shared_vectors(results, drop)
         if n_shared > SHARED_VECTORS_WARNING * max(n_rows - int(drop.size), 1):
@@ -535,12 +563,13 @@ class _Job:
                 "independent; consider the study option dedupe_vectors: true",
                 stacklevel=2,
             )
-        finish_store(
+        set_attrs(  # everything but the completion marker, which is set after the swap
             self.dest,
             self.storage_options,
             {
                 "n_words": n_rows - int(drop.size),
                 "n_duplicates": int(drop.size),
+                "n_nfc_merged": n_nfc_merged,
                 "n_invalid_utf8": sum(r.n_invalid_utf8 for r in results),
                 "n_zero_vectors": sum(r.n_zero_vectors for r in results) - dropped_zeros,
                 "n_duplicate_vectors": n_shared,
@@ -560,19 +589,23 @@ def _shared_vectors(results: list[ChunkResult], drop: np.ndarray) -> int:
     return int(hashes.size - np.unique(hashes).size)
 
 
-def _duplicates(dest: str, storage_options, hashes: np.ndarray) -> np.ndarray:
-    """Positions of the later occurrences of repeated words (hash candidates confirmed on the strings)."""
+def _duplicates(dest: str, storage_options, hashes: np.ndarray, normalised: np.ndarray) -> tuple[np.ndarray, int]:
+    """Positions of the later occurrences of repeated words (hash candidates confirmed on the strings),
+    and how many of them only repeat a word once NFC-normalised (one of the two spellings changed)."""
     order = np.argsort(hashes, kind="stable")
     ordered = hashes[order]
     same = np.flatnonzero(ordered[1:] == ordered[:-1])
     if same.size == 0:
-        return np.empty(0, dtype=np.int64)
+        return np.empty(0, dtype=np.int64), 0
     candidates = np.unique(np.concatenate([order[same], order[same + 1]]))
-    seen: set[str] = set()
+    changed = set(normalised.tolist())
+    first: dict[str, int] = {}
     drop = []
+    n_nfc = 0
     for position, word in zip(candidates, read_words(dest, storage_options, candidates), strict=True):
-        if word in seen:
+        if word in first:
             drop.append(position)
+            n_nfc += (int(position) in changed) != (first[word] in changed)
         else:
-            seen.add(word)
-    return np.asarray(drop, dtype=np.int64)
+            first[word] = int(position)
+    return np.asarray(drop, dtype=np.int64), n_nfc

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 from pathlib import Path
 
+import dask.system
 import numpy as np
 import xarray as xr
 from distributed import Client
@@ -24,8 +26,9 @@ from biasdask.config import StudyConfig, load_config, parse_config
 from biasdask.engine.cluster import active_client, client_scope, compute
 from biasdask.engine.permutation import permutation_test
 from biasdask.engine.scores import as_dataset, check_frequency_language, positions, scores
-from biasdask.errors import BiasdaskError, MissingWordsError
+from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
+from biasdask.io.store import open_embeddings
 from biasdask.lexicon import AttributeTerm
 from biasdask.progress import progress_bar
 
@@ -86,51 +89,59 @@ def run(
     Raises
     ------
     BiasdaskError
-        After every runnable cell is written, if in some language no attribute word of A (or of B)
-        is in the vocabulary: its ``gender`` cells stay NaN with a note naming the words, the
-        message names them too. A missing attribute word (of several), a language without an
-        observed-frequency list for ``frequency``, a test not applicable to a language or below
-        ``min_coverage`` are not errors: a warning on stderr where it matters, and a note in the cells.
+        Before the results store is created or changed: an invalid ``n_workers``, a store that is
+        missing, incomplete, corrupt or of another language, an unreachable cluster. After every
+        runnable cell is written, if in some language no attribute word of A (or of B) is in the
+        vocabulary: its ``gender`` cells stay NaN with a note naming the words, the message names them
+        too. A missing attribute word (of several), a language without an observed-frequency list for
+        ``frequency``, a test not applicable to a language or below ``min_coverage`` are not errors: a
+        warning in the log, and a note in the cells.
     """
     cfg = _as_config(config, output)
     options = cfg.resolved_storage_options()
-    rs.create_results(
-        cfg.output,
-        languages=[lang.code for lang in cfg.languages],
-        methods=list(cfg.methods),
-        tests=list(cfg.tests),
-        attrs={
-            "seed": cfg.seed,
-            "alternative": cfg.alternative,
-            "similarity": cfg.similarity,
-            "sd_ddof": 1,
-            "biasdask_version": __version__,
-        },
-        config_text=cfg.canonical_yaml(),
-        storage_options=options,
-        overwrite=overwrite,
-    )
-    rs.compact_results(cfg.output, storage_options=options)  # a resumed run: fold the cells it found
-    done = rs.done_cells(cfg.output, storage_options=options)
+    # Everything that can fail before the work is checked before the results store is created or
+    # changed: the config (above), every store (verified, of the right language; before starting a
+    # cluster, which takes a while), the cluster.
+    check_n_workers(n_workers)
+    stores = {lang.code: _open_language(lang, options) for lang in cfg.languages}
     failures: list[str] = []
     if scheduler or n_workers:
         scope = client_scope(client, scheduler, n_workers)
     else:
         scope = contextlib.nullcontext(active_client(client))
     total = len(cfg.languages) * len(cfg.methods) * len(cfg.tests)
-    with scope as c, progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar:
+    with scope as c:
+        rs.create_results(
+            cfg.output,
+            languages=[lang.code for lang in cfg.languages],
+            methods=list(cfg.methods),
+            tests=list(cfg.tests),
+            attrs={
+                "seed": cfg.seed,
+                "alternative": cfg.alternative,
+                "similarity": cfg.similarity,
+                "sd_ddof": 1,
+                "biasdask_version": __version__,
+            },
+            config_text=cfg.canonical_yaml(),
+            storage_options=options,
+            overwrite=overwrite,
+        )
+        rs.compact_results(cfg.output, storage_options=options)  # a resumed run: fold the cells it found
+        done = rs.done_cells(cfg.output, storage_options=options)
         if c is not None:
             log.info("running on Dask scheduler %s; dashboard: %s", c.scheduler.address, c.dashboard_link)
-        for lang in cfg.languages:
-            todo = [(m, t) for m in cfg.methods for t in cfg.tests if (lang.code, m, t) not in done]
-            need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=options)
-            if not todo and not need_scores:
-                continue
-            try:
-                failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress)
-            except MissingWordsError as exc:  # attribute words of a test other than gender
-                failures.append(f"{lang.code}: {exc}")
-                log.warning("skipped language %s: %s", lang.code, exc)
+        with progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar:
+            for lang in cfg.languages:
+                todo = [(m, t) for m in cfg.methods for t in cfg.tests if (lang.code, m, t) not in done]
+                need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=options)
+                if not todo and not need_scores:
+                    continue
+                try:
+                    failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress, stores[lang.code])
+                except MissingWordsError as exc:  # attribute words of a test other than gender
+                    failures.append(f"{lang.code}: {exc}")
+                    log.warning("skipped language %s: %s", lang.code, exc)
     rs.compact_results(cfg.output, storage_options=options)
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty with a note: " + "; ".join(failures))
@@ -152,6 +163,28 @@ def _absent(emb: xr.Dataset, words) -> list[str]:
 def _missing_words(missing_a, missing_b) -> str:
     """``"A: foo, bar; B: baz"`` for the attribute words absent from a vocabulary (empty if none)."""
     return "; ".join(f"{side}: {_words(ws)}" for side, ws in (("A", missing_a), ("B", missing_b)) if ws)
+
+
+def _open_language(lang, options: dict) -> xr.Dataset:
+    """A study language's embedding: a store URL opened and verified (of this language), or an
+    in-memory form (see :func:`biasdask.as_embeddings`)."""
+    if isinstance(lang.store, (str, os.PathLike)):
+        return open_embeddings(os.fspath(lang.store), storage_options=options, language=lang.code)
+    return as_dataset(lang.store, storage_options=options)
+
+
+#: the most worker processes a local cluster may be asked for
+MAX_LOCAL_WORKERS = 4 * dask.system.CPU_COUNT
+
+
+def check_n_workers(n_workers: int | None) -> None:
+    """Raise unless ``n_workers`` is None or 0 to :data:`MAX_LOCAL_WORKERS` (4 per core)."""
+    if n_workers is None:
+        return
+    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)):
+        raise BiasdaskTypeError(f"n_workers: expected an integer, got {n_workers!r}")
+    if not 0 <= n_workers <= MAX_LOCAL_WORKERS:
+        raise BiasdaskError(f"n_workers: expected 0 to {MAX_LOCAL_WORKERS} (4 per core of this machine), got {n_workers}")
 
 
 def _result_values(res, n_a: int, n_b: int, **extra) -> dict:
@@ -197,7 +230,7 @@ class _CellWriter:
         self.bar.update()
 
 
-def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) -> list[str]:
+def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, emb=None) -> list[str]:
     from biasdask.engine.analyses import context_test
     from biasdask.engine.classic import CoverageError, run_cell
 
@@ -206,7 +239,8 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
     for method, test in [(m, t) for m, t in todo if t not in applicable]:
         write(lang.code, method, test, {"note": f"not applicable: test {test} has no word lists for language {lang.code}"})
     todo = [(m, t) for m, t in todo if t in applicable]
-    emb = as_dataset(lang.store, storage_options=options)
+    if emb is None:
+        emb = _open_language(lang, options)
     failures: list[str] = []
     # A weighting this language cannot have (no observed-frequency list): its weighted cells get a note,
     # everything else of the study runs.

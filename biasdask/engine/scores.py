@@ -7,6 +7,7 @@ Python loop over words. Weights come from :mod:`biasdask.stats.weights`.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -17,7 +18,7 @@ import pandas as pd
 import xarray as xr
 from distributed import Client
 
-from biasdask.errors import BiasdaskError, MissingWordsError
+from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.io.store import default_chunk_words
 from biasdask.lexicon import AttributeTerm, named_word_list
@@ -33,6 +34,13 @@ def as_dataset(emb: Embeddings, storage_options: dict | None = None) -> xr.Datas
     return as_embeddings(emb, storage_options=storage_options)
 
 
+def word_list(words: Iterable[str], name: str) -> Iterable[str]:
+    """``words``, refusing a ``str``: it is not a word list (``"male"`` would be m, a, l, e)."""
+    if isinstance(words, (str, bytes)):
+        raise BiasdaskTypeError(f"{name}: expected a list of words, got the string {words!r} (write [{words!r}])")
+    return words
+
+
 def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     """Row of each of ``words`` in the vocabulary (its first occurrence), -1 where absent.
 
@@ -42,7 +50,8 @@ def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     index = emb.indexes.get("word")
     if not isinstance(index, pd.Index):
         index = pd.Index(np.asarray(emb["word"].values).astype(object))
-    words = [str(w) for w in words]
+    # stores hold NFC words (ingest normalises them): "mâle" typed decomposed is found too
+    words = [unicodedata.normalize("NFC", str(w)) for w in word_list(words, "words")]
     rows = np.flatnonzero(index.isin(words)) if words else np.empty(0, np.intp)
     found: dict[str, int] = {}
     for word, row in zip(index[rows], rows):
@@ -254,6 +263,7 @@ def scores(
     >>> sc = scores(emb, ["male", "man"], ["female", "woman"], exclude_words="gender_specific")  # doctest: +SKIP
     """
     emb = as_dataset(emb, storage_options)
+    a, b = word_list(a, "a"), word_list(b, "b")
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:

@@ -34,6 +34,7 @@ import contextlib
 import dataclasses
 import gzip
 import re
+import unicodedata
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator
@@ -51,9 +52,9 @@ _SNIFF_BYTES = 2**20
 _MAX_UNIT_BYTES = 64 * 2**20
 _WHITESPACE = b" \t\r\n\x0b\x0c"
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
 _NO_OPTION_PROTOCOLS = {"file", "local", "memory", "http", "https"}
 _HEADER_RE = re.compile(rb"^[ \t]*(\d+)[ \t]+(\d+)[ \t\r\x0b\x0c]*$")
-_TEXT_VALUE_BYTES = frozenset(b"0123456789+-.eE \t\r\n\x0b\x0cnaNAifIFtyTY")
 
 # status codes of the compiled kernels
 _OK = 0
@@ -62,6 +63,7 @@ _FIELDS = 2  # wrong number of fields on a line
 _NOT_NUMBER = 3
 _NOT_FINITE = 4
 _SLOW_FULL = 5  # the buffer of tokens to re-read in Python is full
+_WORD_NEWLINE = 6  # a binary record's word holds a newline
 
 
 def _network_errors() -> tuple[type[BaseException], ...]:
@@ -98,6 +100,39 @@ def display_url(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+_URL_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")
+_URL_QUERY_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s?#'\"]*)[?#][^\s'\"]*")
+_SECRET_PARAM_RE = re.compile(
+    r"(?<![\w-])((?:X-Amz-[A-Za-z-]+|AWSAccessKeyId|Signature|sig|se|sp|sv|sr|st|skoid|sktid|token|access_token|key)=)[^&\s'\"]+",
+    re.IGNORECASE,
+)
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with the secrets URLs may carry removed: user info, query strings and fragments
+    of every URL in it, and any left-over signature or credential parameters (``X-Amz-Signature=...``).
+
+    Examples
+    --------
+    >>> redact("GET https://b.s3.amazonaws.com/x.vec?X-Amz-Signature=abc&X-Amz-Credential=AK failed")
+    'GET https://b.s3.amazonaws.com/x.vec failed'
+    """
+    text = _URL_USERINFO_RE.sub(r"\1", str(text))
+    text = _URL_QUERY_RE.sub(r"\1", text)
+    return _SECRET_PARAM_RE.sub(r"\1<redacted>", text)
+
+
+def http_timeouts() -> tuple[float, float]:
+    """Connect and read timeouts (seconds) of http(s) sources: Dask config keys
+    ``biasdask.http.connect-timeout`` (default 30) and ``biasdask.http.read-timeout`` (default 120),
+    also settable as ``DASK_BIASDASK__HTTP__CONNECT_TIMEOUT`` / ``..._READ_TIMEOUT``."""
+    import dask.config
+
+    connect = float(dask.config.get("biasdask.http.connect-timeout", 30))
+    read = float(dask.config.get("biasdask.http.read-timeout", 120))
+    return connect, read
 
 
 def storage_options_for(url: str, storage_options: dict | None) -> dict:
@@ -140,10 +175,19 @@ def _check_protocol(url: str, protocol: str) -> None:
 
 
 def _url_to_fs(url: str, storage_options: dict | None) -> tuple[fsspec.AbstractFileSystem, str]:
+    options = storage_options_for(url, storage_options)
+    if (fsspec.core.split_protocol(str(url))[0] or "file") in ("http", "https"):
+        client_kwargs = dict(options.get("client_kwargs") or {})
+        if "timeout" not in client_kwargs:
+            import aiohttp
+
+            connect, read = http_timeouts()
+            client_kwargs["timeout"] = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read)
+        options = {**options, "client_kwargs": client_kwargs}
     try:
-        return fsspec.core.url_to_fs(str(url), **storage_options_for(url, storage_options))
+        return fsspec.core.url_to_fs(str(url), **options)
     except (ImportError, ValueError) as exc:
-        raise BiasdaskError(f"{display_url(url)}: cannot open this URL: {exc}") from None
+        raise BiasdaskError(f"{display_url(url)}: cannot open this URL: {redact(exc)}") from None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -354,6 +398,10 @@ def _parse_binary_kernel(buf, pos, n_records, record_bytes, out, word_start, wor
         ws = p
         h = _FNV_OFFSET
         while p < size and buf[p] != 32:
+            if buf[p] == 10:
+                info[0] = _WORD_NEWLINE
+                info[1] = r
+                return
             h = (h ^ np.uint64(buf[p])) * _FNV_PRIME
             p += 1
         if p + 1 + record_bytes > size:
@@ -515,16 +563,28 @@ def _reading(display: str) -> Iterator[None]:
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise InputFormatError(f"{display}: corrupt gzip data ({exc})") from None
     except FileNotFoundError as exc:
+        if isinstance(exc.__cause__, TimeoutError):  # fsspec's http reports a timeout so
+            raise _timed_out(display) from None
         cause = f" ({_one_line(exc.__cause__)})" if exc.__cause__ else ""
         raise BiasdaskError(f"{display}: no such file or unreachable{cause}") from None
     except PermissionError:
         raise BiasdaskError(f"{display}: permission denied") from None
+    except TimeoutError:
+        raise _timed_out(display) from None
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(f"{display}: cannot read: {_one_line(exc)}") from None
 
 
+def _timed_out(display: str) -> BiasdaskError:
+    connect, read = http_timeouts()
+    return BiasdaskError(
+        f"{display}: timed out (connect {connect:g} s, read {read:g} s; Dask config "
+        "biasdask.http.connect-timeout / read-timeout)"
+    )
+
+
 def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())
+    return redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
 
 
 class _RawReader:
@@ -625,7 +685,8 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
     nl = head.find(b"\n")
     if nl < 0 and len(head) >= _SNIFF_BYTES:
         raise InputFormatError(f"{display}: line 1 is longer than {_SNIFF_BYTES} bytes: not an embedding file")
-    first = head if nl < 0 else head[:nl]
+    bom = len(_BOM) if head.startswith(_BOM) else 0
+    first = head[bom:] if nl < 0 else head[bom:nl]
     header = _HEADER_RE.match(first)
     if format == "auto":
         if header is None:
@@ -638,7 +699,7 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
         dim = len(fields) - 1
         if dim < 1:
             raise InputFormatError(f"{display}: line 1: a word without values")
-        body_offset = 0
+        body_offset = bom
     else:
         if header is None:
             shown = first[:60].decode("utf-8", "replace")
@@ -647,6 +708,10 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
         if n_words == 0 or dim == 0:
             raise InputFormatError(f"{display}: line 1: header says {n_words} words of dimension {dim}: no vectors")
         body_offset = nl + 1
+        if format == "word2vec-binary" and _looks_like_text(head[nl + 1 :]):
+            raise InputFormatError(
+                f"{display}: line 2: decimal numbers in text, not word2vec binary data: use --format vec (or auto)"
+            )
     splittable = not compressed and format != "word2vec-binary"
     return SourceInfo(
         url=str(source),
@@ -661,20 +726,33 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
     )
 
 
-def _text_or_binary(body: bytes, dim: int) -> str:
-    """Tell a text body from a binary one by what follows the header.
+_FLOAT_TOKEN_RE = re.compile(rb"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(nan|inf|infinity)", re.IGNORECASE)
 
-    A first line whose values are all number characters is text when it is long (random float bytes
-    essentially never are) or has ``dim`` fields; otherwise the body is binary if its first record fits
-    and holds finite floats, else text (whose parser then names what is wrong).
+
+def _looks_like_text(body: bytes) -> bool:
+    """Whether the first line of ``body`` is a word followed by decimal numbers.
+
+    The float32 bytes of a binary record, up to the newline that ends it, are essentially never all
+    decimal text (it would take every byte, the exponent bytes included, to be a digit, sign, dot or
+    space).
     """
-    if not body.strip(_WHITESPACE):
-        return "vec"  # no words at all: reported as a header/body disagreement
     nl = body.find(b"\n")
     line = (body if nl < 0 else body[:nl]).rstrip(_WHITESPACE)
     space = line.find(b" ")
-    values = line[space + 1 :] if space >= 0 else b""
-    if values and all(b in _TEXT_VALUE_BYTES for b in values) and (len(values) > 16 or values.count(b" ") + 1 == dim):
+    tokens = [t for t in line[space + 1 :].split(b" ") if t] if space >= 0 else []
+    return bool(tokens) and all(_FLOAT_TOKEN_RE.fullmatch(t) for t in tokens)
+
+
+def _text_or_binary(body: bytes, dim: int) -> str:
+    """Tell a text body from a binary one by what follows the header.
+
+    A first line of a word and decimal numbers is text (the text parser then checks their count);
+    otherwise the body is binary if its first record fits and holds finite floats, else text (whose
+    parser then names what is wrong).
+    """
+    if not body.strip(_WHITESPACE):
+        return "vec"  # no words at all: reported as a header/body disagreement
+    if _looks_like_text(body):
         return "vec"
     space = body.find(b" ")
     if 0 <= space and len(body) >= space + 1 + 4 * dim:
@@ -795,14 +873,13 @@ def iter_blocks(
             else:
                 parts.append(memoryview(carry))
                 have += 1
+        if info.n_words is not None and done + have < target:  # before the short block is written
+            raise InputFormatError(
+                f"{info.display}: the header says {info.n_words} words but the file has only {done + have}"
+                + (" (truncated?)" if info.format == "word2vec-binary" else " lines after it (truncated?)")
+            )
         if have:
             yield Block(index, done, have, b"".join(parts))
-            done += have
-        if info.n_words is not None and done < target:
-            raise InputFormatError(
-                f"{info.display}: the header says {info.n_words} words but the file has only {done}"
-                + (" (truncated?)" if info.format == "word2vec-binary" else " lines after it")
-            )
 
 
 def _find_units_fast(piece: bytes, arr: np.ndarray, pos: int, want: int, record_bytes: int) -> tuple[int, int]:
@@ -874,7 +951,7 @@ class ParsedBlock:
     Attributes
     ----------
     words
-        Decoded words (UTF-8, invalid bytes replaced by U+FFFD).
+        Decoded words (UTF-8, invalid bytes replaced by U+FFFD), NFC-normalised.
     vectors
         float32 (n, dim).
     norms
@@ -885,6 +962,8 @@ class ParsedBlock:
         Words that needed replacement characters.
     n_bytes
         Bytes of the block that were parsed.
+    normalised
+        Positions (in the block) of the words that NFC normalisation changed.
     """
 
     words: np.ndarray
@@ -893,6 +972,7 @@ class ParsedBlock:
     hashes: np.ndarray
     n_invalid_utf8: int
     n_bytes: int
+    normalised: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
 def parse_block(data: bytes, n: int, info: SourceInfo, first: int, offset: int = 0) -> ParsedBlock:
@@ -930,6 +1010,11 @@ def parse_block(data: bytes, n: int, info: SourceInfo, first: int, offset: int =
         _parse_binary_kernel(buf, offset, n, 4 * dim, out, word_start, word_end, hashes, status)
         if status[0] == _MISSING:
             raise InputFormatError(f"{info.where(first + status[1])}: truncated (the file ends inside this word)")
+        if status[0] == _WORD_NEWLINE:
+            raise InputFormatError(
+                f"{info.where(first + status[1])}: a word holding a newline: the records are out of step "
+                "(a word containing a space, which word2vec binary cannot store, or not word2vec binary data)"
+            )
         norms = _row_norms(vectors)
         bad = ~np.isfinite(vectors)
         if bad.any():
@@ -952,13 +1037,14 @@ def parse_block(data: bytes, n: int, info: SourceInfo, first: int, offset: int =
         if status[5]:
             rows = np.unique(slow[: status[5], 0])
             norms[rows] = _row_norms(vectors[rows])
-    words, hashes, n_invalid = _decode_words(buf, word_start, word_end, hashes)
+    words, hashes, n_invalid, normalised = _decode_words(buf, word_start, word_end, hashes)
     return ParsedBlock(
         words=words,
         vectors=vectors,
         norms=norms,
         hashes=hashes,
         n_invalid_utf8=n_invalid,
+        normalised=normalised,
         n_bytes=int(status[6]) - offset,
     )
 
@@ -967,7 +1053,27 @@ def _decode_one(buf: np.ndarray, start: int, end: int) -> str:
     return buf[start:end].tobytes().decode("utf-8", "replace")
 
 
-def _decode_words(buf, word_start, word_end, hashes) -> tuple[np.ndarray, np.ndarray, int]:
+def _nfc(words: list[str], hashes: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """NFC-normalise ``words`` (one check of the whole text when it already is, as nearly always)."""
+    text = "\n".join(words)
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return words, hashes, np.empty(0, dtype=np.int64)
+    # "\n" composes with nothing, so normalising the joined text normalises each word
+    normal = unicodedata.normalize("NFC", text).split("\n")
+    changed = np.array([i for i, (a, b) in enumerate(zip(words, normal, strict=True)) if a != b], dtype=np.int64)
+    hashes = hashes.copy()
+    for i in changed:
+        hashes[i] = word_hash(normal[i])
+    return normal, hashes, changed
+
+
+def _decode_words(buf, word_start, word_end, hashes) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    words, hashes, n_invalid = _decode_raw_words(buf, word_start, word_end, hashes)
+    words, hashes, changed = _nfc(words, hashes)
+    return np.array(words, dtype=object), hashes, n_invalid, changed
+
+
+def _decode_raw_words(buf, word_start, word_end, hashes) -> tuple[list[str], np.ndarray, int]:
     blob = _gather_words(buf, word_start, word_end).tobytes()
     try:
         words = blob.decode("utf-8").split("\n")[:-1]
@@ -984,7 +1090,7 @@ def _decode_words(buf, word_start, word_end, hashes) -> tuple[np.ndarray, np.nda
                 words.append(word)
                 hashes[i] = word_hash(word)
                 n_invalid += 1
-    return np.array(words, dtype=object), hashes, n_invalid
+    return words, hashes, n_invalid
 
 
 def _slow_value(buf, row, col, ts, te, info, first, word_start, word_end) -> np.float32:

@@ -261,7 +261,8 @@ def create_results(
     storage_options : mapping, optional
         fsspec options (endpoint, credentials) for remote URLs; never written to the store.
     overwrite : bool
-        Delete whatever is at ``url`` (even a store of the same config) and create a fresh cube.
+        Replace a results store at ``url`` (even one of the same config) by a fresh cube. Anything
+        else at ``url`` (a directory of files, an embedding store) is refused and left untouched.
 
     Raises
     ------
@@ -288,8 +289,12 @@ def create_results(
         raise ValueError(f"create_results: attrs may not set {', '.join(reserved)}")
     digest = config_hash(config_text)
 
+    existing = _open_root(url, storage_options)
+    if overwrite and (
+        existing.attrs.get("biasdask_store") != _STORE_KIND if existing is not None else _has_contents(url, storage_options)
+    ):  # --overwrite replaces a results store, never anything else
+        raise StoreConflictError(f"{url}: holds data that is not a biasdask results store; refusing to replace it")
     if not overwrite:
-        existing = _open_root(url, storage_options)
         if existing is not None:
             found = existing.attrs.get("config_hash")
             if existing.attrs.get("biasdask_store") != _STORE_KIND:

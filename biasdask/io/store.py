@@ -6,10 +6,17 @@ Layout, as ``xarray.open_zarr(url, consolidated=False)`` shows it:
   bit-shuffled floats (see :data:`VECTOR_COMPRESSORS`; the other arrays use zarr's default compression);
 - coordinates ``word`` (variable-length UTF-8 strings) and ``rank`` (int64, 1..N in file order);
 - ``norm`` float32 (word): the raw L2 length of each vector (0 for zero vectors);
-- attrs ``language``, ``source``, ``format``, ``dim``, ``created``, ``biasdask_version``, and, once
-  every chunk is written, ``n_words``, ``n_duplicates``, ``n_invalid_utf8``, ``n_zero_vectors``,
-  ``n_duplicate_vectors`` (words whose vector is bit-identical to an earlier word's) and last of all the
-  completion marker ``biasdask_complete: true``.
+- attrs ``language``, ``source``, ``format``, ``dim``, ``created``, ``biasdask_version``, ``store_id``
+  (new at every creation), and, once every chunk is written, ``n_words``, ``n_duplicates``,
+  ``n_nfc_merged``, ``n_invalid_utf8``, ``n_zero_vectors``, ``n_duplicate_vectors`` (words whose vector
+  is bit-identical to an earlier word's) and last of all the completion marker ``biasdask_complete: true``.
+
+Stores are verified, not trusted. Every chunk of every array ends with a CRC-32C checksum (zarr's
+``crc32c`` codec) and every chunk is written, even one that equals the fill value, so that
+:func:`open_embeddings` can check that all the chunks the arrays' shapes call for exist (zarr itself
+reads a missing chunk as fill values) and that the attrs agree with the arrays; the arrays it returns
+are read chunk by chunk through :func:`read_chunk`, which names the store and the chunk of any chunk
+that fails its checksum or cannot be decoded.
 
 Writers fill whole chunks only (:func:`write_block`), so concurrent writers never touch the same
 object. The group's attrs are written first, so that even a store whose writing was killed at once is
@@ -21,21 +28,27 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
+import socket
+import uuid
 
+import dask.array as da
 import fsspec
 import numpy as np
 import xarray as xr
 import zarr
 import zarr.codecs
+import zarr.core.sync
 import zarr.storage
 
 from biasdask._version import __version__
-from biasdask.errors import BiasdaskError, IncompleteStoreError, StoreConflictError
-from biasdask.io.formats import NETWORK_ERRORS, display_url, storage_options_for
+from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
+from biasdask.io.formats import NETWORK_ERRORS, display_url, redact, storage_options_for
 
 COMPLETE_ATTR = "biasdask_complete"
 _LANGUAGE_RE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]{2,8})*")
+_MAX_LANGUAGE_CODE = 35  # BCP 47's practical maximum; longer codes are typos or attacks
 _ARRAYS = ("vectors", "norm", "rank", "word")
 #: target bytes of one chunk of ``vectors``
 CHUNK_BYTES = 2**25
@@ -43,7 +56,14 @@ CHUNK_BYTES = 2**25
 #: the whole cost of the scores. On GloVe 840B vectors blosc lz4 over bit-shuffled floats keeps 87 %
 #: of the bytes (zstd level 1: 93 %, level 3: 92 %) and a 500,000 x 300 store is read 13 % faster
 #: than with zstd level 1.
-VECTOR_COMPRESSORS = (zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle", typesize=4),)
+VECTOR_COMPRESSORS = (
+    zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle", typesize=4),
+    zarr.codecs.Crc32cCodec(),
+)
+#: compression of the other arrays: zarr's default (zstd) followed by the checksum
+OTHER_COMPRESSORS = (zarr.codecs.ZstdCodec(level=0), zarr.codecs.Crc32cCodec())
+#: every chunk is stored, also one equal to the fill value, so that a missing chunk is an error
+_ARRAY_CONFIG = {"write_empty_chunks": True}
 
 
 def check_language_code(code: str) -> str:
@@ -57,10 +77,11 @@ def check_language_code(code: str) -> str:
     BiasdaskError
         For anything else (``""``, ``"../x"``, ``"a/b"``, ``"EN"``...).
     """
-    if not isinstance(code, str) or not _LANGUAGE_RE.fullmatch(code):
+    if not isinstance(code, str) or len(code) > _MAX_LANGUAGE_CODE or not _LANGUAGE_RE.fullmatch(code):
         raise BiasdaskError(
-            f"invalid language code {code!r}: expected an ISO 639 code such as 'en' or 'pt-BR' "
-            "(2-3 lower-case letters, optional -subtags of letters and digits)"
+            f"invalid language code {code if not isinstance(code, str) or len(code) <= 40 else code[:40] + '...'!r}: "
+            "expected an ISO 639 code such as 'en' or 'pt-BR' "
+            f"(2-3 lower-case letters, optional -subtags of letters and digits, at most {_MAX_LANGUAGE_CODE} characters)"
         )
     return code
 
@@ -120,7 +141,7 @@ def check_replaceable(url: str, storage_options: dict | None = None) -> None:
             return
         attrs = _read_group_attrs(url, storage_options)
     except NETWORK_ERRORS as exc:
-        raise BiasdaskError(f"{display_url(url)}: cannot reach the destination: {' '.join(str(exc).split())}") from None
+        raise BiasdaskError(f"{display_url(url)}: cannot reach the destination: {redact(' '.join(str(exc).split()))}") from None
     if not _is_embedding_store(attrs):
         raise StoreConflictError(
             f"{display_url(url)} exists and is not a biasdask embedding store: refusing to replace it"
@@ -167,9 +188,10 @@ def prepare_store(
         "dim": int(dim),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "biasdask_version": __version__,
+        "store_id": uuid.uuid4().hex,
     }
     group = zarr.open_group(_zarr_store(url, storage_options, read_only=False), mode="w", zarr_format=3, attributes=attrs)
-    common = {"chunks": (chunk_words,), "dimension_names": ("word",)}
+    common = {"chunks": (chunk_words,), "dimension_names": ("word",), "compressors": OTHER_COMPRESSORS, "config": _ARRAY_CONFIG}
     # the layout xarray itself writes: NaN fill for floats, rank/norm tied to vectors as coordinates
     group.create_array(
         "vectors",
@@ -180,6 +202,7 @@ def prepare_store(
         dimension_names=("word", "dim"),
         attributes={"coordinates": "rank"},
         compressors=VECTOR_COMPRESSORS,
+        config=_ARRAY_CONFIG,
     )
     group.create_array("norm", shape=(n_words,), dtype="float32", fill_value=np.nan, attributes={"coordinates": "rank"}, **common)
     group.create_array("rank", shape=(n_words,), dtype="int64", fill_value=0, **common)
@@ -207,7 +230,10 @@ def write_block(
     A chunk is whole when it has ``chunk_words`` rows, or ends at the current end of the arrays.
     """
     zstore = _zarr_store(url, storage_options, read_only=False)
-    arrays = {name: zarr.open_array(zstore, path=name, mode="r+", zarr_format=3) for name in _ARRAYS}
+    arrays = {
+        name: zarr.open_array(zstore, path=name, mode="r+", zarr_format=3).with_config(_ARRAY_CONFIG)
+        for name in _ARRAYS
+    }
     n = len(words)
     chunk = arrays["vectors"].chunks[0]
     size = arrays["vectors"].shape[0]
@@ -267,14 +293,19 @@ def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> i
     return dropped_zeros
 
 
+def set_attrs(url: str, storage_options: dict | None, attrs: dict) -> None:
+    """Add ``attrs`` to the group's attrs (not the completion marker)."""
+    _group(url, storage_options).attrs.update(attrs)
+
+
 def finish_store(url: str, storage_options: dict | None, attrs: dict) -> None:
     """Add ``attrs`` and the completion marker to the group's attrs, in one final metadata write."""
     group = _group(url, storage_options)
     group.attrs.update({**attrs, COMPLETE_ATTR: True})
 
 
-def open_embeddings(url: str, storage_options: dict | None = None) -> xr.Dataset:
-    """Open a complete embedding store as a dask-backed :class:`xarray.Dataset`.
+def open_embeddings(url: str, storage_options: dict | None = None, language: str | None = None) -> xr.Dataset:
+    """Open a complete embedding store, verified, as a dask-backed :class:`xarray.Dataset`.
 
     Parameters
     ----------
@@ -282,22 +313,30 @@ def open_embeddings(url: str, storage_options: dict | None = None) -> xr.Dataset
         Path or fsspec URL of the store (``file://``, ``s3://``, ``gs://``, ``memory://``...).
     storage_options
         fsspec options for object stores (flat, or keyed by protocol).
+    language
+        The language the caller expects; a store of another language is refused.
 
     Returns
     -------
     xarray.Dataset
         ``vectors`` (word, dim), ``norm`` (word), coordinates ``word`` and ``rank``, the store's attrs;
-        chunked as stored.
+        chunked as stored. ``vectors``, ``norm`` and ``rank`` are read lazily, chunk by chunk, by
+        :func:`read_chunk` (checksums verified).
 
     Raises
     ------
     IncompleteStoreError
         The store has no completion marker (its ingest was interrupted or failed).
+    CorruptStoreError
+        A chunk is missing or fails its checksum, or the attrs disagree with the arrays.
     BiasdaskError
-        There is no embedding store at ``url``.
+        There is no embedding store at ``url``, or it holds another language than ``language``.
     """
-    attrs = _read_group_attrs(url, storage_options)
     shown = display_url(url)
+    try:
+        attrs = _read_group_attrs(url, storage_options)
+    except NETWORK_ERRORS as exc:
+        raise BiasdaskError(f"{shown}: cannot read the store: {redact(' '.join(str(exc).split()))}") from None
     if not _is_embedding_store(attrs):
         raise BiasdaskError(f"{shown}: no biasdask embedding store there")
     if attrs.get(COMPLETE_ATTR) is not True:
@@ -305,4 +344,257 @@ def open_embeddings(url: str, storage_options: dict | None = None) -> xr.Dataset
             f"{shown}: incomplete embedding store (its ingest was interrupted or failed); "
             "run biasdask ingest again to replace it"
         )
-    return xr.open_zarr(_zarr_store(url, storage_options, read_only=True), consolidated=False, chunks={})
+    if language is not None and attrs.get("language") != language:
+        raise BiasdaskError(
+            f"{shown}: the store holds language {attrs.get('language')!r}, not {language!r}"
+        )
+    try:
+        group = _group(url, storage_options, mode="r")
+        arrays = {name: group[name] for name in _ARRAYS}
+    except (KeyError, ValueError, TypeError, *NETWORK_ERRORS) as exc:
+        raise CorruptStoreError(f"{shown}: unreadable store metadata: {redact(' '.join(str(exc).split()))}") from None
+    _check_layout(url, storage_options, attrs, arrays)
+    if _is_local(url):  # workers may run in another directory
+        url = os.path.abspath(fsspec.core.strip_protocol(str(url)))
+    n, dim = arrays["vectors"].shape
+    chunk = arrays["vectors"].chunks[0]
+    words = np.empty(n, dtype=object)
+    for start in range(0, n, chunk):
+        rows = slice(start, min(start + chunk, n))
+        words[rows] = [str(w) for w in _read_verified(url, storage_options, arrays["word"], "word", rows)]
+    sizes = tuple(min(chunk, n - s) for s in range(0, n, chunk))
+
+    def lazy(name: str, dtype, extra: tuple[int, ...]) -> da.Array:
+        # the token names the store, its creation time and the array, so graphs of one store share keys
+        identity = f"{shown} {attrs.get('created')} {attrs.get('store_id')}"
+        token = f"{name}-{uuid.uuid5(uuid.NAMESPACE_URL, identity)}"
+        return da.map_blocks(
+            _read_block,
+            url,
+            storage_options,
+            name,
+            chunk,
+            dtype=dtype,
+            chunks=(sizes, *((e,) for e in extra)),
+            name=token,
+            meta=np.empty((0,) * (1 + len(extra)), dtype=dtype),
+        )
+
+    rank = lazy("rank", np.int64, ())
+    return xr.Dataset(
+        {"vectors": (("word", "dim"), lazy("vectors", np.float32, (dim,))), "norm": ("word", lazy("norm", np.float32, ()))},
+        coords={"word": words, "rank": ("word", rank)},
+        attrs=dict(attrs),
+    )
+
+
+def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: dict) -> None:
+    """Raise :class:`CorruptStoreError` unless the attrs fit the arrays and every chunk exists."""
+    shown = display_url(url)
+    n_words, dim = attrs.get("n_words"), attrs.get("dim")
+    for name, array in arrays.items():
+        if array.shape[0] != n_words:
+            raise CorruptStoreError(f"{shown}: array {name} has {array.shape[0]} rows but attr n_words is {n_words}")
+    if arrays["vectors"].shape[1:] != (dim,):
+        raise CorruptStoreError(f"{shown}: array vectors has {arrays['vectors'].shape[1:]} columns but attr dim is {dim}")
+    fs, path = _fs(url, storage_options)
+    root = path.rstrip("/")
+    try:
+        present = {key[len(root) + 1 :] for key in fs.find(root)}
+    except NETWORK_ERRORS as exc:
+        raise BiasdaskError(f"{shown}: cannot list the store: {redact(' '.join(str(exc).split()))}") from None
+    for name, array in arrays.items():
+        n_chunks = -(-array.shape[0] // array.chunks[0])
+        tail = "/0" if array.ndim == 2 else ""
+        for k in range(n_chunks):
+            if f"{name}/c/{k}{tail}" not in present:
+                raise CorruptStoreError(f"{shown}: chunk {name}/c/{k}{tail} is missing (rows {k * array.chunks[0]}...)")
+
+
+def _read_verified(url: str, storage_options: dict | None, array: zarr.Array, name: str, rows: slice) -> np.ndarray:
+    try:
+        return array[rows]
+    except Exception as exc:  # noqa: BLE001 - checksum, codec and storage errors alike name the chunk
+        key = f"{name}/c/{rows.start // array.chunks[0]}" + ("/0" if array.ndim == 2 else "")
+        if "checksum" in str(exc):
+            reason = "its bytes fail their CRC-32C checksum (the chunk is corrupt)"
+        else:
+            reason = f"it cannot be read: {redact(' '.join(f'{type(exc).__name__}: {exc}'.split()))}"
+        raise CorruptStoreError(f"{display_url(url)}: chunk {key}: {reason}") from None
+
+
+def _read_block(url: str, storage_options: dict | None, name: str, chunk: int, block_info=None) -> np.ndarray:
+    start = block_info[None]["array-location"][0][0]
+    return read_chunk(url, storage_options, name, start // chunk)
+
+
+def read_chunk(url: str, storage_options: dict | None, name: str, index: int) -> np.ndarray:
+    """Chunk ``index`` of array ``name`` of the store at ``url``, checksum verified.
+
+    Raises
+    ------
+    CorruptStoreError
+        Naming the store and the chunk key when the chunk is missing, fails its checksum or cannot be
+        decoded.
+    """
+    try:
+        array = zarr.open_array(_zarr_store(url, storage_options, read_only=True), path=name, mode="r", zarr_format=3)
+    except Exception as exc:  # noqa: BLE001
+        raise CorruptStoreError(f"{display_url(url)}: array {name} cannot be opened: {redact(str(exc))}") from None
+    chunk = array.chunks[0]
+    key = f"{name}/c/{index}" + ("/0" if array.ndim == 2 else "")
+    if not zarr.core.sync.sync(array.store_path.store.exists(key)):
+        raise CorruptStoreError(f"{display_url(url)}: chunk {key} is missing")
+    return _read_verified(url, storage_options, array, name, slice(index * chunk, min((index + 1) * chunk, array.shape[0])))
+
+
+# --------------------------------------------------------------------------------------------------
+# replacing a store safely: a lock next to it, a fresh location, then a swap
+
+
+def _sibling(url: str, suffix: str) -> str:
+    return str(url).rstrip("/") + suffix
+
+
+class StoreLock:
+    """The lock object ``<url>.lock`` of a destination, held while a store is written there.
+
+    On a local disk it is an ``flock`` on that file, which the operating system releases when the
+    process dies, so a killed ingest never blocks the next one. Elsewhere (S3, gs...) it is created
+    with an exclusive write (``If-None-Match: *`` on S3), which exactly one of two writers wins, and
+    deleted on release; one left by a killed process has to be deleted by hand (the error says so).
+    Use :func:`acquire_lock`.
+    """
+
+    def __init__(self, url: str, storage_options: dict | None, fd: int | None) -> None:
+        self.url, self.storage_options, self._fd = url, storage_options, fd
+
+    def release(self) -> None:
+        """Give the lock up (and delete the lock object)."""
+        fs, path = _fs(self.url, self.storage_options)
+        if self._fd is not None:
+            os.unlink(path)  # before unlocking: whoever opens the path next gets a new file
+            os.close(self._fd)
+            self._fd = None
+            return
+        try:
+            fs.rm_file(path)
+        except FileNotFoundError:
+            pass
+
+
+def acquire_lock(url: str, storage_options: dict | None = None) -> StoreLock:
+    """Take the lock of the destination ``url`` (see :class:`StoreLock`), creating its parents.
+
+    Raises
+    ------
+    StoreConflictError
+        Another writer holds the lock.
+    BiasdaskError
+        The lock cannot be created (a parent that is a file, an unreachable or missing bucket...).
+    """
+    lock = _sibling(url, ".lock")
+    fs, path = _fs(lock, storage_options)
+    try:
+        if _is_local(lock):
+            return StoreLock(lock, storage_options, _flock(path))
+        with fs.open(path, "xb") as f:
+            f.write(_holder())
+        return StoreLock(lock, storage_options, None)
+    except FileExistsError:
+        try:
+            holder = json.loads(fs.cat_file(path))
+            who = f" (taken by {holder.get('host')} pid {holder.get('pid')} at {holder.get('created')})"
+        except Exception:  # noqa: BLE001 - only for the message
+            who = ""
+        raise StoreConflictError(
+            f"{display_url(url)}: another writer holds its lock {display_url(lock)}{who}; "
+            "if none is running any more (it was killed), delete that lock and try again"
+        ) from None
+    except (NotADirectoryError, FileNotFoundError) as exc:
+        raise BiasdaskError(f"{display_url(url)}: cannot create the destination: {_os_reason(exc)}") from None
+    except NETWORK_ERRORS as exc:
+        raise BiasdaskError(f"{display_url(url)}: cannot write to the destination: {_os_reason(exc)}") from None
+
+
+def _holder() -> bytes:
+    """The lock's content: who holds it, for the message of whoever finds it taken."""
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "created": now}).encode()
+
+
+def _flock(path: str) -> int:
+    """An open descriptor of ``path`` holding an exclusive ``flock``; FileExistsError if one is held."""
+    import fcntl
+
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        try:
+            os.makedirs(parent)
+        except FileExistsError:  # a parent is a file
+            raise NotADirectoryError(parent) from None
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise FileExistsError(path) from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:  # else the holder released (unlinked) it between our open and flock: try again
+            os.ftruncate(fd, 0)
+            os.write(fd, _holder())
+            return fd
+        os.close(fd)
+
+
+def _os_reason(exc: BaseException) -> str:
+    if isinstance(exc, NotADirectoryError):
+        return "a parent of it is a file, not a directory"
+    if isinstance(exc, FileNotFoundError):
+        return "no such bucket or directory"
+    return redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
+
+
+def remove_leftovers(url: str, storage_options: dict | None = None) -> None:
+    """Delete the fresh stores (``<url>.ingest-*``) that killed writers left next to ``url``.
+
+    Call it only while holding the lock of ``url``: no live writer is using them then.
+    """
+    fs, path = _fs(url, storage_options)
+    for left in fs.glob(path.rstrip("/") + ".ingest-*"):
+        left_url = left if _is_local(url) else fs.unstrip_protocol(left)
+        if _is_embedding_store(_read_group_attrs(left_url, storage_options)) or (fs.isdir(left) and not fs.ls(left)):
+            fs.rm(left, recursive=True)
+
+
+def fresh_location(url: str) -> str:
+    """A new URL next to ``url`` where a store can be written before it replaces ``url``."""
+    return _sibling(url, f".ingest-{uuid.uuid4().hex[:12]}")
+
+
+def swap_in(fresh: str, url: str, storage_options: dict | None = None) -> None:
+    """Replace the store at ``url`` by the finished (but unmarked) store at ``fresh``, then mark it.
+
+    The old store is deleted only now that the new one is completely written. The completion marker
+    is set at ``url`` after the move, so a swap killed half-way leaves an incomplete store, which
+    :func:`open_embeddings` refuses, never a mixed one.
+    """
+    check_replaceable(url, storage_options)
+    remove_store(url, storage_options)
+    fs, src = _fs(fresh, storage_options)
+    _, dst = _fs(url, storage_options)
+    if _is_local(url):
+        os.replace(src, dst)  # one atomic rename
+    else:  # object stores have no rename: copy every object, then delete the fresh store
+        fs.invalidate_cache()
+        keys = sorted(fs.find(src), key=lambda k: k != f"{src}/zarr.json")
+        # the group metadata first: a swap killed half-way leaves a store recognisably ours, replaceable
+        fs.copy(keys[:1], [dst + keys[0][len(src) :]])
+        fs.copy(keys[1:], [dst + key[len(src) :] for key in keys[1:]])
+        fs.rm(src, recursive=True)
+        fs.invalidate_cache()
+    finish_store(url, storage_options, {})

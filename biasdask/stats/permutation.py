@@ -90,6 +90,9 @@ __all__ = [
 ]
 
 ALTERNATIVES = ("auto", "greater", "less", "two-sided")
+#: the most permutations a test may ask for: p-values resolve 1e-8, and a null distribution of this
+#: size (kept to write the results) already takes 400 MB
+MAX_PERMUTATIONS = 100_000_000
 
 _U = np.uint64
 _M32 = np.uint64(0xFFFFFFFF)
@@ -628,8 +631,8 @@ def prepare_test(
         raise BiasdaskError(f"both groups need at least one item (|x| = {n_x}, |y| = {n_y})")
     if isinstance(n_permutations, (bool, np.bool_)) or not isinstance(n_permutations, (int, np.integer)):
         raise BiasdaskError(f"n_permutations must be an integer, got {n_permutations!r}")
-    if n_permutations < 1:
-        raise BiasdaskError(f"n_permutations must be >= 1, got {n_permutations}")
+    if not 1 <= n_permutations <= MAX_PERMUTATIONS:
+        raise BiasdaskError(f"n_permutations must be between 1 and {MAX_PERMUTATIONS:,}, got {n_permutations}")
     used_seed, entropy = _seed_entropy(seed)
 
     x_nz = xs[xs != 0]
@@ -662,6 +665,9 @@ def prepare_test(
     # The effect size uses the scores as given (not their float32 copies).
     u_x = np.asarray(x, dtype=np.float64) if effect_x is None else effect_x
     u_y = (n_y if _is_count(y) else np.asarray(y, dtype=np.float64)) if effect_y is None else effect_y
+    for name, u, n in (("effect_x", u_x, n_x), ("effect_y", u_y, n_y)):
+        if not _is_count(u) and np.size(u) != n:
+            raise BiasdaskError(f"{name} has {np.size(u)} values but its group has {n} items")
     return PreparedTest(
         values=values,
         n_values=n_values,

@@ -43,6 +43,10 @@ def test_gateway_configured_without_package(monkeypatch):
 
 
 def test_unreachable_scheduler_is_one_line_error(tmp_path):
+    from biasdask.engine.ingest import ingest
+
+    (tmp_path / "en.vec").write_text("2 2\nmale 1 0\nfemale 0 1\n")
+    ingest(str(tmp_path / "en.vec"), str(tmp_path / "en.zarr"), "en", client=False, progress=False)  # stores are checked first
     study = tmp_path / "s.yaml"
     study.write_text("output: " + str(tmp_path / "r.zarr") + "\nlanguages: {en: {store: " + str(tmp_path / "en.zarr") + "}}\n")
     # the connect timeout is Dask's own setting (here from the environment, as a DaskJob pod would set it)

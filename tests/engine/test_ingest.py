@@ -63,11 +63,12 @@ def _assert_same_as_gensim(ds, kv):
 
 
 def _store_content(root) -> tuple[dict, dict]:
-    """Every file of a local store, byte for byte, and the attrs without the creation time."""
+    """Every file of a local store, byte for byte, and the attrs without the creation time and id."""
     root = Path(root)
     files = {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
     attrs = json.loads(files.pop("zarr.json"))["attributes"]
     attrs.pop("created")
+    attrs.pop("store_id")
     return files, attrs
 
 
@@ -265,17 +266,18 @@ BAD_INPUTS = {
 
 
 @pytest.mark.parametrize("name", list(BAD_INPUTS))
-def test_bad_input_is_a_one_line_error_and_leaves_no_complete_store(tmp_path, name):
+def test_bad_input_is_a_one_line_error_and_leaves_the_old_store_untouched(tmp_path, name):
     data, message = BAD_INPUTS[name]
     src = tmp_path / name
     src.write_bytes(data)
     dest = str(tmp_path / "en.zarr")
     ingest(_write(tmp_path / "good.vec", _lines(5, 3), dim=3), dest, "en", chunk_words=2, client=False, progress=False)
+    before = _store_content(dest)
     with pytest.raises(InputFormatError, match=message) as info:
         ingest(str(src), dest, "en", chunk_words=2, client=False, progress=False)
     assert "\n" not in str(info.value)
-    with pytest.raises(BiasdaskError):
-        open_embeddings(dest)
+    assert _store_content(dest) == before and open_embeddings(dest).attrs["n_words"] == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["en.zarr", "good.vec", name])
 
 
 @pytest.mark.parametrize("code", ["../x", "a/b", ""])
@@ -313,23 +315,24 @@ def test_cli_ingest_reports_and_errors_on_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("biasdask: error: invalid language code '../x'")
 
 
-def test_killed_ingest_is_refused_then_completed_by_running_it_again(tmp_path):
+def test_killed_ingest_leaves_the_old_store_then_is_completed_by_running_it_again(tmp_path):
     src = _write(tmp_path / "big.vec", _lines(960, 4, seed=8), dim=4)
     dest = tmp_path / "big.zarr"
+    ingest(_write(tmp_path / "old.vec", _lines(5, 4), dim=4), str(dest), "en", chunk_words=2, client=False, progress=False)
+    old = _store_content(dest)
     args = ["ingest", src, str(dest), "--language", "en", "--chunk-words", "8", "--workers", "0", "--no-progress"]
     proc = subprocess.Popen([sys.executable, "-m", "biasdask.cli", *args], stderr=subprocess.PIPE)
-    first_chunk = dest / "vectors" / "c" / "0" / "0"
     deadline = time.monotonic() + 120
-    while not first_chunk.exists():
+    while not list(tmp_path.glob("big.zarr.ingest-*/vectors/c/0/0")):  # the new store is written aside
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline, "no chunk written in time"
         time.sleep(0.005)
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait() == -signal.SIGKILL
     proc.stderr.close()
-    with pytest.raises(IncompleteStoreError, match="incomplete embedding store"):
-        open_embeddings(str(dest))
-    assert main(args) == 0
+    assert _store_content(dest) == old  # the complete store at DEST is untouched
+    assert main(args) == 0  # the dead process's lock is gone with it
+    assert not list(tmp_path.glob("big.zarr.ingest-*"))  # its leftover is removed
     ingest(src, str(tmp_path / "clean.zarr"), "en", chunk_words=8, client=False, progress=False)
     assert _store_content(dest) == _store_content(tmp_path / "clean.zarr")
     assert open_embeddings(str(dest)).attrs["n_words"] == 960

@@ -373,8 +373,9 @@ def test_refuses_foreign_data_and_recreates_an_unfinished_template(tmp_path):
     (foreign / "data.txt").write_text("not a store")
     with pytest.raises(StoreConflictError, match="not a biasdask results store"):
         _create(str(foreign))
-    _create(str(foreign), overwrite=True)
-    assert not (foreign / "data.txt").exists()
+    with pytest.raises(StoreConflictError, match="not a biasdask results store; refusing to replace it"):
+        _create(str(foreign), overwrite=True)  # --overwrite replaces results stores only
+    assert (foreign / "data.txt").read_text() == "not a store"
 
     # A creation that died before writing config_hash holds no results: recreated silently.
     url = str(tmp_path / "results.zarr")

@@ -133,3 +133,14 @@ def test_compaction_gives_the_store_written_without_the_dropped_rows(tmp_path, d
     got, want = _files(Path(url)), _files(Path(expected))
     got.pop("zarr.json"), want.pop("zarr.json")  # group attrs hold the creation time
     assert got == want  # byte for byte, metadata and every chunk
+
+
+def test_a_relative_path_still_reads_from_another_directory(tmp_path, monkeypatch):
+    """Workers may run elsewhere in the file tree: the lazy arrays hold the absolute path."""
+    words, vectors = _data(9)
+    (tmp_path / "a").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    _make("rel.zarr", words, vectors, chunk=4)
+    ds = store.open_embeddings("rel.zarr")
+    monkeypatch.chdir(tmp_path)
+    np.testing.assert_array_equal(ds.vectors.values, vectors)

@@ -1,0 +1,84 @@
+"""Stores are verified, not trusted: a missing chunk, a flipped byte, attrs that disagree with the arrays
+or a store of another language are errors naming the store and the chunk, never changed results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from biasdask.errors import BiasdaskError
+from biasdask.io.store import open_embeddings
+from reliability_helpers import assert_one_line_error, make_store, write_study
+
+
+@pytest.mark.parametrize("chunk", ["vectors/c/1/0", "norm/c/2", "word/c/0", "rank/c/1"])
+def test_a_deleted_chunk_is_an_error_naming_it(tmp_path, chunk):
+    url = make_store(tmp_path)
+    (tmp_path / "emb" / "en.zarr" / chunk).unlink()
+    with pytest.raises(BiasdaskError, match=f"en.zarr: chunk {chunk} is missing"):
+        open_embeddings(url)
+
+
+def _flip(path, offset=40):
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    data[offset + 1] ^= 0x80
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("chunk", ["vectors/c/1/0", "norm/c/0"])
+def test_a_flipped_byte_fails_the_checksum_naming_the_chunk(tmp_path, chunk):
+    url = make_store(tmp_path)
+    _flip(tmp_path / "emb" / "en.zarr" / chunk)
+    emb = open_embeddings(url)
+    name = chunk.split("/")[0]
+    with pytest.raises(BiasdaskError, match=f"en.zarr: chunk {chunk}: .*checksum"):
+        emb[name].values  # noqa: B018
+
+
+def test_a_flipped_byte_in_the_words_is_found_at_open(tmp_path):
+    url = make_store(tmp_path)
+    _flip(tmp_path / "emb" / "en.zarr" / "word" / "c" / "2", offset=10)
+    with pytest.raises(BiasdaskError, match="chunk word/c/2"):
+        open_embeddings(url)
+
+
+def test_attrs_are_checked_against_the_arrays(tmp_path):
+    url = make_store(tmp_path)
+    meta_path = tmp_path / "emb" / "en.zarr" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["attributes"]["n_words"] = 2004
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(BiasdaskError, match="vectors has 600 rows but attr n_words is 2004"):
+        open_embeddings(url)
+
+
+def test_corrupt_array_metadata(tmp_path):
+    url = make_store(tmp_path)
+    (tmp_path / "emb" / "en.zarr" / "vectors" / "zarr.json").write_text("{not json")
+    with pytest.raises(BiasdaskError, match="en.zarr"):
+        open_embeddings(url)
+
+
+def test_a_study_of_one_language_refuses_a_store_of_another(tmp_path, cli):
+    study = write_study(tmp_path, {"de": make_store(tmp_path, "en")})
+    code, _, err = cli("run", study, "--quiet")
+    assert_one_line_error(code, err, "en.zarr: the store holds language 'en', not 'de'")
+    assert not (tmp_path / "results.zarr").exists()
+
+
+def test_corruption_found_on_a_worker_is_one_line_without_worker_logs(tmp_path):
+    """The real command, with its own local cluster of worker processes."""
+    url = make_store(tmp_path)
+    _flip(tmp_path / "emb" / "en.zarr" / "vectors" / "c" / "2" / "0")
+    study = write_study(tmp_path, {"en": url})
+    proc = subprocess.run(
+        [sys.executable, "-m", "biasdask.cli", "run", str(study), "--workers", "1", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert_one_line_error(proc.returncode, proc.stderr, "en.zarr: chunk vectors/c/2/0", "checksum")
