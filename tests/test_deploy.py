@@ -880,6 +880,9 @@ def daskhub_problems(values: dict, secrets: dict[str, dict]) -> list[str]:
         command = cluster_config.get(trait, [])  # a traitlets Command: a list, or a string to split
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         problems += _dask_command_problems(argv, sub, f"gateway {trait}")
+    idle = cluster_config.get("idle_timeout", 0)
+    if not (isinstance(idle, (int, float)) and idle > 0):
+        problems.append(f"gateway idle_timeout {idle!r}: a killed run's cluster would never shut down")
     # The pod and container fragments the controller merges into the scheduler and worker pods.
     image = f"{backend['image']['name']}:{backend['image']['tag']}"
     for role in ("scheduler", "worker"):
@@ -948,6 +951,7 @@ _WORKER_SECRET = (*_BACKEND, "worker", "extraContainerConfig", "envFrom", 0, "se
         (dict(path=(*_BACKEND, "imageName"), value="biasdask"), "'imageName' was unexpected"),
         (dict(path=(*_EXTRA_CONFIG, "biasdask-dask-cli"), value=_OLD_GATEWAY_COMMANDS), "gateway worker_cmd"),
         (dict(path=(*_EXTRA_CONFIG, "biasdask-dask-cli"), delete=True), "gateway scheduler_cmd"),
+        (dict(path=(*_EXTRA_CONFIG, "biasdask-idle-timeout"), delete=True), "gateway idle_timeout"),
         (dict(path=_WORKER_SECRET, value="s3"), "envFrom Secret s3"),
         (dict(path=_SECRET_KEY, value="KEY"), "biasdask-s3-credentials/KEY"),
     ],

@@ -130,8 +130,8 @@ def http_timeouts() -> tuple[float, float]:
     also settable as ``DASK_BIASDASK__HTTP__CONNECT_TIMEOUT`` / ``..._READ_TIMEOUT``."""
     import dask.config
 
-    connect = float(dask.config.get("biasdask.http.connect-timeout", 30))
-    read = float(dask.config.get("biasdask.http.read-timeout", 120))
+    connect = float(dask.config.get("biasdask.http.connect-timeout"))
+    read = float(dask.config.get("biasdask.http.read-timeout"))
     return connect, read
 
 
