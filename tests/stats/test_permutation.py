@@ -498,13 +498,13 @@ def test_offset_scores_with_dummy_zeros_match_brute_force():
 
 
 def test_enumeration_only_within_the_memory_bound():
-    """16 + 16 items have C(32, 16) = 6e8 splits: asking 1e9 permutations samples, never enumerates."""
+    """14 + 14 items have C(28, 14) = 4e7 splits: asking 1e8 permutations samples, never enumerates."""
     rng = np.random.default_rng(2)
-    prep = prepare_test(rng.standard_normal(16), rng.standard_normal(16), n_permutations=10**9, seed=1)
+    prep = prepare_test(rng.standard_normal(14), rng.standard_normal(14), n_permutations=perm.MAX_PERMUTATIONS, seed=1)
     assert not prep.exact
-    assert math.comb(32, 16) > perm.MAX_EXACT_SPLITS
+    assert perm.MAX_EXACT_SPLITS < math.comb(28, 14) <= perm.MAX_PERMUTATIONS
     # Within the bound, enumeration as before.
-    assert prepare_test(rng.standard_normal(8), rng.standard_normal(8), n_permutations=10**9, seed=1).exact
+    assert prepare_test(rng.standard_normal(8), rng.standard_normal(8), n_permutations=perm.MAX_PERMUTATIONS, seed=1).exact
 
 
 def test_default_alternative_is_two_sided():
