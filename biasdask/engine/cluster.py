@@ -40,6 +40,8 @@ def _connect(address: str) -> Client:
         client = Client(address, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         raise SchedulerError(f"cannot reach Dask scheduler at {address} within {timeout}: {exc}") from None
+    except ValueError as exc:  # e.g. an unknown scheme: foo://host
+        raise SchedulerError(f"not a Dask scheduler address: {address} ({exc})") from None
     log.info("connected to the Dask scheduler at %s; dashboard: %s", address, client.dashboard_link)
     return client
 

@@ -71,7 +71,8 @@ def test_template_typo_names_the_key(tmp_path, cli):
 def test_unknown_scheduler_scheme(tmp_path, cli):
     study = write_study(tmp_path, {"en": make_store(tmp_path)})
     code, _, err = cli("run", study, "--scheduler", "foo://x", "--quiet")
-    assert_one_line_error(code, err, "foo")
+    assert_one_line_error(code, err, "not a Dask scheduler address: foo://x")
+    assert code == 2  # biasdask's own error, not an unexpected ValueError
     assert not (tmp_path / "results.zarr").exists()
 
 
