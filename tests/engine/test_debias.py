@@ -16,7 +16,7 @@ import pytest
 import biasdask
 from biasdask.engine.analyses import neutral_professions
 from biasdask.engine.ingest import ingest
-from biasdask.errors import BiasdaskError, StoreConflictError
+from biasdask.errors import BiasdaskError, MissingWordsError, StoreConflictError
 from biasdask.lexicon import bolukbasi
 
 GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
@@ -206,3 +206,30 @@ def test_cli_debias_then_study_before_and_after(glove, hard, tmp_path, dask_clie
     s = {code: float(cell["statistic"].sel({"language": code})) for code in ("en", "en-hard", "en-project")}
     assert abs(s["en-hard"]) < 1e-5 < 1e-3 < abs(s["en"])
     assert abs(s["en-project"]) < abs(s["en"])
+
+
+def test_hard_in_another_language_needs_its_word_lists(shared_data, tmp_path):
+    url = str(tmp_path / "fr.zarr")
+    ingest(str(shared_data / "iat" / "cc" / "fr.vec"), url, "fr", client=False, progress=False)
+    with pytest.raises(MissingWordsError, match="Bolukbasi's English pairs"):
+        biasdask.debias(url, str(tmp_path / "fr-hard.zarr"), method="hard")
+    assert not (tmp_path / "fr-hard.zarr").exists()
+    (tmp_path / "pairs.txt").write_text("femme homme\nelle il\nfille garçon\nsœur frère\n", encoding="utf-8")
+    (tmp_path / "specific.txt").write_text("femme\nhomme\nelle\nil\n", encoding="utf-8")
+    dest = str(tmp_path / "fr-hard.zarr")
+    done = subprocess.run(
+        [sys.executable, "-m", "biasdask.cli", "debias", url, dest, "--method", "hard", "--no-progress",
+         "--definitional", str(tmp_path / "pairs.txt"), "--equalize", str(tmp_path / "pairs.txt"),
+         "--gender-specific", str(tmp_path / "specific.txt")],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    out = biasdask.open_embeddings(dest)
+    assert out.attrs["debias_gender_specific"] == ["elle", "femme", "homme", "il"]
+    g = np.array(out.attrs["debias_direction"])
+    words = [str(w) for w in out["word"].values]
+    v = out["vectors"].values.astype(np.float64)
+    equalised = {w for p in out.attrs["debias_equalize_pairs"] for w in p}
+    neutral = np.array([w not in equalised | {"femme", "homme", "elle", "il"} for w in words])
+    assert neutral.sum() == out.attrs["debias_n_neutralized"] > 30
+    assert np.max(np.abs(v[neutral] @ g)) < 1e-6
