@@ -133,7 +133,7 @@ def test_hard_defining_properties(glove, hard):
     ]
 
 
-def test_project_any_form_on_default_scheduler(shared_data, tmp_path):
+def test_project_any_form_into_memory(shared_data, tmp_path):
     """A gensim KeyedVectors (another reader of the .vec) in, d_AB projected out of every vector."""
     from gensim.models import KeyedVectors
 
