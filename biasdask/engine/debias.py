@@ -197,7 +197,8 @@ def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client)
     words = np.asarray(src["word"].values).astype(object)
     neutral = ~pd.Index(words).isin(list(specific))
     rows = positions(src, list(replacements))
-    plan = {"neutral": neutral, "rows": rows, "vectors": np.array(list(replacements.values())).reshape(len(rows), -1)}
+    vectors = np.array(list(replacements.values()), dtype=np.float64).reshape(len(rows), int(src.sizes["dim"]))
+    plan = {"neutral": neutral, "rows": rows, "vectors": vectors}
     provenance = {
         "debias_definitional_pairs": [list(p) for p in used_definitional],
         "debias_equalize_pairs": [list(p) for p in pairs],

@@ -234,3 +234,9 @@ def test_hard_in_another_language_needs_its_word_lists(shared_data, tmp_path, ca
     neutral = np.array([w not in equalised | {"femme", "homme", "elle", "il"} for w in words])
     assert neutral.sum() == out.attrs["debias_n_neutralized"] > 30
     assert np.max(np.abs(v[neutral] @ g)) < 1e-6
+    # without equalise pairs every word outside the gender-specific list is neutralised
+    plain = biasdask.debias(url, str(tmp_path / "fr-neutral.zarr"), method="hard", client=False,
+                            definitional_pairs=[("femme", "homme")], equalize_pairs=[], gender_specific=["femme", "homme"])
+    assert plain.attrs["debias_equalize_pairs"] == [] and plain.attrs["debias_n_neutralized"] == 42
+    rest = np.array([str(w) not in ("femme", "homme") for w in plain["word"].values])
+    assert np.max(np.abs(plain["vectors"].values[rest] @ np.array(plain.attrs["debias_direction"]))) < 1e-6
