@@ -21,8 +21,9 @@ Example::
       secret: ${AWS_SECRET_ACCESS_KEY}
 
 Tests: ``gender`` (seed 000's full-vocabulary test), ``context`` (seed 003's context words, English),
-``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr) and ``career_family``
-(languages with IAT translations). Each language runs the tests that apply to it; the other cells are
+``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr), ``career_family``
+(languages with IAT translations) and the set-level metrics ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas``
+(on WEAT-7's sets in English, XWEAT-7's in de, es, hr, it, ru, tr, the IAT words elsewhere). Each language runs the tests that apply to it; the other cells are
 written as "not applicable" (NaN, with a ``note``). Classic tests have no weighting: their values are
 the same in every ``method`` cell.
 
@@ -65,11 +66,13 @@ ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
 
 def known_tests() -> tuple[str, ...]:
-    """Every test label a study may name: ``gender`` (seed 000), ``context`` (seed 003) and the classic
-    tests of the lexicon (``weat1``..``weat10``, ``xweat1``..``xweat10``, ``career_family``)."""
+    """Every test label a study may name: ``gender`` (seed 000), ``context`` (seed 003), the classic
+    tests of the lexicon (``weat1``..``weat10``, ``xweat1``..``xweat10``, ``career_family``) and the
+    set-level metrics ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas``."""
     from biasdask.lexicon import available_tests
+    from biasdask.stats.setmetrics import METRICS
 
-    return ("gender", "context", *available_tests())
+    return ("gender", "context", *available_tests(), *METRICS)
 
 
 @dataclass(frozen=True)
