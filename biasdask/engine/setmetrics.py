@@ -1,18 +1,20 @@
 """The set-level metrics of WEFE and sweater (RND, RNSB, MAC, ECT, NAS) as classic tests on stored embeddings.
 
-:func:`set_metric_test` reads the rows of four word sets (targets X, Y; gender groups A, B), checks their
-coverage with WEAT's rule (:class:`~biasdask.engine.classic.CoverageError` below ``min_coverage``),
-computes the metric with :mod:`biasdask.stats.setmetrics` on S = X ∪ Y and the groups A, B (MAC: targets
-A, B and attribute sets X, Y, as WEFE queries it), and its null by relabelling the words of A ∪ B: each
+:func:`set_metric_test` reads the rows of three word sets (words S, gender groups A, B; sweater's ``S_words``,
+``A_words``, ``B_words``), checks their coverage with WEAT's rule
+(:class:`~biasdask.engine.classic.CoverageError` below ``min_coverage``), computes the metric with
+:mod:`biasdask.stats.setmetrics` (MAC: target set S, attribute sets A and B), and its null by
+relabelling the words of A ∪ B: each
 batch of permutations is one Dask task (:func:`biasdask.stats.setmetrics.relabel_null`), permutation i
 seeded by ``SeedSequence(seed, spawn_key=(i,))``, so the result is the same whatever the scheduler and
 batch size; every split is enumerated when C(|A| + |B|, |A|) <= ``n_permutations``. MAC has no null
 (every relabelling leaves it unchanged): its p-value is NaN and the convention says so.
 
 In a study (:func:`run_set_cell`) the tests ``rnd``, ``rnsb``, ``mac``, ``ect`` and ``nas`` run on the
-gender word sets of each language (:func:`set_metric_sets`): WEAT-7's (math, arts × male, female terms)
-in English, XWEAT-7's translations in de, es, hr, it, ru, tr, and elsewhere Lewis & Lupyan's IAT words
-(career, family × male, female; a word's vector the mean over its translations, all grammatical forms).
+gender word sets of each language (:func:`set_metric_sets`): in English WEAT-7's, S = its math terms
+(X), A, B = male, female terms, exactly sweater's glove_math example, whose published values the cells
+reproduce; XWEAT-7's translations in de, es, hr, it, ru, tr; elsewhere Lewis & Lupyan's IAT words
+(S = career, A, B = male, female; a word's vector the mean over its translations, all grammatical forms).
 """
 
 from __future__ import annotations
@@ -49,23 +51,23 @@ __all__ = ["SET_METRICS", "run_set_cell", "set_metric_sets", "set_metric_test"]
 SET_METRICS: tuple[str, ...] = sm.METRICS
 """Study test names of the set-level metrics."""
 
-_ROLES = ("x", "y", "a", "b")
+_ROLES = ("x", "a", "b")  # S is recorded as x (n_x), so that cells read like WEAT's
 _NULL = (
     "p-value: the words of A and B relabelled at random (splits of A ∪ B into |A| and |B| words), the metric "
     "recomputed for each split; (b+1)/(m+1) when sampled, exact when every split is enumerated"
 )
 _CONVENTIONS = {
-    "rnd": "RND = Σ_{s in S} ‖s - mean A‖ - ‖s - mean B‖ over S = X ∪ Y, raw vectors (Garg et al. 2018; sweater's "
+    "rnd": "RND = Σ_{s in S} ‖s - mean A‖ - ‖s - mean B‖ raw vectors (Garg et al. 2018; sweater's "
     "sum, WEFE reports it divided by |S|); > 0: S closer to B. " + _NULL,
-    "rnsb": "RNSB = KL(p ‖ uniform) in nats, p(s) = P(B | s) normalised over S = X ∪ Y, from a logistic regression "
+    "rnsb": "RNSB = KL(p ‖ uniform) in nats, p(s) = P(B | s) normalised over S, from a logistic regression "
     "(scikit-learn liblinear, C = 1, random_state = 0) trained on all of A (0) vs B (1) (Sweeney & Najafian 2019; "
     "WEFE trains on an 80% holdout by default). " + _NULL,
-    "mac": "MAC = mean over the words t of A ∪ B and the sets X, Y of mean (1 - cos(t, x)), WEFE's definition "
-    "(sweater's mac is the mean cosine similarity, 1 - this); no null: every relabelling gives the same value, "
-    "so the p-value is NaN",
-    "ect": "ECT = Spearman's ρ between cos(s, mean A) and cos(s, mean B) over S = X ∪ Y (Dev & Phillips 2019); "
+    "mac": "MAC = mean over the words s of S and the sets A, B of mean (1 - cos(s, a)), WEFE's definition "
+    "(sweater's mac(S, A) is the mean cosine similarity with A alone); no null: it averages over both groups, so "
+    "relabelling their words does not change it (exactly when |A| = |B|); the p-value is NaN",
+    "ect": "ECT = Spearman's ρ between cos(s, mean A) and cos(s, mean B) over S (Dev & Phillips 2019); "
     "1: no bias. " + _NULL,
-    "nas": "NAS = mean over S = X ∪ Y of (mean_a cos(s, a) - mean_b cos(s, b)) / sd(cos(s, A ∪ B)), sample SD "
+    "nas": "NAS = mean over S of (mean_a cos(s, a) - mean_b cos(s, b)) / sd(cos(s, A ∪ B)), sample SD "
     "(ddof = 1), sweater's nas per word; > 0: S leans to A. " + _NULL,
 }
 
@@ -88,14 +90,12 @@ def _resolve(alternative: str, statistic: float, centre: float) -> str:
 
 def _value(metric: str, m: dict[str, np.ndarray]) -> float:
     if metric == "mac":
-        return sm.mac([m["a"], m["b"]], [m["x"], m["y"]])
-    s = np.concatenate([m["x"], m["y"]])
-    if metric == "rnsb":
-    return getattr(sm, metric)(s, m["a"], m["b"])
+        return sm.mac([m["x"]], [m["a"], m["b"]])
+    return getattr(sm, metric)(m["x"], m["a"], m["b"])
 
 
 def _null(metric, m, n_permutations, seed, client, batch_size, progress) -> tuple[np.ndarray, bool]:
-    s = np.concatenate([m["x"], m["y"]])
+    s = m["x"]
     if sm.n_relabellings(len(m["a"]), len(m["b"])) <= n_permutations:
         return sm.exact_relabel_null(metric, s, m["a"], m["b"]), True
     if batch_size is None:
@@ -136,7 +136,7 @@ def _test(
         exact=exact,
         alternative=resolved,
         n_x=len(matrices["x"]),
-        n_y=len(matrices["y"]),
+        n_y=0,
         seed=seed,
         null_distribution=null if return_null else None,
         n_a=len(matrices["a"]),
@@ -158,8 +158,7 @@ def _check_metric(metric: str) -> None:
 def set_metric_test(
     emb: Embeddings,
     metric: Literal["rnd", "rnsb", "mac", "ect", "nas"],
-    x: Sequence[str],
-    y: Sequence[str],
+    s: Sequence[str],
     a: Sequence[str],
     b: Sequence[str],
     n_permutations: int = 9999,
@@ -175,33 +174,36 @@ def set_metric_test(
     batch_size: int | None = None,
     progress: bool | None = None,
 ) -> ClassicTestResult:
-    """One set-level metric on four word sets of a stored embedding, with its relabelling p-value.
+    """One set-level metric on three word sets of a stored embedding, with its relabelling p-value.
 
     Parameters
     ----------
     emb
         A store URL, Dataset, DataArray or gensim ``KeyedVectors`` (:func:`biasdask.as_embeddings`); only
-        the rows of the four sets are read.
+        the rows of the three sets are read.
     metric
         ``"rnd"``, ``"rnsb"``, ``"mac"``, ``"ect"`` or ``"nas"`` (see :mod:`biasdask.stats.setmetrics`).
-    x, y
-        Target words; S = X ∪ Y (for MAC the two attribute sets).
+    s
+        The words whose association is measured (e.g. math terms); MAC's target set. Recorded as ``x``
+        (``n_x``) in the result and the cube.
     a, b
-        The two groups (e.g. male and female terms).
+        The two groups (e.g. male and female terms); MAC's attribute sets.
     n_permutations
         Relabellings sampled; all are enumerated when C(|A| + |B|, |A|) is at most this.
     alternative
         ``"two-sided"`` (|v_i - mean null| >= |v - mean null|), ``"greater"``, ``"less"``, or ``"auto"``
         (the side of the null mean the value lies on, chosen after seeing it).
     seed
-        Non-negative integer seed of the relabellings (and of RNSB's classifier).
+        Non-negative integer seed of the relabellings.
     client
         Dask client (default: the current one, else Dask's default scheduler).
     min_coverage
         Each set must have at least this share of its words in the embedding, else
         :class:`~biasdask.engine.classic.CoverageError`.
-    return_null, storage_options, names, batch_size, progress
+    return_null, storage_options, batch_size, progress
         As in :func:`biasdask.engine.classic.weat`.
+    names
+        Names of the three sets (for messages and coverage); default ``S``, ``A``, ``B``.
     test
         Label recorded in the result (default the metric's name).
 
@@ -209,23 +211,24 @@ def set_metric_test(
     -------
     ClassicTestResult
         ``statistic`` is the metric's value; ``effect_size`` is NaN (none is defined); for MAC the
-        p-value and null moments are NaN and ``n_permutations`` is 0.
+        p-value and null moments are NaN and ``n_permutations`` is 0. ``n_y`` is 0.
 
     Examples
     --------
     >>> from biasdask.lexicon import weat_test
     >>> w = weat_test(7)
-    >>> res = set_metric_test("glove.zarr", "rnd", w.x, w.y, w.a, w.b, seed=1)  # doctest: +SKIP
-    >>> res.statistic, res.pvalue  # doctest: +SKIP
+    >>> res = set_metric_test("glove.zarr", "rnd", w.x, w.a, w.b, seed=1)  # doctest: +SKIP
+    >>> round(res.statistic, 6)  # sweater's published value on these GloVe 840B rows  # doctest: +SKIP
+    -1.147534
     """
     _check_metric(metric)
     emb = as_dataset(emb, storage_options)
     language = _language(emb)
-    labels = tuple(names) if names is not None else ("X", "Y", "A", "B")
+    labels = tuple(names) if names is not None else ("S", "A", "B")
     test = test or metric
     with contextlib.nullcontext(active_client(client)) as c:
-        vectors = read_rows(emb, [*x, *y, *a, *b], c)
-        sets = dict(zip(_ROLES, (x, y, a, b)))
+        vectors = read_rows(emb, [*s, *a, *b], c)
+        sets = dict(zip(_ROLES, (s, a, b)))
         coverage = {role: _coverage(role, label, sets[role], vectors) for role, label in zip(_ROLES, labels)}
         _check_coverage(coverage, min_coverage, test, language)
         matrices = {r: np.array([vectors[w] for w in coverage[r].found]) for r in _ROLES}
@@ -251,7 +254,7 @@ def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> 
     with contextlib.nullcontext(active_client(common["client"])) as c:
         wv = _word_vectors(entries, read_rows(emb, [t for e in entries for t in e.tokens], c))
         coverage, matrices = {}, {}
-        for role, category in zip(_ROLES, ("career", "family", "male", "female")):
+        for role, category in zip(_ROLES, ("career", "male", "female")):
             words = categories[category]
             found = tuple(w for w in words if (category, w) in wv)
             coverage[role] = SetCoverage(
@@ -324,11 +327,10 @@ def run_set_cell(
         emb,
         test,
         ws.x,
-        ws.y,
         ws.a,
         ws.b,
         min_coverage=min_coverage,
-        names=(ws.x_name, ws.y_name, ws.a_name, ws.b_name),
+        names=(ws.x_name, ws.a_name, ws.b_name),
         test=test,
         **common,
     )

@@ -1,6 +1,6 @@
 """Set-level bias metrics of WEFE and sweater: RND, RNSB, MAC, ECT and NAS, and their relabelling null.
 
-Every metric takes the words of a set S (rows of ``s``; "neutral" words such as WEAT-7's math and arts
+Every metric takes the words of a set S (rows of ``s``; "neutral" words such as WEAT-7's math
 terms) and two group sets A and B (rows of ``a``, ``b``; e.g. male and female terms), in sweater's
 argument order ``(S, A, B)``. Vectors are used as given (raw, not normalised, as in WEFE's and
 sweater's defaults).
