@@ -588,6 +588,7 @@ def run_cell(
     batch_size: int | None = None,
     progress: bool = False,
     storage_options: dict | None = None,
+    set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
 ) -> ClassicTestResult:
     """Run one classic test of a study on one language's store.
 
@@ -605,6 +606,8 @@ def run_cell(
         As in :func:`weat`.
     model
         IAT translation lists for ``career_family`` (``cc`` for Common Crawl stores).
+    set_metric_words
+        The words (S, A, B) of a set-level metric, when the study names them.
 
     Returns
     -------
@@ -625,7 +628,7 @@ def run_cell(
         return run_set_cell(
             test, emb, language=language, n_permutations=n_permutations, alternative=alternative, seed=seed,
             client=client, min_coverage=min_coverage, model=model, return_null=return_null, batch_size=batch_size,
-            progress=progress, storage_options=storage_options,
+            progress=progress, storage_options=storage_options, set_metric_words=set_metric_words,
         )
     tests = available_tests()
     if test not in tests:

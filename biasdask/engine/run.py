@@ -180,7 +180,8 @@ def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
     from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 
     tests = {"gender"} | set(tests_for_language(language, cfg.iat_model))
-    if set_metric_sets(language, cfg.iat_model) is not None:
+    named = next((s.set_metric_words for s in cfg.languages if s.code == language), None)
+    if named is not None or set_metric_sets(language, cfg.iat_model) is not None:
         tests |= set(SET_METRICS)
     if language == "en":
         tests.add("context")
@@ -312,6 +313,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
                 similarity=cfg.similarity,
                 min_coverage=cfg.min_coverage,
                 model=cfg.iat_model,
+                set_metric_words=lang.set_metric_words,
                 **common,
             )
             values, null = {**res.cell_values(), "alternative": res.alternative}, res.null_distribution

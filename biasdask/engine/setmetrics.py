@@ -293,11 +293,13 @@ def run_set_cell(
     batch_size: int | None = None,
     progress: bool = False,
     storage_options: dict | None = None,
+    set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
 ) -> ClassicTestResult:
     """Run the study test ``rnd``, ``rnsb``, ``mac``, ``ect`` or ``nas`` on ``language``'s gender word sets.
 
-    The sets are :func:`set_metric_sets`'s; ``model`` chooses the IAT translations where those are used.
-    Other parameters as in :func:`biasdask.engine.classic.run_cell`.
+    The sets are the study's ``set_metric_words`` (S, A, B) when given, else :func:`set_metric_sets`'s;
+    ``model`` chooses the IAT translations where those are used. Other parameters as in
+    :func:`biasdask.engine.classic.run_cell`.
 
     Raises
     ------
@@ -317,6 +319,9 @@ def run_set_cell(
         batch_size=batch_size,
         progress=progress,
     )
+    if set_metric_words is not None:
+        s, a, b = set_metric_words
+        return set_metric_test(emb, test, s, a, b, min_coverage=min_coverage, test=test, **common)
     sets = set_metric_sets(language, model)
     if sets is None:
         raise BiasdaskError(f"test {test!r}: no gender word sets for language {language!r}")

@@ -210,7 +210,9 @@ def test_study_cells_on_the_languages_gender_sets(shared_data, iat_url, glove_ur
 def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask_client):
     study = {
         "output": str(tmp_path / "r.zarr"),
-        "languages": {"en": {"store": glove_url}, "fr": {"store": iat_url("fr")}, "eu": {"store": glove_url}},
+        "languages": {"en": {"store": glove_url}, "fr": {"store": iat_url("fr")}, "eu": {"store": glove_url},
+                      "hu": {"store": glove_url, "set_metric_words": {"s": list(W7.y), "a": list(W7.a),
+                                                                      "b": list(W7.b)}}},
         "methods": ["uniform", "zipf"],
         "tests": ["rnd", "mac", "nas", "weat7"],
         "n_permutations": 99,
@@ -234,3 +236,29 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
     assert all("no p-value" in str(n) for n in mac["note"].values)
     assert np.isfinite(out["statistic"].sel({"language": "fr", "test": "nas"}).values).all()
     assert all("not applicable" in str(n) for n in out["note"].sel({"language": "eu", "test": "rnd"}).values)
+    # a language with the study's own sets (here: arts terms against male and female terms)
+    hu = set_metric_test(glove_url, "nas", W7.y, W7.a, W7.b, n_permutations=99,
+                         seed=biasdask.engine.run.cell_seed(4, "hu", "uniform", "nas"), progress=False)
+    assert out["statistic"].sel({"language": "hu", "test": "nas", "method": "zipf"}).item() == hu.statistic
+    assert out["p_value"].sel({"language": "hu", "test": "nas", "method": "zipf"}).item() == hu.pvalue
+    assert "not applicable" in str(out["note"].sel({"language": "hu", "test": "weat7", "method": "uniform"}).item())
+
+
+def test_study_file_names_the_sets():
+    from biasdask.config import parse_config
+    from biasdask.errors import ConfigError
+
+    words = {"s": ["math", "algebra"], "a": ["he"], "b": ["she"]}
+    cfg = parse_config({"output": "memory://r", "languages": {"en": "a.zarr", "fr": {"store": "b.zarr",
+                        "set_metric_words": {"s": "x", "a": ["y"], "b": ["z"]}}}, "tests": ["rnd", "nas"],
+                        "set_metric_words": words})
+    en, fr = cfg.languages
+    assert en.set_metric_words == (("math", "algebra"), ("he",), ("she",))
+    assert fr.set_metric_words == (("x",), ("y",), ("z",))
+    assert cfg.canonical()["languages"][1]["set_metric_words"] == [["x"], ["y"], ["z"]]
+    plain = parse_config({"output": "memory://r", "languages": {"en": "a.zarr"}, "tests": ["mac"]})
+    assert plain.languages[0].set_metric_words is None and "set_metric_words" not in plain.canonical()["languages"][0]
+    with pytest.raises(ConfigError, match="languages.fr.set_metric_words: expected a mapping with exactly"):
+        parse_config({"output": "memory://r", "languages": {"fr": {"store": "b", "set_metric_words": {"s": ["x"]}}}})
+    with pytest.raises(ConfigError, match=r"set_metric_words.a: expected a non-empty list"):
+        parse_config({"output": "memory://r", "languages": {"en": "a.zarr"}, "set_metric_words": {**words, "a": []}})
