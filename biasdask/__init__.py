@@ -24,6 +24,7 @@ _EXPORTS = {
     "weat": "biasdask.engine.classic",
     "career_family_test": "biasdask.engine.classic",
     "align": "biasdask.engine.classic",
+    "set_metric_test": "biasdask.engine.setmetrics",
     "run": "biasdask.engine.run",
     "open_results": "biasdask.io.results",
     "open_scores": "biasdask.io.results",
