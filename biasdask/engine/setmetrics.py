@@ -1,14 +1,14 @@
 """The set-level metrics of WEFE and sweater (RND, RNSB, MAC, ECT, NAS) as classic tests on stored embeddings.
 
-:func:`set_metric_test` reads the rows of three word sets (words S, gender groups A, B; sweater's ``S_words``,
-``A_words``, ``B_words``), checks their coverage with WEAT's rule
+:func:`set_metric_test` reads the rows of three word sets (words S, gender groups A, B; sweater's
+``S_words``, ``A_words``, ``B_words``), checks their coverage with WEAT's rule
 (:class:`~biasdask.engine.classic.CoverageError` below ``min_coverage``), computes the metric with
 :mod:`biasdask.stats.setmetrics` (MAC: target set S, attribute sets A and B), and its null by
-relabelling the words of A ∪ B: each
-batch of permutations is one Dask task (:func:`biasdask.stats.setmetrics.relabel_null`), permutation i
-seeded by ``SeedSequence(seed, spawn_key=(i,))``, so the result is the same whatever the scheduler and
-batch size; every split is enumerated when C(|A| + |B|, |A|) <= ``n_permutations``. MAC has no null
-(every relabelling leaves it unchanged): its p-value is NaN and the convention says so.
+relabelling the words of A ∪ B: each batch of permutations is one Dask task
+(:func:`biasdask.stats.setmetrics.relabel_null`), permutation i seeded by
+``SeedSequence(seed, spawn_key=(i,))``, so the result is the same whatever the scheduler and batch
+size; every split is enumerated (in this process) when C(|A| + |B|, |A|) <= ``n_permutations``. MAC
+has no null (relabelling leaves it unchanged): its p-value is NaN and the convention says so.
 
 In a study (:func:`run_set_cell`) the tests ``rnd``, ``rnsb``, ``mac``, ``ect`` and ``nas`` run on the
 gender word sets of each language (:func:`set_metric_sets`): in English WEAT-7's, S = its math terms
@@ -57,7 +57,7 @@ _NULL = (
     "recomputed for each split; (b+1)/(m+1) when sampled, exact when every split is enumerated"
 )
 _CONVENTIONS = {
-    "rnd": "RND = Σ_{s in S} ‖s - mean A‖ - ‖s - mean B‖ raw vectors (Garg et al. 2018; sweater's "
+    "rnd": "RND = Σ_{s in S} ‖s - mean A‖ - ‖s - mean B‖, raw vectors (Garg et al. 2018; sweater's "
     "sum, WEFE reports it divided by |S|); > 0: S closer to B. " + _NULL,
     "rnsb": "RNSB = KL(p ‖ uniform) in nats, p(s) = P(B | s) normalised over S, from a logistic regression "
     "(scikit-learn liblinear, C = 1, random_state = 0) trained on all of A (0) vs B (1) (Sweeney & Najafian 2019; "
@@ -109,9 +109,11 @@ def _null(metric, m, n_permutations, seed, client, batch_size, progress) -> tupl
 
 
 def _test(
-    metric, matrices, coverage, *, n_permutations, alternative, seed, client, return_null, batch_size, progress, test, language
+    metric, matrices, coverage, *, n_permutations, alternative, seed, client, return_null, batch_size, progress, test,
+    language,
 ) -> ClassicTestResult:
     seed = _seed(seed)
+    _resolve(alternative, 0.0, 0.0)  # a bad alternative fails before any work
     statistic = _value(metric, matrices)
     values = dict(z_score=math.nan, p_value_normal=math.nan, null_mean=math.nan, null_std=math.nan)
     pvalue, exact, m, null = math.nan, False, 0, None

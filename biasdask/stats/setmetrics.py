@@ -54,7 +54,7 @@ __all__ = [
     "rnsb_probabilities",
 ]
 
-Metric = Literal["rnd", "rnsb", "mac", "ect", "nas"]
+NullMetric = Literal["rnd", "rnsb", "ect", "nas"]
 METRICS: tuple[str, ...] = ("rnd", "rnsb", "mac", "ect", "nas")
 """The set-level metrics, by their study test names."""
 NULL_METRICS: tuple[str, ...] = ("rnd", "rnsb", "ect", "nas")
@@ -169,7 +169,7 @@ def n_relabellings(n_a: int, n_b: int) -> int:
 
 
 def relabel_null(
-    metric: str, s: ArrayLike, a: ArrayLike, b: ArrayLike, seed: int, start: int, stop: int
+    metric: NullMetric, s: ArrayLike, a: ArrayLike, b: ArrayLike, seed: int, start: int, stop: int
 ) -> NDArray[np.float64]:
     """The metric under permutations ``start``..``stop - 1`` of the group labels of A ∪ B.
 
@@ -189,7 +189,7 @@ def relabel_null(
     return out
 
 
-def exact_relabel_null(metric: str, s: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
+def exact_relabel_null(metric: NullMetric, s: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
     """The metric for every split of A ∪ B into |A| and |B| words (A's indices in lexicographic order)."""
     fn = _metric(metric)
     s, a, b = _rows(s, "S"), _rows(a, "A"), _rows(b, "B")

@@ -53,7 +53,8 @@ def oracle_rnd(s, a, b):
 
 def oracle_mac(targets, attributes):
     """Manzini et al. 2019: mean over targets t and attribute sets A_j of mean_a cosine distance."""
-    scores = [statistics.fmean(cosine_distance(t, x) for x in attr) for tset in targets for t in tset for attr in attributes]
+    scores = [statistics.fmean(cosine_distance(t, x) for x in attr)
+              for tset in targets for t in tset for attr in attributes]
     return statistics.fmean(scores)
 
 
