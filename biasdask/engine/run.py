@@ -318,7 +318,9 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress) 
             )
             values, null = {**res.cell_values(), "alternative": res.alternative}, res.null_distribution
             if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
-                values["note"] = f"no p-value: {res.convention}"
+                values["note"] = (
+                    f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
+                )
             coverage = res.coverage
         except CoverageError as err:
             log.warning("%s", err)
