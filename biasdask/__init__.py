@@ -25,6 +25,7 @@ _EXPORTS = {
     "career_family_test": "biasdask.engine.classic",
     "align": "biasdask.engine.classic",
     "debias": "biasdask.engine.debias",
+    "set_metric_test": "biasdask.engine.setmetrics",
     "run": "biasdask.engine.run",
     "open_results": "biasdask.io.results",
     "open_scores": "biasdask.io.results",

@@ -21,8 +21,10 @@ Example::
       secret: ${AWS_SECRET_ACCESS_KEY}
 
 Tests: ``gender`` (seed 000's full-vocabulary test), ``context`` (seed 003's context words, English),
-``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr) and ``career_family``
-(languages with IAT translations). Each language runs the tests that apply to it; the other cells are
+``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr), ``career_family``
+(languages with IAT translations) and the set-level metrics ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas``
+(on WEAT-7's sets in English, XWEAT-7's in de, es, hr, it, ru, tr, the IAT words elsewhere; or the
+study's ``set_metric_words: {s: [...], a: [...], b: [...]}``, for all languages or per language). Each language runs the tests that apply to it; the other cells are
 written as "not applicable" (NaN, with a ``note``). Classic tests have no weighting: their values are
 the same in every ``method`` cell.
 
@@ -60,17 +62,19 @@ _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _KEYS = {
     "output", "embeddings", "languages", "methods", "tests", "n_permutations", "seed", "alternative",
     "similarity", "max_words", "exclude_attributes", "exclude_words", "batch_size", "storage_options",
-    "save_scores", "save_null", "min_coverage", "iat_model", "attributes", "dedupe_vectors",
+    "save_scores", "save_null", "min_coverage", "iat_model", "attributes", "dedupe_vectors", "set_metric_words",
 }
 ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
 
 def known_tests() -> tuple[str, ...]:
-    """Every test label a study may name: ``gender`` (seed 000), ``context`` (seed 003) and the classic
-    tests of the lexicon (``weat1``..``weat10``, ``xweat1``..``xweat10``, ``career_family``)."""
+    """Every test label a study may name: ``gender`` (seed 000), ``context`` (seed 003), the classic
+    tests of the lexicon (``weat1``..``weat10``, ``xweat1``..``xweat10``, ``career_family``) and the
+    set-level metrics ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas``."""
     from biasdask.lexicon import available_tests
+    from biasdask.stats.setmetrics import METRICS
 
-    return ("gender", "context", *available_tests())
+    return ("gender", "context", *available_tests(), *METRICS)
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,8 @@ class LanguageSpec:
     a: tuple[str | AttributeTerm, ...]
     b: tuple[str | AttributeTerm, ...]
     attribute_set: str = "catalog"
+    set_metric_words: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
+    """Words S, A, B of the set-level metrics (``rnd`` ...), when the study names them."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,7 @@ class StudyConfig:
                 "attributes": s.attribute_set,
                 "a": _plain(s.a),
                 "b": _plain(s.b),
+                **({"set_metric_words": [list(w) for w in s.set_metric_words]} if s.set_metric_words else {}),
             }
             for s in self.languages
         ]
@@ -227,6 +234,15 @@ def _attribute_choice(value: Any, key: str) -> tuple[str, tuple[str, ...] | None
     raise ConfigError(f"{key}: expected catalog, iat or a mapping {{a: [...], b: [...]}}, got {value!r}")
 
 
+def _set_metric_words(value: Any, key: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None:
+    """``set_metric_words: {s: [...], a: [...], b: [...]}`` (the sets of rnd, rnsb, mac, ect, nas)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"s", "a", "b"}:
+        raise ConfigError(f"{key}: expected a mapping with exactly the keys s, a and b (lists of words)")
+    return tuple(_words(value[k], f"{key}.{k}") for k in ("s", "a", "b"))  # type: ignore[return-value]
+
+
 def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
     from biasdask.io.store import check_language_code
     from biasdask.lexicon import iat_attribute_terms, iat_languages
@@ -242,6 +258,7 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
         raise ConfigError("embeddings: expected a URL template containing '{language}'")
     table = catalog().set_index("code")
     default_set = _attribute_choice(raw.get("attributes", "catalog"), "attributes")
+    default_metric_words = _set_metric_words(raw.get("set_metric_words"), "set_metric_words")
     iat_model = raw.get("iat_model", "cc")
     specs = []
     for code, settings in entries.items():
@@ -256,9 +273,11 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
             settings = {}
         if not isinstance(settings, dict):
             raise ConfigError(f"{key}: expected a store URL or a mapping with store, a, b, attributes")
-        extra = set(settings) - {"store", "a", "b", "attributes"}
+        extra = set(settings) - {"store", "a", "b", "attributes", "set_metric_words"}
         if extra:
-            raise ConfigError(f"{key}: unknown key(s) {sorted(extra)}; allowed: store, a, b, attributes")
+            raise ConfigError(
+                f"{key}: unknown key(s) {sorted(extra)}; allowed: store, a, b, attributes, set_metric_words"
+            )
         store = settings.get("store")
         if store is None or (isinstance(store, str) and not store):
             try:
@@ -295,7 +314,8 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
                     f"{iat_model!r} (available: {list(iat_languages(iat_model)) if iat_model in IAT_MODELS else []})"
                 )
             a, b = iat_attribute_terms(iat_model, str(code))
-        specs.append(LanguageSpec(str(code), store, a, b, name))
+        metric_words = _set_metric_words(settings.get("set_metric_words"), f"{key}.set_metric_words")
+        specs.append(LanguageSpec(str(code), store, a, b, name, metric_words or default_metric_words))
     return tuple(specs)
 
 

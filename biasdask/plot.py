@@ -63,7 +63,7 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     """Heatmap of one variable of a results cube: languages down, methods (or tests × methods) across.
 
     Each cell is coloured and annotated with its value; cells that were not run (NaN) are grey and say
-    "not run". Signed variables use a diverging colormap centred on 0 (red positive, blue negative) with
+    "not run"; cells that ran but have no such value (the effect size of a set-level metric) say "none". Signed variables use a diverging colormap centred on 0 (red positive, blue negative) with
     symmetric limits, so the colour of a cell tells its sign and size at a glance; p-values use a
     sequential map from 0 to 1.
 
@@ -82,6 +82,7 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     if variable not in results:
         raise KeyError(f"results has no variable {variable!r}; it has {', '.join(map(str, results.data_vars))}")
     da = results[variable]
+    stat = results["statistic"] if "statistic" in results else da  # a cell ran if it has a statistic
     languages = [str(v) for v in results["language"].values]
     methods = [str(v) for v in results["method"].values]
     tests = [str(v) for v in results["test"].values]
@@ -89,14 +90,18 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
         if test not in tests:
             raise KeyError(f"results has no test {test!r}; it has {', '.join(tests)}")
         values = np.asarray(da.sel({"test": test}).transpose("language", "method").values, dtype=np.float64)
+        ran = np.isfinite(stat.sel({"test": test}).transpose("language", "method").values)
         columns, column_axis = methods, "method"
     else:
         cube = np.asarray(da.transpose("language", "test", "method").values, dtype=np.float64)
+        ran = np.isfinite(stat.transpose("language", "test", "method").values)
         if np.array_equal(cube, np.repeat(cube[..., :1], len(methods), axis=2), equal_nan=True):
             # e.g. d, defined on the unweighted u: one column per test, not the same number per method
             values, columns, column_axis = cube[..., 0], tests, "test (the same for every weighting)"
+            ran = ran.any(axis=2)
         else:
             values = cube.reshape(len(languages), len(tests) * len(methods))
+            ran = ran.reshape(values.shape)
             columns = [f"{t} · {m}" for t in tests for m in methods]
             column_axis = "test · method"
 
@@ -119,7 +124,8 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
                 ax.text(j, i, _format_cell(v, variable), ha="center", va="center", fontsize=8,
                         color=_text_color(cmap(norm(v))))
             else:
-                ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color="#707070", style="italic")
+                ax.text(j, i, "none" if ran[i, j] else "not run", ha="center", va="center", fontsize=7,
+                        color="#707070", style="italic")
     ax.set_xticks(range(n_cols), columns, rotation=30 if n_cols > 3 else 0, ha="right" if n_cols > 3 else "center")
     ax.set_yticks(range(n_rows), languages)
     ax.set_xlabel(column_axis)
@@ -214,6 +220,7 @@ def plot_null_distribution(
     p_value: float | None = None,
     title: str = "",
     bins: int = 50,
+    xlabel: str = "test statistic s = Σ t(X) − Σ t(Y) (units of the weighted score t)",
 ) -> Figure:
     """Histogram of a sampled null distribution with the observed statistic.
 
@@ -235,6 +242,8 @@ def plot_null_distribution(
         Axes title; by default "Permutation null distribution".
     bins : int
         Histogram bins.
+    xlabel : str
+        Label of the statistic's axis (default: the WEAT-style s).
     """
     s_null = np.asarray(null, dtype=np.float64).ravel()
     s_null = s_null[np.isfinite(s_null)]
@@ -284,7 +293,7 @@ def plot_null_distribution(
         ax.text(0.02, 0.97, "\n".join(notes), transform=ax.transAxes, ha="left", va="top", fontsize=9,
                 bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#bbbbbb"})
 
-    ax.set_xlabel("test statistic s = Σ t(X) − Σ t(Y) (units of the weighted score t)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("density (per unit of s)")
     ax.set_title(title or "Permutation null distribution")
     ax.legend(loc="upper right", fontsize=8, frameon=True)

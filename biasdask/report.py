@@ -460,6 +460,8 @@ def figures(
                 z_score=float(values["z_score"]),
                 p_value=float(values["p_value"]),
                 title=f"{lang} · {method} · {test_}{why}",
+                **({"xlabel": f"{test_} under random relabelling of the two groups' words"}
+                   if test_ in ("rnd", "rnsb", "ect", "nas") else {}),
             )
     profiles = frequency_profiles(results_url, storage_options=storage_options)
     if profiles:

@@ -588,6 +588,7 @@ def run_cell(
     batch_size: int | None = None,
     progress: bool = False,
     storage_options: dict | None = None,
+    set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
 ) -> ClassicTestResult:
     """Run one classic test of a study on one language's store.
 
@@ -595,7 +596,8 @@ def run_cell(
     ----------
     test
         ``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr; XWEAT's
-        translations), or ``career_family`` (languages with IAT translations for ``model``).
+        translations), ``career_family`` (languages with IAT translations for ``model``), or a set-level
+        metric ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas`` (:func:`biasdask.engine.setmetrics.run_set_cell`).
     emb
         The language's embedding Dataset or store URL.
     language
@@ -604,6 +606,8 @@ def run_cell(
         As in :func:`weat`.
     model
         IAT translation lists for ``career_family`` (``cc`` for Common Crawl stores).
+    set_metric_words
+        The words (S, A, B) of a set-level metric, when the study names them.
 
     Returns
     -------
@@ -618,6 +622,14 @@ def run_cell(
         An unknown test, a test that does not apply to ``language``, or ``career_family`` with a
         similarity other than cosine (Lewis & Lupyan's measure).
     """
+    from biasdask.engine.setmetrics import SET_METRICS, run_set_cell
+
+    if test in SET_METRICS:
+        return run_set_cell(
+            test, emb, language=language, n_permutations=n_permutations, alternative=alternative, seed=seed,
+            client=client, min_coverage=min_coverage, model=model, return_null=return_null, batch_size=batch_size,
+            progress=progress, storage_options=storage_options, set_metric_words=set_metric_words,
+        )
     tests = available_tests()
     if test not in tests:
         raise BiasdaskError(f"unknown test {test!r}; choose from {sorted(tests)}")

@@ -210,8 +210,12 @@ def _result_values(res, n_a: int, n_b: int, **extra) -> dict:
 def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
     """The tests of the study that apply to ``language`` (the others are written as not applicable)."""
     from biasdask.engine.classic import tests_for_language
+    from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 
     tests = {"gender"} | set(tests_for_language(language, cfg.iat_model))
+    named = next((s.set_metric_words for s in cfg.languages if s.code == language), None)
+    if named is not None or set_metric_sets(language, cfg.iat_model) is not None:
+        tests |= set(SET_METRICS)
     if language == "en":
         tests.add("context")
     return tests & set(cfg.tests)
@@ -343,9 +347,14 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
                 similarity=cfg.similarity,
                 min_coverage=cfg.min_coverage,
                 model=cfg.iat_model,
+                set_metric_words=lang.set_metric_words,
                 **common,
             )
             values, null = {**res.cell_values(), "alternative": res.alternative}, res.null_distribution
+            if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
+                values["note"] = (
+                    f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
+                )
             coverage = res.coverage
         except CoverageError as err:
             log.warning("%s", err)
