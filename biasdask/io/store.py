@@ -86,6 +86,18 @@ def check_language_code(code: str) -> str:
     return code
 
 
+def same_language(code: str, stored: str | None) -> bool:
+    """Whether a study's language ``code`` may use a store labelled ``stored``: the same code, or a
+    variant of it named by a suffix (``en-hard`` for a debiased copy of an ``en`` store, ``en-GB``).
+
+    Examples
+    --------
+    >>> same_language("en-hard", "en"), same_language("de", "en")
+    (True, False)
+    """
+    return stored is not None and (code == stored or code.startswith(f"{stored}-"))
+
+
 def default_chunk_words(dim: int) -> int:
     """Words per chunk so that a chunk of float32 vectors is about :data:`CHUNK_BYTES` (32 MiB)."""
     return max(1, CHUNK_BYTES // (4 * dim))
@@ -344,7 +356,7 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
             f"{shown}: incomplete embedding store (its ingest was interrupted or failed); "
             "run biasdask ingest again to replace it"
         )
-    if language is not None and attrs.get("language") != language:
+    if language is not None and not same_language(language, attrs.get("language")):
         raise BiasdaskError(
             f"{shown}: the store holds language {attrs.get('language')!r}, not {language!r}"
         )

@@ -210,8 +210,8 @@ def test_study_cells_on_the_languages_gender_sets(shared_data, iat_url, glove_ur
 def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask_client):
     study = {
         "output": str(tmp_path / "r.zarr"),
-        "languages": {"en": {"store": glove_url}, "fr": {"store": iat_url("fr")}, "eu": {"store": glove_url},
-                      "hu": {"store": glove_url, "set_metric_words": {"s": list(W7.y), "a": list(W7.a),
+        "languages": {"en": {"store": glove_url}, "fr": {"store": iat_url("fr")}, "eu": {"store": biasdask.open_embeddings(glove_url).assign_attrs(language="eu")},
+                      "hu": {"store": biasdask.open_embeddings(glove_url).assign_attrs(language="hu"), "set_metric_words": {"s": list(W7.y), "a": list(W7.a),
                                                                       "b": list(W7.b)}}},
         "methods": ["uniform", "zipf"],
         "tests": ["rnd", "mac", "nas", "weat7"],
@@ -255,7 +255,7 @@ def test_study_file_names_the_sets():
 
     words = {"s": ["math", "algebra"], "a": ["he"], "b": ["she"]}
     cfg = parse_config({"output": "memory://r", "languages": {"en": "a.zarr", "fr": {"store": "b.zarr",
-                        "set_metric_words": {"s": "x", "a": ["y"], "b": ["z"]}}}, "tests": ["rnd", "nas"],
+                        "set_metric_words": {"s": ["x"], "a": ["y"], "b": ["z"]}}}, "tests": ["rnd", "nas"],
                         "set_metric_words": words})
     en, fr = cfg.languages
     assert en.set_metric_words == (("math", "algebra"), ("he",), ("she",))
