@@ -59,11 +59,25 @@ def _format_cell(value: float, variable: str) -> str:
     return f"{value:.3g}" if abs(value) >= 100 else f"{value:.2f}".replace("-0.00", "0.00")
 
 
+def _empty_labels(notes: np.ndarray) -> np.ndarray:
+    """A short label per empty cell, from its ``note`` (see :mod:`biasdask.engine.run`)."""
+    def label(note) -> str:
+        note = str(note)
+        for prefix, short in (("not applicable", "n/a"), ("coverage", "coverage"),
+                              ("missing attribute words", "missing words"), ("no observed-frequency", "no freq. list")):
+            if note.startswith(prefix):
+                return short
+        return "not run"
+
+    return np.vectorize(label, otypes=[object])(notes)
+
+
 def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test: str | None = None) -> Figure:
     """Heatmap of one variable of a results cube: languages down, methods (or tests × methods) across.
 
-    Each cell is coloured and annotated with its value; cells that were not run (NaN) are grey and say
-    "not run"; cells that ran but have no such value (the effect size of a set-level metric) say "none". Signed variables use a diverging colormap centred on 0 (red positive, blue negative) with
+    Each cell is coloured and annotated with its value; empty cells are grey and say why, from their
+    ``note`` ("n/a": not applicable, "coverage", "missing words", "no freq. list", else "not run");
+    cells that ran but have no such value (the effect size of a set-level metric) say "none". Signed variables use a diverging colormap centred on 0 (red positive, blue negative) with
     symmetric limits, so the colour of a cell tells its sign and size at a glance; p-values use a
     sequential map from 0 to 1.
 
@@ -83,6 +97,7 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
         raise KeyError(f"results has no variable {variable!r}; it has {', '.join(map(str, results.data_vars))}")
     da = results[variable]
     stat = results["statistic"] if "statistic" in results else da  # a cell ran if it has a statistic
+    notes = results["note"] if "note" in results else xr.full_like(stat, "", dtype=object)
     languages = [str(v) for v in results["language"].values]
     methods = [str(v) for v in results["method"].values]
     tests = [str(v) for v in results["test"].values]
@@ -91,17 +106,21 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
             raise KeyError(f"results has no test {test!r}; it has {', '.join(tests)}")
         values = np.asarray(da.sel({"test": test}).transpose("language", "method").values, dtype=np.float64)
         ran = np.isfinite(stat.sel({"test": test}).transpose("language", "method").values)
+        why = _empty_labels(notes.sel({"test": test}).transpose("language", "method").values)
         columns, column_axis = methods, "method"
     else:
         cube = np.asarray(da.transpose("language", "test", "method").values, dtype=np.float64)
         ran = np.isfinite(stat.transpose("language", "test", "method").values)
+        why = _empty_labels(notes.transpose("language", "test", "method").values)
         if np.array_equal(cube, np.repeat(cube[..., :1], len(methods), axis=2), equal_nan=True):
             # e.g. d, defined on the unweighted u: one column per test, not the same number per method
             values, columns, column_axis = cube[..., 0], tests, "test (the same for every weighting)"
             ran = ran.any(axis=2)
+            why = why[..., 0]
         else:
             values = cube.reshape(len(languages), len(tests) * len(methods))
             ran = ran.reshape(values.shape)
+            why = why.reshape(values.shape)
             columns = [f"{t} · {m}" for t in tests for m in methods]
             column_axis = "test · method"
 
@@ -124,7 +143,7 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
                 ax.text(j, i, _format_cell(v, variable), ha="center", va="center", fontsize=8,
                         color=_text_color(cmap(norm(v))))
             else:
-                ax.text(j, i, "none" if ran[i, j] else "not run", ha="center", va="center", fontsize=7,
+                ax.text(j, i, "none" if ran[i, j] else why[i, j], ha="center", va="center", fontsize=7,
                         color="#707070", style="italic")
     ax.set_xticks(range(n_cols), columns, rotation=30 if n_cols > 3 else 0, ha="right" if n_cols > 3 else "center")
     ax.set_yticks(range(n_rows), languages)

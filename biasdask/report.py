@@ -259,7 +259,10 @@ def _scores_source(results: str | xr.Dataset, language: str, storage_options: di
 def _attribute_words(results: str, language: str, storage_options: dict | None) -> set[str]:
     from biasdask.io.results import open_results
 
-    cube = open_results(results, storage_options=storage_options).sel({"language": language})
+    cube = open_results(results, storage_options=storage_options)
+    if "gender" not in cube["test"].values:
+        return set()
+    cube = cube.sel({"language": language, "test": "gender"})
     words: set[str] = set()
     for name in ("attribute_words_a", "attribute_words_b"):
         if name in cube:
@@ -330,9 +333,11 @@ def top_words(
     rank = np.asarray(sc["rank"].values)
     score = np.where(np.isfinite(t), t, np.nan)
     total = float(np.nansum(score))
-    attributes = (
-        _attribute_words(results, language, storage_options) if isinstance(results, str) else set()
-    )
+    # The tokens of the gender test's attribute sets, as the scores recorded them (older stores: the
+    # labels of the cube's gender cells).
+    attributes = {*sc.attrs.get("tokens_a", ()), *sc.attrs.get("tokens_b", ())}
+    if not attributes and isinstance(results, str):
+        attributes = _attribute_words(results, language, storage_options)
     finite = np.flatnonzero(np.isfinite(score))
     order = finite[np.argsort(score[finite], kind="stable")]
     rows = []

@@ -244,3 +244,14 @@ def test_frequency_profile_of_zipf_weighted_scores_shows_every_bin(tmp_path):
     assert (np.abs(prof.mean) > ax.yaxis.get_transform().linthresh).all()
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert "0" in labels and len(labels) <= 9
+
+
+def test_effect_heatmap_says_why_a_cell_is_empty(cube, tmp_path):
+    """An empty cell is labelled from its note: not applicable, coverage, ..., and 'not run' only when
+    it has not been run."""
+    notes = np.full(cube["effect_size"].shape, "", dtype=object)
+    notes[2, 0, 1] = "not applicable: test weat6 has no word lists for language fi"
+    notes[2, 1, 1] = "coverage: weat6 (fi) skipped: coverage below 80%"
+    fig = plot.plot_effect_heatmap(cube.assign(note=(("language", "method", "test"), notes)), test="weat6")
+    _save(fig, tmp_path / "why.png")
+    assert _texts(fig.axes[0])[-2:] == ["n/a", "coverage"]

@@ -267,3 +267,23 @@ def test_report_renders_sorts_and_sends_no_request(store, tmp_path):
     finally:
         proxy.close()
 
+
+
+def test_top_words_flag_the_attribute_tokens_of_an_iat_study(tmp_path, shared_data):
+    """With the IAT's terms (French translations), the flagged words are the tokens the gender test
+    used, not the English labels of the cube and not the words of other tests."""
+    from biasdask.lexicon import iat_attribute_terms
+
+    store = str(tmp_path / "fr.zarr")
+    biasdask.ingest(str(shared_data / "iat" / "cc" / "fr.vec"), store, language="fr", progress=False)
+    out = str(tmp_path / "r.zarr")
+    study = {"output": out, "languages": {"fr": {"store": store, "attributes": "iat"}},
+             "methods": ["uniform"], "tests": ["gender", "career_family"], "n_permutations": 99, "seed": 1}
+    biasdask.run(study, progress=False)
+    table = top_words(out, "fr", n=40)
+    a, b = iat_attribute_terms("cc", "fr")
+    tokens = {tok for term in (*a, *b) for tok in term.tokens}
+    flagged = set(table[table.attribute].word)
+    assert flagged and flagged <= tokens
+    assert {"frère", "fille"} <= flagged  # French tokens of "brother" and "girl"
+    assert not flagged & {"famille", "carrière", "male"}  # career/family words and English labels

@@ -75,12 +75,15 @@ class AttributeSet:
         One float64 row per term used, shape (n_used, D).
     used, missing, zero
         Term labels: used; absent from the vocabulary; present only as zero vectors (skipped).
+    tokens
+        The vocabulary tokens whose vectors entered the used terms (for an IAT term, its translations).
     """
 
     vectors: np.ndarray
     used: list[str]
     missing: list[str]
     zero: list[str]
+    tokens: list[str]
 
 
 def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: str) -> AttributeSet:
@@ -105,13 +108,14 @@ def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: 
         data = np.asarray(data.compute(scheduler="sync") if isinstance(data, da.Array) else data, dtype=np.float64)
         found = [t for t, p in zip(tokens, present) if p]
         rows = {found[i]: data[k] for k, i in enumerate(order)}
-    vectors, used, missing, zero = [], [], [], []
+    vectors, used, missing, zero, tokens = [], [], [], [], []
     for term in terms:
         means = []
         for translation in term.translations:
-            got = [rows[t] for t in translation if t in rows and np.any(rows[t])]
-            if got:
-                means.append(np.mean(got, axis=0))
+            usable = [t for t in translation if t in rows and np.any(rows[t])]
+            if usable:
+                means.append(np.mean([rows[t] for t in usable], axis=0))
+                tokens += usable
         if means:
             vectors.append(np.mean(means, axis=0))
             used.append(term.label)
@@ -128,7 +132,7 @@ def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: 
             f"attribute set {label}: no word of {[t.label for t in terms]} has a usable vector in language "
             f"{language!r} ({detail})"
         )
-    return AttributeSet(np.array(vectors, dtype=np.float64), used, missing, zero)
+    return AttributeSet(np.array(vectors, dtype=np.float64), used, missing, zero, list(dict.fromkeys(tokens)))
 
 
 def read_rows(emb: xr.Dataset, words: Iterable[str], client: Client | None = None) -> dict[str, np.ndarray]:
@@ -254,7 +258,7 @@ def scores(
         ``method``. Zero vectors and excluded words have NaN u and t and are left out of every test;
         N (for the Zipf weights) counts all words in use, so ranks keep their meaning; frequency
         weights sum to 1 over the words tested. Attributes: ``language``, ``n_words``, ``n_a``,
-        ``n_b`` (attribute words used), ``used_a``, ``used_b`` (their labels), ``missing_a``, ``missing_b``, ``zero_a``, ``zero_b``,
+        ``n_b`` (attribute words used), ``used_a``, ``used_b`` (their labels), ``tokens_a``, ``tokens_b`` (the vocabulary tokens used), ``missing_a``, ``missing_b``, ``zero_a``, ``zero_b``,
         ``n_zero_vectors`` (in the words used), ``n_excluded``, ``n_duplicate_vectors`` (excluded by
         ``dedupe_vectors``).
 
@@ -340,6 +344,8 @@ def scores(
         n_b=len(attr_b.used),
         used_a=attr_a.used,
         used_b=attr_b.used,
+        tokens_a=attr_a.tokens,
+        tokens_b=attr_b.tokens,
         missing_a=attr_a.missing,
         missing_b=attr_b.missing,
         zero_a=attr_a.zero,
