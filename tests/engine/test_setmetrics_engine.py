@@ -240,7 +240,7 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
     from biasdask.plot import plot_effect_heatmap
 
     texts = [x.get_text() for x in plot_effect_heatmap(out, test="rnd").axes[0].texts]
-    assert texts.count("none") == 6 and texts.count("not run") == 2  # en, fr, hu ran (2 methods); eu did not
+    assert texts.count("none") == 6 and texts.count("n/a") == 2  # en, fr, hu ran (2 methods); eu: not applicable
     # a language with the study's own sets (here: arts terms against male and female terms)
     hu = set_metric_test(glove_url, "nas", W7.y, W7.a, W7.b, n_permutations=99,
                          seed=biasdask.engine.run.cell_seed(4, "hu", "uniform", "nas"), progress=False)
