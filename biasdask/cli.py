@@ -222,7 +222,7 @@ def _cmd_debias(args: argparse.Namespace) -> int:
 
     from biasdask.engine.debias import debias
 
-    from biasdask.engine.classic import _read_dictionary
+    from biasdask.engine.alignment import _read_dictionary
 
     words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
     for key in ("definitional", "equalize"):

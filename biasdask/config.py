@@ -52,11 +52,10 @@ import yaml
 
 from biasdask.errors import ConfigError
 from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm
-from biasdask.stats.permutation import MAX_PERMUTATIONS
+from biasdask.stats.permutation import ALTERNATIVES, MAX_PERMUTATIONS
+from biasdask.stats.weat import SIMILARITIES
 from biasdask.stats.weights import METHODS
 
-ALTERNATIVES = ("auto", "greater", "less", "two-sided")
-SIMILARITIES = ("cosine", "euclidean")
 IAT_MODELS = ("cc", "wiki", "subt")
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _KEYS = {

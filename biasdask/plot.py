@@ -370,7 +370,7 @@ def plot_frequency_profile(
     profiles : mapping of str to BinProfile or xarray.Dataset
         Panel title (typically the language code) to a profile: a
         :class:`~biasdask.stats.frequency.BinProfile` (from :func:`biasdask.stats.frequency.profile_by_rank`
-        or ``profile_by_frequency``), or a Dataset from :func:`biasdask.engine.analyses.frequency_profile`
+        or ``profile_by_frequency``), or a Dataset from :func:`biasdask.engine.frequency.frequency_profile`
         (e.g. the values of ``frequency_profiles(results_url)``), of which ``score`` is drawn.
     score : str
         Which score of Dataset profiles to draw: ``"u"`` or ``"t_<method>"`` (e.g. ``"t_zipf"``).
@@ -387,7 +387,7 @@ def plot_frequency_profile(
     if not profiles:
         raise ValueError("no profiles to plot")
     if any(isinstance(p, xr.Dataset) for p in profiles.values()):
-        from biasdask.engine.analyses import profile_for_plot  # the engine (dask) only when needed
+        from biasdask.engine.frequency import profile_for_plot  # the engine (dask) only when needed
 
         profiles = {k: profile_for_plot(p, score) if isinstance(p, xr.Dataset) else p for k, p in profiles.items()}
     if score_label is None:
@@ -459,8 +459,8 @@ def plot_gender_form_bias(results: Mapping[str, Any], *, title: str = "") -> Fig
     Parameters
     ----------
     results : mapping of str to GenderFormsResult
-        Panel title (e.g. ``"es · BAD"``) to a result of :func:`biasdask.engine.analyses.bad_test` or
-        :func:`~biasdask.engine.analyses.mweat_test` (anything with ``bias``, ``target_labels``, ``test``,
+        Panel title (e.g. ``"es · BAD"``) to a result of :func:`biasdask.engine.grammatical.bad_test` or
+        :func:`~biasdask.engine.grammatical.mweat_test` (anything with ``bias``, ``target_labels``, ``test``,
         ``statistic``, ``t_statistic`` and ``pvalue``).
     title : str
         Figure title (default "Bias of masculine vs feminine forms").

@@ -425,7 +425,7 @@ def figures(
     """The figures of a results store, by file stem (``overview``, ``effect_sizes``, ``null_...``,
     ``frequency_profile_...``), as matplotlib Figures. See :func:`write_plots`."""
     from biasdask import plot
-    from biasdask.engine.analyses import frequency_profiles
+    from biasdask.engine.frequency import frequency_profiles
     from biasdask.errors import IncompleteStoreError
     from biasdask.io.results import open_results, read_null
 

@@ -23,7 +23,7 @@ IMG = Path(__file__).resolve().parent / "img"
 def demo_figures(demo_dir: Path) -> None:
     """The overview and the least normal null of a demo run, t (zipf) by rank for 8 languages, the report."""
     from biasdask import plot
-    from biasdask.engine.analyses import frequency_profiles
+    from biasdask.engine.frequency import frequency_profiles
     from biasdask.io.results import open_results, read_null
     from biasdask.report import least_normal_cell, write_report
 
@@ -60,14 +60,14 @@ def gender_form_figure(shared: Path, workdir: Path) -> None:
     """BAD and MWEAT on the Spanish IAT forms (seed 004), drawn side by side."""
     import biasdask
     from biasdask import plot
-    from biasdask.engine import analyses
+    from biasdask.engine import grammatical
 
     url = str(workdir / "es.zarr")
     biasdask.ingest(str(shared / "data" / "iat" / "cc" / "es.vec"), url, language="es", client=False, progress=False)
-    forms = analyses.iat_gender_forms("es")
+    forms = grammatical.iat_gender_forms("es")
     results = {
-        "es · BAD": analyses.bad_test(url, forms.targets, forms.attributes),
-        "es · MWEAT": analyses.mweat_test(url, forms.targets, forms.male, forms.female),
+        "es · BAD": grammatical.bad_test(url, forms.targets, forms.attributes),
+        "es · MWEAT": grammatical.mweat_test(url, forms.targets, forms.male, forms.female),
     }
     fig = plot.plot_gender_form_bias(results, title="Spanish career/family IAT words (Common Crawl fastText)")
     fig.savefig(IMG / "gender_forms.png", dpi=100)

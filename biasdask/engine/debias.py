@@ -23,7 +23,7 @@ import xarray as xr
 from distributed import Client
 
 from biasdask._version import __version__
-from biasdask.engine.analyses import direction
+from biasdask.engine.directions import direction
 from biasdask.engine.cluster import active_client, compute
 from biasdask.engine.scores import as_dataset, positions, read_rows
 from biasdask.errors import BiasdaskError, MissingWordsError

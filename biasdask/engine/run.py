@@ -187,29 +187,9 @@ def check_n_workers(n_workers: int | None) -> None:
         raise BiasdaskError(f"n_workers: expected 0 to {MAX_LOCAL_WORKERS} (4 per core of this machine), got {n_workers}")
 
 
-def _result_values(res, n_a: int, n_b: int, **extra) -> dict:
-    return {
-        "alternative": res.alternative,
-        "statistic": res.statistic,
-        "effect_size": res.effect_size,
-        "p_value": res.pvalue,
-        "z_score": res.z_score,
-        "p_value_normal": res.p_value_normal,
-        "null_mean": res.null_mean,
-        "null_std": res.null_std,
-        "n_permutations": res.n_permutations,
-        "exact": res.exact,
-        "n_x": res.n_x,
-        "n_y": res.n_y,
-        "n_a": n_a,
-        "n_b": n_b,
-        **extra,
-    }
-
-
 def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
     """The tests of the study that apply to ``language`` (the others are written as not applicable)."""
-    from biasdask.engine.classic import tests_for_language
+    from biasdask.engine.cells import tests_for_language
     from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 
     tests = {"gender"} | set(tests_for_language(language, cfg.iat_model))
@@ -235,8 +215,9 @@ class _CellWriter:
 
 
 def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, emb=None) -> list[str]:
-    from biasdask.engine.analyses import context_test
-    from biasdask.engine.classic import CoverageError, run_cell
+    from biasdask.engine.cells import cell_values, run_cell
+    from biasdask.engine.frequency import context_test
+    from biasdask.engine.weat import CoverageError
 
     write = _CellWriter(cfg, options, bar)
     applicable = applicable_tests(cfg, lang.code)
@@ -319,8 +300,8 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
                 progress=False,
                 **common,
             )
-            values = _result_values(
-                res, sc.attrs["n_a"], sc.attrs["n_b"], weighting=method, attribute_set=lang.attribute_set, **words
+            values = cell_values(
+                res, n_a=sc.attrs["n_a"], n_b=sc.attrs["n_b"], weighting=method, attribute_set=lang.attribute_set, **words
             )
             write(lang.code, method, "gender", values, res.null_distribution)
     for method in [m for m, t in todo if t == "context"]:
@@ -333,7 +314,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
             progress=False,
             **common,
         )
-        write(lang.code, method, "context", _result_values(res, -1, -1, weighting=method), res.null_distribution)
+        write(lang.code, method, "context", cell_values(res, weighting=method), res.null_distribution)
     classic = list(dict.fromkeys(t for _, t in todo if t not in ("gender", "context")))
     for test in classic:
         # Classic tests have no weighting: one run (seeded by its uniform cell) fills every method.
@@ -350,7 +331,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
                 set_metric_words=lang.set_metric_words,
                 **common,
             )
-            values, null = {**res.cell_values(), "alternative": res.alternative}, res.null_distribution
+            values, null = cell_values(res), res.null_distribution
             if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
                 values["note"] = (
                     f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
@@ -358,7 +339,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
             coverage = res.coverage
         except CoverageError as err:
             log.warning("%s", err)
-            values, null = {**err.cell_values(), "note": f"coverage: {err}"}, None
+            values, null = cell_values(err, note=f"coverage: {err}"), None
             coverage = err.coverage
         values.update(
             weighting="none",

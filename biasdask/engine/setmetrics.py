@@ -2,7 +2,7 @@
 
 :func:`set_metric_test` reads the rows of three word sets (words S, gender groups A, B; sweater's
 ``S_words``, ``A_words``, ``B_words``), checks their coverage with WEAT's rule
-(:class:`~biasdask.engine.classic.CoverageError` below ``min_coverage``), computes the metric with
+(:class:`~biasdask.engine.weat.CoverageError` below ``min_coverage``), computes the metric with
 :mod:`biasdask.stats.setmetrics` (MAC: target set S, attribute sets A and B), and its null by
 relabelling the words of A ∪ B: each batch of permutations is one Dask task
 (:func:`biasdask.stats.setmetrics.relabel_null`), permutation i seeded by
@@ -28,22 +28,16 @@ import dask
 import numpy as np
 from distributed import Client
 
-from biasdask.engine.classic import (
-    DEFAULT_MIN_COVERAGE,
-    ClassicTestResult,
-    SetCoverage,
-    _check_coverage,
-    _coverage,
-    _language,
-)
 from biasdask.engine.cluster import active_client, compute, n_slots
 from biasdask.engine.permutation import Alternative
 from biasdask.engine.scores import as_dataset, read_rows
+from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, SetCoverage, _check_coverage, _coverage
+from biasdask.engine.words import _language
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import available_tests, iat_categories, iat_languages, iat_words, weat_test, xweat_test
 from biasdask.stats import setmetrics as sm
-from biasdask.stats.permutation import normal_pvalue, permutation_pvalue
+from biasdask.stats.permutation import ALTERNATIVES, normal_pvalue, permutation_pvalue
 from biasdask.stats.weat import _word_vectors
 
 __all__ = ["SET_METRICS", "run_set_cell", "set_metric_sets", "set_metric_test"]
@@ -81,8 +75,8 @@ def _seed(seed: int | None) -> int:
 
 
 def _resolve(alternative: str, statistic: float, centre: float) -> str:
-    if alternative not in ("auto", "greater", "less", "two-sided"):
-        raise BiasdaskError(f"alternative must be auto, greater, less or two-sided; got {alternative!r}")
+    if alternative not in ALTERNATIVES:
+        raise BiasdaskError(f"alternative must be one of {', '.join(ALTERNATIVES)}; got {alternative!r}")
     if alternative != "auto":
         return alternative
     return "greater" if statistic > centre else "less" if statistic < centre else "two-sided"
@@ -201,9 +195,9 @@ def set_metric_test(
         Dask client (default: the current one, else Dask's default scheduler).
     min_coverage
         Each set must have at least this share of its words in the embedding, else
-        :class:`~biasdask.engine.classic.CoverageError`.
+        :class:`~biasdask.engine.weat.CoverageError`.
     return_null, storage_options, batch_size, progress
-        As in :func:`biasdask.engine.classic.weat`.
+        As in :func:`biasdask.engine.weat.weat`.
     names
         Names of the three sets (for messages and coverage); default ``S``, ``A``, ``B``.
     test
@@ -301,7 +295,7 @@ def run_set_cell(
 
     The sets are the study's ``set_metric_words`` (S, A, B) when given, else :func:`set_metric_sets`'s;
     ``model`` chooses the IAT translations where those are used. Other parameters as in
-    :func:`biasdask.engine.classic.run_cell`.
+    :func:`biasdask.engine.cells.run_cell`.
 
     Raises
     ------

@@ -13,10 +13,30 @@ from numpy.typing import ArrayLike, NDArray
 
 
 def unit_rows(vectors: ArrayLike) -> NDArray[np.float64]:
-    """Rows scaled to unit length (float64); zero rows stay zero."""
+    """Each vector (last axis) scaled to unit length, as float64.
+
+    The one normalisation of the stats layer's direction-based measures. A vector of length zero has
+    no direction: it is refused, never silently kept as the origin (which would pull a mean towards
+    0). Per-word passes over a vocabulary do not use this: their kernels score a zero vector NaN.
+
+    Raises
+    ------
+    ValueError
+        A scalar, or a vector of zero or non-finite length.
+
+    Examples
+    --------
+    >>> unit_rows([[3.0, 4.0], [0.0, 2.0]]).tolist()
+    [[0.6, 0.8], [0.0, 1.0]]
+    """
     v = np.asarray(vectors, dtype=np.float64)
+    if v.ndim == 0:
+        raise ValueError("expected vectors, got a scalar")
     norms = np.linalg.norm(v, axis=-1, keepdims=True)
-    return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+    bad = ~np.isfinite(norms) | (norms == 0)
+    if bad.any():
+        raise ValueError(f"{int(bad.sum())} vector(s) have zero or non-finite length; their direction is undefined")
+    return v / norms
 
 
 def attribute_direction(a_vectors: ArrayLike, b_vectors: ArrayLike) -> NDArray[np.float64]:
@@ -25,7 +45,8 @@ def attribute_direction(a_vectors: ArrayLike, b_vectors: ArrayLike) -> NDArray[n
     Parameters
     ----------
     a_vectors, b_vectors
-        Raw vectors of the attribute words found in the vocabulary, shape (n_a, D) and (n_b, D).
+        Raw vectors of the attribute words found in the vocabulary, shape (n_a, D) and (n_b, D); a zero
+        vector has no direction and is refused (ValueError).
 
     Returns
     -------

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from biasdask.stats.association import unit_rows
+
 __all__ = [
     "DIRECTION_METHODS",
     "cosine_to_direction",
@@ -37,30 +39,11 @@ __all__ = [
     "pair_pca",
     "pca_direction",
     "sets_direction",
-    "unit_rows",
     "weat_statistic_from_directions",
 ]
 
 DIRECTION_METHODS = ("pair", "sum", "pca")
 _PARALLEL_TOL = 1e-10
-
-
-def unit_rows(vectors: ArrayLike) -> NDArray[np.float64]:
-    """Scale each vector (last axis) to unit length, as float64.
-
-    Raises
-    ------
-    ValueError
-        If a vector has length zero or is not finite (its direction is undefined).
-    """
-    v = np.asarray(vectors, dtype=np.float64)
-    if v.ndim == 0:
-        raise ValueError("expected vectors, got a scalar")
-    norms = np.linalg.norm(v, axis=-1, keepdims=True)
-    bad = ~np.isfinite(norms) | (norms == 0)
-    if bad.any():
-        raise ValueError(f"{int(bad.sum())} vector(s) have zero or non-finite length; their direction is undefined")
-    return v / norms
 
 
 def _as_matrix(vectors: ArrayLike, name: str) -> NDArray[np.float64]:

@@ -38,6 +38,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import entropy, spearmanr
 
+from biasdask.stats.association import unit_rows
+
 __all__ = [
     "METRICS",
     "NULL_METRICS",
@@ -68,13 +70,9 @@ def _rows(x: ArrayLike, what: str) -> NDArray[np.float64]:
     return m
 
 
-def _unit(m: NDArray[np.float64]) -> NDArray[np.float64]:
-    return m / np.linalg.norm(m, axis=-1, keepdims=True)
-
-
 def _cosines(s: NDArray[np.float64], a: NDArray[np.float64]) -> NDArray[np.float64]:
     """cos(s_i, a_j) for every row pair, shape (|s|, |a|)."""
-    return _unit(s) @ _unit(a).T
+    return unit_rows(s) @ unit_rows(a).T
 
 
 def rnd_terms(s: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:

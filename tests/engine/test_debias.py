@@ -15,7 +15,8 @@ import pytest
 
 import biasdask
 from biasdask.cli import main
-from biasdask.engine.analyses import MissingWordsWarning, neutral_professions
+from biasdask.engine.directions import neutral_professions
+from biasdask.engine.words import MissingWordsWarning
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, MissingWordsError, StoreConflictError
 from biasdask.lexicon import bolukbasi

@@ -12,7 +12,8 @@ import pytest
 from scipy.spatial.distance import cosine as cosine_distance
 
 import biasdask
-from biasdask.engine.classic import CoverageError, run_cell
+from biasdask.engine.cells import run_cell
+from biasdask.engine.weat import CoverageError
 from biasdask.engine.ingest import ingest
 from biasdask.engine.setmetrics import set_metric_sets, set_metric_test
 from biasdask.errors import BiasdaskError

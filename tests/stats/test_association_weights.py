@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from biasdask.stats.association import association, attribute_direction
+from biasdask.stats.association import association, attribute_direction, unit_rows
 from biasdask.stats.weights import frequency_weights, harmonic_number, zipf_weights
 
 
@@ -24,6 +24,20 @@ def test_zero_vectors_give_nan():
     words[1] = [1, 0, 0]
     u = association(words, np.linalg.norm(words, axis=1), attribute_direction([[1, 0, 0]], [[0, 1, 0]]))
     assert np.isnan(u[0]) and u[1] == pytest.approx(1.0)
+
+
+def test_unit_rows_is_the_one_normalisation_and_refuses_zero_vectors():
+    from biasdask.stats import directions, setmetrics
+
+    v = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 2.0]])
+    np.testing.assert_allclose(unit_rows(v), [[0.6, 0.8, 0.0], [0.0, 0.0, 1.0]], rtol=0, atol=1e-15)
+    assert directions.unit_rows is unit_rows and setmetrics.unit_rows is unit_rows
+    for bad in ([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], [[np.inf, 0.0, 0.0]]):
+        with pytest.raises(ValueError, match="1 vector"):
+            unit_rows(bad)
+    # an attribute set holding a zero vector is refused, not averaged in as the origin
+    with pytest.raises(ValueError, match="zero"):
+        attribute_direction([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]])
 
 
 def test_harmonic_number_against_exact_fractions():

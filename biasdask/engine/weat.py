@@ -1,4 +1,4 @@
-"""The classic tests on stored embeddings: WEAT, XWEAT, the career/family IAT, and cross-lingual WEAT.
+"""WEAT, XWEAT, the career/family IAT and cross-lingual WEAT on stored embeddings, with word-set coverage.
 
 Each test reads from the Zarr store only the rows of the words it needs, computes the per-word
 associations with :mod:`biasdask.stats.weat`, and hands them to the same permutation engine as the
@@ -6,13 +6,12 @@ full-vocabulary test (:func:`biasdask.engine.permutation.permutation_test`), whi
 when C(|X| + |Y|, |X|) is at most the requested number of permutations (``exact=True``).
 
 - :func:`weat`: WEAT on any four word sets, cosine or Euclidean; ``attributes_from`` (or
-  :func:`cross_lingual_weat`) takes the attribute vectors from a second, aligned store.
+  :func:`cross_lingual_weat`) takes the attribute vectors from a second, aligned store
+  (:func:`biasdask.engine.alignment.align`).
 - :func:`career_family_test`: Lewis & Lupyan 2020's career/family IAT with their translation averaging and
   grammatical-gender convention.
-- :func:`run_cell`, :func:`tests_for_language`: the test labels of a study (``weat1``..``weat10``,
-  ``xweat1``..``xweat10``, ``career_family``) and the languages they apply to.
-- :func:`fit_alignment`, :func:`align`: orthogonal Procrustes between two stores over a bilingual
-  dictionary, and the aligned source store written as a Dask graph.
+- :class:`SetCoverage`, :class:`CoverageError`, :class:`ClassicTestResult`: what a test was run on (also
+  used by the set-level metrics, :mod:`biasdask.engine.setmetrics`).
 
 Coverage. For every word set the result records how many of its words were found. A set of which less
 than ``min_coverage`` (default 80%, XWEAT's rule) was found makes the test raise :class:`CoverageError`
@@ -34,50 +33,30 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
-import dask
-import dask.array as da
-import fsspec
 import numpy as np
-import xarray as xr
-from distributed import Client, as_completed
+from distributed import Client
 
 from biasdask.engine.cluster import active_client
 from biasdask.engine.permutation import Alternative, permutation_test
 from biasdask.engine.scores import as_dataset, read_rows
-from biasdask.errors import BiasdaskError, InputFormatError, MissingWordsError
+from biasdask.engine.words import _language
+from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings
-from biasdask.io.store import (
-    check_replaceable,
-    finish_store,
-    open_embeddings,
-    prepare_store,
-    remove_store,
-    write_block,
-)
-from biasdask.lexicon import available_tests, iat_categories, iat_languages, iat_words, weat_test, xweat_test
-from biasdask.progress import progress_bar
+from biasdask.lexicon import iat_categories, iat_words, weat_test, xweat_test
 from biasdask.stats.permutation import PermutationTestResult
-from biasdask.stats.procrustes import procrustes_map
 from biasdask.stats.weat import SIMILARITIES, career_family_effect, weat_scores
 
 __all__ = [
     "DEFAULT_MIN_COVERAGE",
-    "Alignment",
     "ClassicTestResult",
     "CoverageError",
     "SetCoverage",
-    "align",
     "career_family_test",
     "cross_lingual_weat",
-    "fit_alignment",
-    "run_cell",
-    "tests_for_language",
     "weat",
 ]
 
@@ -184,16 +163,6 @@ class CoverageError(MissingWordsError):
             r: c.missing for r, c in self.coverage.items() if c.fraction < self.min_coverage or not c.found
         }
 
-    def cell_values(self) -> dict[str, float | int | bool]:
-        """The results-cube variables of the skipped cell: NaN numbers, and how many words each set had."""
-        values: dict[str, float | int | bool] = dict.fromkeys(
-            ("statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std"), math.nan
-        )
-        values.update(n_permutations=-1, exact=False)
-        values.update({f"n_{r}": len(c.found) for r, c in self.coverage.items()})
-        return values
-
-
 @dataclass(frozen=True, kw_only=True)
 class ClassicTestResult(PermutationTestResult):
     """Outcome of a classic test: the permutation test's numbers plus what the test was run on.
@@ -226,25 +195,6 @@ class ClassicTestResult(PermutationTestResult):
     similarity: str
     convention: str
     coverage: dict[str, SetCoverage]
-
-    def cell_values(self) -> dict[str, float | int | bool]:
-        """The variables of one results-cube cell (SPEC §2), named as :func:`biasdask.io.results` stores them."""
-        return {
-            "statistic": self.statistic,
-            "effect_size": self.effect_size,
-            "p_value": self.pvalue,
-            "z_score": self.z_score,
-            "p_value_normal": self.p_value_normal,
-            "null_mean": self.null_mean,
-            "null_std": self.null_std,
-            "n_permutations": self.n_permutations,
-            "exact": self.exact,
-            "n_x": self.n_x,
-            "n_y": self.n_y,
-            "n_a": self.n_a,
-            "n_b": self.n_b,
-        }
-
 
 def _result(res: PermutationTestResult, coverage: dict[str, SetCoverage], **extra) -> ClassicTestResult:
     values = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
@@ -281,10 +231,6 @@ def _coverage(role: str, name: str, words: Sequence[str], vectors: Mapping[str, 
         found=tuple(w for w in requested if w in vectors),
         missing=tuple(w for w in requested if w not in vectors),
     )
-
-
-def _language(emb: xr.Dataset) -> str:
-    return str(emb.attrs.get("language", "?"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -543,387 +489,3 @@ def career_family_test(
         similarity="cosine",
         convention=_CAREER_FAMILY_CONVENTION,
     )
-
-
-# --------------------------------------------------------------------------------------------------
-# Study cells
-
-
-def tests_for_language(language: str, model: str | None = None) -> list[str]:
-    """The classic test labels that apply to ``language``.
-
-    Parameters
-    ----------
-    language
-        A language code.
-    model
-        With an IAT model (``cc``, ``wiki``, ``subt``), ``career_family`` is listed only when that model
-        has translations for ``language``; by default, when any model has.
-
-    Returns
-    -------
-    list of str
-        ``weat1``..``weat10`` for English, ``xweat1``..``xweat10`` for de, es, hr, it, ru, tr,
-        ``career_family`` for the languages with IAT translations, in that order.
-    """
-    tests = [t for t, langs in available_tests().items() if language in langs]
-    if model is not None and "career_family" in tests and language not in iat_languages(model):
-        tests.remove("career_family")
-    return tests
-
-
-def run_cell(
-    test: str,
-    emb: Embeddings,
-    *,
-    language: str,
-    n_permutations: int = 9999,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
-    similarity: Literal["cosine", "euclidean"] = "cosine",
-    client: Client | None = None,
-    min_coverage: float = DEFAULT_MIN_COVERAGE,
-    model: Literal["cc", "wiki", "subt"] = "cc",
-    return_null: bool = False,
-    batch_size: int | None = None,
-    progress: bool = False,
-    storage_options: dict | None = None,
-    set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
-) -> ClassicTestResult:
-    """Run one classic test of a study on one language's store.
-
-    Parameters
-    ----------
-    test
-        ``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr; XWEAT's
-        translations), ``career_family`` (languages with IAT translations for ``model``), or a set-level
-        metric ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas`` (:func:`biasdask.engine.setmetrics.run_set_cell`).
-    emb
-        The language's embedding Dataset or store URL.
-    language
-        The language code (selects the word lists).
-    n_permutations, alternative, seed, similarity, client, min_coverage, return_null, batch_size, progress, storage_options
-        As in :func:`weat`.
-    model
-        IAT translation lists for ``career_family`` (``cc`` for Common Crawl stores).
-    set_metric_words
-        The words (S, A, B) of a set-level metric, when the study names them.
-
-    Returns
-    -------
-    ClassicTestResult
-        :meth:`ClassicTestResult.cell_values` gives the cube's variables.
-
-    Raises
-    ------
-    CoverageError
-        The cell must be recorded as skipped (its message names the missing words).
-    BiasdaskError
-        An unknown test, a test that does not apply to ``language``, or ``career_family`` with a
-        similarity other than cosine (Lewis & Lupyan's measure).
-    """
-    from biasdask.engine.setmetrics import SET_METRICS, run_set_cell
-
-    if test in SET_METRICS:
-        return run_set_cell(
-            test, emb, language=language, n_permutations=n_permutations, alternative=alternative, seed=seed,
-            client=client, min_coverage=min_coverage, model=model, return_null=return_null, batch_size=batch_size,
-            progress=progress, storage_options=storage_options, set_metric_words=set_metric_words,
-        )
-    tests = available_tests()
-    if test not in tests:
-        raise BiasdaskError(f"unknown test {test!r}; choose from {sorted(tests)}")
-    if language not in tests[test]:
-        raise BiasdaskError(f"test {test!r} does not apply to language {language!r} (it applies to {list(tests[test])})")
-    common = dict(
-        n_permutations=n_permutations,
-        alternative=alternative,
-        seed=seed,
-        client=client,
-        min_coverage=min_coverage,
-        return_null=return_null,
-        storage_options=storage_options,
-        batch_size=batch_size,
-        progress=progress,
-    )
-    if test == "career_family":
-        if similarity != "cosine":
-            raise BiasdaskError(f"test 'career_family' is defined with cosine similarity, not {similarity!r}")
-        return career_family_test(emb, language, model, **common)
-    sets = weat_test(test) if test.startswith("weat") else xweat_test(language, test)
-    return weat(
-        emb,
-        sets.x,
-        sets.y,
-        sets.a,
-        sets.b,
-        similarity,
-        names=(sets.x_name, sets.y_name, sets.a_name, sets.b_name),
-        test=test,
-        **common,
-    )
-
-
-# --------------------------------------------------------------------------------------------------
-# Cross-lingual alignment (seed 002 §3)
-
-
-@dataclass(frozen=True)
-class Alignment:
-    """An orthogonal map between two embedding spaces, learnt from a bilingual dictionary.
-
-    Attributes
-    ----------
-    matrix
-        W, shape (D_target, D_source): a source row vector v maps to ``v @ W.T``.
-    pairs
-        The dictionary pairs (source word, target word) found in both stores, which W was fitted on.
-    missing
-        The pairs left out because a word is absent from its store (or stored as a zero vector).
-    unit_length
-        Whether W was fitted on unit-length vectors.
-    """
-
-    matrix: np.ndarray
-    pairs: tuple[tuple[str, str], ...]
-    missing: tuple[tuple[str, str], ...]
-    unit_length: bool
-
-
-def _read_dictionary(path: str, storage_options: dict | None) -> list[tuple[str, str]]:
-    """Pairs of a two-column dictionary file: tab-separated, or else separated by ASCII spaces."""
-    from biasdask.io.formats import display_url, storage_options_for
-
-    shown = display_url(path)
-    try:
-        with fsspec.open(path, "rb", compression="infer", **storage_options_for(path, storage_options)) as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InputFormatError(f"{shown}: no such dictionary file") from None
-    pairs = []
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        line = raw.rstrip(b"\r")
-        if not line.strip(b" \t"):
-            continue
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputFormatError(f"{shown}:{lineno}: not valid UTF-8") from None
-        fields = text.split("\t") if "\t" in text else [f for f in text.split(" ") if f]
-        if len(fields) != 2 or not all(fields):
-            raise InputFormatError(f"{shown}:{lineno}: expected two words (source, target), got {len(fields)} field(s)")
-        pairs.append((fields[0], fields[1]))
-    if not pairs:
-        raise InputFormatError(f"{shown}: the dictionary holds no word pairs")
-    return pairs
-
-
-def _dictionary_pairs(dictionary: Iterable[tuple[str, str]] | str | Path, storage_options: dict | None):
-    if isinstance(dictionary, (str, Path)):
-        return _read_dictionary(str(dictionary), storage_options)
-    pairs = [tuple(p) for p in dictionary]
-    bad = [p for p in pairs if len(p) != 2]
-    if bad or not pairs:
-        raise BiasdaskError(f"dictionary: expected (source word, target word) pairs, got {bad[:1] or 'none'}")
-    return pairs
-
-
-def fit_alignment(
-    source: Embeddings,
-    target: Embeddings,
-    dictionary: Iterable[tuple[str, str]] | str | Path,
-    *,
-    unit_length: bool = True,
-    client: Client | None | bool = None,
-    storage_options: dict | None = None,
-) -> Alignment:
-    """Learn the orthogonal map W = U Vᵀ (U Σ Vᵀ = SVD(X_Tᵀ X_S)) from the source space to the target space.
-
-    Parameters
-    ----------
-    source, target
-        Embedding Datasets or store URLs.
-    dictionary
-        (source word, target word) pairs, or the path/URL of a two-column text file (one pair per line,
-        tab- or space-separated; ``.gz`` etc. decompressed by name).
-    unit_length
-        Fit on unit-length vectors (Smith et al. 2017, XWEAT); else on the raw vectors.
-    client
-        Dask client that reads the dictionary rows (default: the current one, else this process);
-        ``False`` reads them in this process.
-    storage_options
-        fsspec options for URLs.
-
-    Returns
-    -------
-    Alignment
-
-    Raises
-    ------
-    MissingWordsError
-        No pair has both words in the stores.
-    InputFormatError
-        A dictionary file line without exactly two words (names the line).
-    """
-    src = as_dataset(source, storage_options)
-    tgt = as_dataset(target, storage_options)
-    pairs = _dictionary_pairs(dictionary, storage_options)
-    if client is False:
-        return _fit(src, tgt, pairs, unit_length, None)
-    with contextlib.nullcontext(active_client(client)) as c:
-        return _fit(src, tgt, pairs, unit_length, c)
-
-
-def _fit(
-    src: xr.Dataset, tgt: xr.Dataset, pairs: list[tuple[str, str]], unit_length: bool, client: Client | None
-) -> Alignment:
-    sv = read_rows(src, [s for s, _ in pairs], client)
-    tv = read_rows(tgt, [t for _, t in pairs], client)
-    used = tuple(p for p in pairs if p[0] in sv and p[1] in tv)
-    used_set = set(used)
-    missing = tuple(p for p in pairs if p not in used_set)
-    if not used:
-        raise MissingWordsError(
-            f"dictionary: no pair has both words in the stores ({_language(src)} -> {_language(tgt)}); "
-            f"first pairs: {pairs[:5]}"
-        )
-    xs = np.array([sv[s] for s, _ in used])
-    xt = np.array([tv[t] for _, t in used])
-    if unit_length:
-        xs /= np.linalg.norm(xs, axis=1, keepdims=True)
-        xt /= np.linalg.norm(xt, axis=1, keepdims=True)
-    return Alignment(matrix=procrustes_map(xs, xt), pairs=used, missing=missing, unit_length=unit_length)
-
-
-def _write_aligned_block(
-    dest: str, storage_options: dict | None, start: int, words: np.ndarray, block: np.ndarray, w: np.ndarray
-) -> int:
-    """Map one chunk of source rows through W, write it as chunk ``start`` of ``dest``; return its zero rows."""
-    aligned = (np.asarray(block, dtype=np.float64) @ w.T).astype(np.float32)
-    norms = np.sqrt(np.square(aligned, dtype=np.float64).sum(axis=1)).astype(np.float32)
-    write_block(dest, storage_options, start, words, aligned, norms)
-    return int(np.count_nonzero(norms == 0))
-
-
-def align(
-    source: Embeddings,
-    target: Embeddings,
-    dictionary: Iterable[tuple[str, str]] | str | Path,
-    dest: str,
-    *,
-    unit_length: bool = True,
-    storage_options: dict | None = None,
-    client: Client | None | bool = None,
-    progress: bool | None = None,
-) -> xr.Dataset:
-    """Align the source store to the target space by orthogonal Procrustes and write it as a new store.
-
-    W is learnt by :func:`fit_alignment` over the dictionary pairs found in both stores; every chunk of
-    source vectors v becomes ``v @ W.T`` in one Dask task that writes the matching chunk of ``dest``
-    (the store layout of SPEC §2, chunked as the source). Words, ranks and the source's attrs are kept;
-    ``norm`` is the length of the aligned vector (the source's length, as W is orthogonal). The attrs
-    gain ``aligned_to`` (the target's language), ``aligned_to_source``, ``alignment_pairs`` and
-    ``alignment_method``; the completion marker is written last, and a failed run leaves no store.
-
-    Parameters
-    ----------
-    source, target
-        Embedding Datasets or store URLs (the workers must be able to read the source's chunks).
-    dictionary
-        (source word, target word) pairs, or the path/URL of a two-column file (see
-        :func:`fit_alignment`).
-    dest
-        Path or fsspec URL of the aligned store; an existing biasdask store there is replaced.
-    unit_length
-        Fit W on unit-length vectors (Smith et al. 2017, XWEAT).
-    storage_options
-        fsspec options of every URL.
-    client
-        Dask client (default: the current one, else this process); ``False``, or a
-        ``memory://`` destination, computes and writes in this process.
-    progress
-        Show a progress bar over the chunks.
-
-    Returns
-    -------
-    xarray.Dataset
-        The aligned store, opened.
-
-    Raises
-    ------
-    MissingWordsError
-        No dictionary pair is in both stores.
-    StoreConflictError
-        ``dest`` holds something that is not a biasdask store.
-    """
-    src = as_dataset(source, storage_options)
-    tgt = as_dataset(target, storage_options)
-    pairs = _dictionary_pairs(dictionary, storage_options)
-    dest = str(dest)
-    protocol = fsspec.core.split_protocol(dest)[0] or "file"
-    if protocol in ("file", "local"):
-        dest = fsspec.core.strip_protocol(dest)  # absolute, for workers elsewhere in the file tree
-    check_replaceable(dest, storage_options)
-    if client is False or protocol == "memory":
-        return _align(src, tgt, pairs, dest, unit_length, storage_options, None, progress)
-    with contextlib.nullcontext(active_client(client)) as c:
-        return _align(src, tgt, pairs, dest, unit_length, storage_options, c, progress)
-
-
-def _align(src, tgt, pairs, dest, unit_length, storage_options, client, progress) -> xr.Dataset:
-    alignment = _fit(src, tgt, pairs, unit_length, client)
-    w = alignment.matrix
-    vectors = da.asarray(src["vectors"].data)
-    chunk = max(vectors.chunks[0])
-    vectors = vectors.rechunk({0: chunk, 1: -1})
-    words = np.asarray(src["word"].values).astype(object)
-    n_words = int(src.sizes["word"])
-    prepare_store(
-        dest,
-        storage_options,
-        language=_language(src),
-        source=str(src.attrs.get("source", "")),
-        format=str(src.attrs.get("format", "")),
-        dim=int(w.shape[0]),
-        chunk_words=chunk,
-        n_words=n_words,
-    )
-    try:
-        tasks = [
-            dask.delayed(_write_aligned_block, pure=True)(
-                dest, storage_options, k * chunk, words[k * chunk : (k + 1) * chunk], vectors.blocks[k], w
-            )
-            for k in range(vectors.numblocks[0])
-        ]
-        with progress_bar(progress, total=len(tasks), desc="align", unit="chunk") as bar:
-            if client is None:
-                zeros = []
-                for task in tasks:
-                    zeros.append(task.compute(scheduler="sync"))
-                    bar.update()
-            else:
-                futures = client.compute(tasks)
-                for _ in as_completed(futures, loop=client.loop):
-                    bar.update()
-                zeros = client.gather(futures)
-        finish_store(
-            dest,
-            storage_options,
-            {
-                **{k: src.attrs[k] for k in ("n_duplicates", "n_invalid_utf8") if k in src.attrs},
-                "n_words": n_words,
-                "n_zero_vectors": int(sum(zeros)),
-                "aligned_to": _language(tgt),
-                "aligned_to_source": str(tgt.attrs.get("source", "")),
-                "alignment_pairs": len(alignment.pairs),
-                "alignment_method": (
-                    "orthogonal Procrustes: W = U V^T, U S V^T = SVD(X_T^T X_S) over the dictionary pairs "
-                    + ("of unit-length vectors" if unit_length else "of raw vectors")
-                    + "; aligned vector = W v"
-                ),
-            },
-        )
-    except BaseException:
-        remove_store(dest, storage_options)
-        raise
-    return open_embeddings(dest, storage_options)
