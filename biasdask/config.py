@@ -6,6 +6,7 @@ Example::
     embeddings: s3://my-bucket/emb/{language}.zarr     # store of each language (a template)
     languages: [ar, de, en, zh]                       # or a mapping, see below
     methods: [uniform, zipf]
+    associations: [cosine, ripa]  # per-word association of the gender/context tests (default [cosine])
     tests: [gender]
     n_permutations: 9999
     seed: 20240601
@@ -27,6 +28,14 @@ Tests: ``gender`` (seed 000's full-vocabulary test), ``context`` (seed 003's con
 study's ``set_metric_words: {s: [...], a: [...], b: [...]}``, for all languages or per language). Each language runs the tests that apply to it; the other cells are
 written as "not applicable" (NaN, with a ``note``). Classic tests have no weighting: their values are
 the same in every ``method`` cell.
+
+Associations: the full-vocabulary tests (``gender``, ``context``) run once per association of
+``associations`` (:data:`biasdask.stats.association.ASSOCIATIONS`: ``cosine``, seed 000's u and the
+default; ``euclidean``, ``ripa``, ``semaxis``). In the results cube the ``cosine`` run keeps the test's
+label (``gender``) and every other gets its own (``gender.ripa``), with the cube coordinate
+``association`` along ``test`` saying which (``none`` for the classic tests, to which associations do
+not apply). ``ripa`` pairs the i-th word of A with the i-th of B, so explicit attribute lists must then
+have equal lengths.
 
 ``languages`` may also map codes to settings: ``{en: {store: ..., a: [male, man], b: [female, woman]}}``
 or ``{fr: {attributes: iat}}``. The attribute words of the ``gender`` test (``attributes``, for all
@@ -52,6 +61,7 @@ import yaml
 
 from biasdask.errors import ConfigError
 from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm
+from biasdask.stats.association import ASSOCIATIONS
 from biasdask.stats.permutation import ALTERNATIVES, MAX_PERMUTATIONS
 from biasdask.stats.weat import SIMILARITIES
 from biasdask.stats.weights import METHODS
@@ -62,6 +72,7 @@ _KEYS = {
     "output", "embeddings", "languages", "methods", "tests", "n_permutations", "seed", "alternative",
     "similarity", "max_words", "exclude_attributes", "exclude_words", "batch_size", "storage_options",
     "save_scores", "save_null", "min_coverage", "iat_model", "attributes", "dedupe_vectors", "set_metric_words",
+    "associations",
 }
 ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
@@ -73,7 +84,24 @@ def known_tests() -> tuple[str, ...]:
     from biasdask.lexicon import available_tests
     from biasdask.stats.setmetrics import METRICS
 
-    return ("gender", "context", *available_tests(), *METRICS)
+    return (*FULL_VOCABULARY_TESTS, *available_tests(), *METRICS)
+
+
+#: The tests over a whole vocabulary: the ones the study option ``associations`` applies to.
+FULL_VOCABULARY_TESTS = ("gender", "context")
+
+
+def cube_label(test: str, association: str) -> str:
+    """The cube's label of a full-vocabulary test run with ``association`` (``gender``, ``gender.ripa``)."""
+    return test if association == "cosine" else f"{test}.{association}"
+
+
+def split_label(label: str) -> tuple[str, str]:
+    """(test, association) of a cube test label; ``"none"`` for the tests associations do not apply to."""
+    test, _, association = label.partition(".")
+    if test not in FULL_VOCABULARY_TESTS:
+        return label, "none"
+    return test, association or "cosine"
 
 
 @dataclass(frozen=True)
@@ -115,12 +143,23 @@ class StudyConfig:
     save_null: bool = True
     min_coverage: float = 0.8
     iat_model: str = "cc"
+    associations: tuple[str, ...] = ("cosine",)
+
+    def test_labels(self) -> tuple[str, ...]:
+        """The cube's test labels: each full-vocabulary test once per association, the others once."""
+        return tuple(
+            cube_label(t, a) if t in FULL_VOCABULARY_TESTS else t
+            for t in self.tests
+            for a in (self.associations if t in FULL_VOCABULARY_TESTS else ("none",))
+        )
 
     def canonical(self) -> dict[str, Any]:
         """Everything that determines the results (not where they go, nor credentials)."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}  # not asdict: it would deep-copy in-memory stores
         for volatile in ("output", "storage_options", "batch_size", "save_scores", "save_null"):
             d.pop(volatile)
+        if self.associations == ("cosine",):
+            d.pop("associations")  # the default leaves the hash of studies written before the option
         d["languages"] = [
             {
                 "code": s.code,
@@ -132,7 +171,7 @@ class StudyConfig:
             }
             for s in self.languages
         ]
-        for key in ("methods", "tests") + (() if isinstance(self.exclude_words, str) else ("exclude_words",)):
+        for key in ("methods", "tests", *(("associations",) if "associations" in d else ())) + (() if isinstance(self.exclude_words, str) else ("exclude_words",)):
             d[key] = list(d[key])
         return d
 
@@ -382,9 +421,17 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
             )
     elif not isinstance(exclude_words, list) or not all(isinstance(w, str) for w in exclude_words):
         raise ConfigError("exclude_words: expected a list of words or the name of a list (gender_specific)")
+    associations = _choice_list(raw, "associations", ("cosine",), ASSOCIATIONS)
+    languages = _languages(raw)
+    unpaired = [s.code for s in languages if len(s.a) != len(s.b)]
+    if "ripa" in associations and unpaired:
+        raise ConfigError(
+            f"associations: ripa pairs the i-th attribute word of A with the i-th of B, but a and b differ in "
+            f"length in language(s) {', '.join(unpaired)}"
+        )
     return StudyConfig(
         output=out,
-        languages=_languages(raw),
+        languages=languages,
         methods=_choice_list(raw, "methods", ("uniform", "zipf"), METHODS),
         tests=_choice_list(raw, "tests", ("gender",), known_tests()),
         n_permutations=_int(raw, "n_permutations", 9999, 1, maximum=MAX_PERMUTATIONS),
@@ -401,6 +448,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         save_null=_bool(raw, "save_null", True),
         min_coverage=_fraction(raw, "min_coverage", 0.8),
         iat_model=iat_model,
+        associations=associations,
     )
 
 

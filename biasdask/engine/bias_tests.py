@@ -16,6 +16,7 @@ from biasdask.engine.permutation import Alternative, permutation_test
 from biasdask.engine.scores import Method, as_dataset, scores
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
+from biasdask.stats.association import Association
 from biasdask.stats.permutation import PermutationTestResult
 
 
@@ -44,6 +45,7 @@ def full_vocabulary_test(
     return_null: bool = False,
     progress: bool | None = None,
     storage_options: dict | None = None,
+    association: Association = "cosine",
 ) -> PermutationTestResult:
     """The seed-000 test: the whole vocabulary against an equally sized unbiased dummy language.
 
@@ -87,6 +89,10 @@ def full_vocabulary_test(
         Show progress bars (default: only when stderr is a terminal).
     storage_options
         fsspec options for store URLs.
+    association
+        The per-word association u that t weights: ``"cosine"`` (seed 000), ``"euclidean"``,
+        ``"ripa"`` (a and b paired by position) or ``"semaxis"``; see
+        :func:`biasdask.engine.scores.scores`. The dummy language has u = 0 whichever is chosen.
 
     Returns
     -------
@@ -101,7 +107,7 @@ def full_vocabulary_test(
         max_words = int(n_common)
     opts = dict(
         max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words,
-        dedupe_vectors=dedupe_vectors,
+        dedupe_vectors=dedupe_vectors, association=association,
     )
     sx = scores(emb, a, b, methods=[method], **opts)
     u_x, t_x = compute(sx["u"].data, sx["t"].data[0], client=client)

@@ -29,6 +29,7 @@ from biasdask.engine.scores import scores as _scores
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import context_words
+from biasdask.stats.association import Association
 from biasdask.stats.frequency import BinProfile, bin_profile, frequency_bin_edges, rank_bin_edges
 from biasdask.stats.permutation import PermutationTestResult
 
@@ -45,7 +46,7 @@ CONTEXT_TEST = "context"
 """Test label of seed 003's context-word test in a results cube."""
 
 def _score_names(ds: xr.Dataset) -> list[str]:
-    names = ["u"]
+    names = ["u", *sorted(str(v) for v in ds.data_vars if str(v).startswith("u_"))]  # other associations' u
     if "t" in ds and "method" in ds["t"].dims:
         names += [f"t_{m}" for m in map(str, ds["method"].values)]
     return names
@@ -93,7 +94,8 @@ def frequency_profile(
     Returns
     -------
     xarray.Dataset
-        Dims ``score`` (``"u"``, ``"t_<method>"``...) and ``bin``; variables ``count`` (int64),
+        Dims ``score`` (``"u"``, ``"u_<association>"`` for each further association the scores hold,
+        ``"t_<method>"``...) and ``bin``; variables ``count`` (int64),
         ``mean``, ``sd``, ``effect_size`` (float64, NaN where undefined), all (score, bin), and
         ``n_outside`` (score): words left out. Coordinates ``lower``, ``upper`` (bin edges, in ranks or
         frequencies) and ``label`` (e.g. ``"10-99"``) along ``bin``. Attributes ``by``, ``closed``
@@ -115,11 +117,12 @@ def frequency_profile(
     if missing:
         raise BiasdaskError(f"frequency_profile: the scores have no {', '.join(missing)}")
     names = _score_names(scores)
-    wanted = [v for v in ("u", "t", "rank") if v in scores.variables]
+    wanted = [v for v in ("u", "t", "rank", *(n for n in names if n.startswith("u_"))) if v in scores.variables]
     loaded = scores[wanted].compute()  # one pass over a lazy scores graph
     values = {"u": np.asarray(loaded["u"].values, dtype=np.float64)}
     for name in names[1:]:
-        values[name] = np.asarray(loaded["t"].sel({"method": name[2:]}).values, dtype=np.float64)
+        score = loaded[name] if name.startswith("u_") else loaded["t"].sel({"method": name[2:]})
+        values[name] = np.asarray(score.values, dtype=np.float64)
     lang = language or str(scores.attrs.get("language", ""))
 
     explicit = bins is not None and np.ndim(bins) == 1
@@ -287,6 +290,7 @@ def context_test(
     return_null: bool = False,
     progress: bool | None = None,
     storage_options: dict | None = None,
+    association: Association = "cosine",
 ) -> PermutationTestResult:
     """Seed 003's female/male context words as a named test (label :data:`CONTEXT_TEST`).
 
@@ -307,6 +311,9 @@ def context_test(
         As in :func:`~biasdask.engine.bias_tests.full_vocabulary_test`.
     exclude_context
         Leave the context words out of X.
+    association
+        The per-word association (:func:`biasdask.engine.scores.scores`); ``"ripa"`` pairs the i-th
+        female context word with the i-th male one (female/male, woman/man, ...).
 
     Returns
     -------
@@ -316,5 +323,5 @@ def context_test(
     return full_vocabulary_test(
         emb, female, male, method, n_permutations, alternative=alternative, seed=seed, max_words=max_words,
         exclude_words=excluded, client=client, batch_size=batch_size, return_null=return_null,
-        progress=progress, storage_options=storage_options,
+        progress=progress, storage_options=storage_options, association=association,
     )

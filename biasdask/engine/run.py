@@ -22,7 +22,7 @@ from distributed import Client
 from tqdm import tqdm
 
 from biasdask._version import __version__
-from biasdask.config import StudyConfig, load_config, parse_config
+from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load_config, parse_config, split_label
 from biasdask.engine.cluster import active_client, client_scope, compute
 from biasdask.engine.permutation import permutation_test
 from biasdask.engine.scores import as_dataset, check_frequency_language, positions, scores
@@ -109,14 +109,15 @@ def run(
         scope = client_scope(client, scheduler, n_workers)
     else:
         scope = contextlib.nullcontext(active_client(client))
-    total = len(cfg.languages) * len(cfg.methods) * len(cfg.tests)
+    total = len(cfg.languages) * len(cfg.methods) * len(cfg.test_labels())
     with scope as c:
         rs.create_results(
             cfg.output,
             languages=[lang.code for lang in cfg.languages],
             methods=list(cfg.methods),
-            tests=list(cfg.tests),
+            tests=list(cfg.test_labels()),
             attrs={
+                "test_associations": {label: split_label(label)[1] for label in cfg.test_labels()},
                 "seed": cfg.seed,
                 "alternative": cfg.alternative,
                 "similarity": cfg.similarity,
@@ -133,7 +134,7 @@ def run(
             log.info("running on Dask scheduler %s; dashboard: %s", c.scheduler.address, c.dashboard_link)
         with progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar:
             for lang in cfg.languages:
-                todo = [(m, t) for m in cfg.methods for t in cfg.tests if (lang.code, m, t) not in done]
+                todo = [(m, t) for m in cfg.methods for t in cfg.test_labels() if (lang.code, m, t) not in done]
                 need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=options)
                 if not todo and not need_scores:
                     continue
@@ -187,6 +188,16 @@ def check_n_workers(n_workers: int | None) -> None:
         raise BiasdaskError(f"n_workers: expected 0 to {MAX_LOCAL_WORKERS} (4 per core of this machine), got {n_workers}")
 
 
+def _with_associations(computed: dict) -> xr.Dataset:
+    """Cosine's scores with every other association's u and t added as ``u_<name>``, ``t_<name>``."""
+    out = computed["cosine"][0]
+    for association, (sc, _) in computed.items():
+        if association != "cosine":
+            out = out.assign({f"u_{association}": sc["u"], f"t_{association}": sc["t"]})
+    out.attrs["associations"] = list(computed)
+    return out
+
+
 def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
     """The tests of the study that apply to ``language`` (the others are written as not applicable)."""
     from biasdask.engine.cells import tests_for_language
@@ -198,7 +209,7 @@ def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
         tests |= set(SET_METRICS)
     if language == "en":
         tests.add("context")
-    return tests & set(cfg.tests)
+    return {label for label in cfg.test_labels() if split_label(label)[0] in tests}
 
 
 class _CellWriter:
@@ -243,14 +254,19 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
                 "empty with a note",
                 lang.code,
             )
-    for method, test in [(m, t) for m, t in todo if m in unusable and t in ("gender", "context")]:
-        write(lang.code, method, test, {"weighting": method, "note": unusable[method]})
-    todo = [(m, t) for m, t in todo if not (m in unusable and t in ("gender", "context"))]
+    for method, test in [(m, t) for m, t in todo if m in unusable and split_label(t)[0] in FULL_VOCABULARY_TESTS]:
+        write(lang.code, method, test, {"weighting": method, "u_association": split_label(test)[1], "note": unusable[method]})
+    todo = [(m, t) for m, t in todo if not (m in unusable and split_label(t)[0] in FULL_VOCABULARY_TESTS)]
     methods = [m for m in cfg.methods if m not in unusable]
     common = dict(alternative=cfg.alternative, client=client, batch_size=cfg.batch_size, return_null=cfg.save_null)
-    gender = [m for m, t in todo if t == "gender"]
-    sc = None
-    if gender or need_scores:
+    # One chunked pass over the store per association (cosine too when the scores are saved: the
+    # stored u and t are cosine's, another association's are u_<name>, t_<name>).
+    computed = {}
+    for association in dict.fromkeys((*(("cosine",) if need_scores else ()), *cfg.associations)):
+        label = cube_label("gender", association)
+        gender = [m for m, t in todo if t == label]
+        if not (gender or need_scores):
+            continue
         try:
             sc = scores(
                 emb,
@@ -261,20 +277,24 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
                 exclude_attributes=cfg.exclude_attributes,
                 exclude_words=cfg.exclude_words,
                 dedupe_vectors=cfg.dedupe_vectors,
+                association=association,
             )
         except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
             missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
             note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
             log.warning("%s: gender test not run: %s", lang.code, exc)
             for method in gender:
-                write(lang.code, method, "gender", {"weighting": method, "attribute_set": lang.attribute_set, "note": note})
+                write(lang.code, method, label, {"weighting": method, "u_association": association,
+                                                 "attribute_set": lang.attribute_set, "note": note})
             failures.append(f"{lang.code}: {exc}")
-            gender = []
-    if sc is not None:
+            continue
         u, t = compute(sc["u"].data, sc["t"].data, client=client)
-        sc = sc.copy(data={"u": u, "t": t})
-        if need_scores:
-            rs.write_scores(cfg.output, lang.code, sc, storage_options=options)
+        computed[association] = (sc.copy(data={"u": u, "t": t}), gender)
+    if need_scores and "cosine" in computed:
+        rs.write_scores(cfg.output, lang.code, _with_associations(computed), storage_options=options)
+    for association, (sc, gender) in computed.items():
+        label = cube_label("gender", association)
+        u, t = sc["u"].values, sc["t"].values
         keep = np.isfinite(u)
         if gender and not keep.any():
             return [*failures, f"{lang.code}: no word has a usable vector"]
@@ -295,27 +315,30 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
                 t[methods.index(method)][keep],
                 int(keep.sum()),
                 n_permutations=cfg.n_permutations,
-                seed=cell_seed(cfg.seed, lang.code, method, "gender"),
+                seed=cell_seed(cfg.seed, lang.code, method, label),
                 effect_x=u[keep],
                 progress=False,
                 **common,
             )
             values = cell_values(
-                res, n_a=sc.attrs["n_a"], n_b=sc.attrs["n_b"], weighting=method, attribute_set=lang.attribute_set, **words
+                res, n_a=sc.attrs["n_a"], n_b=sc.attrs["n_b"], weighting=method, u_association=association,
+                attribute_set=lang.attribute_set, **words
             )
-            write(lang.code, method, "gender", values, res.null_distribution)
-    for method in [m for m, t in todo if t == "context"]:
+            write(lang.code, method, label, values, res.null_distribution)
+    for method, label in [(m, t) for m, t in todo if split_label(t)[0] == "context"]:
         res = context_test(
             emb,
             method=method,
             n_permutations=cfg.n_permutations,
-            seed=cell_seed(cfg.seed, lang.code, method, "context"),
+            seed=cell_seed(cfg.seed, lang.code, method, label),
             max_words=cfg.max_words,
+            association=split_label(label)[1],
             progress=False,
             **common,
         )
-        write(lang.code, method, "context", cell_values(res, weighting=method), res.null_distribution)
-    classic = list(dict.fromkeys(t for _, t in todo if t not in ("gender", "context")))
+        values = cell_values(res, weighting=method, u_association=split_label(label)[1])
+        write(lang.code, method, label, values, res.null_distribution)
+    classic = list(dict.fromkeys(t for _, t in todo if split_label(t)[1] == "none"))
     for test in classic:
         # Classic tests have no weighting: one run (seeded by its uniform cell) fills every method.
         try:
@@ -343,6 +366,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
             coverage = err.coverage
         values.update(
             weighting="none",
+            u_association="none",
             attribute_words_a=_words(coverage["a"].found) if "a" in coverage else "",
             attribute_words_b=_words(coverage["b"].found) if "b" in coverage else "",
             missing_attribute_words=_missing_words(

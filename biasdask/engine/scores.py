@@ -22,7 +22,7 @@ from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.io.store import default_chunk_words
 from biasdask.lexicon import AttributeTerm, named_word_list
-from biasdask.stats.association import association, attribute_direction
+from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
 from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 
 #: The weightings of t (SPEC §1).
@@ -218,6 +218,7 @@ def scores(
     dedupe_vectors: bool = False,
     frequency_language: str | None = None,
     storage_options: dict | None = None,
+    association: Association = "cosine",
 ) -> xr.Dataset:
     """Per-word association u and weighted scores t of a stored embedding (lazy, dask-backed).
 
@@ -250,6 +251,13 @@ def scores(
         wordfreq language code for ``"frequency"`` (default: the store's ``language`` attribute).
     storage_options
         fsspec options when ``emb`` is a URL.
+    association
+        The per-word association u (:mod:`biasdask.stats.association`; > 0 always means closer to A):
+        ``"cosine"`` (seed 000: mean cos with A - mean cos with B), ``"euclidean"`` (relative norm
+        distance of the unit vector to the two sets' means), ``"ripa"`` (projection of the raw vector on
+        the relational vector of the PAIRS (a[i], b[i]); a pair with a word missing is dropped, and
+        ``a`` and ``b`` of different lengths are refused) or ``"semaxis"`` (cosine with the axis
+        mean A - mean B).
 
     Returns
     -------
@@ -260,7 +268,7 @@ def scores(
         weights sum to 1 over the words tested. Attributes: ``language``, ``n_words``, ``n_a``,
         ``n_b`` (attribute words used), ``used_a``, ``used_b`` (their labels), ``tokens_a``, ``tokens_b`` (the vocabulary tokens used), ``missing_a``, ``missing_b``, ``zero_a``, ``zero_b``,
         ``n_zero_vectors`` (in the words used), ``n_excluded``, ``n_duplicate_vectors`` (excluded by
-        ``dedupe_vectors``).
+        ``dedupe_vectors``), ``association``.
 
     Examples
     --------
@@ -272,9 +280,11 @@ def scores(
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise BiasdaskError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
+    if association not in ASSOCIATIONS:
+        raise BiasdaskError(f"unknown association {association!r}; choose from {list(ASSOCIATIONS)}")
     attr_a = attribute_set(emb, a, "A")
     attr_b = attribute_set(emb, b, "B")
-    direction = attribute_direction(attr_a.vectors, attr_b.vectors)
+    axes = association_axes(association, *_attribute_vectors(association, a, b, attr_a, attr_b, emb))
     # A store whose ingest counted no shared vector needs no hashing pass.
     hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
     if max_words is not None:
@@ -290,7 +300,7 @@ def scores(
         v = da.from_array(v, chunks=(default_chunk_words(v.shape[1]), -1), name=False)
     norm = da.asarray(emb["norm"].data).rechunk(v.chunks[0])
     u = da.map_blocks(
-        lambda blk, nrm: association(blk, nrm[:, 0], direction),
+        lambda blk, nrm: associate(association, blk, nrm[:, 0], axes),
         v,
         norm[:, None],
         drop_axis=1,
@@ -353,5 +363,33 @@ def scores(
         n_zero_vectors=int((norm == 0).sum().compute(scheduler="synchronous")),
         n_excluded=int(excl_pos.size),
         n_duplicate_vectors=n_duplicates,
+        association=association,
     )
     return out
+
+
+def _attribute_vectors(
+    association: str, a: Sequence, b: Sequence, attr_a: AttributeSet, attr_b: AttributeSet, emb: xr.Dataset
+) -> tuple[np.ndarray, np.ndarray]:
+    """The attribute vectors an association is built from: RIPA's aligned pairs (a[i], b[i]) whose two
+    words are found and differ, else the two sets as found."""
+    if association != "ripa":
+        return attr_a.vectors, attr_b.vectors
+    terms_a, terms_b = as_terms(a), as_terms(b)
+    if len(terms_a) != len(terms_b):
+        raise BiasdaskError(
+            f"association 'ripa' pairs the i-th attribute word of A with the i-th of B: A has {len(terms_a)} "
+            f"words, B has {len(terms_b)}"
+        )
+    vec_a, vec_b = dict(zip(attr_a.used, attr_a.vectors)), dict(zip(attr_b.used, attr_b.vectors))
+    pairs = [
+        (vec_a[x.label], vec_b[y.label])
+        for x, y in zip(terms_a, terms_b)
+        if x.label in vec_a and y.label in vec_b and not np.array_equal(vec_a[x.label], vec_b[y.label])
+    ]
+    if not pairs:
+        raise MissingWordsError(
+            f"association 'ripa': no pair of attribute words (a[i], b[i]) has two distinct usable vectors in "
+            f"language {emb.attrs.get('language', '?')!r}"
+        )
+    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])

@@ -109,6 +109,7 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "missing_attribute_words": (str, "", "attribute words asked for but absent, e.g. 'A: foo; B: bar'"),
     "note": (str, "", "why the cell holds no result, or a warning about it; empty otherwise"),
     "attribute_set": (str, "", "attribute words of a gender cell: catalog, iat or explicit (study option attributes)"),
+    "u_association": (str, "", "per-word association u of a gender or context cell: cosine, euclidean, ripa or semaxis; none for classic tests"),
 }
 NOT_RUN = "not run (the run has not reached this cell, or stopped before it)"
 _DONE = "done"
@@ -617,7 +618,9 @@ def open_results(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     Returns
     -------
     xarray.Dataset
-        Dims ``language``, ``method``, ``test`` (string coordinates), the variables of
+        Dims ``language``, ``method``, ``test`` (string coordinates; a study's cube also has the
+        coordinate ``association`` along ``test``: cosine, euclidean, ripa, semaxis, or none for the
+        classic tests), the variables of
         :data:`CELL_VARIABLES` and ``done``, the run's attributes; cells of a run still going (or
         stopped) included. Cells not done are NaN (float), -1 (int64), False (``exact``), ""
         (strings) with the note "not run". Select with a dict, since ``ds.sel(method=...)``
@@ -640,6 +643,9 @@ def open_results(url: str, storage_options: Mapping[str, Any] | None = None) -> 
         data_vars[name] = (DIMS, values, attrs[name])
     data_vars[_DONE] = (DIMS, done, attrs[_DONE])
     coords = {dim: np.array(labels[dim], dtype=object) for dim in DIMS}
+    by_test = root.attrs.get("test_associations")
+    if isinstance(by_test, dict):  # which association each test label measures (studies since the option)
+        coords["association"] = ("test", np.array([by_test.get(k, "") for k in labels["test"]], dtype=object))
     return xr.Dataset(data_vars, coords=coords, attrs=dict(root.attrs))
 
 

@@ -3,13 +3,32 @@
 u(w) = mean_a cos(w, a) - mean_b cos(w, b) = ŵ · (mean_a â - mean_b b̂), so over a whole vocabulary the
 association is one matrix-vector product with the *attribute direction* followed by a division by the
 word norms.
+
+The per-word association is a choice (:data:`ASSOCIATIONS`); each is computed by the same compiled
+matrix-vector kernel, one pass over a block of raw word vectors, with > 0 meaning "closer to A":
+
+- ``"cosine"``: u(w) above (seed 000), the default.
+- ``"euclidean"``: the relative norm distance of one word (the summand of Garg et al. 2018's RND),
+  ``|ŵ - mean_b b̂| - |ŵ - mean_a â|`` on unit vectors: > 0 when ŵ is closer to A's mean (RND's
+  summand is ``|s - mean A| - |s - mean B|``, the opposite sign).
+- ``"ripa"``: RIPA (Ethayarajh et al. 2019), ``w · r`` with the raw word vector w and the relational
+  vector ``r = mean_i (a_i - b_i) / |a_i - b_i|`` of PAIRED attribute words (WEFE's RIPA averages the
+  per-pair scores, which is the same number, as the score is linear in r).
+- ``"semaxis"``: SemAxis (An et al. 2018; sweater's ``semaxis`` with ``l = 0``), ``cos(w, v)`` with the
+  axis ``v = mean_a a - mean_b b`` of the raw attribute vectors.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
+
+#: The per-word associations (the study option ``associations``); ``"cosine"`` is seed 000's u.
+Association = Literal["cosine", "euclidean", "ripa", "semaxis"]
+ASSOCIATIONS: tuple[str, ...] = ("cosine", "euclidean", "ripa", "semaxis")
 
 
 def unit_rows(vectors: ArrayLike) -> NDArray[np.float64]:
@@ -103,3 +122,80 @@ def association(vectors: NDArray, norms: NDArray, direction: NDArray) -> NDArray
     out = np.empty(vectors.shape[0], dtype=np.float32)
     _association_kernel(vectors, np.asarray(norms, dtype=np.float64), np.asarray(direction, dtype=np.float64), out)
     return out
+
+
+def association_axes(kind: Association, a_vectors: ArrayLike, b_vectors: ArrayLike) -> NDArray[np.float64]:
+    """The vectors a block of words is projected on for association ``kind`` (see the module docstring).
+
+    Parameters
+    ----------
+    kind
+        One of :data:`ASSOCIATIONS`.
+    a_vectors, b_vectors
+        Raw vectors of the attribute words, shape (n_a, D) and (n_b, D). ``"ripa"`` pairs row i of A
+        with row i of B, so it needs n_a = n_b and no pair of identical vectors.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (k, D), float64: ``"cosine"`` the attribute direction (:func:`attribute_direction`);
+        ``"euclidean"`` the means of the unit attribute vectors of A and of B; ``"ripa"`` the
+        relational vector r; ``"semaxis"`` the unit axis v / |v|.
+
+    Raises
+    ------
+    ValueError
+        An unknown kind, an empty set or a zero vector; for ``"ripa"`` sets of different sizes
+        (unpaired words) or a pair of identical vectors; for ``"semaxis"`` equal means.
+    """
+    if kind == "cosine":
+        return attribute_direction(a_vectors, b_vectors)[None, :]
+    a = np.atleast_2d(np.asarray(a_vectors, dtype=np.float64))
+    b = np.atleast_2d(np.asarray(b_vectors, dtype=np.float64))
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        raise ValueError("both attribute sets need at least one vector")
+    if kind == "euclidean":
+        return np.stack([unit_rows(a).mean(axis=0), unit_rows(b).mean(axis=0)])
+    if kind == "ripa":
+        if a.shape != b.shape:
+            raise ValueError(
+                f"ripa pairs the i-th word of A with the i-th of B: A has {a.shape[0]} words, B {b.shape[0]}"
+            )
+        return unit_rows(a - b).mean(axis=0)[None, :]
+    if kind == "semaxis":
+        unit_rows(np.concatenate([a, b]))  # refuses zero vectors, as the other associations do
+        return unit_rows(a.mean(axis=0) - b.mean(axis=0))[None, :]
+    raise ValueError(f"unknown association {kind!r}; choose from {list(ASSOCIATIONS)}")
+
+
+def associate(kind: Association, vectors: NDArray, norms: NDArray, axes: NDArray) -> NDArray[np.float32]:
+    """The association ``kind`` of a block of words; NaN where the norm is 0.
+
+    Parameters
+    ----------
+    kind
+        One of :data:`ASSOCIATIONS`.
+    vectors
+        Raw vectors, shape (n, D), float32.
+    norms
+        Their L2 lengths, shape (n,).
+    axes
+        From :func:`association_axes` for the same ``kind``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (n,), float32; ``"cosine"`` is exactly :func:`association`.
+    """
+    if kind in ("cosine", "semaxis"):
+        return association(vectors, norms, axes[0])
+    if kind == "ripa":  # the raw vector's projection: divide by 1, not by the norm
+        return association(vectors, (np.asarray(norms) > 0).astype(np.float64), axes[0])
+    if kind == "euclidean":
+        # |ŵ - m|^2 = 1 - 2 ŵ·m + |m|^2 for a unit ŵ, so two projections give both distances
+        to_a, to_b = (
+            np.sqrt(np.maximum(1.0 - 2.0 * association(vectors, norms, m).astype(np.float64) + m @ m, 0.0))
+            for m in axes
+        )
+        return (to_b - to_a).astype(np.float32)
+    raise ValueError(f"unknown association {kind!r}; choose from {list(ASSOCIATIONS)}")
