@@ -126,7 +126,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         help="run a study (languages x methods x tests) into a results store",
         description="Run the study described by CONFIG.yaml on a Dask cluster and write the results cube. "
         "Cluster: --scheduler, else $DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), "
-        "else a local cluster of --workers processes. An interrupted run resumes where it stopped.",
+        "else a local cluster of --workers processes. An interrupted run resumes where it stopped. "
+        "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
+        "xweat1..10, career_family, rnd, rnsb, mac, ect, nas) and associations (the per-word association "
+        "of gender and context: cosine, euclidean, ripa, semaxis; each non-cosine one adds a test label "
+        "such as gender.ripa); see the README.",
     )
     p.add_argument("config", metavar="CONFIG.yaml", help="the study file")
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")

@@ -117,3 +117,36 @@ def test_exclude_words_by_name_and_dedupe():
 def test_new_option_errors_name_the_key(change, key):
     with pytest.raises(ConfigError, match=key):
         parse_config(_base(**change))
+
+
+def test_associations_expand_the_full_vocabulary_tests_and_keep_old_hashes():
+    from biasdask.config import split_label
+
+    plain = parse_config(_base(tests=["gender", "weat7"]))
+    assert plain.associations == ("cosine",) and plain.test_labels() == ("gender", "weat7")
+    assert "associations" not in plain.canonical()  # a study without the option keeps its old hash
+    cfg = parse_config(_base(tests=["gender", "context", "weat7"], associations=["cosine", "ripa", "semaxis"]))
+    assert cfg.test_labels() == (
+        "gender", "gender.ripa", "gender.semaxis", "context", "context.ripa", "context.semaxis", "weat7"
+    )
+    assert cfg.canonical()["associations"] == ["cosine", "ripa", "semaxis"]
+    assert [split_label(t) for t in ("gender", "gender.ripa", "weat7")] == [
+        ("gender", "cosine"), ("gender", "ripa"), ("weat7", "none")
+    ]
+    assert parse_config(_base(associations=["euclidean"])).test_labels() == ("gender.euclidean",)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"associations": ["dot"]}, "associations"),
+        ({"associations": []}, "associations"),
+        (
+            {"associations": ["ripa"], "languages": {"en": {"store": "memory://e", "a": ["he", "man"], "b": ["she"]}}},
+            "ripa pairs .* length in language.* en",
+        ),
+    ],
+)
+def test_association_errors_name_the_key(change, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_config(_base(**change))
