@@ -299,6 +299,11 @@ def _add_words(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-n", type=int, default=30, help="words per side (default: %(default)s)")
     p.add_argument("--by", choices=["u", "t"], default="u", help="rank by u or by the weighted t (default: %(default)s)")
     p.add_argument("--method", metavar="M", help="weighting of t for --by t (default: zipf)")
+    p.add_argument(
+        "--association", metavar="NAME", default="cosine",
+        help="per-word association whose scores are ranked: cosine (default), or another of the study's "
+        "associations (euclidean, ripa, semaxis)",
+    )
     p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
     p.set_defaults(func=_cmd_words)
 
@@ -306,7 +311,8 @@ def _add_words(sub: argparse._SubParsersAction) -> None:
 def _cmd_words(args: argparse.Namespace) -> int:
     from biasdask.report import format_words, top_words
 
-    print(format_words(top_words(args.results, args.language, args.n, args.by, method=args.method), args.format))
+    table = top_words(args.results, args.language, args.n, args.by, method=args.method, association=args.association)
+    print(format_words(table, args.format))
     return 0
 
 

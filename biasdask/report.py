@@ -278,6 +278,7 @@ def top_words(
     by: Literal["u", "t"] = "u",
     *,
     method: str | None = None,
+    association: str = "cosine",
     storage_options: dict | None = None,
 ) -> pd.DataFrame:
     """The words carrying the most bias on each side of a language's statistic.
@@ -300,6 +301,9 @@ def top_words(
         Rank by the association u, or by the weighted score t of ``method``.
     method : str, optional
         The weighting for ``by="t"`` (default: ``zipf`` if stored, else the first method).
+    association : str
+        The per-word association whose scores are ranked (``cosine``, the default: ``u`` and ``t``;
+        another one of the study's ``associations``: its ``u_<name>`` and ``t_<name>``).
     storage_options : dict, optional
         fsspec options of the store.
 
@@ -327,8 +331,12 @@ def top_words(
             method = "zipf" if "zipf" in methods else (methods[0] if methods else None)
         if method not in methods:
             raise BiasdaskError(f"no weighting {method!r} in the scores of {language} (has {', '.join(methods)})")
-    u = np.asarray(sc["u"].values, dtype=np.float64)
-    t = np.asarray(sc["t"].sel({"method": method}).values, dtype=np.float64) if by == "t" else u
+    u_name, t_name = ("u", "t") if association == "cosine" else (f"u_{association}", f"t_{association}")
+    if u_name not in sc:
+        held = ["cosine", *(str(v)[2:] for v in sc.data_vars if str(v).startswith("u_"))]
+        raise BiasdaskError(f"no association {association!r} in the scores of {language} (has {', '.join(held)})")
+    u = np.asarray(sc[u_name].values, dtype=np.float64)
+    t = np.asarray(sc[t_name].sel({"method": method}).values, dtype=np.float64) if by == "t" else u
     words = np.asarray(sc["word"].values).astype(object)
     rank = np.asarray(sc["rank"].values)
     score = np.where(np.isfinite(t), t, np.nan)
@@ -357,7 +365,7 @@ def top_words(
                 "attribute": str(words[i]) in attributes,
             })
     table = pd.DataFrame(rows, columns=["side", "rank", "word", "frequency_rank", "weight", "u", "t", "share_of_s", "attribute"])
-    table.attrs.update(language=language, by=by, method=method or "uniform", s=total)
+    table.attrs.update(language=language, by=by, method=method or "uniform", s=total, association=association)
     return table
 
 

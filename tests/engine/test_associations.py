@@ -169,3 +169,12 @@ def test_study_records_the_association_of_every_cell(tmp_path, glove):
 
     prof = frequency_profile(sc)
     assert {"u", "u_ripa", "u_euclidean", "t_uniform"} <= set(map(str, prof["score"].values))
+    # and so can the words behind a number, from Python and from the CLI
+    top = biasdask.top_words(str(tmp_path / "r.zarr"), "en", n=5, by="t", method="zipf", association="ripa")
+    best = int(np.nanargmax(t))
+    assert top["word"].iloc[0] == words[best] and top["t"].iloc[0] == pytest.approx(t[best], rel=1e-6)
+    with pytest.raises(BiasdaskError, match="no association 'semaxis' .*has cosine, ripa, euclidean"):
+        biasdask.top_words(str(tmp_path / "r.zarr"), "en", association="semaxis")
+    from biasdask.cli import main
+
+    assert main(["words", str(tmp_path / "r.zarr"), "en", "--association", "euclidean", "--format", "csv"]) == 0
