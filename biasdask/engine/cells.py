@@ -133,7 +133,7 @@ def run_cell(
     Returns
     -------
     ClassicTestResult
-        :meth:`ClassicTestResult.cell_values` gives the cube's variables.
+        :func:`cell_values` gives the cube's variables.
 
     Raises
     ------

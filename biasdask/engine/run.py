@@ -286,7 +286,7 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
             for method in gender:
                 write(lang.code, method, label, {"weighting": method, "u_association": association,
                                                  "attribute_set": lang.attribute_set, "note": note})
-            failures.append(f"{lang.code}: {exc}")
+            failures += [f"{lang.code}: {exc}"] if f"{lang.code}: {exc}" not in failures else []
             continue
         u, t = compute(sc["u"].data, sc["t"].data, client=client)
         computed[association] = (sc.copy(data={"u": u, "t": t}), gender)

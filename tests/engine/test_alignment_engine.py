@@ -9,8 +9,8 @@ import pytest
 from scipy.stats import ortho_group
 
 from biasdask.engine.alignment import align, fit_alignment
-from biasdask.engine.weat import cross_lingual_weat, weat
 from biasdask.engine.ingest import ingest
+from biasdask.engine.weat import cross_lingual_weat, weat
 from biasdask.errors import InputFormatError, MissingWordsError
 
 from vec_files import make_store, words_of

@@ -1,6 +1,6 @@
 """The BAD test and MWEAT on stores (biasdask.engine.grammatical).
 
-Stores are ingested from small ``.vec`` files written here; every oracle reads the same file with numpy
+Stores are ingested from small ``.vec`` files (vec_files.py); every oracle reads the same file with numpy
 (fields split on b" ") and computes with the stats-level functions, scipy, or a plain Python loop.
 """
 
@@ -18,9 +18,9 @@ import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from biasdask import plot  # noqa: E402
-from biasdask.engine.cells import cell_values  # noqa: E402
 from biasdask.engine import grammatical as eg  # noqa: E402
 from biasdask.engine import words as ew  # noqa: E402
+from biasdask.engine.cells import cell_values  # noqa: E402
 from biasdask.engine.ingest import ingest  # noqa: E402
 from biasdask.errors import MissingWordsError  # noqa: E402
 

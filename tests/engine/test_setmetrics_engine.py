@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,25 +12,17 @@ from scipy.spatial.distance import cosine as cosine_distance
 
 import biasdask
 from biasdask.engine.cells import run_cell
-from biasdask.engine.weat import CoverageError
 from biasdask.engine.ingest import ingest
 from biasdask.engine.setmetrics import set_metric_sets, set_metric_test
+from biasdask.engine.weat import CoverageError
 from biasdask.errors import BiasdaskError
 from biasdask.lexicon import iat_categories, iat_words, weat_test
 from biasdask.stats import setmetrics as sm
 
+from vec_files import read_text_vectors
+
 GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
 W7 = weat_test(7)
-
-
-def read_text_vectors(path: Path, header: bool) -> dict[str, np.ndarray]:
-    """Independent float64 reader: lines split on b"\\n", fields on b" " only."""
-    out: dict[str, np.ndarray] = {}
-    for line in path.read_bytes().split(b"\n")[1 if header else 0 :]:
-        fields = [f for f in line.split(b" ") if f]
-        if fields:
-            out.setdefault(fields[0].decode("utf-8"), np.array(fields[1:], dtype=np.float64))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +30,6 @@ def glove_url(shared_data, tmp_path_factory):
     dest = tmp_path_factory.mktemp("glove") / "glove.zarr"
     ingest(str(shared_data / GLOVE), str(dest), "en", format="glove", client=False, progress=False)
     return str(dest)
-
-
-@pytest.fixture(scope="module")
-def glove_text(shared_data):
-    return read_text_vectors(shared_data / GLOVE, header=False)
 
 
 @pytest.fixture(scope="module")

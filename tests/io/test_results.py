@@ -33,7 +33,7 @@ ATTRS = {"seed": 20240917, "alternative": "auto", "similarity": "cosine"}
 CONFIG = "languages: [en, de, pt_BR]\nmethods: [uniform, zipf]\nn_permutations: 9999\nseed: 20240917\n"
 FLOATS = ["statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std"]
 INTS = ["n_permutations", "n_x", "n_y", "n_a", "n_b"]
-STRINGS = ["alternative", "weighting", "attribute_words_a", "attribute_words_b", "missing_attribute_words", "attribute_set", "note"]
+STRINGS = ["alternative", "weighting", "attribute_words_a", "attribute_words_b", "missing_attribute_words", "attribute_set", "u_association", "note"]
 
 
 def _cell_values(i, j, k):
