@@ -148,15 +148,20 @@ def test_study_records_the_association_of_every_cell(tmp_path, glove):
         "languages": {"en": {"store": emb, "a": MALE, "b": FEMALE}},
         "methods": ["uniform", "zipf"],
         "associations": ["cosine", "ripa", "euclidean"],
-        "tests": ["gender", "weat7"],
+        "tests": ["gender", "context", "weat7"],
         "n_permutations": 99,
     }
     cube = biasdask.run(study, progress=False)
     labels = list(map(str, cube["test"].values))
-    assert labels == ["gender", "gender.ripa", "gender.euclidean", "weat7"]
-    assert list(map(str, cube["association"].values)) == ["cosine", "ripa", "euclidean", "none"]
+    assert labels == ["gender", "gender.ripa", "gender.euclidean", "context", "context.ripa", "context.euclidean", "weat7"]
+    kinds = ["cosine", "ripa", "euclidean", "cosine", "ripa", "euclidean", "none"]
+    assert list(map(str, cube["association"].values)) == kinds
     cell = cube.sel({"language": "en", "method": "zipf"})
-    assert list(map(str, cell["u_association"].values)) == ["cosine", "ripa", "euclidean", "none"]
+    assert list(map(str, cell["u_association"].values)) == kinds
+    # seed 003's context words (female first) paired for RIPA: the same as gender.ripa's pairs, reversed
+    context = full_vocabulary_test(emb, FEMALE, MALE, "zipf", 99, association="ripa", exclude_words=[*FEMALE, *MALE],
+                                   progress=False)
+    assert float(cell["statistic"].sel({"test": "context.ripa"})) == pytest.approx(context.statistic, rel=1e-6)
     ripa = scores(emb, MALE, FEMALE, methods=("uniform", "zipf"), association="ripa")
     t = ripa["t"].sel({"method": "zipf"}).values
     assert float(cell["statistic"].sel({"test": "gender.ripa"})) == pytest.approx(float(t.sum()), rel=1e-5)
