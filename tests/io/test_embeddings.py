@@ -265,13 +265,17 @@ def test_a_word_table_answers_like_a_scan_and_goes_with_its_index(monkeypatch):
     assert key not in embeddings._TABLES
 
 
-def test_an_in_memory_model_gets_its_table_at_the_first_lookup(small_kv):
+def test_an_in_memory_model_gets_its_table_at_the_first_lookup(small_model):
+    from gensim.models import KeyedVectors
+
     from biasdask.engine.scores import positions
     from biasdask.io import embeddings
 
+    vectors, words = small_model
+    small_kv = KeyedVectors(vectors.shape[1])  # a model of its own, not looked up before
+    small_kv.add_vectors(words, vectors)
     ds = as_embeddings(small_kv)
     assert embeddings._TABLES.get(id(ds.indexes["word"]), "absent") is None  # registered by the wrapper
-    words = list(small_kv.index_to_key)
     np.testing.assert_array_equal(positions(ds, [words[5], "absent-word", words[0]]), [5, -1, 0])
     assert isinstance(embeddings._TABLES[id(ds.indexes["word"])], embeddings._WordTable)
     assert as_embeddings(small_kv) is ds
