@@ -88,6 +88,7 @@ def test_weat_by_name_on_a_keyedvectors_finds_the_planted_effect(small_kv):
     assert res.test == "weat7" and res.effect_size > 1 and res.pvalue < 0.01
 
 
+@pytest.mark.slow
 def test_schedulers_and_worker_counts_give_the_same_bits(small_kv, dask_client):
     kw = dict(a=["male"], b=["female"], method="uniform", n_permutations=600, seed=9, return_null=True, progress=False)
     ref = biasdask.full_vocabulary_test(small_kv, **kw, batch_size=600)
@@ -139,6 +140,7 @@ def test_a_wrapped_model_sees_in_place_changes_and_is_not_stale(small_model):
     assert after[10] == -before[10]
 
 
+@pytest.mark.slow
 def test_a_top_level_script_without_main_guard_runs_on_threads(tmp_path):
     """The notebook path as a plain script: no ``if __name__ == "__main__"``, no cluster, no files."""
     import subprocess
