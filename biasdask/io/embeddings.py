@@ -221,15 +221,14 @@ class _WordTable:
 _TABLES: dict[int, _WordTable | None] = {}
 
 
-def _seen(index: pd.Index) -> bool:
-    """Record ``index`` as looked up; False if it was not weak-referenceable (then nothing is kept)."""
+def _seen(index: pd.Index) -> None:
+    """Record ``index`` as looked up (nothing is kept for an index that is not weak-referenceable)."""
     if id(index) not in _TABLES:
         try:
             weakref.finalize(index, _TABLES.pop, id(index), None)
         except TypeError:
-            return False
+            return
         _TABLES[id(index)] = None
-    return True
 
 
 def word_positions(index: pd.Index, words: list[str]) -> np.ndarray:
