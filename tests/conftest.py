@@ -39,7 +39,8 @@ def dask_client():
 
     # Workers without the S3 settings of s3_server in their environment, whichever fixture came first:
     # as on a Gateway cluster, storage_options must bring them.
-    s3_env = {k: os.environ.pop(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL") if k in os.environ}
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL")
+    s3_env = {k: os.environ.pop(k) for k in names if k in os.environ}
     try:
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     finally:
