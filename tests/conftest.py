@@ -14,6 +14,12 @@ SHARED = Path(os.environ.get("BIASDASK_SHARED", Path(__file__).resolve().parents
 SHARED_DATA = SHARED / "data"
 
 
+def pytest_collection_modifyitems(items):
+    """Tests marked ``slow`` first: with ``pytest -n`` (pytest-xdist, ``--dist load``) they are dealt out
+    round-robin at the start instead of ending the run on one worker while the other idles."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: otherwise file order
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` (the published reference data); skips with a visible reason without it."""
@@ -31,7 +37,15 @@ def dask_client():
     """
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+    # Workers without the S3 settings of s3_server in their environment, whichever fixture came first:
+    # as on a Gateway cluster, storage_options must bring them.
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL")
+    s3_env = {k: os.environ.pop(k) for k in names if k in os.environ}
+    try:
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    finally:
+        os.environ.update(s3_env)
+    with cluster:
         with Client(cluster, set_as_default=False) as client:
             yield client
 

@@ -207,6 +207,7 @@ def check_quickstart(nb, probe: dict, vec: Path) -> None:
     assert "text/html" in output_types(tagged(nb, "full-vocabulary"))
 
 
+@pytest.mark.slow
 def test_quickstart(request, dask_client, tmp_path, notebook_env, kernel_spec_manager):
     """End to end on fastText Common Crawl English (the IAT words) when the shared data is there, else on the
     notebook's own file.

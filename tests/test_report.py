@@ -86,11 +86,15 @@ def test_show_prints_everything_a_reader_needs(store):
     assert all(table["note"].values[empty])
 
 
-def test_show_formats_and_selection_from_the_cli(store):
-    def show(*args):
-        out = subprocess.run([sys.executable, "-m", "biasdask.cli", "show", store, *args], capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
-        return out.stdout
+def test_show_formats_and_selection_from_the_cli(store, capsys):
+    from biasdask.cli import main
+
+    def show(*args):  # in this process (a fresh interpreter per format costs seconds); the last one is real
+        capsys.readouterr()
+        code = main(["show", store, *args])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        return out.out
 
     rows = list(csv.DictReader(io.StringIO(show("--format", "csv", "--sel", "language=fr,en", "test=gender"))))
     assert [(r["language"], r["method"]) for r in rows] == [("fr", "uniform"), ("fr", "zipf"), ("en", "uniform"), ("en", "zipf")]

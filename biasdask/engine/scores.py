@@ -19,7 +19,7 @@ import xarray as xr
 from distributed import Client
 
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
-from biasdask.io.embeddings import Embeddings, as_embeddings
+from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
 from biasdask.io.store import default_chunk_words
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
@@ -44,19 +44,15 @@ def word_list(words: Iterable[str], name: str) -> Iterable[str]:
 def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     """Row of each of ``words`` in the vocabulary (its first occurrence), -1 where absent.
 
-    One vectorised scan of the store's ``word`` index for the few words asked for: building a hash
-    table of the whole vocabulary instead (``pd.Index.get_indexer``) takes seconds at 2,000,000 words.
+    A scan of the ``word`` index the first time; a hash table of it, built once per index, from the
+    second (the first for an in-memory model): see :func:`biasdask.io.embeddings.word_positions`.
     """
     index = emb.indexes.get("word")
     if not isinstance(index, pd.Index):
         index = pd.Index(np.asarray(emb["word"].values).astype(object))
     # stores hold NFC words (ingest normalises them): "mâle" typed decomposed is found too
     words = [unicodedata.normalize("NFC", str(w)) for w in word_list(words, "words")]
-    rows = np.flatnonzero(index.isin(words)) if words else np.empty(0, np.intp)
-    found: dict[str, int] = {}
-    for word, row in zip(index[rows], rows):
-        found.setdefault(str(word), int(row))
-    return np.array([found.get(w, -1) for w in words], dtype=np.intp)
+    return word_positions(index, words)
 
 
 def as_terms(words: Iterable[str | AttributeTerm]) -> list[AttributeTerm]:
@@ -154,7 +150,7 @@ def read_rows(emb: xr.Dataset, words: Iterable[str], client: Client | None = Non
     rows = emb["vectors"].isel(word=pos[present][order]).data
     if isinstance(rows, da.Array):
         rows = rows.compute(scheduler="sync") if client is None else client.compute(rows, sync=True)
-    rows = np.asarray(rows, dtype=np.float32).astype(str).astype(np.float64)
+    rows = shortest_decimal(rows)
     found = [w for w, p in zip(words, present) if p]
     return {found[i]: rows[k] for k, i in enumerate(order) if np.any(rows[k])}
 

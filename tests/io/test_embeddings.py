@@ -88,6 +88,7 @@ def test_weat_by_name_on_a_keyedvectors_finds_the_planted_effect(small_kv):
     assert res.test == "weat7" and res.effect_size > 1 and res.pvalue < 0.01
 
 
+@pytest.mark.slow
 def test_schedulers_and_worker_counts_give_the_same_bits(small_kv, dask_client):
     kw = dict(a=["male"], b=["female"], method="uniform", n_permutations=600, seed=9, return_null=True, progress=False)
     ref = biasdask.full_vocabulary_test(small_kv, **kw, batch_size=600)
@@ -139,6 +140,7 @@ def test_a_wrapped_model_sees_in_place_changes_and_is_not_stale(small_model):
     assert after[10] == -before[10]
 
 
+@pytest.mark.slow
 def test_a_top_level_script_without_main_guard_runs_on_threads(tmp_path):
     """The notebook path as a plain script: no ``if __name__ == "__main__"``, no cluster, no files."""
     import subprocess
@@ -202,3 +204,80 @@ def test_align_and_career_family_take_in_memory_forms(small_kv, small_dataarray,
             biasdask.career_family_test(emb, language="en")
         errors.append(str(info.value))
     assert errors[0] == errors[1]
+
+
+def _via_string(values):
+    """The widening as it was first written: numpy's shortest repr (Dragon4), parsed back."""
+    return np.asarray(values, dtype=np.float32).astype(str).astype(np.float64)
+
+
+def test_shortest_decimal_equals_the_string_route_bit_for_bit():
+    from biasdask.io.embeddings import shortest_decimal
+
+    rng = np.random.default_rng(12)
+    f32 = np.finfo(np.float32)
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, f32.tiny, f32.smallest_subnormal, -f32.smallest_subnormal,
+             f32.max, -f32.max, f32.eps, 1.0, 0.1, 0.3, 1e-12, 1e18, 1e-13, 1e19, 2097152.25, 16777216.0,
+             0.5, 0.25, 3.4e38, 1.17e-38, 9.999999e-13, 1.0000001e18]
+    pow2 = np.ldexp(np.float32(1), np.arange(-149, 128)).astype(np.float32)
+    near = np.concatenate([np.nextafter(pow2, np.float32(np.inf)), np.nextafter(pow2, np.float32(0))])
+    tens = np.array([10.0**k for k in range(-45, 39)], dtype=np.float32)
+    tens = np.concatenate([tens, np.nextafter(tens, np.float32(np.inf)), np.nextafter(tens, np.float32(0))])
+    values = np.concatenate([
+        np.array(edges, dtype=np.float32), pow2, near, tens, -tens,
+        rng.integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32).view(np.float32),  # every exponent
+        rng.standard_normal(100_000).astype(np.float32),  # word2vec-like
+        np.round(rng.standard_normal(50_000), 4).astype(np.float32),  # fastText .vec decimals
+        np.round(rng.uniform(-1, 1, 50_000), 5).astype(np.float32),  # GloVe
+        (rng.standard_normal(50_000) * 10.0 ** rng.integers(-12, 19, 50_000)).astype(np.float32),
+        rng.integers(1, 2**24, 25_000).astype(np.float32) * np.float32(0.25),  # ties between 8-digit decimals
+        rng.integers(0, 2**23, 25_000, dtype=np.uint32).view(np.float32),  # subnormals
+    ])
+    got, want = shortest_decimal(values), _via_string(values)
+    bad = ~((got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want)))
+    assert not bad.any(), list(zip(values[bad][:5], got[bad][:5], want[bad][:5]))
+    np.testing.assert_array_equal(shortest_decimal(values[:1000].reshape(-1, 2)), want[:1000].reshape(-1, 2))
+    assert shortest_decimal(np.float32(0.1)) == 0.1 and np.signbit(shortest_decimal(np.float32(-0.0)))
+
+
+def test_a_word_table_answers_like_a_scan_and_goes_with_its_index(monkeypatch):
+    import gc
+
+    import pandas as pd
+
+    from biasdask.io import embeddings
+
+    words = np.array(["a", "b", "a", "c", "mâle", "", "b", "d"] + [f"w{i}" for i in range(500)], dtype=object)
+    asked = ["a", "b", "c", "z", "", "mâle", "w499", "d", "w500", "a"]
+    expected = [list(words).index(w) if w in words else -1 for w in asked]
+    index = pd.Index(words)
+    key = id(index)
+    scan = embeddings.word_positions(index, asked)  # first lookup: a scan, the index remembered
+    assert key in embeddings._TABLES and embeddings._TABLES[key] is None
+    table = embeddings.word_positions(index, asked)  # second: a table, built once and kept
+    assert isinstance(embeddings._TABLES[key], embeddings._WordTable)
+    np.testing.assert_array_equal(scan, expected)
+    np.testing.assert_array_equal(table, expected)
+    np.testing.assert_array_equal(embeddings.word_positions(index, []), np.empty(0, np.intp))
+    # the table tells apart different words of equal hash (all of them here) and keeps the first occurrence
+    monkeypatch.setattr(embeddings, "hash", lambda word: 7, raising=False)
+    np.testing.assert_array_equal(embeddings._WordTable(words).rows(asked), expected)
+    del index
+    gc.collect()
+    assert key not in embeddings._TABLES
+
+
+def test_an_in_memory_model_gets_its_table_at_the_first_lookup(small_model):
+    from gensim.models import KeyedVectors
+
+    from biasdask.engine.scores import positions
+    from biasdask.io import embeddings
+
+    vectors, words = small_model
+    small_kv = KeyedVectors(vectors.shape[1])  # a model of its own, not looked up before
+    small_kv.add_vectors(words, vectors)
+    ds = as_embeddings(small_kv)
+    assert embeddings._TABLES.get(id(ds.indexes["word"]), "absent") is None  # registered by the wrapper
+    np.testing.assert_array_equal(positions(ds, [words[5], "absent-word", words[0]]), [5, -1, 0])
+    assert isinstance(embeddings._TABLES[id(ds.indexes["word"])], embeddings._WordTable)
+    assert as_embeddings(small_kv) is ds

@@ -71,6 +71,7 @@ def _vec_text(vectors: np.ndarray, words: list[str]) -> str:
     return f"{len(words)} {vectors.shape[1]}\n" + "".join(rows)
 
 
+@pytest.mark.slow
 def test_gs_ingest_store_test_and_results_match_local(gcs_options, small_model, tmp_path):
     vectors, words = small_model
     text = _vec_text(vectors, words)

@@ -533,6 +533,7 @@ def test_sigkill_while_writing_leaves_only_complete_cells(tmp_path):
         _assert_cell(ds, cell, values)
 
 
+@pytest.mark.slow
 def test_s3_bucket_end_to_end(s3_bucket):
     """The same contract on an S3 endpoint (moto), in one test because each request is slow there."""
     bucket, options = s3_bucket

@@ -32,6 +32,7 @@ def test_gs_without_gcsfs_is_a_one_line_error_naming_the_extra(monkeypatch):
         biasdask.open_embeddings("gs://b/x.zarr")
 
 
+@pytest.mark.slow
 def test_endpoint_only_in_protocol_keyed_options_reaches_every_store(s3_bucket, small_model, tmp_path, monkeypatch):
     """Ingest destination, embedding store and results store all reach the moto server although its
     endpoint and credentials are given only as ``{"s3": {...}}`` (nothing in the environment)."""

@@ -41,12 +41,12 @@ def _race(sources, dest, storage_options=None):
     return outcomes
 
 
-def _check_consistent(emb):
+def _check_consistent(emb, n_en=200, n_de=150):
     """Every word, every vector and the language attr come from one and the same source."""
     words = [str(w) for w in emb.word.values]
     tag = words[0][:2]
     assert all(w.startswith(tag) for w in words)
-    expected = {"en": ("en", 1.0, 200), "de": ("de", 2.0, 150)}[tag]
+    expected = {"en": ("en", 1.0, n_en), "de": ("de", 2.0, n_de)}[tag]
     assert emb.attrs["language"] == expected[0]
     assert len(words) == expected[2] == emb.attrs["n_words"]
     np.testing.assert_array_equal(emb.vectors.values, expected[1])
@@ -56,7 +56,9 @@ def test_two_ingests_into_one_local_destination(tmp_path):
     sources = [("en", _source(tmp_path / "en.vec", "en", 200, 6, 1.0)), ("de", _source(tmp_path / "de.vec", "de", 150, 6, 2.0))]
     dest = str(tmp_path / "shared.zarr")
     lost = 0
-    for _ in range(25):
+    for race in range(25):
+        if lost and race >= 5:  # they did race (usually at once); more rounds only cost time
+            break
         outcomes = _race(sources, dest)
         assert all(o == "ok" or isinstance(o, StoreConflictError) for o in outcomes), outcomes
         assert "ok" in outcomes
@@ -69,15 +71,17 @@ def test_two_ingests_into_one_local_destination(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["de.vec", "en.vec", "shared.zarr"]
 
 
+@pytest.mark.slow
 def test_two_ingests_into_one_s3_destination(tmp_path, s3_bucket):
     bucket, options = s3_bucket
-    sources = [("en", _source(tmp_path / "en.vec", "en", 200, 6, 1.0)), ("de", _source(tmp_path / "de.vec", "de", 150, 6, 2.0))]
+    # fewer words than on disk (each chunk is a request to the server), still several chunks of 16
+    sources = [("en", _source(tmp_path / "en.vec", "en", 72, 6, 1.0)), ("de", _source(tmp_path / "de.vec", "de", 56, 6, 2.0))]
     dest = f"s3://{bucket}/emb/shared.zarr"
     for _ in range(4):
         outcomes = _race(sources, dest, options)
         assert all(o == "ok" or isinstance(o, StoreConflictError) for o in outcomes), outcomes
         assert "ok" in outcomes
-        _check_consistent(open_embeddings(dest, options))
+        _check_consistent(open_embeddings(dest, options), 72, 56)
 
 
 def test_the_lock_of_a_remote_destination_is_exclusive(s3_bucket):
