@@ -133,8 +133,7 @@ def demo(
         results = run(study, client=c, overwrite=True, progress=progress)
     results = results.assign_coords(planted_strength=("language", [lang.strength for lang in langs]))
     if plots:
-        from biasdask.report import write_plots, write_report
+        from biasdask.report import write_report
 
-        write_plots(str(out / "results.zarr"), out / "plots")
-        write_report(str(out / "results.zarr"), out / "report")
+        write_report(str(out / "results.zarr"), out / "report", plots_dir=out / "plots")
     return results

@@ -504,20 +504,27 @@ def write_plots(
       ``uniform``, whose t is u): per language, the mean bias per log10-rank bin (seed 003,
       Figure 1), when the store holds per-word scores.
     """
+    figs = figures(results_url, cell=cell, storage_options=storage_options)
+    return _write_pngs({name: _png(fig) for name, fig in figs.items()}, out_dir)
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)  # constrained layout already fits everything; "tight" would draw twice
+    return buffer.getvalue()
+
+
+def _data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _write_pngs(pngs: Mapping[str, bytes], out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [_save(fig, out / f"{name}.png") for name, fig in figures(results_url, cell=cell, storage_options=storage_options).items()]
-
-
-def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=120)  # constrained layout already fits everything; "tight" would draw twice
-    return path
-
-
-def _png_data_uri(fig) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    paths = [out / f"{name}.png" for name in pngs]
+    for path, data in zip(paths, pngs.values()):
+        path.write_bytes(data)
+    return paths
 
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
@@ -607,6 +614,7 @@ def write_report(
     out_dir: str | Path,
     *,
     n_words: int = 15,
+    plots_dir: str | Path | None = None,
     storage_options: dict | None = None,
 ) -> Path:
     """Write a self-contained static HTML report of a results store: ``<out_dir>/index.html``.
@@ -626,6 +634,9 @@ def write_report(
         Directory to write ``index.html`` into (created if needed).
     n_words : int
         Words per side in each language's lists.
+    plots_dir : str or Path, optional
+        Also write the page's figures there as PNG files, as :func:`write_plots` does (each figure
+        is drawn once for both).
     storage_options : dict, optional
         fsspec options of the store.
 
@@ -639,7 +650,9 @@ def write_report(
     results = open_results(results_url, storage_options=storage_options)
     table = cube_table(results)
     attrs = results.attrs
-    figs = figures(results_url, storage_options=storage_options)
+    pngs = {name: _png(fig) for name, fig in figures(results_url, storage_options=storage_options).items()}
+    if plots_dir is not None:
+        _write_pngs(pngs, plots_dir)
     done, total = int(results["done"].sum()), int(results["done"].size)
     parts = [
         f"<h1>biasdask results</h1><p>{done} of {total} cells done · seed {html.escape(str(attrs.get('seed')))} · "
@@ -653,8 +666,8 @@ def write_report(
         "p(normal): normal approximation of the permutation null; p: permutation p-value (* exact); N: words in X. "
         "Click a column to sort.</p>" + _cube_html(table),
         "<h2>Figures</h2>" + "".join(
-            f'<figure><img alt="{html.escape(name)}" src="{_png_data_uri(fig)}"><figcaption>{html.escape(name)}</figcaption></figure>'
-            for name, fig in figs.items()
+            f'<figure><img alt="{html.escape(name)}" src="{_data_uri(data)}"><figcaption>{html.escape(name)}</figcaption></figure>'
+            for name, data in pngs.items()
         ),
         "<h2>Languages</h2><p>Per language: its notes, and the words carrying the most bias on each side "
         "(A: towards the first attribute set, s &gt; 0; B: towards the second), with their share of s.</p>",
