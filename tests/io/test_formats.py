@@ -54,7 +54,8 @@ def _random_tokens(rng, n):
         elif kind == 4:
             digits = "".join(str(d) for d in rng.integers(0, 10, rng.integers(1, 30)))
             dot = rng.integers(0, len(digits) + 1)
-            tokens.append(("-" if rng.integers(2) else "+") + digits[:dot] + "." + digits[dot:])
+            dot_or_not = "." if rng.integers(4) or not digits[:dot] else ""  # digits only, too
+            tokens.append(str(rng.choice(["-", "+", ""])) + digits[:dot] + dot_or_not + digits[dot:])
         elif kind == 5:
             tokens.append(f"{rng.integers(-10**6, 10**6)}e{rng.integers(-60, 30)}")
         else:
