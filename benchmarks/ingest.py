@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 ODD = ['"q{}"', "#h{}", "x\xa0{}", "n\x85{}", "l\u2028{}", "v\x0b{}", 'say"{}', "w{}"]
 
@@ -91,6 +90,7 @@ def main(argv=None) -> None:
     from gensim.models import KeyedVectors
 
     from biasdask.engine.ingest import ingest
+    from biasdask.io.store import open_embeddings
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         tmp = Path(tmp)
@@ -110,7 +110,7 @@ def main(argv=None) -> None:
             cpu, wall = timed(lambda: ingest(src, tmp / "seq.zarr", "en", client=False, progress=False))
             seq.append((cpu, wall))
         seq_core, seq_wall = size / min(c for c, _ in seq) / mb, size / min(w for _, w in seq) / mb
-        encoding = xr.open_zarr(tmp / "seq.zarr", consolidated=False).attrs["vector_encoding"]
+        encoding = open_embeddings(tmp / "seq.zarr").attrs["vector_encoding"]
 
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster) as client:
             # every worker loads the compiled parser before the clock starts

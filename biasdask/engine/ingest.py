@@ -25,8 +25,15 @@ before it is submitted when the header does not give the size up front.
 
 *Sequential* (``client=False``, a ``memory://`` source or destination, which other processes cannot
 see, or, when no client is given, an input smaller than :data:`PARALLEL_MIN_BYTES` where starting a
-cluster costs more than it saves): the stream path run in this process. Every path writes the same
-chunks through the same function, so the stores are identical.
+cluster costs more than it saves): the byte-range path run in this process for a local uncompressed
+file, the stream path otherwise. Every path writes the same chunks through the same function, so the
+stores are identical. A local file's byte ranges are memory maps (:func:`biasdask.io.formats.view_range`):
+lines are counted and parsed in the page cache, never copied into Python bytes.
+
+*Encoding.* The first lines of a text file choose the store's encoding (scaled int16/int32 integers
+when the values have at most 4 decimals, float32 otherwise; :mod:`biasdask.io.store`); a block that
+does not fit it fails its write with :class:`biasdask.io.store.EncodingError`, and the ingest starts
+over in the encoding that block needs.
 
 Workers open the destination (and, for byte ranges, the source) themselves: on a remote cluster both
 must be URLs the workers can reach (object storage, or a shared file system), not local paths.
