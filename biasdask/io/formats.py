@@ -85,6 +85,7 @@ def _network_errors() -> tuple[type[BaseException], ...]:
 NETWORK_ERRORS = _network_errors()
 
 _POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
+_NEG_POW10 = np.array([float(f"1e-{i}") for i in range(9)], dtype=np.float64)
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 
@@ -311,8 +312,12 @@ def _parse_text_kernel(buf, pos, n_lines, dim, vectors, norms, word_start, word_
                     n_frac = q - f0
                 c = buf[q]
                 if (c == 32 or c == 10) and n_int + n_frac > 0 and mant < 9007199254740992:
-                    # exact operands, one correctly rounded division (n_frac <= 17 <= 22)
-                    v = mant / _POW10[n_frac]
+                    if mant < 4194304 and n_frac <= 8:
+                        # below 2^22 a multiplication by the double nearest 10^-n rounds to the same
+                        # float32 as the exact division (checked for every such mant by the tests)
+                        v = mant * _NEG_POW10[n_frac]
+                    else:  # exact operands, one correctly rounded division (n_frac <= 17 <= 22)
+                        v = mant / _POW10[n_frac]
                     f = np.float32(-v if buf[p] == 45 else v)
                     vectors[row, j] = f
                     acc += np.float64(f) * np.float64(f)
