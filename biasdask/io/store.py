@@ -85,7 +85,6 @@ _ARRAY_CONFIG = {"write_empty_chunks": True}
 
 #: how a store holds its vectors: scaled integers (narrowest first), or float32
 VectorEncoding = Literal["int16", "int32", "float32"]
-ENCODINGS: tuple[VectorEncoding, ...] = ("int16", "int32", "float32")
 #: the integer encodings store ``k = SCALE * v`` (4 decimals)
 SCALE = 10_000
 #: the largest ``|k|`` of each integer encoding. For int32 it is below 2^22, where ``float32(k / 10^4)``
