@@ -25,8 +25,15 @@ before it is submitted when the header does not give the size up front.
 
 *Sequential* (``client=False``, a ``memory://`` source or destination, which other processes cannot
 see, or, when no client is given, an input smaller than :data:`PARALLEL_MIN_BYTES` where starting a
-cluster costs more than it saves): the stream path run in this process. Every path writes the same
-chunks through the same function, so the stores are identical.
+cluster costs more than it saves): the byte-range path run in this process for a local uncompressed
+file, the stream path otherwise. Every path writes the same chunks through the same function, so the
+stores are identical. A local file's byte ranges are memory maps (:func:`biasdask.io.formats.view_range`):
+lines are counted and parsed in the page cache, never copied into Python bytes.
+
+*Encoding.* The first lines of a text file choose the store's encoding (scaled int16/int32 integers
+when the values have at most 4 decimals, float32 otherwise; :mod:`biasdask.io.store`); a block that
+does not fit it fails its write with :class:`biasdask.io.store.EncodingError`, and the ingest starts
+over in the encoding that block needs.
 
 Workers open the destination (and, for byte ranges, the source) themselves: on a remote cluster both
 must be URLs the workers can reach (object storage, or a shared file system), not local paths.
@@ -58,11 +65,14 @@ from biasdask.errors import BiasdaskError, InputFormatError
 from biasdask.io import formats
 from biasdask.io.formats import SourceInfo
 from biasdask.io.store import (
+    EncodingError,
+    VectorEncoding,
     acquire_lock,
     check_language_code,
     check_replaceable,
     compact_store,
     default_chunk_words,
+    fitting_encoding,
     fresh_location,
     open_embeddings,
     prepare_store,
@@ -174,36 +184,46 @@ def ingest(
     lock = acquire_lock(dest, storage_options)
     try:
         remove_leftovers(dest, storage_options)
-        # the new store is written next to DEST and swapped in once complete: DEST is untouched until then
-        fresh = fresh_location(dest)
-        try:
-            prepare_store(
-                fresh,
-                storage_options,
-                language=language,
-                source=info.display,
-                format=info.format,
-                dim=info.dim,
-                chunk_words=cw,
-                n_words=_planned_words(info, max_words) or 0,
-            )
-            job = _Job(info, fresh, storage_options, cw, max_words, progress)
-            if mode == "sequential":
-                job.run_sequential()
-            else:
-                from biasdask.engine.cluster import client_scope
+        encoding = _first_encoding(info, storage_options)
+        while True:
+            # the new store is written next to DEST and swapped in once complete: DEST is untouched until then
+            fresh = fresh_location(dest)
+            try:
+                prepare_store(
+                    fresh,
+                    storage_options,
+                    language=language,
+                    source=info.display,
+                    format=info.format,
+                    dim=info.dim,
+                    chunk_words=cw,
+                    n_words=_planned_words(info, max_words) or 0,
+                    vector_encoding=encoding,
+                )
+                job = _Job(info, fresh, storage_options, cw, max_words, progress)
+                if mode == "sequential" and info.splittable and _protocol(info.url) in ("file", "local"):
+                    job.run_ranges(None)  # a local file: parsed in place from its memory map
+                elif mode == "sequential":
+                    job.run_sequential()
+                else:
+                    from biasdask.engine.cluster import client_scope
 
-                with client_scope(client) as c:
-                    if mode == "ranges":
-                        job.run_ranges(c)
-                    else:
-                        job.run_stream(c)
-            job.finish()
-            swap_in(fresh, dest, storage_options)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                remove_store(fresh, storage_options)
-            raise
+                    with client_scope(client) as c:
+                        if mode == "ranges":
+                            job.run_ranges(c)
+                        else:
+                            job.run_stream(c)
+                job.finish()
+                swap_in(fresh, dest, storage_options)
+                break
+            except EncodingError as exc:  # a later block needs a wider encoding: start over with it
+                with contextlib.suppress(Exception):
+                    remove_store(fresh, storage_options)
+                encoding = exc.needed
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    remove_store(fresh, storage_options)
+                raise
     finally:
         with contextlib.suppress(Exception):
             lock.release()
@@ -231,6 +251,26 @@ def _choose_mode(info: SourceInfo, dest: str, client) -> str:
     if info.splittable and _protocol(info.url) not in _STREAM_ONLY_PROTOCOLS:
         return "ranges"
     return "stream"
+
+
+#: words of the beginning of a text file that choose the store's encoding (:func:`_first_encoding`)
+ENCODING_SAMPLE_WORDS = 1000
+
+
+def _first_encoding(info: SourceInfo, storage_options: dict | None) -> VectorEncoding:
+    """The narrowest encoding (scaled integers, or float32) that holds the first words of a text file
+    losslessly; float32 for word2vec binary. A later block that needs a wider one makes :func:`ingest`
+    start over with it (a second read, for the rare file whose precision or range changes deep inside)."""
+    if info.format == "word2vec-binary":
+        return "float32"
+    try:
+        block = formats.head_block(info, ENCODING_SAMPLE_WORDS, storage_options)
+        if block is None:
+            return "float32"
+        vectors = formats.parse_block(block.data, block.n, info, 0).vectors
+    except InputFormatError:
+        return "float32"  # the ingest itself reports what is wrong, where
+    return fitting_encoding(vectors)
 
 
 def _planned_words(info: SourceInfo, max_words: int | None) -> int | None:
@@ -267,7 +307,7 @@ def _ingest_range(
     chunk_words: int,
 ) -> ChunkResult:
     """Read bytes ``[start, end)``, skip ``skip`` lines, parse ``n`` lines and write chunk ``index``."""
-    data = formats.read_range(info.url, storage_options, start, end)
+    data = formats.view_range(info.url, storage_options, start, end)
     return _parse_and_write(dest, storage_options, info, data, formats.skip_lines(data, skip), index, n, chunk_words, start)
 
 
@@ -394,7 +434,30 @@ def _run_parallel(
 
 
 def _window(client) -> int:
-    return 2 * max(1, sum(client.nthreads().values()))
+    return 1 if isinstance(client, _Inline) else 2 * max(1, sum(client.nthreads().values()))
+
+
+class _Inline:
+    """Runs the tasks of :meth:`_Job.run_ranges` in this process, in order (``client=None``)."""
+
+    class _Done:
+        def __init__(self, value):
+            self.value = value
+
+        def result(self):
+            return self.value
+
+    def submit(self, fn, *args, pure=False):
+        return self._Done(fn(*args))
+
+
+def _run_jobs(client, jobs: Iterator[tuple[int, Callable]], window: int, on_done: Callable[[int, object], None]) -> None:
+    """:func:`_run_parallel` on a cluster; in order, in this process, when ``client`` is an :class:`_Inline`."""
+    if not isinstance(client, _Inline):
+        _run_parallel(client, jobs, window, on_done)
+        return
+    for index, submit in jobs:
+        on_done(index, submit().result())
 
 
 class _Job:
@@ -455,6 +518,8 @@ class _Job:
     # byte ranges --------------------------------------------------------------------------------
 
     def run_ranges(self, client) -> None:
+        """Count lines then parse chunks by byte ranges, on ``client``, or in this process when None."""
+        client = _Inline() if client is None else client
         info = self.info
         assert info.size is not None
         body, end = info.body_offset, info.size
@@ -495,7 +560,7 @@ class _Job:
                 next_group += 1
 
         with _bar(self.progress, end - body, "count lines") as count_bar:
-            _run_parallel(client, count_jobs(), _window(client), counted)
+            _run_jobs(client, count_jobs(), _window(client), counted)
         block_counts = np.concatenate([counts[g] for g in range(next_group)])
         n_lines = int(block_counts.sum())
         if next_group == len(groups) and end > body:
@@ -540,7 +605,7 @@ class _Job:
             bar.update(result.n_bytes)
 
         with _bar(self.progress, end - body, f"ingest {info.format}") as bar:
-            _run_parallel(client, parse_jobs(), _window(client), parsed)
+            _run_jobs(client, parse_jobs(), _window(client), parsed)
         if target == info.n_words:  # all the header's words were read: nothing else may follow
             formats.check_only_whitespace_after(info, self.storage_options, self.results[len(plan) - 1].end)
 

@@ -20,7 +20,7 @@ from distributed import Client
 
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
-from biasdask.io.store import default_chunk_words
+from biasdask.io.store import decode_scaled, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
 from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
@@ -155,6 +155,32 @@ def read_rows(emb: xr.Dataset, words: Iterable[str], client: Client | None = Non
     return {found[i]: rows[k] for k, i in enumerate(order) if np.any(rows[k])}
 
 
+#: rows decoded at a time from a scaled chunk (a cache-sized float32 block)
+_DECODE_ROWS = 1024
+
+
+def stored_association(
+    url: str, storage_options: dict | None, chunk: int, kind: Association, axes: np.ndarray, block_info=None
+) -> np.ndarray:
+    """The association ``kind`` (:func:`biasdask.stats.association.associate`) of the rows of one block
+    of a store's ``vectors`` (the first rows of chunk ``start // chunk``), read as stored: scaled integers are decoded a cache-sized block at a time into float32 (the values
+    :func:`biasdask.io.store.read_chunk` gives) and fed to the same association kernel, so u is bit for
+    bit the one computed from the float32 vectors."""
+    (start, stop), = block_info[None]["array-location"]
+    index, n = start // chunk, stop - start
+    stored, _ = read_stored_vectors(url, storage_options, index)  # negative zeros change no dot product
+    norms = read_chunk(url, storage_options, "norm", index)[:n]
+    if stored.dtype == np.float32:
+        return associate(kind, stored[:n], norms, axes)
+    out = np.empty(n, dtype=np.float32)
+    scratch = np.empty((min(n, _DECODE_ROWS), stored.shape[1]), dtype=np.float32)
+    for lo in range(0, n, _DECODE_ROWS):
+        hi = min(n, lo + _DECODE_ROWS)
+        decode_scaled(stored[lo:hi], scratch[: hi - lo])
+        out[lo:hi] = associate(kind, scratch[: hi - lo], norms[lo:hi], axes)
+    return out
+
+
 @functools.lru_cache(maxsize=4)
 def _frequency_table(language: str) -> dict[str, float]:
     import wordfreq
@@ -283,6 +309,7 @@ def scores(
     axes = association_axes(association, *_attribute_vectors(association, a, b, attr_a, attr_b, emb))
     # A store whose ingest counted no shared vector needs no hashing pass.
     hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
+    stored = stored_vectors(emb["vectors"].data)
     if max_words is not None:
         if max_words < 1:
             raise BiasdaskError(f"max_words must be positive, got {max_words}")
@@ -295,14 +322,27 @@ def scores(
     if not isinstance(v, da.Array):  # an in-memory model: chunk it like a store
         v = da.from_array(v, chunks=(default_chunk_words(v.shape[1]), -1), name=False)
     norm = da.asarray(emb["norm"].data).rechunk(v.chunks[0])
-    u = da.map_blocks(
-        lambda blk, nrm: associate(association, blk, nrm[:, 0], axes),
-        v,
-        norm[:, None],
-        drop_axis=1,
-        dtype=np.float32,
-        meta=np.empty((0,), np.float32),
-    )
+    if stored is not None:  # straight from the stored chunks: one task per chunk, no float copy of scaled ones
+        u = da.map_blocks(
+            stored_association,
+            stored.url,
+            stored.storage_options,
+            stored.chunk,
+            association,
+            axes,
+            chunks=(v.chunks[0],),
+            dtype=np.float32,
+            meta=np.empty((0,), np.float32),
+        )
+    else:
+        u = da.map_blocks(
+            lambda blk, nrm: associate(association, blk, nrm[:, 0], axes),
+            v,
+            norm[:, None],
+            drop_axis=1,
+            dtype=np.float32,
+            meta=np.empty((0,), np.float32),
+        )
     excluded = set(excluded_words(exclude_words))
     if exclude_attributes:
         excluded |= {t for term in as_terms([*a, *b]) for t in term.tokens}

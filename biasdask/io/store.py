@@ -3,7 +3,16 @@
 Layout, as ``xarray.open_zarr(url, consolidated=False)`` shows it:
 
 - ``vectors`` float32 (word, dim), chunked along ``word`` only, compressed with blosc lz4 over
-  bit-shuffled floats (see :data:`VECTOR_COMPRESSORS`; the other arrays use zarr's default compression);
+  bit-shuffled values (see :data:`VECTOR_COMPRESSORS`; the other arrays use zarr's default compression).
+  Stored either as float32 or, when every value is a decimal of at most 4 decimals (fastText's
+  ``.vec``), losslessly as scaled integers ``k = 10^4 v`` (int16 when every ``|k| <= 32767``, else
+  int32 up to ``|k| < 2^22``) through the ``numcodecs.fixedscaleoffset`` codec, which any zarr reader
+  with numcodecs decodes to float32 (attr ``vector_encoding``: ``float32``, ``int16`` or ``int32``;
+  ``vector_scale``: 10000 for the integers). The text's ``-0.0000`` parses to float32 ``-0.0``, which an
+  integer cannot hold: the array ``negative_zero`` (uint8 (word, ceil(dim / 8)), bits packed along
+  ``dim`` by ``numpy.packbits``) marks those values, and :func:`read_chunk` restores them, so that the
+  vectors read are bit for bit the float32 parse of the text (a plain zarr read gives ``+0.0`` there, an
+  equal number);
 - coordinates ``word`` (variable-length UTF-8 strings) and ``rank`` (int64, 1..N in file order);
 - ``norm`` float32 (word): the raw L2 length of each vector (0 for zero vectors);
 - attrs ``language``, ``source``, ``format``, ``dim``, ``created``, ``biasdask_version``, ``store_id``
@@ -26,21 +35,30 @@ after everything else. :func:`open_embeddings` refuses a store without it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import functools
 import json
 import os
 import re
 import socket
 import uuid
+import warnings
+from typing import Literal
 
 import dask.array as da
 import fsspec
+import numba
 import numpy as np
 import xarray as xr
 import zarr
 import zarr.codecs
+import zarr.core.buffer
 import zarr.core.sync
 import zarr.storage
+from zarr.codecs.numcodecs import FixedScaleOffset
+from zarr.core.array import Array, AsyncArray
+from zarr.core.dtype import Int16, Int32
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
@@ -64,6 +82,135 @@ VECTOR_COMPRESSORS = (
 OTHER_COMPRESSORS = (zarr.codecs.ZstdCodec(level=0), zarr.codecs.Crc32cCodec())
 #: every chunk is stored, also one equal to the fill value, so that a missing chunk is an error
 _ARRAY_CONFIG = {"write_empty_chunks": True}
+
+#: how a store holds its vectors: scaled integers (narrowest first), or float32
+VectorEncoding = Literal["int16", "int32", "float32"]
+#: the integer encodings store ``k = SCALE * v`` (4 decimals)
+SCALE = 10_000
+#: the largest ``|k|`` of each integer encoding. For int32 it is below 2^22, where ``float32(k / 10^4)``
+#: (the codec's decoding) equals ``float32(k * 1e-4)`` (the fast reader's) and ``rint(10^4 v)`` gives
+#: ``k`` back from ``v = float32(k / 10^4)`` (both checked for every such k by the tests)
+ENCODING_LIMITS = {"int16": 2**15 - 1, "int32": 2**22 - 1}
+_INT_TYPES = {"int16": (np.int16, Int16), "int32": (np.int32, Int32)}
+NEGATIVE_ZERO = "negative_zero"
+_CODEC_WARNING = "Numcodecs codecs are not in the Zarr version 3 specification"
+
+
+def _quiet_codecs(fn):
+    """Silence zarr's warning that numcodecs' codecs are not in the core Zarr v3 spec (zarr-python, the
+    reader biasdask and xarray use, reads them) while ``fn`` opens or creates arrays."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_CODEC_WARNING)
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+class EncodingError(ValueError):
+    """A block's vectors do not fit the store's integer encoding; ``needed`` is the narrowest that fits."""
+
+    def __init__(self, message: str, needed: VectorEncoding):
+        super().__init__(message)
+        self.needed = needed
+
+    def __reduce__(self):  # raised on workers: the client gets ``needed`` too
+        return type(self), (str(self), self.needed)
+
+
+def _vector_codecs(encoding: VectorEncoding) -> dict:
+    if encoding == "float32":
+        return {"compressors": VECTOR_COMPRESSORS}
+    np_type = np.dtype(_INT_TYPES[encoding][0]).newbyteorder("<")
+    return {
+        "filters": (FixedScaleOffset(offset=0, scale=SCALE, dtype="<f4", astype=np_type.str),),
+        "compressors": (
+            zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle", typesize=np_type.itemsize),
+            zarr.codecs.Crc32cCodec(),
+        ),
+    }
+
+
+def vector_encoding(array: zarr.Array) -> VectorEncoding:
+    """The encoding of a store's ``vectors`` array, from its codecs."""
+    first = array.metadata.codecs[0]
+    if isinstance(first, FixedScaleOffset):
+        return "int16" if np.dtype(first.codec_config["astype"]).itemsize == 2 else "int32"
+    return "float32"
+
+
+def raw_vectors(array: zarr.Array) -> zarr.Array:
+    """The integers of a scaled ``vectors`` array as stored (zarr's pipeline without the scaling: the
+    blosc decompression and the CRC-32C check stay zarr's)."""
+    meta = array.metadata
+    dtype = _INT_TYPES[vector_encoding(array)][1]()
+    raw = dataclasses.replace(meta, data_type=dtype, codecs=meta.codecs[1:], fill_value=dtype.cast_scalar(0))
+    return Array(AsyncArray(metadata=raw, store_path=array.store_path, config=array._async_array.config))
+
+
+@numba.njit(nogil=True, cache=True)
+def _encode_scaled(vectors, limit, ints, negative):
+    """``ints = rint(10^4 v)`` where ``float32(ints * 1e-4)`` gives back every ``v`` bit for bit (a
+    ``-0.0`` is marked in ``negative``). Returns (status, the largest |k|): status 0 when every value
+    fits, 1 when some |k| exceeds ``limit`` (but the values are 4-decimal ones), 2 otherwise."""
+    n, d = vectors.shape
+    bits = vectors.view(np.uint32)
+    largest = 0.0
+    exact = True
+    for i in range(n):
+        for j in range(d):
+            v = vectors[i, j]
+            x = np.float64(v) * 10000.0
+            if not (abs(x) < 2147483647.0):  # also NaN
+                x = 0.0
+                exact = False
+            k = np.rint(x)  # -0.0 for -0.0, stored as 0 and marked
+            exact &= np.float32(k * 1e-4) == v
+            largest = max(largest, abs(k))
+            ints[i, j] = np.int32(k)
+            negative[i, j] = bits[i, j] == np.uint32(0x80000000)
+    if not exact:
+        return 2, np.int64(largest)
+    return (1 if largest > limit else 0), np.int64(largest)
+
+
+@numba.njit(nogil=True, cache=True)
+def decode_scaled(ints, out):
+    """``out = float32(ints * 1e-4)`` (what the fixedscaleoffset codec gives, without its float64 array)."""
+    n, d = ints.shape
+    for i in range(n):
+        for j in range(d):
+            out[i, j] = np.float32(np.float64(ints[i, j]) * 1e-4)
+
+
+def encode_scaled(vectors: np.ndarray, encoding: VectorEncoding) -> tuple[np.ndarray, np.ndarray]:
+    """The integers and the packed negative-zero bits that store ``vectors`` losslessly in ``encoding``.
+
+    Raises
+    ------
+    EncodingError
+        Some value is not a decimal of at most 4 decimals within the encoding's range; ``needed``
+        names the narrowest encoding that holds the block.
+    """
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    ints = np.empty(vectors.shape, dtype=_INT_TYPES[encoding][0])
+    negative = np.empty(vectors.shape, dtype=np.bool_)
+    status, largest = _encode_scaled(vectors, ENCODING_LIMITS[encoding], ints, negative)
+    if status:
+        needed = "float32" if status == 2 or largest > ENCODING_LIMITS["int32"] else "int32"
+        raise EncodingError(f"the vectors do not fit {encoding} (they need {needed})", needed)
+    return ints, np.packbits(negative, axis=1)
+
+
+def fitting_encoding(vectors: np.ndarray) -> VectorEncoding:
+    """The narrowest encoding that stores ``vectors`` losslessly."""
+    try:
+        encode_scaled(vectors, "int16")
+    except EncodingError as exc:
+        return exc.needed
+    return "int16"
 
 
 def check_language_code(code: str) -> str:
@@ -167,6 +314,7 @@ def remove_store(url: str, storage_options: dict | None = None) -> None:
         fs.rm(path, recursive=True)
 
 
+@_quiet_codecs
 def prepare_store(
     url: str,
     storage_options: dict | None,
@@ -177,6 +325,7 @@ def prepare_store(
     dim: int,
     chunk_words: int,
     n_words: int = 0,
+    vector_encoding: VectorEncoding = "float32",
 ) -> None:
     """Replace whatever biasdask store is at ``url`` by an empty, incomplete one with ``n_words`` rows.
 
@@ -190,6 +339,9 @@ def prepare_store(
         Rows per chunk.
     n_words
         Initial number of rows (:func:`resize_store` changes it).
+    vector_encoding
+        ``float32``, or ``int16``/``int32`` (scaled integers, see the module docstring): then
+        :func:`write_block` refuses (:class:`EncodingError`) vectors that do not fit.
     """
     check_replaceable(url, storage_options)
     remove_store(url, storage_options)
@@ -201,7 +353,10 @@ def prepare_store(
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "biasdask_version": __version__,
         "store_id": uuid.uuid4().hex,
+        "vector_encoding": vector_encoding,
     }
+    if vector_encoding != "float32":
+        attrs["vector_scale"] = SCALE
     group = zarr.open_group(_zarr_store(url, storage_options, read_only=False), mode="w", zarr_format=3, attributes=attrs)
     common = {"chunks": (chunk_words,), "dimension_names": ("word",), "compressors": OTHER_COMPRESSORS, "config": _ARRAY_CONFIG}
     # the layout xarray itself writes: NaN fill for floats, rank/norm tied to vectors as coordinates
@@ -213,22 +368,40 @@ def prepare_store(
         fill_value=np.nan,
         dimension_names=("word", "dim"),
         attributes={"coordinates": "rank"},
-        compressors=VECTOR_COMPRESSORS,
         config=_ARRAY_CONFIG,
+        **_vector_codecs(vector_encoding),
     )
+    if vector_encoding != "float32":
+        group.create_array(
+            NEGATIVE_ZERO,
+            shape=(n_words, -(-dim // 8)),
+            chunks=(chunk_words, -(-dim // 8)),
+            dtype="uint8",
+            fill_value=0,
+            dimension_names=("word", "dim_bits"),
+            compressors=OTHER_COMPRESSORS,
+            config=_ARRAY_CONFIG,
+        )
     group.create_array("norm", shape=(n_words,), dtype="float32", fill_value=np.nan, attributes={"coordinates": "rank"}, **common)
     group.create_array("rank", shape=(n_words,), dtype="int64", fill_value=0, **common)
     group.create_array("word", shape=(n_words,), dtype=str, **common)
 
 
+def _array_names(group: zarr.Group) -> tuple[str, ...]:
+    """The arrays of a store: :data:`_ARRAYS`, and ``negative_zero`` in a scaled one."""
+    return _ARRAYS + ((NEGATIVE_ZERO,) if group.attrs.get("vector_encoding", "float32") != "float32" else ())
+
+
+@_quiet_codecs
 def resize_store(url: str, storage_options: dict | None, n_words: int) -> None:
     """Set the number of rows of every array (chunks beyond a smaller size are deleted)."""
     group = _group(url, storage_options)
-    for name in _ARRAYS:
+    for name in _array_names(group):
         array = group[name]
         array.resize((n_words,) + array.shape[1:])
 
 
+@_quiet_codecs
 def write_block(
     url: str,
     storage_options: dict | None,
@@ -240,19 +413,30 @@ def write_block(
     """Write rows ``[start, start + len(words))``, which must be exactly one chunk of the store.
 
     A chunk is whole when it has ``chunk_words`` rows, or ends at the current end of the arrays.
+
+    Raises
+    ------
+    EncodingError
+        The store holds scaled integers and ``vectors`` do not fit them (nothing is written then).
     """
     zstore = _zarr_store(url, storage_options, read_only=False)
     arrays = {
         name: zarr.open_array(zstore, path=name, mode="r+", zarr_format=3).with_config(_ARRAY_CONFIG)
         for name in _ARRAYS
     }
+    encoding = vector_encoding(arrays["vectors"])
     n = len(words)
     chunk = arrays["vectors"].chunks[0]
     size = arrays["vectors"].shape[0]
     if start % chunk or not (n == chunk or (0 < n < chunk and start + n == size)):
         raise ValueError(f"rows [{start}, {start + n}) are not one whole chunk of {chunk} rows of {size}")
     stop = start + n
-    arrays["vectors"][start:stop] = vectors
+    if encoding == "float32":
+        arrays["vectors"][start:stop] = vectors
+    else:
+        ints, negative = encode_scaled(vectors, encoding)
+        raw_vectors(arrays["vectors"])[start:stop] = ints
+        zarr.open_array(zstore, path=NEGATIVE_ZERO, mode="r+", zarr_format=3).with_config(_ARRAY_CONFIG)[start:stop] = negative
     arrays["norm"][start:stop] = norms
     arrays["rank"][start:stop] = np.arange(start + 1, stop + 1, dtype=np.int64)
     arrays["word"][start:stop] = np.asarray(words, dtype=object)
@@ -266,6 +450,7 @@ def read_words(url: str, storage_options: dict | None, positions: np.ndarray) ->
     return [str(w) for w in words]
 
 
+@_quiet_codecs
 def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> int:
     """Remove the rows ``drop`` (sorted positions), shifting the later rows up, in place.
 
@@ -293,7 +478,7 @@ def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> i
         rows = source[k * chunk : min((k + 1) * chunk, n_new)]
         lo, hi = int(rows[0]), int(rows[-1]) + 1
         pick = rows - lo
-        vectors = group["vectors"][lo:hi][pick]
+        vectors = read_vectors(url, storage_options, slice(lo, hi))[pick]
         norms = group["norm"][lo:hi][pick]
         words = group["word"][lo:hi][pick]
         if k == n_chunks - 1:
@@ -316,6 +501,7 @@ def finish_store(url: str, storage_options: dict | None, attrs: dict) -> None:
     group.attrs.update({**attrs, COMPLETE_ATTR: True})
 
 
+@_quiet_codecs
 def open_embeddings(url: str, storage_options: dict | None = None, language: str | None = None) -> xr.Dataset:
     """Open a complete embedding store, verified, as a dask-backed :class:`xarray.Dataset`.
 
@@ -362,7 +548,7 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
         )
     try:
         group = _group(url, storage_options, mode="r")
-        arrays = {name: group[name] for name in _ARRAYS}
+        arrays = {name: group[name] for name in _array_names(group)}
     except (KeyError, ValueError, TypeError, *NETWORK_ERRORS) as exc:
         raise CorruptStoreError(f"{shown}: unreadable store metadata: {redact(' '.join(str(exc).split()))}") from None
     _check_layout(url, storage_options, attrs, arrays)
@@ -393,11 +579,34 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
         )
 
     rank = lazy("rank", np.int64, ())
+    vectors = lazy("vectors", np.float32, (dim,))
+    _STORED[vectors.name] = StoredVectors(url, storage_options, chunk, n)
     return xr.Dataset(
-        {"vectors": (("word", "dim"), lazy("vectors", np.float32, (dim,))), "norm": ("word", lazy("norm", np.float32, ()))},
+        {"vectors": (("word", "dim"), vectors), "norm": ("word", lazy("norm", np.float32, ()))},
         coords={"word": words, "rank": ("word", rank)},
         attrs=dict(attrs),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredVectors:
+    """Where the lazy ``vectors`` of :func:`open_embeddings` come from: chunk ``k`` of the array holds
+    rows ``[k * chunk, min((k + 1) * chunk, n_words))`` of the store at ``url``."""
+
+    url: str
+    storage_options: dict | None
+    chunk: int
+    n_words: int
+
+
+# the dask names of the lazy vectors that open_embeddings made, in this process
+_STORED: dict[str, StoredVectors] = {}
+
+
+def stored_vectors(array) -> StoredVectors | None:
+    """The store behind ``array`` when it is exactly the lazy ``vectors`` of :func:`open_embeddings`
+    (all rows, as opened), for readers that decode the stored chunks themselves; else None."""
+    return _STORED.get(getattr(array, "name", None)) if isinstance(array, da.Array) else None
 
 
 def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: dict) -> None:
@@ -409,6 +618,11 @@ def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: d
             raise CorruptStoreError(f"{shown}: array {name} has {array.shape[0]} rows but attr n_words is {n_words}")
     if arrays["vectors"].shape[1:] != (dim,):
         raise CorruptStoreError(f"{shown}: array vectors has {arrays['vectors'].shape[1:]} columns but attr dim is {dim}")
+    encoding = vector_encoding(arrays["vectors"])
+    if attrs.get("vector_encoding", "float32") != encoding:
+        raise CorruptStoreError(
+            f"{shown}: attr vector_encoding is {attrs.get('vector_encoding')!r} but array vectors is stored as {encoding}"
+        )
     fs, path = _fs(url, storage_options)
     root = path.rstrip("/")
     try:
@@ -443,21 +657,103 @@ def _read_block(url: str, storage_options: dict | None, name: str, chunk: int, b
 def read_chunk(url: str, storage_options: dict | None, name: str, index: int) -> np.ndarray:
     """Chunk ``index`` of array ``name`` of the store at ``url``, checksum verified.
 
+    ``vectors`` are float32 whatever the store's encoding: scaled integers are decoded (and their
+    negative zeros restored), bit for bit the values that were written.
+
     Raises
     ------
     CorruptStoreError
         Naming the store and the chunk key when the chunk is missing, fails its checksum or cannot be
         decoded.
     """
+    if name == "vectors":
+        stored, negative = read_stored_vectors(url, storage_options, index)
+        return _decoded(stored, negative)
+    array = _open_chunk(url, storage_options, name, index)
+    return _read_verified(url, storage_options, array, name, _chunk_rows(array, index))
+
+
+def read_stored_vectors(url: str, storage_options: dict | None, index: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Chunk ``index`` of ``vectors`` as stored, checksum verified: float32, or the integers of a scaled
+    store (``float32(k * 1e-4)``, see :func:`decode_scaled`) with their packed negative-zero bits.
+
+    Raises
+    ------
+    CorruptStoreError
+        As :func:`read_chunk`.
+    """
+    array = _open_chunk(url, storage_options, "vectors", index)
+    rows = _chunk_rows(array, index)
+    if vector_encoding(array) == "float32":
+        return _read_verified(url, storage_options, array, "vectors", rows), None
+    negative = _open_chunk(url, storage_options, NEGATIVE_ZERO, index)
+    return (
+        _read_verified(url, storage_options, raw_vectors(array), "vectors", rows),
+        _read_verified(url, storage_options, negative, NEGATIVE_ZERO, rows),
+    )
+
+
+@_quiet_codecs
+def read_vectors(url: str, storage_options: dict | None, rows: slice) -> np.ndarray:
+    """Rows ``[rows.start, rows.stop)`` of ``vectors`` as float32, bit for bit as written (any encoding)."""
+    group = _group(url, storage_options, mode="r")
+    array = group["vectors"]
+    if vector_encoding(array) == "float32":
+        return _read_verified(url, storage_options, array, "vectors", rows)
+    stored = _read_verified(url, storage_options, raw_vectors(array), "vectors", rows)
+    return _decoded(stored, _read_verified(url, storage_options, group[NEGATIVE_ZERO], NEGATIVE_ZERO, rows))
+
+
+def _decoded(stored: np.ndarray, negative: np.ndarray | None) -> np.ndarray:
+    if negative is None:
+        return stored
+    out = np.empty(stored.shape, dtype=np.float32)
+    decode_scaled(stored, out)
+    if negative.any():
+        out[np.unpackbits(negative, axis=1, count=out.shape[1]).view(bool)] = np.float32(-0.0)
+    return out
+
+
+@_quiet_codecs
+def _open_chunk(url: str, storage_options: dict | None, name: str, index: int) -> zarr.Array:
+    """Array ``name``, after checking that its chunk ``index`` exists."""
     try:
-        array = zarr.open_array(_zarr_store(url, storage_options, read_only=True), path=name, mode="r", zarr_format=3)
+        array = _open_array(url, storage_options, name)
     except Exception as exc:  # noqa: BLE001
         raise CorruptStoreError(f"{display_url(url)}: array {name} cannot be opened: {redact(str(exc))}") from None
-    chunk = array.chunks[0]
     key = f"{name}/c/{index}" + ("/0" if array.ndim == 2 else "")
     if not zarr.core.sync.sync(array.store_path.store.exists(key)):
         raise CorruptStoreError(f"{display_url(url)}: chunk {key} is missing")
-    return _read_verified(url, storage_options, array, name, slice(index * chunk, min((index + 1) * chunk, array.shape[0])))
+    return array
+
+
+# arrays opened by chunk readers in this process, with the metadata bytes they were opened from
+_OPENED: dict[tuple[str, str, str], tuple[bytes, zarr.Array]] = {}
+_OPENED_MAX = 64
+
+
+def _open_array(url: str, storage_options: dict | None, name: str) -> zarr.Array:
+    """Array ``name`` of the store at ``url``, read only. Its metadata is read every time, but parsed
+    (codecs built) only when its bytes changed: a chunk reader opens two arrays per chunk."""
+    zstore = _zarr_store(url, storage_options, read_only=True)
+    meta = zarr.core.sync.sync(zstore.get(f"{name}/zarr.json", zarr.core.buffer.default_buffer_prototype()))
+    if meta is None:
+        raise FileNotFoundError(f"{name}/zarr.json")
+    key = (str(url), json.dumps(storage_options, sort_keys=True, default=str), name)
+    raw = meta.to_bytes()
+    hit = _OPENED.get(key)
+    if hit is not None and hit[0] == raw:
+        return hit[1]
+    array = zarr.open_array(zstore, path=name, mode="r", zarr_format=3)
+    if len(_OPENED) >= _OPENED_MAX:
+        _OPENED.clear()
+    _OPENED[key] = (raw, array)
+    return array
+
+
+def _chunk_rows(array: zarr.Array, index: int) -> slice:
+    chunk = array.chunks[0]
+    return slice(index * chunk, min((index + 1) * chunk, array.shape[0]))
 
 
 # --------------------------------------------------------------------------------------------------

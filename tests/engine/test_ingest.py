@@ -102,8 +102,60 @@ def test_real_fasttext_vec_files_in_several_scripts(shared_data, tmp_path, langu
     src = str(shared_data / "iat" / "cc" / f"{language}.vec")
     ds = ingest(src, str(tmp_path / f"{language}.zarr"), language, chunk_words=8, client=False, progress=False)
     kv = _gensim(src)
-    _assert_same_as_gensim(ds, kv)
+    _assert_same_as_gensim(ds, kv)  # bit for bit, the text's -0.0 included
     assert ds.attrs["language"] == language and ds.attrs["n_words"] == len(kv.key_to_index) > 20
+    assert ds.attrs["vector_encoding"] == "int16"  # fastText prints 4 decimals
+
+
+@pytest.mark.parametrize("corpus", ["wiki", "subt"])
+def test_real_vec_files_with_more_decimals_stay_float32(shared_data, tmp_path, corpus):
+    src = str(shared_data / "iat" / corpus / "de.vec")
+    ds = ingest(src, str(tmp_path / "de.zarr"), "de", chunk_words=8, client=False, progress=False)
+    _assert_same_as_gensim(ds, _gensim(src))
+    assert ds.attrs["vector_encoding"] == "float32"
+
+
+def test_every_real_fasttext_cc_file_is_stored_in_int16_bit_for_bit(shared_data, tmp_path):
+    """All cc/*.vec together: the float32 parse of every token (np.float32(text)), -0.0 included, and
+    the bytes per word of the int16 store against the float32 store of the same vectors."""
+    files = sorted((shared_data / "iat" / "cc").glob("*.vec"))
+    lines = [line for f in files for line in f.read_bytes().split(b"\n")[1:] if line.strip()]
+    lines = [b"w%d " % i + line.split(b" ", 1)[1] for i, line in enumerate(lines)]  # unique words
+    src = _write(tmp_path / "cc.vec", [line + b"\n" for line in lines], dim=300)
+    ds = ingest(src, str(tmp_path / "cc.zarr"), "en", client=False, progress=False)
+    expected = np.array([[np.float32(t) for t in line.rstrip().split(b" ")[1:]] for line in lines])
+    assert np.signbit(expected[expected == 0]).any()  # the real files hold -0.0 tokens
+    assert ds.attrs["vector_encoding"] == "int16"
+    assert ds.vectors.values.tobytes() == expected.tobytes()
+    from biasdask.io import store
+
+    as_float = str(tmp_path / "f.zarr")
+    store.prepare_store(as_float, None, language="en", source="s", format="vec", dim=300, chunk_words=len(lines), n_words=len(lines))
+    store.write_block(as_float, None, 0, ds.word.values, expected, ds.norm.values)
+    def vector_bytes(name):  # the chunks of vectors (and negative_zero)
+        return sum(f.stat().st_size for a in ("vectors", "negative_zero") for f in (tmp_path / name / a / "c").rglob("*") if f.is_file())
+
+    assert vector_bytes("cc.zarr") < 0.6 * vector_bytes("f.zarr")
+
+
+@pytest.mark.parametrize("client", [False, "dask"])
+def test_a_late_block_that_does_not_fit_restarts_in_a_wider_encoding(tmp_path, dask_client, small_blocks, client, monkeypatch):
+    """The first words choose int16; a value of 9.9999 deep in the file needs int32, then one with 5
+    decimals float32: each makes the ingest start over, and the values stay the text's float32 parse."""
+    monkeypatch.setattr(ingest_module, "ENCODING_SAMPLE_WORDS", 50)
+    lines = _lines(400, 6, seed=9)
+    lines[150] = b"big " + b" ".join([b"9.9999", b"-0.0000"] + [b"0.1"] * 4) + b"\n"
+    src = _write(tmp_path / "a.vec", lines, dim=6)
+    kw = dict(chunk_words=40, progress=False, client=dask_client if client else False)
+    ds = ingest(src, str(tmp_path / "a.zarr"), "en", **kw)
+    expected = np.array([[np.float32(t) for t in line.rstrip().split(b" ")[1:]] for line in lines])
+    assert ds.attrs["vector_encoding"] == "int32" and ds.vectors.values.tobytes() == expected.tobytes()
+    lines[390] = b"fine " + b" ".join([b"0.12345"] + [b"0.1"] * 5) + b"\n"
+    src = _write(tmp_path / "b.vec", lines, dim=6)
+    ds = ingest(src, str(tmp_path / "b.zarr"), "en", **kw)
+    expected = np.array([[np.float32(t) for t in line.rstrip().split(b" ")[1:]] for line in lines])
+    assert ds.attrs["vector_encoding"] == "float32" and ds.vectors.values.tobytes() == expected.tobytes()
+    assert sorted(p.name for p in tmp_path.iterdir() if ".ingest-" in p.name) == []  # no fresh store left
 
 
 def test_duplicates_zero_vectors_and_invalid_utf8_are_kept_dropped_and_counted(tmp_path):

@@ -305,3 +305,36 @@ def test_attribute_rules_on_real_glove_vectors(shared_data):
 def _read_vec_glove(path):
     rows = [line.split(b" ") for line in path.read_bytes().split(b"\n") if line]
     return [r[0].decode() for r in rows], np.array([[float(x) for x in r[1:]] for r in rows], dtype=np.float32)
+
+
+@pytest.mark.parametrize("max_words", [None, 300])
+def test_u_read_from_stored_chunks_is_bit_identical_in_every_encoding(tmp_path, max_words):
+    """u over a store (one task per stored chunk, scaled integers decoded block by block) equals u over
+    the same vectors in memory, bit for bit, for int16, int32 and float32 stores; a zero vector is NaN."""
+    from biasdask.io import store
+
+    rng = np.random.default_rng(5)
+    k = np.rint(rng.normal(0, 0.3, (700, 12)) * 10000)
+    words = np.array(["male", "man", "female", "woman"] + [f"w{i}" for i in range(4, 700)], dtype=object)
+    for encoding, scale in [("int16", 1), ("int32", 10), ("float32", 1)]:
+        vec = (k * scale / 10000).astype(np.float32)  # int32: values beyond int16's range
+        vec[7] = 0
+        vec[9, 3] = np.float32(-0.0)
+        norms = np.sqrt(np.square(vec, dtype=np.float64).sum(axis=1)).astype(np.float32)
+        memory = xr.Dataset(
+            {"vectors": (("word", "dim"), vec), "norm": (("word",), norms)},
+            coords={"word": words, "rank": ("word", np.arange(1, 701))},
+            attrs={"language": "en"},
+        )
+        expected = scores(memory, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)["u"].values
+        url = str(tmp_path / f"{encoding}.zarr")
+        store.prepare_store(url, None, language="en", source="s", format="vec", dim=12, chunk_words=256, n_words=700, vector_encoding=encoding)
+        for start in range(0, 700, 256):
+            rows = slice(start, start + 256)
+            store.write_block(url, None, start, words[rows], vec[rows], norms[rows])
+        store.finish_store(url, None, {"n_words": 700})
+        emb = store.open_embeddings(url)
+        assert store.stored_vectors(emb["vectors"].data) is not None  # the stored-chunk path is taken
+        u = scores(emb, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)["u"]
+        assert u.chunks == ((256, 44) if max_words else (256, 256, 188),)
+        assert u.values.tobytes() == expected.tobytes() and np.isnan(u.values[7])

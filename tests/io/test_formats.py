@@ -54,7 +54,8 @@ def _random_tokens(rng, n):
         elif kind == 4:
             digits = "".join(str(d) for d in rng.integers(0, 10, rng.integers(1, 30)))
             dot = rng.integers(0, len(digits) + 1)
-            tokens.append(("-" if rng.integers(2) else "+") + digits[:dot] + "." + digits[dot:])
+            dot_or_not = "." if rng.integers(4) or not digits[:dot] else ""  # digits only, too
+            tokens.append(str(rng.choice(["-", "+", ""])) + digits[:dot] + dot_or_not + digits[dot:])
         elif kind == 5:
             tokens.append(f"{rng.integers(-10**6, 10**6)}e{rng.integers(-60, 30)}")
         else:
@@ -291,3 +292,13 @@ def test_flat_storage_options_go_to_object_stores_only():
     assert formats.storage_options_for("memory://b/x", keyed) == {}  # (gs:// without gcsfs: tests/io/test_storage_options.py)
     nested = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}  # flat, though every value is a dict
     assert formats.storage_options_for("s3://b/k", nested) == nested
+
+
+def test_the_parsers_multiplication_shortcut_rounds_like_the_division():
+    """Below 2^22 digits and 8 decimals the fast path multiplies by the double nearest 10^-n: for every
+    such mantissa this rounds to the float32 of the correctly rounded quotient (what gensim gets)."""
+    from biasdask.io.formats import _NEG_POW10
+
+    mant = np.arange(2**22, dtype=np.float64)
+    for n in range(9):
+        assert (mant * _NEG_POW10[n]).astype(np.float32).tobytes() == (mant / 10.0**n).astype(np.float32).tobytes()

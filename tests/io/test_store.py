@@ -144,3 +144,104 @@ def test_a_relative_path_still_reads_from_another_directory(tmp_path, monkeypatc
     ds = store.open_embeddings("rel.zarr")
     monkeypatch.chdir(tmp_path)
     np.testing.assert_array_equal(ds.vectors.values, vectors)
+
+
+# ---------------------------------------------------------------------------------------------- scaled integers
+
+
+def test_scaled_decoding_is_the_float32_parse_of_every_4_decimal_text():
+    """Exhaustive: for every int16 k, decode_scaled(k) is bit for bit np.float32 of its decimal text,
+    the codec's own decoding (k / 10^4 in float64, then float32) and gives k back."""
+    k = np.arange(-(2**15) + 1, 2**15, dtype=np.int16)[:, None]
+    text = np.array([np.float32(f"{'-' if x < 0 else ''}{abs(x) // 10000}.{abs(x) % 10000:04d}") for x in k[:, 0].tolist()])
+    out = np.empty(k.shape, np.float32)
+    store.decode_scaled(k, out)
+    assert out[:, 0].tobytes() == text.tobytes()
+    assert out.tobytes() == (k / 10000).astype(np.float32).tobytes()
+    ints, negative = store.encode_scaled(out, "int16")
+    assert np.array_equal(ints, k) and not negative.any()
+
+
+def test_int32_decoding_equals_the_codecs_up_to_its_limit():
+    k = np.arange(-store.ENCODING_LIMITS["int32"], store.ENCODING_LIMITS["int32"] + 1, dtype=np.int32)[:, None]
+    out = np.empty(k.shape, np.float32)
+    store.decode_scaled(k, out)
+    assert out.tobytes() == (k / 10000).astype(np.float32).tobytes()
+    assert np.array_equal(store.encode_scaled(out, "int32")[0], k)
+
+
+@pytest.mark.parametrize(
+    ("values", "encoding"),
+    [
+        (["0.1234", "-0.0000", "3.2767", "-3.2767", "-0"], "int16"),
+        (["9.9999", "-3.2768", "0.5"], "int32"),
+        (["0.12345", "0.1"], "float32"),  # 5 decimals
+        (["1e-05", "0.1"], "float32"),
+        (["419.4303", "-1"], "int32"),
+        (["419.4304", "-1"], "float32"),  # beyond int32's exact range
+    ],
+)
+def test_the_narrowest_lossless_encoding_is_chosen(values, encoding):
+    vectors = np.array([[np.float32(v) for v in values]])
+    assert store.fitting_encoding(vectors) == encoding
+
+
+@pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr version 3")
+def test_scaled_store_round_trip_keeps_negative_zeros_and_any_zarr_reader_decodes_it(tmp_path):
+    words, _ = _data(23)
+    vectors = (np.random.default_rng(2).integers(-30000, 30000, (23, 12)) / 10000).astype(np.float32)
+    vectors[3, [0, 5, 11]] = np.float32(-0.0)
+    vectors[7] = 0
+    url = str(tmp_path / "s.zarr")
+    store.prepare_store(url, None, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23, vector_encoding="int16")
+    norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
+    for start in range(0, 23, 10):
+        store.write_block(url, None, start, np.array(words[start : start + 10], dtype=object), vectors[start : start + 10], norms[start : start + 10])
+    store.finish_store(url, None, {"n_words": 23})
+    ds = store.open_embeddings(url)
+    assert ds.attrs["vector_encoding"] == "int16" and ds.attrs["vector_scale"] == 10000
+    assert ds.vectors.values.tobytes() == vectors.tobytes()  # -0.0 included
+    plain = xr.open_zarr(url, consolidated=False).vectors.values  # zarr's codec: equal numbers, +0.0 for -0.0
+    assert plain.dtype == np.float32 and np.array_equal(plain, vectors) and plain.tobytes() != vectors.tobytes()
+    meta = json.loads((tmp_path / "s.zarr" / "vectors" / "zarr.json").read_text())
+    assert [c["name"] for c in meta["codecs"]] == ["numcodecs.fixedscaleoffset", "bytes", "blosc", "crc32c"]
+    assert meta["codecs"][0]["configuration"]["astype"] == "<i2"
+    # a block that does not fit is refused, nothing written
+    with pytest.raises(store.EncodingError, match="need float32") as err:
+        store.write_block(url, None, 0, np.array(words[:10], dtype=object), vectors[:10] + np.float32(1e-5), norms[:10])
+    assert err.value.needed == "float32"
+    assert store.open_embeddings(url).vectors.values.tobytes() == vectors.tobytes()
+
+
+def test_compaction_of_a_scaled_store_keeps_negative_zeros(tmp_path):
+    words, _ = _data(25, seed=1)
+    vectors = (np.random.default_rng(3).integers(-900, 900, (25, 9)) / 10000).astype(np.float32)
+    vectors[[4, 17, 24], 2] = np.float32(-0.0)
+    url = str(tmp_path / "c.zarr")
+    store.prepare_store(url, None, language="en", source="s", format="vec", dim=9, chunk_words=4, n_words=25, vector_encoding="int16")
+    norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
+    for start in range(0, 25, 4):
+        store.write_block(url, None, start, np.array(words[start : start + 4], dtype=object), vectors[start : start + 4], norms[start : start + 4])
+    store.compact_store(url, None, np.array([1, 5, 6]))
+    store.finish_store(url, None, {"n_words": 22})
+    keep = np.setdiff1d(np.arange(25), [1, 5, 6])
+    assert store.open_embeddings(url).vectors.values.tobytes() == vectors[keep].tobytes()
+
+
+@pytest.mark.parametrize("chunk", ["vectors/c/1/0", "negative_zero/c/0/0"])
+def test_a_flipped_byte_of_a_scaled_store_fails_its_checksum(tmp_path, chunk):
+    words, _ = _data(20)
+    vectors = (np.random.default_rng(4).integers(-3000, 3000, (20, 16)) / 10000).astype(np.float32)
+    vectors[0, 0] = np.float32(-0.0)
+    url = str(tmp_path / "s.zarr")
+    store.prepare_store(url, None, language="en", source="s", format="vec", dim=16, chunk_words=10, n_words=20, vector_encoding="int16")
+    norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
+    for start in (0, 10):
+        store.write_block(url, None, start, np.array(words[start : start + 10], dtype=object), vectors[start : start + 10], norms[start : start + 10])
+    store.finish_store(url, None, {"n_words": 20})
+    path = tmp_path / "s.zarr" / chunk
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+    with pytest.raises(BiasdaskError, match=f"s.zarr: chunk {chunk}: .*checksum"):
+        store.open_embeddings(url).vectors.values  # noqa: B018
