@@ -56,6 +56,17 @@ def bench_kernel(x: np.ndarray, n_permutations: int) -> Rate:
     return Rate("biasdask kernel, 1 core", x.size, n_permutations / wall, n_permutations / cpu)
 
 
+def bench_weightings(x: np.ndarray, n_permutations: int, k: int = 3) -> Rate:
+    """The kernel evaluating ``k`` weightings of x on each split (one pass over a (k, N) pool)."""
+    from biasdask.stats.permutation import null_batches, prepare_tests
+
+    rows = np.stack([x] + [(x * np.float32(1.0 / (w + 2))).astype(np.float32) for w in range(k - 1)])
+    prep = prepare_tests(rows, x.size, n_permutations=n_permutations, seed=1)
+    null_batches(prep, 0, 2)  # load or compile the kernel
+    _, wall, cpu = _timed(null_batches, prep, 0, n_permutations)
+    return Rate(f"biasdask kernel, {k} weightings, 1 core", x.size, n_permutations / wall, n_permutations / cpu)
+
+
 def bench_cluster(x: np.ndarray, n_permutations: int, n_workers: int) -> Rate:
     """biasdask's engine on a LocalCluster of ``n_workers`` single-threaded processes.
 
@@ -142,6 +153,12 @@ def run_size(n: int, n_permutations: int, numpy_iterations: int, n_workers: int,
     print(_line(numpy_rate))
     kernel = bench_kernel(x, n_permutations)
     print(_line(kernel, numpy_rate))
+    multi = bench_weightings(x, n_permutations, 3)
+    print(_line(multi, numpy_rate))
+    print(
+        f"  3 weightings on one split: {kernel.per_cpu_second / multi.per_cpu_second:.2f}x the CPU time per pass of "
+        f"one weighting (three separate passes: 3.00x; issue 16's target: <= 1.30x)"
+    )
     floor = memory_floor(x)
     per_perm = 1.0 / kernel.per_cpu_second
     print(
