@@ -92,6 +92,7 @@ __all__ = [
     "permutation_tests_local",
     "prepare_test",
     "prepare_tests",
+    "resolve_seed",
     "shared_split_groups",
 ]
 
@@ -544,6 +545,11 @@ def _seed_entropy(seed: int | None) -> tuple[int, np.ndarray]:
             break
     words += [0] * (_POOL_SIZE - len(words))
     return seed, np.array(words, dtype=np.uint64)
+
+
+def resolve_seed(seed: int | None) -> int:
+    """``seed`` checked (a non-negative integer), or fresh entropy from the OS when it is None."""
+    return _seed_entropy(seed)[0]
 
 
 def _scores(values: ArrayLike, name: str) -> np.ndarray:
@@ -1045,7 +1051,7 @@ def permutation_tests_local(
         One per row of ``x``, in order.
     """
     xs = _rows(x, "x")
-    seed, _ = _seed_entropy(seed)
+    seed = resolve_seed(seed)
     results: list[PermutationTestResult | None] = [None] * xs.shape[0]
     for rows in shared_split_groups(xs, y):
         ys = y if _is_count(y) else _rows(y, "y")[rows]
