@@ -165,13 +165,14 @@ def prepare_pools(
     y: np.ndarray | int,
     n_permutations: int,
     alternative: Alternative,
-    seed: int,
+    seed: int | None,
     effect_x: np.ndarray | int | None = None,
     effect_y: np.ndarray | int | None = None,
 ) -> list[tuple[list[int], PreparedTests]]:
     """The rows of ``x`` (weightings) grouped by shared splits, each group prepared
-    (:func:`biasdask.stats.permutation.prepare_tests`): usually one group; a weighting zero where the
-    others are not (``frequency``) gets its own."""
+    (:func:`biasdask.stats.permutation.prepare_tests`) with the same seed: usually one group; a
+    weighting zero where the others are not (``frequency``) gets its own."""
+    seed = resolve_seed(seed)
     return [
         (rows, prepare_tests(x[rows], y if isinstance(y, (int, np.integer)) else y[rows], n_permutations, alternative,
                              seed, effect_x, effect_y))

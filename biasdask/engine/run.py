@@ -1,20 +1,38 @@
 """A study run: every (language, method, test) cell, on whatever cluster is at hand, into the cube.
 
-For each language the scores graph is computed once (all methods together), the per-word scores are
-written to ``scores/<language>``, then each missing cell runs its permutation test on the cluster and
-is written the moment it finishes. Cells already marked done in the results store are skipped, so a
-killed run resumes where it stopped; the seed of each cell is derived from the study seed and the
-cell's labels, so a resumed run gives the same numbers as an uninterrupted one.
+The run is one bounded stream of tasks on the active scheduler (a ``distributed`` client, else
+threads of this process). :func:`plan_language` decides, without touching data, what each language
+needs: cells written at once with a note (not applicable, no frequency list), *families* of
+permutation cells (the weightings of ``gender``, of ``context``) and classic cells. Then, for up to
+``biasdask.run.languages-in-flight`` languages at a time, the scores graph of a family is submitted,
+a task prepares its pool from the scores where they were computed (one pool for all the family's
+weightings: :func:`biasdask.engine.permutation.prepare_pools`), batch tasks of about
+``biasdask.batch-duration`` depend on that pool (so it travels only to the workers that run them),
+and a last task assembles the family's results. The client only plans, submits, writes each cell the
+moment its results arrive (in any order) and starts the next language as one finishes; classic cells
+(few rows each) run in threads of the client, beside the stream, their Dask work on the same
+scheduler.
+
+Cells already marked done in the results store are skipped, so a killed run resumes where it stopped.
+The weightings of a family share one seed (that of its ``uniform`` cell, :func:`family_seed`) and so
+every split: results do not depend on which cells a run computes together, on the scheduler or on the
+number of workers.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import logging
 import os
+import queue
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import dask
 import dask.system
 import numpy as np
 import xarray as xr
@@ -23,8 +41,8 @@ from tqdm import tqdm
 
 from biasdask._version import __version__
 from biasdask.config import StudyConfig, load_config, parse_config
-from biasdask.engine.cluster import active_client, client_scope, compute
-from biasdask.engine.permutation import permutation_test
+from biasdask.engine.cluster import active_client, client_scope, n_slots
+from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, pools_summary, prepare_pools
 from biasdask.engine.scores import as_dataset, check_frequency_language, positions, scores
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
@@ -39,6 +57,12 @@ def cell_seed(seed: int, language: str, method: str, test: str) -> int:
     """The seed of one cell: a hash of the study seed and the cell's labels (stable across runs)."""
     digest = hashlib.sha256(f"{seed}/{language}/{method}/{test}".encode()).digest()
     return int.from_bytes(digest[:8], "little")
+
+
+def family_seed(seed: int, language: str, test: str) -> int:
+    """The seed shared by every weighting of a test in a language: its ``uniform`` cell's
+    (:func:`cell_seed`), so that the weightings are evaluated on common splits."""
+    return cell_seed(seed, language, "uniform", test)
 
 
 def _as_config(config: StudyConfig | dict | str | Path, output: str | None) -> StudyConfig:
@@ -132,16 +156,7 @@ def run(
         if c is not None:
             log.info("running on Dask scheduler %s; dashboard: %s", c.scheduler.address, c.dashboard_link)
         with progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar:
-            for lang in cfg.languages:
-                todo = [(m, t) for m in cfg.methods for t in cfg.tests if (lang.code, m, t) not in done]
-                need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=options)
-                if not todo and not need_scores:
-                    continue
-                try:
-                    failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress, stores[lang.code])
-                except MissingWordsError as exc:  # attribute words of a test other than gender
-                    failures.append(f"{lang.code}: {exc}")
-                    log.warning("skipped language %s: %s", lang.code, exc)
+            failures += _Stream(cfg, options, c, _CellWriter(cfg, options, bar)).run(stores, done)
     rs.compact_results(cfg.output, storage_options=options)
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty with a note: " + "; ".join(failures))
@@ -221,6 +236,7 @@ def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
     return tests & set(cfg.tests)
 
 
+
 class _CellWriter:
     """Writes finished cells (the null first, then the cell's record) and advances the bar."""
 
@@ -234,48 +250,331 @@ class _CellWriter:
         self.bar.update()
 
 
-def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, emb=None) -> list[str]:
-    from biasdask.engine.analyses import context_test
+# ----------------------------------------------------------------------------------------------
+# Planning: what each language needs, decided from the config and the done cells alone.
+
+#: the tests whose weightings share splits (one pool, one seed: :func:`family_seed`)
+FAMILIES = ("gender", "context")
+
+
+def _no_frequency_note(language: str) -> str:
+    return (
+        f"no observed-frequency list for this language (wordfreq has none for {language!r}), "
+        "so the 'frequency' weighting cannot be computed"
+    )
+
+
+@dataclass(frozen=True)
+class LanguagePlan:
+    """The work of one language of a study (see :func:`plan_language`).
+
+    Attributes
+    ----------
+    code
+        The language.
+    notes
+        Cells written at once, without computing: ``(method, test, values)``.
+    families
+        Test of :data:`FAMILIES` -> the weightings whose cells are computed (on common splits).
+    classic
+        Classic test -> the methods whose cells its one result fills.
+    need_scores
+        Whether the per-word scores are still to be written (``save_scores``).
+    score_methods
+        The weightings of the language's scores: the study's, less those it cannot have.
+    """
+
+    code: str
+    notes: tuple[tuple[str, str, dict], ...] = ()
+    families: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    classic: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    need_scores: bool = False
+    score_methods: tuple[str, ...] = ()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing to do (every cell done, scores written)."""
+        return not (self.notes or self.families or self.classic or self.need_scores)
+
+
+def plan_language(
+    cfg: StudyConfig,
+    code: str,
+    done: set[tuple[str, str, str]],
+    *,
+    need_scores: bool,
+    applicable: set[str],
+    frequency_ok: bool,
+) -> LanguagePlan:
+    """The cells of ``code`` not in ``done``, sorted into notes, permutation families and classic tests.
+
+    Parameters
+    ----------
+    cfg
+        The study.
+    code
+        The language.
+    done
+        Cells already written (skipped).
+    need_scores
+        Whether the language's scores are still to be written.
+    applicable
+        The study's tests that apply to the language (:func:`applicable_tests`); the others get a note.
+    frequency_ok
+        Whether the language has an observed-frequency list; without one, ``frequency`` cells of the
+        weighted tests get a note.
+    """
+    todo = [(m, t) for m in cfg.methods for t in cfg.tests if (code, m, t) not in done]
+    notes = [
+        (m, t, {"note": f"not applicable: test {t} has no word lists for language {code}"})
+        for m, t in todo
+        if t not in applicable
+    ]
+    todo = [(m, t) for m, t in todo if t in applicable]
+    unusable = set() if frequency_ok else {"frequency"}
+    notes += [(m, t, {"weighting": m, "note": _no_frequency_note(code)}) for m, t in todo if m in unusable and t in FAMILIES]
+    todo = [(m, t) for m, t in todo if not (m in unusable and t in FAMILIES)]
+    families = {f: tuple(m for m, t in todo if t == f) for f in FAMILIES}
+    classic = {t: tuple(m for m, tt in todo if tt == t) for t in dict.fromkeys(t for _, t in todo if t not in FAMILIES)}
+    return LanguagePlan(
+        code=code,
+        notes=tuple(notes),
+        families={f: ms for f, ms in families.items() if ms},
+        classic=classic,
+        need_scores=need_scores,
+        score_methods=tuple(m for m in cfg.methods if m not in unusable),
+    )
+
+
+def languages_in_flight(slots: int) -> int:
+    """``biasdask.run.languages-in-flight``, or by default one language per worker thread (at least 2)."""
+    value = dask.config.get("biasdask.run.languages-in-flight", None)
+    if value is None:
+        return max(2, slots)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BiasdaskError(f"biasdask.run.languages-in-flight: expected a positive integer or null, got {value!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# Submission: thin. Tasks run on the client's workers, or in threads of this process.
+
+
+def _together(*arrays):
+    return arrays
+
+
+def _resolved(fn: Callable, args: tuple, kwargs: dict):
+    """Call ``fn`` with the results of the futures among ``args`` (they were submitted earlier)."""
+    args = tuple(a.result() if isinstance(a, concurrent.futures.Future) else a for a in args)
+    return fn(*args, **kwargs)
+
+
+class _Tasks:
+    """Where the stream's tasks run, and one queue on which tagged tasks report as they finish.
+
+    With a ``distributed`` client, tasks are its futures: a task taking another's future as argument
+    depends on it, and its data moves only to the worker that runs the task. Without one, they run in
+    a pool of this process's threads (submitted in dependency order, so a task's inputs are running
+    or done before it starts), and scores graphs on Dask's default scheduler. Classic cells run
+    ``beside`` the stream, in threads of this process.
+    """
+
+    def __init__(self, client: Client | None, threads: int) -> None:
+        self.client = client
+        self.finished: queue.Queue = queue.Queue()
+        self._pool = None if client is not None else concurrent.futures.ThreadPoolExecutor(threads, "biasdask-run")
+        self._side = concurrent.futures.ThreadPoolExecutor(2, "biasdask-classic")
+        self.live: set = set()
+
+    def _track(self, future, tag):
+        self.live.add(future)
+        if tag is not None:
+            self.report(future, tag)
+        return future
+
+    def report(self, future, tag: tuple) -> None:
+        """Put ``(tag, future)`` on :attr:`finished` when ``future`` is done."""
+        future.add_done_callback(lambda f: self.finished.put((tag, f)))
+
+    def submit(self, fn: Callable, *args, tag: tuple | None = None, **kwargs):
+        """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies."""
+        if self.client is not None:
+            return self._track(self.client.submit(fn, *args, **kwargs), tag)
+        return self._track(self._pool.submit(_resolved, fn, args, kwargs), tag)
+
+    def compute(self, *arrays, tag: tuple | None = None):
+        """A future of the tuple of the computed Dask ``arrays``."""
+        if self.client is not None:
+            return self._track(self.client.compute(dask.delayed(_together)(*arrays)), tag)
+        return self._track(self._pool.submit(dask.compute, *arrays), tag)
+
+    def beside(self, fn: Callable, *args, tag: tuple):
+        """Run ``fn(*args)`` in a thread of this process."""
+        return self._track(self._side.submit(fn, *args), tag)
+
+    def release(self, futures) -> None:
+        """Forget finished work (a ``distributed`` future's data leaves the cluster with it)."""
+        self.live.difference_update(futures)
+
+    def close(self) -> None:
+        """Cancel what is still running (a run that failed) and stop the threads."""
+        remote = [f for f in self.live if not isinstance(f, concurrent.futures.Future)]
+        if self.client is not None and remote:
+            with contextlib.suppress(Exception):
+                self.client.cancel(remote)
+        for pool in (self._pool, self._side):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        self.live.clear()
+
+
+@dataclass
+class _Family:
+    """A permutation family in flight: its cells' shared values, and the futures it holds."""
+
+    methods: tuple[str, ...]
+    values: dict[str, Any]
+    futures: list = field(default_factory=list)
+    pool: Any = None
+
+
+def _family_pools(ut, rows: list[int], n_permutations: int, alternative: str, seed: int):
+    """Task: the family's pool from its scores (u, t), where they were computed; None if no word is usable."""
+    u, t = ut
+    keep = np.isfinite(u)
+    if not keep.any():
+        return None
+    return prepare_pools(t[rows][:, keep], int(keep.sum()), n_permutations, alternative, seed, effect_x=u[keep])
+
+
+def _summary(pools):
+    return None if pools is None else pools_summary(pools)
+
+
+def _classic_cell(cfg: StudyConfig, lang, emb: xr.Dataset, test: str, client: Client | None) -> tuple[dict, Any]:
+    """One classic test of a language (seeded by its uniform cell): its cells' values and null."""
     from biasdask.engine.classic import CoverageError, run_cell
 
-    write = _CellWriter(cfg, options, bar)
-    applicable = applicable_tests(cfg, lang.code)
-    for method, test in [(m, t) for m, t in todo if t not in applicable]:
-        write(lang.code, method, test, {"note": f"not applicable: test {test} has no word lists for language {lang.code}"})
-    todo = [(m, t) for m, t in todo if t in applicable]
-    if emb is None:
-        emb = _open_language(lang, options)
-    failures: list[str] = []
-    # A weighting this language cannot have (no observed-frequency list): its weighted cells get a note,
-    # everything else of the study runs.
-    unusable = {}
-    if "frequency" in cfg.methods:
+    try:
+        res = run_cell(
+            test,
+            emb,
+            language=lang.code,
+            n_permutations=cfg.n_permutations,
+            seed=cell_seed(cfg.seed, lang.code, "uniform", test),
+            similarity=cfg.similarity,
+            min_coverage=cfg.min_coverage,
+            model=cfg.iat_model,
+            set_metric_words=lang.set_metric_words,
+            alternative=cfg.alternative,
+            client=client,
+            batch_size=cfg.batch_size,
+            return_null=cfg.save_null,
+        )
+        values, null = {**res.cell_values(), "alternative": res.alternative}, res.null_distribution
+        if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
+            values["note"] = f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
+        coverage = res.coverage
+    except CoverageError as err:
+        log.warning("%s", err)
+        values, null = {**err.cell_values(), "note": f"coverage: {err}"}, None
+        coverage = err.coverage
+    values.update(
+        weighting="none",
+        attribute_words_a=_words(coverage["a"].found) if "a" in coverage else "",
+        attribute_words_b=_words(coverage["b"].found) if "b" in coverage else "",
+        missing_attribute_words=_missing_words(
+            coverage["a"].missing if "a" in coverage else (), coverage["b"].missing if "b" in coverage else ()
+        ),
+    )
+    return values, null
+
+
+class _Stream:
+    """The run's event loop: start languages (up to the bound), react to each finished task."""
+
+    def __init__(self, cfg: StudyConfig, options: dict, client: Client | None, write: _CellWriter) -> None:
+        self.cfg, self.options, self.client, self.write = cfg, options, client, write
+        self.slots = n_slots(client)
+        self.tasks = _Tasks(client, self.slots)
+        self.failures: list[str] = []
+        self.pending: dict[str, int] = {}  # language -> tagged tasks not yet handled
+        self.families: dict[tuple[str, str], _Family] = {}
+        self.langs = {lang.code: lang for lang in cfg.languages}
+
+    def run(self, stores: dict[str, xr.Dataset], done: set) -> list[str]:
+        """Run every language's missing work; return the failures (one line per language)."""
+        waiting = list(self.cfg.languages)
+        limit = languages_in_flight(self.slots)
         try:
-            check_frequency_language(str(emb.attrs.get("language", "")))
-        except BiasdaskError:
-            unusable["frequency"] = (
-                f"no observed-frequency list for this language (wordfreq has none for {lang.code!r}), "
-                "so the 'frequency' weighting cannot be computed"
-            )
+            while waiting or self.pending:
+                while waiting and len(self.pending) < limit:
+                    lang = waiting.pop(0)
+                    try:
+                        self._start(lang, stores[lang.code], done)
+                    except MissingWordsError as exc:  # attribute words of a test other than gender
+                        self.failures.append(f"{lang.code}: {exc}")
+                        log.warning("skipped language %s: %s", lang.code, exc)
+                    if not self.pending.get(lang.code):
+                        self.pending.pop(lang.code, None)
+                if self.pending:
+                    tag, future = self.tasks.finished.get()
+                    self._handle(tag, future)
+        finally:
+            self.tasks.close()
+        return self.failures
+
+    # -- starting a language ------------------------------------------------------------------
+
+    def _count(self, code: str, n: int = 1) -> None:
+        self.pending[code] = self.pending.get(code, 0) + n
+        if self.pending[code] == 0:
+            del self.pending[code]
+
+    def _start(self, lang, emb: xr.Dataset, done: set) -> None:
+        cfg = self.cfg
+        need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=self.options)
+        frequency_ok = True
+        if "frequency" in cfg.methods:
+            try:
+                check_frequency_language(str(emb.attrs.get("language", "")))
+            except BiasdaskError:
+                frequency_ok = False
+        plan = plan_language(
+            cfg, lang.code, done, need_scores=need_scores, applicable=applicable_tests(cfg, lang.code), frequency_ok=frequency_ok
+        )
+        if plan.idle:
+            return
+        if not frequency_ok and any(m == "frequency" for m, t, _ in plan.notes if t in FAMILIES):
             log.warning(
                 "%s: wordfreq has no observed-frequency list for this language; its 'frequency' cells are left "
                 "empty with a note",
                 lang.code,
             )
-    for method, test in [(m, t) for m, t in todo if m in unusable and t in ("gender", "context")]:
-        write(lang.code, method, test, {"weighting": method, "note": unusable[method]})
-    todo = [(m, t) for m, t in todo if not (m in unusable and t in ("gender", "context"))]
-    methods = [m for m in cfg.methods if m not in unusable]
-    common = dict(alternative=cfg.alternative, client=client, batch_size=cfg.batch_size, return_null=cfg.save_null)
-    gender = [m for m, t in todo if t == "gender"]
-    sc = None
-    if gender or need_scores:
+        self.pending[lang.code] = 0
+        for method, test, values in plan.notes:
+            self.write(lang.code, method, test, values)
+        if "gender" in plan.families or plan.need_scores:
+            self._start_gender(lang, emb, plan)
+        if "context" in plan.families:
+            from biasdask.engine.analyses import context_scores
+
+            sc = context_scores(emb, methods=plan.families["context"], max_words=cfg.max_words)
+            self._start_family(lang.code, "context", sc, plan.families["context"], {"weighting": None}, -1, -1)
+        for test, methods in plan.classic.items():
+            self.tasks.beside(_classic_cell, cfg, lang, emb, test, self.client, tag=("classic", lang.code, test, methods))
+            self._count(lang.code)
+
+    def _start_gender(self, lang, emb: xr.Dataset, plan: LanguagePlan) -> None:
+        cfg = self.cfg
+        gender = plan.families.get("gender", ())
         try:
             sc = scores(
                 emb,
                 lang.a,
                 lang.b,
-                methods=methods,
+                methods=plan.score_methods if plan.need_scores else gender,
                 max_words=cfg.max_words,
                 exclude_attributes=cfg.exclude_attributes,
                 exclude_words=cfg.exclude_words,
@@ -286,88 +585,75 @@ def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, 
             note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
             log.warning("%s: gender test not run: %s", lang.code, exc)
             for method in gender:
-                write(lang.code, method, "gender", {"weighting": method, "attribute_set": lang.attribute_set, "note": note})
-            failures.append(f"{lang.code}: {exc}")
-            gender = []
-    if sc is not None:
-        u, t = compute(sc["u"].data, sc["t"].data, client=client)
-        sc = sc.copy(data={"u": u, "t": t})
-        if need_scores:
-            rs.write_scores(cfg.output, lang.code, sc, storage_options=options)
-        keep = np.isfinite(u)
-        if gender and not keep.any():
-            return [*failures, f"{lang.code}: no word has a usable vector"]
+                self.write(lang.code, method, "gender", {"weighting": method, "attribute_set": lang.attribute_set, "note": note})
+            self.failures.append(f"{lang.code}: {exc}")
+            return
         missing = _missing_words(
             [*sc.attrs["missing_a"], *(f"{w} (zero vector)" for w in sc.attrs["zero_a"])],
             [*sc.attrs["missing_b"], *(f"{w} (zero vector)" for w in sc.attrs["zero_b"])],
         )
-        words = {
+        values = {
+            "attribute_set": lang.attribute_set,
             "attribute_words_a": _words(sc.attrs["used_a"]),
             "attribute_words_b": _words(sc.attrs["used_b"]),
             "missing_attribute_words": missing,
         }
         if missing and gender:
             log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
-            words["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
-        for method in gender:
-            res = permutation_test(
-                t[methods.index(method)][keep],
-                int(keep.sum()),
-                n_permutations=cfg.n_permutations,
-                seed=cell_seed(cfg.seed, lang.code, method, "gender"),
-                effect_x=u[keep],
-                progress=False,
-                **common,
-            )
-            values = _result_values(
-                res, sc.attrs["n_a"], sc.attrs["n_b"], weighting=method, attribute_set=lang.attribute_set, **words
-            )
-            write(lang.code, method, "gender", values, res.null_distribution)
-    for method in [m for m, t in todo if t == "context"]:
-        res = context_test(
-            emb,
-            method=method,
-            n_permutations=cfg.n_permutations,
-            seed=cell_seed(cfg.seed, lang.code, method, "context"),
-            max_words=cfg.max_words,
-            progress=False,
-            **common,
-        )
-        write(lang.code, method, "context", _result_values(res, -1, -1, weighting=method), res.null_distribution)
-    classic = list(dict.fromkeys(t for _, t in todo if t not in ("gender", "context")))
-    for test in classic:
-        # Classic tests have no weighting: one run (seeded by its uniform cell) fills every method.
-        try:
-            res = run_cell(
-                test,
-                emb,
-                language=lang.code,
-                n_permutations=cfg.n_permutations,
-                seed=cell_seed(cfg.seed, lang.code, "uniform", test),
-                similarity=cfg.similarity,
-                min_coverage=cfg.min_coverage,
-                model=cfg.iat_model,
-                set_metric_words=lang.set_metric_words,
-                **common,
-            )
-            values, null = {**res.cell_values(), "alternative": res.alternative}, res.null_distribution
-            if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
-                values["note"] = (
-                    f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
-                )
-            coverage = res.coverage
-        except CoverageError as err:
-            log.warning("%s", err)
-            values, null = {**err.cell_values(), "note": f"coverage: {err}"}, None
-            coverage = err.coverage
-        values.update(
-            weighting="none",
-            attribute_words_a=_words(coverage["a"].found) if "a" in coverage else "",
-            attribute_words_b=_words(coverage["b"].found) if "b" in coverage else "",
-            missing_attribute_words=_missing_words(
-                coverage["a"].missing if "a" in coverage else (), coverage["b"].missing if "b" in coverage else ()
-            ),
-        )
-        for method in [m for m, t in todo if t == test]:
-            write(lang.code, method, test, values, null)
-    return failures
+            values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
+        ut = self._start_family(lang.code, "gender", sc, gender, values, sc.attrs["n_a"], sc.attrs["n_b"])
+        if plan.need_scores:  # the scores come to the client, to be written
+            self.tasks.report(ut, ("scores", lang.code, sc))
+            self._count(lang.code)
+
+    def _start_family(self, code: str, test: str, sc: xr.Dataset, methods: tuple[str, ...], values: dict, n_a, n_b):
+        """Submit the scores graph and, for ``methods``, the pool and its summary; return the scores' future."""
+        ut = self.tasks.compute(sc["u"].data, sc["t"].data)
+        if not methods:
+            return ut
+        family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [ut])
+        rows = [list(sc["method"].values).index(m) for m in methods]
+        seed = family_seed(self.cfg.seed, code, test)
+        family.pool = self.tasks.submit(_family_pools, ut, rows, self.cfg.n_permutations, self.cfg.alternative, seed)
+        summary = self.tasks.submit(_summary, family.pool, tag=("summary", code, test))
+        family.futures += [family.pool, summary]
+        self.families[(code, test)] = family
+        self._count(code)
+        return ut
+
+    # -- reacting to finished tasks -----------------------------------------------------------
+
+    def _handle(self, tag: tuple, future) -> None:
+        kind, code = tag[0], tag[1]
+        self._count(code, -1)
+        if kind == "scores":
+            (u, t), sc = future.result(), tag[2]
+            rs.write_scores(self.cfg.output, code, sc.copy(data={"u": u, "t": t}), storage_options=self.options)
+            self.tasks.release([future])
+        elif kind == "summary":
+            self._submit_batches(code, tag[2], future.result())
+        elif kind == "cells":
+            family = self.families.pop((code, tag[2]))
+            for method, res in zip(family.methods, future.result()):
+                weighting = {"weighting": method}
+                values = _result_values(res, **{**family.values, **weighting})
+                self.write(code, method, tag[2], values, res.null_distribution)
+            self.tasks.release([*family.futures, future])
+        else:  # classic
+            values, null = future.result()
+            for method in tag[3]:
+                self.write(code, method, tag[2], values, null)
+            self.tasks.release([future])
+
+    def _submit_batches(self, code: str, test: str, summary) -> None:
+        family = self.families[(code, test)]
+        if summary is None:
+            self.failures.append(f"{code}: no word has a usable vector")
+            del self.families[(code, test)]
+            self.tasks.release(family.futures)
+            return
+        work, _, m, exact = summary
+        parts = [] if exact else [self.tasks.submit(pools_batch, family.pool, a, b) for a, b in batch_plan(work, m, self.cfg.batch_size)]
+        self.tasks.submit(finish_pools, family.pool, *parts, return_null=self.cfg.save_null, tag=("cells", code, test))
+        family.futures += parts
+        self._count(code)
