@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import queue
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -365,9 +366,18 @@ def _together(*arrays):
 
 
 def _resolved(fn: Callable, args: tuple, kwargs: dict):
-    """Call ``fn`` with the results of the futures among ``args`` (they were submitted earlier)."""
+    """Call ``fn`` with the results of the futures among ``args`` (all done by now)."""
     args = tuple(a.result() if isinstance(a, concurrent.futures.Future) else a for a in args)
     return fn(*args, **kwargs)
+
+
+def _copy_outcome(source: concurrent.futures.Future, target: concurrent.futures.Future) -> None:
+    if source.cancelled():
+        target.cancel()
+    elif source.exception() is not None:
+        target.set_exception(source.exception())
+    else:
+        target.set_result(source.result())
 
 
 class _Tasks:
@@ -375,8 +385,8 @@ class _Tasks:
 
     With a ``distributed`` client, tasks are its futures: a task taking another's future as argument
     depends on it, and its data moves only to the worker that runs the task. Without one, they run in
-    a pool of this process's threads (submitted in dependency order, so a task's inputs are running
-    or done before it starts), and scores graphs on Dask's default scheduler. Classic cells run
+    a pool of this process's threads, each task once its inputs are done, and scores graphs on
+    Dask's default scheduler. Classic cells run
     ``beside`` the stream, in threads of this process.
     """
 
@@ -401,7 +411,31 @@ class _Tasks:
         """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies."""
         if self.client is not None:
             return self._track(self.client.submit(fn, *args, **kwargs), tag)
-        return self._track(self._pool.submit(_resolved, fn, args, kwargs), tag)
+        return self._track(self._after(fn, args, kwargs), tag)
+
+    def _after(self, fn: Callable, args: tuple, kwargs: dict) -> concurrent.futures.Future:
+        """A thread runs ``fn`` once the futures among ``args`` are done (no thread waits for them)."""
+        out: concurrent.futures.Future = concurrent.futures.Future()
+        deps = [a for a in args if isinstance(a, concurrent.futures.Future)]
+        remaining = [len(deps)]
+        lock = threading.Lock()
+
+        def start() -> None:
+            with contextlib.suppress(RuntimeError):  # the pool was shut down: the run failed
+                self._pool.submit(_resolved, fn, args, kwargs).add_done_callback(lambda f: _copy_outcome(f, out))
+
+        def one_done(_) -> None:
+            with lock:
+                remaining[0] -= 1
+                ready = remaining[0] == 0
+            if ready:
+                start()
+
+        if not deps:
+            start()
+        for dep in deps:
+            dep.add_done_callback(one_done)
+        return out
 
     def compute(self, *arrays, tag: tuple | None = None):
         """A future of the tuple of the computed Dask ``arrays``."""
