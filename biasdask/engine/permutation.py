@@ -11,6 +11,11 @@ each batch one ``dask.delayed`` task computing its statistics with the compiled 
 client, else Dask's default (threads). The p-value is computed from the whole null in index order.
 Permutation i depends only on (seed, i), so the result is bit-identical whatever the scheduler, the
 number of workers, the batch size, or tasks re-run after a worker is lost.
+
+:func:`permutation_tests` does the same for several weightings of the same items on common splits
+(one pass of the kernel per split evaluates them all). Its pieces (:func:`prepare_pools`,
+:func:`batch_plan`, :func:`pools_batch`, :func:`finish_pools`) are plain functions, which a study run
+(:mod:`biasdask.engine.run`) submits as the tasks of its stream.
 """
 
 from __future__ import annotations
