@@ -440,17 +440,15 @@ def _masked_sums(values, masks, count, out):
     n_rows = values.shape[0]
     n_words = values.shape[1] // 64
     acc = np.zeros((count, n_rows, 64))
-    block = np.empty((n_rows, _BLOCK_WORDS * 64))
+    bl = np.empty(_BLOCK_WORDS * 64)
     for wb in range(0, n_words, _BLOCK_WORDS):
         we = min(n_words, wb + _BLOCK_WORDS)
         base = _U(wb) * _U(64)
-        for row in range(n_rows):
+        for row in range(n_rows):  # one row's block at a time: it stays in L1 for all the masks
             for j in range((we - wb) * 64):
-                block[row, _U(j)] = np.float64(values[row, base + _U(j)])
-        for g in range(count):
-            for row in range(n_rows):
+                bl[_U(j)] = np.float64(values[row, base + _U(j)])
+            for g in range(count):
                 a = acc[g, row]
-                bl = block[row]
                 wi = wb
                 while wi + 4 <= we:
                     w0 = masks[g, wi]
