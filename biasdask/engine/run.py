@@ -459,7 +459,7 @@ class _Tasks:
                 self.client.cancel(remote)
         for pool in (self._pool, self._side):
             if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+                pool.shutdown(wait=False, cancel_futures=True)
         self.live.clear()
 
 

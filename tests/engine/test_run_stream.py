@@ -152,3 +152,22 @@ def test_languages_in_flight_comes_from_dask_config():
         assert run_module.languages_in_flight(40) == 3
     with dask.config.set({"biasdask.run.languages-in-flight": 0}), pytest.raises(BiasdaskError):
         run_module.languages_in_flight(4)
+
+
+def test_a_failing_task_fails_the_run_and_a_rerun_resumes(tmp_path, stores, monkeypatch):
+    real = run_module._family_pools
+    de_seed = family_seed(5, "de", "gender")
+
+    def fails_for_de(ut, rows, n_permutations, alternative, seed):
+        if seed == de_seed:
+            raise RuntimeError("disk on fire")
+        return real(ut, rows, n_permutations, alternative, seed)
+
+    monkeypatch.setattr(run_module, "_family_pools", fails_for_de)
+    study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"])
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        biasdask.run(study, progress=False)
+    assert ("de", "uniform", "gender") not in rs.done_cells(study["output"])
+    monkeypatch.setattr(run_module, "_family_pools", real)
+    out = biasdask.run(study, progress=False)
+    assert np.isfinite(out["p_value"].values).all()
