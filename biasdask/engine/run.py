@@ -348,10 +348,11 @@ def plan_language(
 
 
 def languages_in_flight(slots: int) -> int:
-    """``biasdask.run.languages-in-flight``, or by default one language per worker thread (at least 2)."""
+    """``biasdask.run.languages-in-flight``, or by default two languages per worker thread: while the
+    client builds one language's scores graph or writes its scores, the others keep the workers busy."""
     value = dask.config.get("biasdask.run.languages-in-flight", None)
     if value is None:
-        return max(2, slots)
+        return 2 * max(1, slots)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BiasdaskError(f"biasdask.run.languages-in-flight: expected a positive integer or null, got {value!r}")
     return value

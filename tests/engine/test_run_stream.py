@@ -147,7 +147,7 @@ def test_plan_language_is_pure_and_sorts_the_cells():
 
 
 def test_languages_in_flight_comes_from_dask_config():
-    assert run_module.languages_in_flight(1) == 2 and run_module.languages_in_flight(40) == 40
+    assert run_module.languages_in_flight(1) == 2 and run_module.languages_in_flight(40) == 80
     with dask.config.set({"biasdask.run.languages-in-flight": 3}):
         assert run_module.languages_in_flight(40) == 3
     with dask.config.set({"biasdask.run.languages-in-flight": 0}), pytest.raises(BiasdaskError):
