@@ -4,14 +4,15 @@ The run is one bounded stream of tasks on the active scheduler (a ``distributed`
 threads of this process). :func:`plan_language` decides, without touching data, what each language
 needs: cells written at once with a note (not applicable, no frequency list), *families* of
 permutation cells (the weightings of ``gender``, of ``context``) and classic cells. Then, for up to
-``biasdask.run.languages-in-flight`` languages at a time, the scores graph of a family is submitted,
+``biasdask.run.languages-in-flight`` languages at a time, the scores graph of a family is built (in a
+thread of the client: it reads the attribute rows) and submitted,
 a task prepares its pool from the scores where they were computed (one pool for all the family's
 weightings: :func:`biasdask.engine.permutation.prepare_pools`), batch tasks of about
 ``biasdask.batch-duration`` depend on that pool (so it travels only to the workers that run them),
-and a last task assembles the family's results. The client only plans, submits, writes each cell the
+and a last task assembles the family's results. The client's loop only plans, submits, writes each cell the
 moment its results arrive (in any order) and starts the next language as one finishes; classic cells
-(few rows each) run in threads of the client, beside the stream, their Dask work on the same
-scheduler.
+(few rows each) and the writing of per-word scores run in threads of the client, beside the stream,
+their Dask work on the same scheduler.
 
 Cells already marked done in the results store are skipped, so a killed run resumes where it stopped.
 The weightings of a family share one seed (that of its ``uniform`` cell, :func:`family_seed`) and so
@@ -387,15 +388,16 @@ class _Tasks:
     With a ``distributed`` client, tasks are its futures: a task taking another's future as argument
     depends on it, and its data moves only to the worker that runs the task. Without one, they run in
     a pool of this process's threads, each task once its inputs are done, and scores graphs on
-    Dask's default scheduler. Classic cells run
-    ``beside`` the stream, in threads of this process.
+    Dask's default scheduler. What must happen in this process (building a scores graph, which reads
+    the attribute rows; classic cells; writing scores) runs ``beside`` the stream, in threads of this
+    process, so that the loop keeps writing cells and submitting work meanwhile.
     """
 
     def __init__(self, client: Client | None, threads: int) -> None:
         self.client = client
         self.finished: queue.Queue = queue.Queue()
         self._pool = None if client is not None else concurrent.futures.ThreadPoolExecutor(threads, "biasdask-run")
-        self._side = concurrent.futures.ThreadPoolExecutor(2, "biasdask-classic")
+        self._side = concurrent.futures.ThreadPoolExecutor(4, "biasdask-client")
         self.live: set = set()
 
     def _track(self, future, tag):
@@ -590,31 +592,50 @@ class _Stream:
         self.pending[lang.code] = 0
         for method, test, values in plan.notes:
             self.write(lang.code, method, test, values)
+        # Building a scores graph reads the attribute rows (and more) in this process: a thread does
+        # it, so that this loop keeps writing cells and feeding the workers meanwhile.
         if "gender" in plan.families or plan.need_scores:
-            self._start_gender(lang, emb, plan)
+            self.tasks.beside(self._gender_graph, lang, emb, plan, tag=("graph", lang.code, "gender", lang, emb, plan))
+            self._count(lang.code)
         if "context" in plan.families:
-            from biasdask.engine.analyses import context_scores
-
-            sc = context_scores(emb, methods=plan.families["context"], max_words=cfg.max_words)
-            self._start_family(lang.code, "context", sc, plan.families["context"], {"weighting": None}, -1, -1)
+            self.tasks.beside(self._context_graph, emb, plan, tag=("graph", lang.code, "context", lang, emb, plan))
+            self._count(lang.code)
         for test, methods in plan.classic.items():
             self.tasks.beside(_classic_cell, cfg, lang, emb, test, self.client, tag=("classic", lang.code, test, methods))
             self._count(lang.code)
 
-    def _start_gender(self, lang, emb: xr.Dataset, plan: LanguagePlan) -> None:
+    def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan) -> xr.Dataset:
         cfg = self.cfg
+        return scores(
+            emb,
+            lang.a,
+            lang.b,
+            methods=plan.score_methods if plan.need_scores else plan.families["gender"],
+            max_words=cfg.max_words,
+            exclude_attributes=cfg.exclude_attributes,
+            exclude_words=cfg.exclude_words,
+            dedupe_vectors=cfg.dedupe_vectors,
+        )
+
+    def _context_graph(self, emb: xr.Dataset, plan: LanguagePlan) -> xr.Dataset:
+        from biasdask.engine.analyses import context_scores
+
+        return context_scores(emb, methods=plan.families["context"], max_words=self.cfg.max_words)
+
+    def _graph_ready(self, test: str, lang, emb: xr.Dataset, plan: LanguagePlan, future) -> None:
+        """Submit a family's work once its scores graph is built (or note why it cannot run)."""
+        if test == "context":
+            try:
+                sc = future.result()
+            except MissingWordsError as exc:
+                self.failures.append(f"{lang.code}: {exc}")
+                log.warning("%s: context test not run: %s", lang.code, exc)
+                return
+            self._start_family(lang.code, "context", sc, plan.families["context"], {"weighting": None}, -1, -1)
+            return
         gender = plan.families.get("gender", ())
         try:
-            sc = scores(
-                emb,
-                lang.a,
-                lang.b,
-                methods=plan.score_methods if plan.need_scores else gender,
-                max_words=cfg.max_words,
-                exclude_attributes=cfg.exclude_attributes,
-                exclude_words=cfg.exclude_words,
-                dedupe_vectors=cfg.dedupe_vectors,
-            )
+            sc = future.result()
         except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
             missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
             note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
@@ -661,9 +682,17 @@ class _Stream:
     def _handle(self, tag: tuple, future) -> None:
         kind, code = tag[0], tag[1]
         self._count(code, -1)
-        if kind == "scores":
+        if kind == "graph":
+            self._graph_ready(*tag[2:], future)
+            self.tasks.release([future])
+        elif kind == "scores":  # written by a thread, beside the loop
             (u, t), sc = future.result(), tag[2]
-            rs.write_scores(self.cfg.output, code, sc.copy(data={"u": u, "t": t}), storage_options=self.options)
+            self.tasks.release([future])
+            scores_ = sc.copy(data={"u": u, "t": t})
+            self.tasks.beside(rs.write_scores, self.cfg.output, code, scores_, self.options, tag=("written", code))
+            self._count(code)
+        elif kind == "written":
+            future.result()
             self.tasks.release([future])
         elif kind == "summary":
             self._submit_batches(code, tag[2], future.result())
