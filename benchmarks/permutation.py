@@ -56,6 +56,31 @@ def bench_kernel(x: np.ndarray, n_permutations: int) -> Rate:
     return Rate("biasdask kernel, 1 core", x.size, n_permutations / wall, n_permutations / cpu)
 
 
+def bench_weightings(x: np.ndarray, n_permutations: int, k: int = 3) -> Rate:
+    """The kernel evaluating ``k`` weightings of x on each split (one pass over a (k, N) pool)."""
+    from biasdask.stats.permutation import null_batches, prepare_tests
+
+    rows = np.stack([x] + [(x * np.float32(1.0 / (w + 2))).astype(np.float32) for w in range(k - 1)])
+    prep = prepare_tests(rows, x.size, n_permutations=n_permutations, seed=1)
+    null_batches(prep, 0, 2)  # load or compile the kernel
+    _, wall, cpu = _timed(null_batches, prep, 0, n_permutations)
+    return Rate(f"biasdask kernel, {k} weightings, 1 core", x.size, n_permutations / wall, n_permutations / cpu)
+
+
+def bench_stream_batch(x: np.ndarray, n_permutations: int = 10_000, k: int = 2) -> tuple[int, float]:
+    """One batch task of a study's stream for ``k`` weightings of x: (permutations per task as
+    :func:`biasdask.engine.permutation.batch_plan` cuts them, seconds the task takes here)."""
+    from biasdask.engine.permutation import batch_plan, pools_batch, pools_summary, prepare_pools
+
+    rows = np.stack([x] + [(x * np.float32(1.0 / (w + 2))).astype(np.float32) for w in range(k - 1)])
+    pools = prepare_pools(rows, x.size, n_permutations, "two-sided", 1)
+    work, _, m, _ = pools_summary(pools)
+    start, stop = batch_plan(work, m)[0]
+    pools_batch(pools, 0, 2)
+    _, wall, _ = _timed(pools_batch, pools, start, stop)
+    return stop - start, wall
+
+
 def bench_cluster(x: np.ndarray, n_permutations: int, n_workers: int) -> Rate:
     """biasdask's engine on a LocalCluster of ``n_workers`` single-threaded processes.
 
@@ -142,6 +167,14 @@ def run_size(n: int, n_permutations: int, numpy_iterations: int, n_workers: int,
     print(_line(numpy_rate))
     kernel = bench_kernel(x, n_permutations)
     print(_line(kernel, numpy_rate))
+    multi = bench_weightings(x, n_permutations, 3)
+    print(_line(multi, numpy_rate))
+    print(
+        f"  3 weightings on one split: {kernel.per_cpu_second / multi.per_cpu_second:.2f}x the CPU time per pass of "
+        f"one weighting (three separate passes: 3.00x; issue 16's target: <= 1.30x)"
+    )
+    size, seconds = bench_stream_batch(x)
+    print(f"  a study's batch task (2 weightings, 10,000 permutations): {size:,} permutations, {seconds:.2f} s")
     floor = memory_floor(x)
     per_perm = 1.0 / kernel.per_cpu_second
     print(

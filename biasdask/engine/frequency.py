@@ -250,6 +250,7 @@ def context_scores(
     exclude_context: bool = True,
     max_words: int | None = None,
     storage_options: dict | None = None,
+    association: Association = "cosine",
 ) -> xr.Dataset:
     """Per-word female bias of seed 003 (its eq. 1) over a whole vocabulary: the input of its Figure 1.
 
@@ -270,10 +271,12 @@ def context_scores(
         Use only the most frequent ``max_words`` words.
     storage_options
         fsspec options when ``emb`` is a URL.
+    association
+        The per-word association (:func:`biasdask.engine.scores.scores`); cosine is seed 003's u.
     """
     female, male, excluded = _context_words(exclude_context)
     return scores(emb, female, male, methods, max_words=max_words, exclude_words=excluded,
-                  storage_options=storage_options)
+                  storage_options=storage_options, association=association)
 
 
 def context_test(

@@ -11,6 +11,11 @@ each batch one ``dask.delayed`` task computing its statistics with the compiled 
 client, else Dask's default (threads). The p-value is computed from the whole null in index order.
 Permutation i depends only on (seed, i), so the result is bit-identical whatever the scheduler, the
 number of workers, the batch size, or tasks re-run after a worker is lost.
+
+:func:`permutation_tests` does the same for several weightings of the same items on common splits
+(one pass of the kernel per split evaluates them all). Its pieces (:func:`prepare_pools`,
+:func:`batch_plan`, :func:`pools_batch`, :func:`finish_pools`) are plain functions, which a study run
+(:mod:`biasdask.engine.run`) submits as the tasks of its stream.
 """
 
 from __future__ import annotations
@@ -28,21 +33,28 @@ from biasdask.errors import BiasdaskError
 from biasdask.stats.permutation import (
     PermutationTestResult,
     PreparedTest,
+    PreparedTests,
     exact_null,
+    exact_nulls,
     finish_test,
     null_batch,
+    null_batches,
     prepare_test,
+    prepare_tests,
+    resolve_seed,
+    shared_split_groups,
 )
 
-__all__ = ["default_batch_size", "permutation_test"]
+__all__ = ["batch_plan", "default_batch_size", "permutation_test", "permutation_tests"]
 
 #: The choices of ``alternative``.
 Alternative = Literal["auto", "greater", "less", "two-sided"]
 
-# Conservative per-permutation cost of the kernel on one core: a fixed part (seeding, subset draw)
-# plus a pass over the pool (measured 0.2-0.5 ns per pooled value on a loaded 2.5 GHz core).
+# Per-permutation cost of the kernel on one core: a fixed part (seeding, subset draw) plus a pass
+# over the pool, per weighting evaluated on the split (benchmarks/permutation.py: 0.14 ns per pooled
+# value on a free core, 0.27 ns on a loaded one; this upper figure makes batches of 0.5-1 s).
 _SECONDS_PER_PERMUTATION = 2e-6
-_SECONDS_PER_VALUE = 1e-9
+_SECONDS_PER_VALUE = 3e-10
 
 
 def default_batch_size(n_values: int, n_permutations: int, n_slots: int) -> int:
@@ -146,3 +158,125 @@ def _sampled_null(client: Client | None, prep: PreparedTest, batch_size: int | N
     batch = dask.delayed(null_batch, pure=True)
     parts = [batch(pool, start, min(m, start + batch_size)) for start in range(0, m, batch_size)]
     return np.concatenate(compute(*parts, client=client, progress=progress, desc="permutations"))
+
+
+# ----------------------------------------------------------------------------------------------
+# Several weightings of one set of items on common splits: the pieces of a study's task stream
+# (biasdask.engine.run), each a plain function that a Dask task (or a thread) runs.
+
+
+def prepare_pools(
+    x: np.ndarray,
+    y: np.ndarray | int,
+    n_permutations: int,
+    alternative: Alternative,
+    seed: int | None,
+    effect_x: np.ndarray | int | None = None,
+    effect_y: np.ndarray | int | None = None,
+) -> list[tuple[list[int], PreparedTests]]:
+    """The rows of ``x`` (weightings) grouped by shared splits, each group prepared
+    (:func:`biasdask.stats.permutation.prepare_tests`) with the same seed: usually one group; a
+    weighting zero where the others are not (``frequency``) gets its own."""
+    seed = resolve_seed(seed)
+    return [
+        (rows, prepare_tests(x[rows], y if isinstance(y, (int, np.integer)) else y[rows], n_permutations, alternative,
+                             seed, effect_x, effect_y))
+        for rows in shared_split_groups(x, y)
+    ]
+
+
+def pools_summary(pools: list[tuple[list[int], PreparedTests]]) -> tuple[int, int, int, bool]:
+    """(pooled values summed over the groups' rows, rows, permutations, exact): what a batch plan needs."""
+    work = sum(p.n_values * len(rows) for rows, p in pools)
+    rows = sum(len(r) for r, _ in pools)
+    return work, rows, pools[0][1].n_permutations, pools[0][1].exact
+
+
+def batch_plan(n_values: int, n_permutations: int, batch_size: int | None = None, n_slots: int = 1) -> list[tuple[int, int]]:
+    """Permutation index ranges [start, stop) of the batch tasks of one test (or one group of tests).
+
+    ``n_values`` counts the pooled values of every weighting evaluated on each split (the length of
+    one pass). Without ``batch_size``: :func:`default_batch_size`, i.e. about
+    ``biasdask.batch-duration`` of work per task and at least two tasks per slot of ``n_slots``.
+    """
+    size = batch_size or default_batch_size(n_values, n_permutations, n_slots)
+    return [(start, min(n_permutations, start + size)) for start in range(0, n_permutations, size)]
+
+
+def pools_batch(pools: list[tuple[list[int], PreparedTests]], start: int, stop: int) -> np.ndarray:
+    """Null statistics of permutations [start, stop) of every row, shape (rows, stop - start), rows in
+    the order of ``x`` given to :func:`prepare_pools`."""
+    n_rows = sum(len(r) for r, _ in pools)
+    out = np.empty((n_rows, stop - start))
+    for rows, prep in pools:
+        out[rows] = null_batches(prep, start, stop)
+    return out
+
+
+def finish_pools(
+    pools: list[tuple[list[int], PreparedTests]], *batches: np.ndarray, return_null: bool = False
+) -> list[PermutationTestResult]:
+    """One result per row from the batches in permutation order (none when the tests are exact:
+    every split is enumerated here)."""
+    n_rows = sum(len(r) for r, _ in pools)
+    results: list[PermutationTestResult | None] = [None] * n_rows
+    nulls = np.concatenate(batches, axis=1) if batches else None
+    for rows, prep in pools:
+        weights = None
+        if prep.exact:
+            group_nulls, weights = exact_nulls(prep)
+        for w, row in enumerate(rows):
+            null = group_nulls[w] if prep.exact else nulls[row]
+            results[row] = finish_test(prep.tests[w], null, weights, return_null)
+    return results
+
+
+def permutation_tests(
+    x: ArrayLike,
+    y: ArrayLike | int,
+    n_permutations: int = 9999,
+    alternative: Alternative = "two-sided",
+    seed: int | None = None,
+    client: Client | None = None,
+    batch_size: int | None = None,
+    return_null: bool = False,
+    effect_x: ArrayLike | int | None = None,
+    effect_y: ArrayLike | int | None = None,
+    progress: bool | None = None,
+) -> list[PermutationTestResult]:
+    """:func:`permutation_test` of several weightings of the same items (rows of ``x``) on common splits.
+
+    One seed for all rows; each split is drawn once and every row is evaluated on it in one pass over
+    the pool (rows zero at different items get their own pass). Result w is bit-identical to
+    ``permutation_test(x[w], y or y[w], seed=seed, ...)``: the rows' p-values are ordinary permutation
+    p-values, correlated through the common splits.
+
+    Parameters
+    ----------
+    x
+        Scores of X, shape (k, |X|).
+    y
+        Scores of Y, shape (k, |Y|), or an ``int`` n of dummy zero items.
+    n_permutations, alternative, seed, client, batch_size, return_null, effect_x, effect_y, progress
+        As in :func:`permutation_test` (``effect_x``, ``effect_y`` shared by all rows).
+
+    Returns
+    -------
+    list of PermutationTestResult
+        One per row.
+    """
+    if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
+        raise BiasdaskError(f"batch_size must be a positive integer, got {batch_size!r}")
+    xs = np.asarray(x)
+    ys = y if isinstance(y, (int, np.integer)) else np.asarray(y)
+    pools = prepare_pools(xs, ys, n_permutations, alternative, seed, effect_x, effect_y)
+    work, _, m, exact = pools_summary(pools)
+    if exact:
+        return finish_pools(pools, return_null=return_null)
+    if batch_size is None and m * (_SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * work) < seconds("in-process-threshold"):
+        return finish_pools(pools, pools_batch(pools, 0, m), return_null=return_null)
+    shared = dask.delayed(pools, pure=True, traverse=False)
+    batch = dask.delayed(pools_batch, pure=True)
+    parts = [batch(shared, a, b) for a, b in batch_plan(work, m, batch_size, n_slots(client))]
+    nulls = compute(*parts, client=client, progress=progress, desc="permutations")
+    return finish_pools(pools, *nulls, return_null=return_null)

@@ -1,20 +1,40 @@
 """A study run: every (language, method, test) cell, on whatever cluster is at hand, into the cube.
 
-For each language the scores graph is computed once (all methods together), the per-word scores are
-written to ``scores/<language>``, then each missing cell runs its permutation test on the cluster and
-is written the moment it finishes. Cells already marked done in the results store are skipped, so a
-killed run resumes where it stopped; the seed of each cell is derived from the study seed and the
-cell's labels, so a resumed run gives the same numbers as an uninterrupted one.
+The run is one bounded stream of tasks on the active scheduler (a ``distributed`` client, else
+threads of this process). :func:`plan_language` decides, without touching data, what each language
+needs: cells written at once with a note (not applicable, no frequency list), *families* of
+permutation cells (the weightings of ``gender``, of ``context``) and classic cells. Then, for up to
+``biasdask.run.languages-in-flight`` languages at a time, the scores graph of a family is built (in a
+thread of the client: it reads the attribute rows) and submitted,
+a task prepares its pool from the scores where they were computed (one pool for all the family's
+weightings: :func:`biasdask.engine.permutation.prepare_pools`), batch tasks of about
+``biasdask.batch-duration`` depend on that pool (so it travels only to the workers that run them),
+and a last task assembles the family's results. The client's loop only plans, submits, writes each cell the
+moment its results arrive (in any order) and starts the next language as one finishes; classic cells
+(few rows each) and the writing of per-word scores run in threads of the client, beside the stream,
+their Dask work on the same scheduler.
+
+Cells already marked done in the results store are skipped, so a killed run resumes where it stopped.
+The weightings of a family share one seed (that of its ``uniform`` cell, :func:`family_seed`) and so
+every split: results do not depend on which cells a run computes together, on the scheduler or on the
+number of workers.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import logging
 import os
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import dask
 import dask.system
 import numpy as np
 import xarray as xr
@@ -23,8 +43,9 @@ from tqdm import tqdm
 
 from biasdask._version import __version__
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load_config, parse_config, split_label
-from biasdask.engine.cluster import active_client, client_scope, compute
-from biasdask.engine.permutation import permutation_test
+from biasdask.engine.cells import cell_values, run_cell, tests_for_language
+from biasdask.engine.cluster import active_client, client_scope, n_slots
+from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, pools_summary, prepare_pools
 from biasdask.engine.scores import as_dataset, check_frequency_language, positions, scores
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
@@ -39,6 +60,12 @@ def cell_seed(seed: int, language: str, method: str, test: str) -> int:
     """The seed of one cell: a hash of the study seed and the cell's labels (stable across runs)."""
     digest = hashlib.sha256(f"{seed}/{language}/{method}/{test}".encode()).digest()
     return int.from_bytes(digest[:8], "little")
+
+
+def family_seed(seed: int, language: str, test: str) -> int:
+    """The seed shared by every weighting of a test in a language: its ``uniform`` cell's
+    (:func:`cell_seed`), so that the weightings are evaluated on common splits."""
+    return cell_seed(seed, language, "uniform", test)
 
 
 def _as_config(config: StudyConfig | dict | str | Path, output: str | None) -> StudyConfig:
@@ -117,12 +144,12 @@ def run(
             methods=list(cfg.methods),
             tests=list(cfg.test_labels()),
             attrs={
-                "test_associations": {label: split_label(label)[1] for label in cfg.test_labels()},
                 "seed": cfg.seed,
                 "alternative": cfg.alternative,
                 "similarity": cfg.similarity,
                 "sd_ddof": 1,
                 "biasdask_version": __version__,
+                "test_associations": {label: split_label(label)[1] for label in cfg.test_labels()},
             },
             config_text=cfg.canonical_yaml(),
             storage_options=options,
@@ -133,16 +160,7 @@ def run(
         if c is not None:
             log.info("running on Dask scheduler %s; dashboard: %s", c.scheduler.address, c.dashboard_link)
         with progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar:
-            for lang in cfg.languages:
-                todo = [(m, t) for m in cfg.methods for t in cfg.test_labels() if (lang.code, m, t) not in done]
-                need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=options)
-                if not todo and not need_scores:
-                    continue
-                try:
-                    failures += _run_language(cfg, lang, todo, need_scores, options, c, bar, progress, stores[lang.code])
-                except MissingWordsError as exc:  # attribute words of a test other than gender
-                    failures.append(f"{lang.code}: {exc}")
-                    log.warning("skipped language %s: %s", lang.code, exc)
+            failures += _Stream(cfg, options, c, _CellWriter(cfg, options, bar)).run(stores, done)
     rs.compact_results(cfg.output, storage_options=options)
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty with a note: " + "; ".join(failures))
@@ -190,8 +208,8 @@ def check_n_workers(n_workers: int | None) -> None:
 
 def _with_associations(computed: dict) -> xr.Dataset:
     """Cosine's scores with every other association's u and t added as ``u_<name>``, ``t_<name>``."""
-    out = computed["cosine"][0]
-    for association, (sc, _) in computed.items():
+    out = computed["cosine"]
+    for association, sc in computed.items():
         if association != "cosine":
             out = out.assign({f"u_{association}": sc["u"], f"t_{association}": sc["t"]})
     out.attrs["associations"] = list(computed)
@@ -200,7 +218,6 @@ def _with_associations(computed: dict) -> xr.Dataset:
 
 def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
     """The tests of the study that apply to ``language`` (the others are written as not applicable)."""
-    from biasdask.engine.cells import tests_for_language
     from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 
     tests = {"gender"} | set(tests_for_language(language, cfg.iat_model))
@@ -210,6 +227,7 @@ def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
     if language == "en":
         tests.add("context")
     return {label for label in cfg.test_labels() if split_label(label)[0] in tests}
+
 
 
 class _CellWriter:
@@ -225,154 +243,516 @@ class _CellWriter:
         self.bar.update()
 
 
-def _run_language(cfg, lang, todo, need_scores, options, client, bar, progress, emb=None) -> list[str]:
-    from biasdask.engine.cells import cell_values, run_cell
-    from biasdask.engine.frequency import context_test
+# ----------------------------------------------------------------------------------------------
+# Planning: what each language needs, decided from the config and the done cells alone.
+
+def is_family(label: str) -> bool:
+    """Whether the cube's test ``label`` is a full-vocabulary test (``gender``, ``context.ripa``...):
+    its weightings share splits (one pool, one seed: :func:`family_seed`)."""
+    return split_label(label)[0] in FULL_VOCABULARY_TESTS
+
+
+def _no_frequency_note(language: str) -> str:
+    return (
+        f"no observed-frequency list for this language (wordfreq has none for {language!r}), "
+        "so the 'frequency' weighting cannot be computed"
+    )
+
+
+@dataclass(frozen=True)
+class LanguagePlan:
+    """The work of one language of a study (see :func:`plan_language`).
+
+    Attributes
+    ----------
+    code
+        The language.
+    notes
+        Cells written at once, without computing: ``(method, test, values)``.
+    families
+        Full-vocabulary test label (:func:`is_family`) -> the weightings whose cells are computed (on
+        common splits).
+    classic
+        Classic test -> the methods whose cells its one result fills.
+    need_scores
+        Whether the per-word scores are still to be written (``save_scores``).
+    score_methods
+        The weightings of the language's scores: the study's, less those it cannot have.
+    """
+
+    code: str
+    notes: tuple[tuple[str, str, dict], ...] = ()
+    families: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    classic: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    need_scores: bool = False
+    score_methods: tuple[str, ...] = ()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing to do (every cell done, scores written)."""
+        return not (self.notes or self.families or self.classic or self.need_scores)
+
+
+def plan_language(
+    cfg: StudyConfig,
+    code: str,
+    done: set[tuple[str, str, str]],
+    *,
+    need_scores: bool,
+    applicable: set[str],
+    frequency_ok: bool,
+) -> LanguagePlan:
+    """The cells of ``code`` not in ``done``, sorted into notes, permutation families and classic tests.
+
+    Parameters
+    ----------
+    cfg
+        The study.
+    code
+        The language.
+    done
+        Cells already written (skipped).
+    need_scores
+        Whether the language's scores are still to be written.
+    applicable
+        The study's tests that apply to the language (:func:`applicable_tests`); the others get a note.
+    frequency_ok
+        Whether the language has an observed-frequency list; without one, ``frequency`` cells of the
+        weighted tests get a note.
+    """
+    todo = [(m, t) for m in cfg.methods for t in cfg.test_labels() if (code, m, t) not in done]
+    notes = [
+        (m, t, {"note": f"not applicable: test {t} has no word lists for language {code}"})
+        for m, t in todo
+        if t not in applicable
+    ]
+    todo = [(m, t) for m, t in todo if t in applicable]
+    unusable = set() if frequency_ok else {"frequency"}
+    notes += [
+        (m, t, {"weighting": m, "u_association": split_label(t)[1], "note": _no_frequency_note(code)})
+        for m, t in todo
+        if m in unusable and is_family(t)
+    ]
+    todo = [(m, t) for m, t in todo if not (m in unusable and is_family(t))]
+    labels = dict.fromkeys(t for _, t in todo)
+    families = {f: tuple(m for m, t in todo if t == f) for f in labels if is_family(f)}
+    classic = {t: tuple(m for m, tt in todo if tt == t) for t in labels if not is_family(t)}
+    return LanguagePlan(
+        code=code,
+        notes=tuple(notes),
+        families={f: ms for f, ms in families.items() if ms},
+        classic=classic,
+        need_scores=need_scores,
+        score_methods=tuple(m for m in cfg.methods if m not in unusable),
+    )
+
+
+def languages_in_flight(slots: int) -> int:
+    """``biasdask.run.languages-in-flight``, or by default two languages per worker thread: while the
+    client builds one language's scores graph or writes its scores, the others keep the workers busy."""
+    value = dask.config.get("biasdask.run.languages-in-flight", None)
+    if value is None:
+        return 2 * max(1, slots)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BiasdaskError(f"biasdask.run.languages-in-flight: expected a positive integer or null, got {value!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# Submission: thin. Tasks run on the client's workers, or in threads of this process.
+
+
+def _together(*arrays):
+    return arrays
+
+
+def _resolved(fn: Callable, args: tuple, kwargs: dict):
+    """Call ``fn`` with the results of the futures among ``args`` (all done by now)."""
+    args = tuple(a.result() if isinstance(a, concurrent.futures.Future) else a for a in args)
+    return fn(*args, **kwargs)
+
+
+def _copy_outcome(source: concurrent.futures.Future, target: concurrent.futures.Future) -> None:
+    if source.cancelled():
+        target.cancel()
+    elif source.exception() is not None:
+        target.set_exception(source.exception())
+    else:
+        target.set_result(source.result())
+
+
+class _Tasks:
+    """Where the stream's tasks run, and one queue on which tagged tasks report as they finish.
+
+    With a ``distributed`` client, tasks are its futures: a task taking another's future as argument
+    depends on it, and its data moves only to the worker that runs the task. Without one, they run in
+    a pool of this process's threads, each task once its inputs are done, and scores graphs on
+    Dask's default scheduler. What must happen in this process (building a scores graph, which reads
+    the attribute rows; classic cells; writing scores) runs ``beside`` the stream, in threads of this
+    process, so that the loop keeps writing cells and submitting work meanwhile.
+    """
+
+    def __init__(self, client: Client | None, threads: int) -> None:
+        self.client = client
+        self.finished: queue.Queue = queue.Queue()
+        self._pool = None if client is not None else concurrent.futures.ThreadPoolExecutor(threads, "biasdask-run")
+        self._side = concurrent.futures.ThreadPoolExecutor(4, "biasdask-client")
+        self.live: set = set()
+
+    def _track(self, future, tag):
+        self.live.add(future)
+        if tag is not None:
+            self.report(future, tag)
+        return future
+
+    def report(self, future, tag: tuple) -> None:
+        """Put ``(tag, future)`` on :attr:`finished` when ``future`` is done."""
+        future.add_done_callback(lambda f: self.finished.put((tag, f)))
+
+    def submit(self, fn: Callable, *args, tag: tuple | None = None, **kwargs):
+        """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies."""
+        if self.client is not None:
+            return self._track(self.client.submit(fn, *args, **kwargs), tag)
+        return self._track(self._after(fn, args, kwargs), tag)
+
+    def _after(self, fn: Callable, args: tuple, kwargs: dict) -> concurrent.futures.Future:
+        """A thread runs ``fn`` once the futures among ``args`` are done (no thread waits for them)."""
+        out: concurrent.futures.Future = concurrent.futures.Future()
+        deps = [a for a in args if isinstance(a, concurrent.futures.Future)]
+        remaining = [len(deps)]
+        lock = threading.Lock()
+
+        def start() -> None:
+            with contextlib.suppress(RuntimeError):  # the pool was shut down: the run failed
+                self._pool.submit(_resolved, fn, args, kwargs).add_done_callback(lambda f: _copy_outcome(f, out))
+
+        def one_done(_) -> None:
+            with lock:
+                remaining[0] -= 1
+                ready = remaining[0] == 0
+            if ready:
+                start()
+
+        if not deps:
+            start()
+        for dep in deps:
+            dep.add_done_callback(one_done)
+        return out
+
+    def compute(self, *arrays, tag: tuple | None = None):
+        """A future of the tuple of the computed Dask ``arrays``."""
+        if self.client is not None:
+            return self._track(self.client.compute(dask.delayed(_together)(*arrays)), tag)
+        return self._track(self._pool.submit(dask.compute, *arrays), tag)
+
+    def beside(self, fn: Callable, *args, tag: tuple):
+        """Run ``fn(*args)`` in a thread of this process."""
+        return self._track(self._side.submit(fn, *args), tag)
+
+    def release(self, futures) -> None:
+        """Forget finished work (a ``distributed`` future's data leaves the cluster with it)."""
+        self.live.difference_update(futures)
+
+    def close(self) -> None:
+        """Cancel what is still running (a run that failed) and stop the threads."""
+        remote = [f for f in self.live if not isinstance(f, concurrent.futures.Future)]
+        if self.client is not None and remote:
+            with contextlib.suppress(Exception):
+                self.client.cancel(remote)
+        for pool in (self._pool, self._side):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self.live.clear()
+
+
+@dataclass
+class _Family:
+    """A permutation family in flight: its cells' shared values, and the futures it holds."""
+
+    methods: tuple[str, ...]
+    values: dict[str, Any]
+    futures: list = field(default_factory=list)
+    pool: Any = None
+
+
+def _family_pools(ut, rows: list[int], n_permutations: int, alternative: str, seed: int):
+    """Task: the family's pool from its scores (u, t), where they were computed; None if no word is usable."""
+    u, t = ut
+    keep = np.isfinite(u)
+    if not keep.any():
+        return None
+    return prepare_pools(t[rows][:, keep], int(keep.sum()), n_permutations, alternative, seed, effect_x=u[keep])
+
+
+def _summary(pools):
+    return None if pools is None else pools_summary(pools)
+
+
+def _classic_cell(cfg: StudyConfig, lang, emb: xr.Dataset, test: str, client: Client | None) -> tuple[dict, Any]:
+    """One classic test of a language (seeded by its uniform cell): its cells' values and null."""
     from biasdask.engine.weat import CoverageError
 
-    write = _CellWriter(cfg, options, bar)
-    applicable = applicable_tests(cfg, lang.code)
-    for method, test in [(m, t) for m, t in todo if t not in applicable]:
-        write(lang.code, method, test, {"note": f"not applicable: test {test} has no word lists for language {lang.code}"})
-    todo = [(m, t) for m, t in todo if t in applicable]
-    if emb is None:
-        emb = _open_language(lang, options)
-    failures: list[str] = []
-    # A weighting this language cannot have (no observed-frequency list): its weighted cells get a note,
-    # everything else of the study runs.
-    unusable = {}
-    if "frequency" in cfg.methods:
+    try:
+        res = run_cell(
+            test,
+            emb,
+            language=lang.code,
+            n_permutations=cfg.n_permutations,
+            seed=cell_seed(cfg.seed, lang.code, "uniform", test),
+            similarity=cfg.similarity,
+            min_coverage=cfg.min_coverage,
+            model=cfg.iat_model,
+            set_metric_words=lang.set_metric_words,
+            alternative=cfg.alternative,
+            client=client,
+            batch_size=cfg.batch_size,
+            return_null=cfg.save_null,
+        )
+        values, null = cell_values(res), res.null_distribution
+        if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
+            values["note"] = f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
+        coverage = res.coverage
+    except CoverageError as err:
+        log.warning("%s", err)
+        values, null = cell_values(err, note=f"coverage: {err}"), None
+        coverage = err.coverage
+    values.update(
+        weighting="none",
+        u_association="none",
+        attribute_words_a=_words(coverage["a"].found) if "a" in coverage else "",
+        attribute_words_b=_words(coverage["b"].found) if "b" in coverage else "",
+        missing_attribute_words=_missing_words(
+            coverage["a"].missing if "a" in coverage else (), coverage["b"].missing if "b" in coverage else ()
+        ),
+    )
+    return values, null
+
+
+class _Stream:
+    """The run's event loop: start languages (up to the bound), react to each finished task."""
+
+    def __init__(self, cfg: StudyConfig, options: dict, client: Client | None, write: _CellWriter) -> None:
+        self.cfg, self.options, self.client, self.write = cfg, options, client, write
+        self.slots = n_slots(client)
+        self.tasks = _Tasks(client, self.slots)
+        self.failures: list[str] = []
+        self.pending: dict[str, int] = {}  # language -> tagged tasks not yet handled
+        self.families: dict[tuple[str, str], _Family] = {}
+        self.scores_parts: dict[str, tuple[set[str], dict[str, xr.Dataset]]] = {}  # see _scores_part
+        self.langs = {lang.code: lang for lang in cfg.languages}
+
+    def run(self, stores: dict[str, xr.Dataset], done: set) -> list[str]:
+        """Run every language's missing work; return the failures (one line per language)."""
+        waiting = list(self.cfg.languages)
+        limit = languages_in_flight(self.slots)
         try:
-            check_frequency_language(str(emb.attrs.get("language", "")))
-        except BiasdaskError:
-            unusable["frequency"] = (
-                f"no observed-frequency list for this language (wordfreq has none for {lang.code!r}), "
-                "so the 'frequency' weighting cannot be computed"
-            )
+            while waiting or self.pending:
+                while waiting and len(self.pending) < limit:
+                    lang = waiting.pop(0)
+                    try:
+                        self._start(lang, stores[lang.code], done)
+                    except MissingWordsError as exc:  # attribute words of a test other than gender
+                        self.failures.append(f"{lang.code}: {exc}")
+                        log.warning("skipped language %s: %s", lang.code, exc)
+                    if not self.pending.get(lang.code):
+                        self.pending.pop(lang.code, None)
+                if self.pending:
+                    tag, future = self.tasks.finished.get()
+                    self._handle(tag, future)
+        finally:
+            self.tasks.close()
+        return self.failures
+
+    # -- starting a language ------------------------------------------------------------------
+
+    def _count(self, code: str, n: int = 1) -> None:
+        self.pending[code] = self.pending.get(code, 0) + n
+        if self.pending[code] == 0:
+            del self.pending[code]
+
+    def _start(self, lang, emb: xr.Dataset, done: set) -> None:
+        cfg = self.cfg
+        need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=self.options)
+        frequency_ok = True
+        if "frequency" in cfg.methods:
+            try:
+                check_frequency_language(str(emb.attrs.get("language", "")))
+            except BiasdaskError:
+                frequency_ok = False
+        plan = plan_language(
+            cfg, lang.code, done, need_scores=need_scores, applicable=applicable_tests(cfg, lang.code), frequency_ok=frequency_ok
+        )
+        if plan.idle:
+            return
+        if not frequency_ok and any(m == "frequency" for m, t, _ in plan.notes if is_family(t)):
             log.warning(
                 "%s: wordfreq has no observed-frequency list for this language; its 'frequency' cells are left "
                 "empty with a note",
                 lang.code,
             )
-    for method, test in [(m, t) for m, t in todo if m in unusable and split_label(t)[0] in FULL_VOCABULARY_TESTS]:
-        write(lang.code, method, test, {"weighting": method, "u_association": split_label(test)[1], "note": unusable[method]})
-    todo = [(m, t) for m, t in todo if not (m in unusable and split_label(t)[0] in FULL_VOCABULARY_TESTS)]
-    methods = [m for m in cfg.methods if m not in unusable]
-    common = dict(alternative=cfg.alternative, client=client, batch_size=cfg.batch_size, return_null=cfg.save_null)
-    # One chunked pass over the store per association (cosine too when the scores are saved: the
-    # stored u and t are cosine's, another association's are u_<name>, t_<name>).
-    computed = {}
-    for association in dict.fromkeys((*(("cosine",) if need_scores else ()), *cfg.associations)):
-        label = cube_label("gender", association)
-        gender = [m for m, t in todo if t == label]
-        if not (gender or need_scores):
-            continue
+        self.pending[lang.code] = 0
+        for method, test, values in plan.notes:
+            self.write(lang.code, method, test, values)
+        # Building a scores graph reads the attribute rows (and more) in this process: a thread does
+        # it, so that this loop keeps writing cells and feeding the workers meanwhile.
+        # One chunked pass per association (cosine's too when the scores are saved: the stored u and t
+        # are cosine's, another association's are u_<name>, t_<name>).
+        associations = tuple(dict.fromkeys((*(("cosine",) if plan.need_scores else ()), *cfg.associations)))
+        if plan.need_scores:
+            self.scores_parts[lang.code] = ({cube_label("gender", a) for a in associations}, {})
+        for label in [cube_label("gender", a) for a in associations]:
+            if label in plan.families or plan.need_scores:
+                self.tasks.beside(self._gender_graph, lang, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan))
+                self._count(lang.code)
+        for label in [t for t in plan.families if split_label(t)[0] == "context"]:
+            self.tasks.beside(self._context_graph, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan))
+            self._count(lang.code)
+        for test, methods in plan.classic.items():
+            self.tasks.beside(_classic_cell, cfg, lang, emb, test, self.client, tag=("classic", lang.code, test, methods))
+            self._count(lang.code)
+
+    def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str) -> xr.Dataset:
+        cfg = self.cfg
+        return scores(
+            emb,
+            lang.a,
+            lang.b,
+            methods=plan.score_methods if plan.need_scores else plan.families[label],
+            association=split_label(label)[1],
+            max_words=cfg.max_words,
+            exclude_attributes=cfg.exclude_attributes,
+            exclude_words=cfg.exclude_words,
+            dedupe_vectors=cfg.dedupe_vectors,
+        )
+
+    def _context_graph(self, emb: xr.Dataset, plan: LanguagePlan, label: str) -> xr.Dataset:
+        from biasdask.engine.frequency import context_scores
+
+        return context_scores(
+            emb, methods=plan.families[label], max_words=self.cfg.max_words, association=split_label(label)[1]
+        )
+
+    def _graph_ready(self, label: str, lang, emb: xr.Dataset, plan: LanguagePlan, future) -> None:
+        """Submit a family's work once its scores graph is built (or note why it cannot run)."""
+        test, association = split_label(label)
+        if test == "context":
+            try:
+                sc = future.result()
+            except MissingWordsError as exc:
+                self._fail(lang.code, exc)
+                log.warning("%s: %s test not run: %s", lang.code, label, exc)
+                return
+            values = {"weighting": None, "u_association": association}
+            self._start_family(lang.code, label, sc, plan.families[label], values, -1, -1)
+            return
+        gender = plan.families.get(label, ())
         try:
-            sc = scores(
-                emb,
-                lang.a,
-                lang.b,
-                methods=methods,
-                max_words=cfg.max_words,
-                exclude_attributes=cfg.exclude_attributes,
-                exclude_words=cfg.exclude_words,
-                dedupe_vectors=cfg.dedupe_vectors,
-                association=association,
-            )
+            sc = future.result()
         except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
             missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
             note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
-            log.warning("%s: gender test not run: %s", lang.code, exc)
+            log.warning("%s: %s test not run: %s", lang.code, label, exc)
             for method in gender:
-                write(lang.code, method, label, {"weighting": method, "u_association": association,
-                                                 "attribute_set": lang.attribute_set, "note": note})
-            failures += [f"{lang.code}: {exc}"] if f"{lang.code}: {exc}" not in failures else []
-            continue
-        u, t = compute(sc["u"].data, sc["t"].data, client=client)
-        computed[association] = (sc.copy(data={"u": u, "t": t}), gender)
-    if need_scores and "cosine" in computed:
-        rs.write_scores(cfg.output, lang.code, _with_associations(computed), storage_options=options)
-    for association, (sc, gender) in computed.items():
-        label = cube_label("gender", association)
-        u, t = sc["u"].values, sc["t"].values
-        keep = np.isfinite(u)
-        if gender and not keep.any():
-            return [*failures, f"{lang.code}: no word has a usable vector"]
+                self.write(lang.code, method, label, {"weighting": method, "u_association": association,
+                                                      "attribute_set": lang.attribute_set, "note": note})
+            self._fail(lang.code, exc)
+            self._scores_part(lang.code, label, None)
+            return
         missing = _missing_words(
             [*sc.attrs["missing_a"], *(f"{w} (zero vector)" for w in sc.attrs["zero_a"])],
             [*sc.attrs["missing_b"], *(f"{w} (zero vector)" for w in sc.attrs["zero_b"])],
         )
-        words = {
+        values = {
+            "u_association": association,
+            "attribute_set": lang.attribute_set,
             "attribute_words_a": _words(sc.attrs["used_a"]),
             "attribute_words_b": _words(sc.attrs["used_b"]),
             "missing_attribute_words": missing,
         }
         if missing and gender:
             log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
-            words["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
-        for method in gender:
-            res = permutation_test(
-                t[methods.index(method)][keep],
-                int(keep.sum()),
-                n_permutations=cfg.n_permutations,
-                seed=cell_seed(cfg.seed, lang.code, method, label),
-                effect_x=u[keep],
-                progress=False,
-                **common,
-            )
-            values = cell_values(
-                res, n_a=sc.attrs["n_a"], n_b=sc.attrs["n_b"], weighting=method, u_association=association,
-                attribute_set=lang.attribute_set, **words
-            )
-            write(lang.code, method, label, values, res.null_distribution)
-    for method, label in [(m, t) for m, t in todo if split_label(t)[0] == "context"]:
-        res = context_test(
-            emb,
-            method=method,
-            n_permutations=cfg.n_permutations,
-            seed=cell_seed(cfg.seed, lang.code, method, label),
-            max_words=cfg.max_words,
-            association=split_label(label)[1],
-            progress=False,
-            **common,
-        )
-        values = cell_values(res, weighting=method, u_association=split_label(label)[1])
-        write(lang.code, method, label, values, res.null_distribution)
-    classic = list(dict.fromkeys(t for _, t in todo if split_label(t)[1] == "none"))
-    for test in classic:
-        # Classic tests have no weighting: one run (seeded by its uniform cell) fills every method.
-        try:
-            res = run_cell(
-                test,
-                emb,
-                language=lang.code,
-                n_permutations=cfg.n_permutations,
-                seed=cell_seed(cfg.seed, lang.code, "uniform", test),
-                similarity=cfg.similarity,
-                min_coverage=cfg.min_coverage,
-                model=cfg.iat_model,
-                set_metric_words=lang.set_metric_words,
-                **common,
-            )
-            values, null = cell_values(res), res.null_distribution
-            if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
-                values["note"] = (
-                    f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
-                )
-            coverage = res.coverage
-        except CoverageError as err:
-            log.warning("%s", err)
-            values, null = cell_values(err, note=f"coverage: {err}"), None
-            coverage = err.coverage
-        values.update(
-            weighting="none",
-            u_association="none",
-            attribute_words_a=_words(coverage["a"].found) if "a" in coverage else "",
-            attribute_words_b=_words(coverage["b"].found) if "b" in coverage else "",
-            missing_attribute_words=_missing_words(
-                coverage["a"].missing if "a" in coverage else (), coverage["b"].missing if "b" in coverage else ()
-            ),
-        )
-        for method in [m for m, t in todo if t == test]:
-            write(lang.code, method, test, values, null)
-    return failures
+            values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
+        ut = self._start_family(lang.code, label, sc, gender, values, sc.attrs["n_a"], sc.attrs["n_b"])
+        if plan.need_scores:  # the scores come to the client, to be written
+            self.tasks.report(ut, ("scores", lang.code, sc, label))
+            self._count(lang.code)
+
+    def _fail(self, code: str, exc: Exception) -> None:
+        line = f"{code}: {exc}"
+        if line not in self.failures:
+            self.failures.append(line)
+
+    def _scores_part(self, code: str, label: str, sc: xr.Dataset | None) -> None:
+        """Collect one association's scores (None: it failed); write the language's scores once all
+        of its associations are in, if cosine's is among them."""
+        if code not in self.scores_parts:
+            return
+        expected, got = self.scores_parts[code]
+        if sc is None:
+            expected.discard(label)
+        else:
+            got[split_label(label)[1]] = sc
+        if len(got) < len(expected):
+            return
+        del self.scores_parts[code]
+        if "cosine" in got:
+            scores_ = _with_associations(got)
+            self.tasks.beside(rs.write_scores, self.cfg.output, code, scores_, self.options, tag=("written", code))
+            self._count(code)
+
+    def _start_family(self, code: str, test: str, sc: xr.Dataset, methods: tuple[str, ...], values: dict, n_a, n_b):
+        """Submit the scores graph and, for ``methods``, the pool and its summary; return the scores' future."""
+        ut = self.tasks.compute(sc["u"].data, sc["t"].data)
+        if not methods:
+            return ut
+        family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [ut])
+        rows = [list(sc["method"].values).index(m) for m in methods]
+        seed = family_seed(self.cfg.seed, code, test)
+        family.pool = self.tasks.submit(_family_pools, ut, rows, self.cfg.n_permutations, self.cfg.alternative, seed)
+        summary = self.tasks.submit(_summary, family.pool, tag=("summary", code, test))
+        family.futures += [family.pool, summary]
+        self.families[(code, test)] = family
+        self._count(code)
+        return ut
+
+    # -- reacting to finished tasks -----------------------------------------------------------
+
+    def _handle(self, tag: tuple, future) -> None:
+        kind, code = tag[0], tag[1]
+        self._count(code, -1)
+        if kind == "graph":
+            self._graph_ready(*tag[2:], future)
+            self.tasks.release([future])
+        elif kind == "scores":  # written by a thread, beside the loop, once every association's are in
+            (u, t), sc, label = future.result(), tag[2], tag[3]
+            self.tasks.release([future])
+            self._scores_part(code, label, sc.copy(data={"u": u, "t": t}))
+        elif kind == "written":
+            future.result()
+            self.tasks.release([future])
+        elif kind == "summary":
+            self._submit_batches(code, tag[2], future.result())
+        elif kind == "cells":
+            family = self.families.pop((code, tag[2]))
+            for method, res in zip(family.methods, future.result()):
+                values = cell_values(res, **{**family.values, "weighting": method})
+                self.write(code, method, tag[2], values, res.null_distribution)
+            self.tasks.release([*family.futures, future])
+        else:  # classic
+            values, null = future.result()
+            for method in tag[3]:
+                self.write(code, method, tag[2], values, null)
+            self.tasks.release([future])
+
+    def _submit_batches(self, code: str, test: str, summary) -> None:
+        family = self.families[(code, test)]
+        if summary is None:
+            self.failures.append(f"{code}: no word has a usable vector")
+            del self.families[(code, test)]
+            self.tasks.release(family.futures)
+            return
+        work, _, m, exact = summary
+        parts = [] if exact else [self.tasks.submit(pools_batch, family.pool, a, b) for a, b in batch_plan(work, m, self.cfg.batch_size)]
+        self.tasks.submit(finish_pools, family.pool, *parts, return_null=self.cfg.save_null, tag=("cells", code, test))
+        family.futures += parts
+        self._count(code)

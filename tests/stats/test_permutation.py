@@ -394,18 +394,23 @@ def test_dummy_count_equals_materialised_zeros():
 
 
 def test_masked_sums_equal_numpy_across_blocks():
-    """Several blocks, the 4-word unrolled loop, leftover words and a partial last word."""
+    """Several blocks, the 4-word unrolled loop, leftover words and a partial last word; three rows
+    (weightings) summed on the same masks, each as if alone."""
     rng = np.random.default_rng(15)
     n = 64 * perm._BLOCK_WORDS * 2 + 6 * 64 + 37
-    values = np.zeros(-(-n // 64) * 64, dtype=np.float32)
-    values[:n] = rng.standard_normal(n)
-    masks = rng.integers(0, 2**64, size=(5, values.size // 64), dtype=np.uint64)
+    values = np.zeros((3, -(-n // 64) * 64), dtype=np.float32)
+    values[:, :n] = rng.standard_normal((3, n))
+    masks = rng.integers(0, 2**64, size=(5, values.shape[1] // 64), dtype=np.uint64)
     masks[:, -1] &= np.uint64((1 << 37) - 1)
-    out = np.empty(5)
+    out = np.empty((5, 3))
     perm._masked_sums(values, masks, 5, out)
     bits = np.unpackbits(masks.view(np.uint8), axis=1, bitorder="little").astype(bool)
-    expected = [values[row].astype(np.float64).sum() for row in bits]
+    expected = [[values[w, row].astype(np.float64).sum() for w in range(3)] for row in bits]
     np.testing.assert_allclose(out, expected, rtol=1e-12)
+    for w in range(3):
+        alone = np.empty((5, 1))
+        perm._masked_sums(values[w : w + 1].copy(), masks, 5, alone)
+        np.testing.assert_array_equal(alone[:, 0], out[:, w])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -529,3 +534,65 @@ def test_type_one_error_rates_under_a_true_null():
         assert abs(rates[alt] - alpha) < 0.025
     assert 0.075 < rates["auto"] < 0.13  # about 2α; README reports the measured rate
     print(f"type-I rates at alpha={alpha}: {rates}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Several weightings on one split
+
+
+def _weightings(rng, n):
+    """u and three weightings of it, the third zero where the others are not (as 'frequency' is)."""
+    u = (rng.standard_normal(n) * 0.05).astype(np.float32)
+    zipf = (u * (1.0 / np.arange(1, n + 1) / 3.0)).astype(np.float32)
+    freq = (u * rng.uniform(0, 1e-3, n)).astype(np.float32)
+    freq[rng.random(n) < 0.2] = 0
+    return u, np.stack([u, zipf, freq])
+
+
+@pytest.mark.parametrize("y", ["dummy", "scores"])
+def test_several_weightings_equal_one_test_each(y):
+    rng = np.random.default_rng(21)
+    u, t = _weightings(rng, 3000)
+    ys = 3000 if y == "dummy" else np.stack([rng.standard_normal(1000)] * 3).astype(np.float32)
+    got = perm.permutation_tests_local(t, ys, 700, seed=5, return_null=True, effect_x=u if y == "dummy" else None)
+    for w in range(3):
+        alone = perm.permutation_test_local(
+            t[w], ys if y == "dummy" else ys[w], 700, seed=5, return_null=True, effect_x=u if y == "dummy" else None
+        )
+        np.testing.assert_array_equal(got[w].null_distribution, alone.null_distribution)
+        for field in ("statistic", "pvalue", "effect_size", "z_score", "null_mean", "null_std", "seed", "exact"):
+            assert getattr(got[w], field) == getattr(alone, field), field
+
+
+def test_weightings_share_each_split():
+    """Common random numbers: a row that is exactly twice another has exactly twice its null, split by
+    split (separate random splits would give another sample)."""
+    rng = np.random.default_rng(22)
+    x = (rng.standard_normal(5000) * 0.05).astype(np.float32)
+    prep = perm.prepare_tests(np.stack([x, 2 * x]), 5000, 300, seed=9)
+    nulls = perm.null_batches(prep, 0, 300)
+    np.testing.assert_array_equal(nulls[1], 2 * nulls[0])
+    assert nulls.shape == (2, 300)
+    np.testing.assert_array_equal(nulls[:, 100:200], perm.null_batches(prep, 100, 200))
+
+
+def test_several_weightings_exact():
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((3, 6))
+    y = rng.standard_normal((3, 5))
+    got = perm.permutation_tests_local(x, y, 9999, seed=1, return_null=True)
+    for w in range(3):
+        alone = perm.permutation_test_local(x[w], y[w], 9999, seed=1, return_null=True)
+        assert got[w].exact and alone.exact
+        np.testing.assert_array_equal(got[w].null_distribution, alone.null_distribution)
+        assert got[w].pvalue == alone.pvalue
+
+
+def test_shared_split_groups_and_refusal():
+    rng = np.random.default_rng(24)
+    _, t = _weightings(rng, 500)
+    assert perm.shared_split_groups(t, 500) == [[0, 1], [2]]
+    with pytest.raises(BiasdaskError, match="zero at different items"):
+        perm.prepare_tests(t, 500, 99, seed=1)
+    with pytest.raises(BiasdaskError, match="2-D"):
+        perm.prepare_tests(t[0], 500, 99, seed=1)

@@ -1,0 +1,173 @@
+"""The study as one task stream: same bits on any scheduler, no broadcast, cells written as they finish."""
+
+from __future__ import annotations
+
+import time
+
+import dask
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster, get_task_stream
+
+import biasdask
+import biasdask.engine.run as run_module
+from biasdask.config import parse_config
+from biasdask.demo import write_language
+from biasdask.engine.bias_tests import full_vocabulary_test
+from biasdask.engine.ingest import ingest
+from biasdask.engine.run import family_seed, plan_language
+from biasdask.errors import BiasdaskError
+from biasdask.io import results as rs
+
+CELL_VARS = ["statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std",
+             "n_permutations", "exact", "n_x", "n_y", "n_a", "n_b"]
+WORDS = {"en": ("male", "female"), "de": ("männlich", "weiblich")}
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("stream")
+    out = {}
+    for i, code in enumerate(WORDS):
+        src = tmp / f"{code}.bin"
+        write_language(src, *WORDS[code], 0.1 * (i + 1), 2500, 16, seed=i)
+        out[code] = str(tmp / f"{code}.zarr")
+        ingest(str(src), out[code], language=code, client=False, progress=False)
+    return out
+
+
+def _study(stores, output, **kw):
+    study = {
+        "output": output,
+        "languages": {code: {"store": url} for code, url in stores.items()},
+        "methods": ["uniform", "zipf", "frequency"],
+        "tests": ["gender", "weat7"],
+        "n_permutations": 301,
+        "seed": 5,
+    }
+    study.update(kw)
+    return study
+
+
+def _cube(out):
+    return {v: out[v].values for v in CELL_VARS}
+
+
+def test_same_bits_threads_one_worker_two_workers_and_one_cell_at_a_time(tmp_path, stores, dask_client):
+    threads = biasdask.run(_study(stores, str(tmp_path / "threads.zarr")), progress=False)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with Client(cluster, set_as_default=False) as one:
+            single = biasdask.run(_study(stores, str(tmp_path / "one.zarr"), batch_size=37), client=one, progress=False)
+    two = biasdask.run(_study(stores, str(tmp_path / "two.zarr")), client=dask_client, progress=False)
+    for other in (single, two):
+        for v, values in _cube(threads).items():
+            np.testing.assert_array_equal(values, other[v].values, err_msg=v)
+    for code in WORDS:
+        for method in ("uniform", "zipf", "frequency"):
+            a = rs.read_null(str(tmp_path / "threads.zarr"), code, method, "gender")
+            np.testing.assert_array_equal(a, rs.read_null(str(tmp_path / "two.zarr"), code, method, "gender"))
+    # One cell at a time, with the language's shared seed, gives the same numbers and null.
+    assert np.isfinite(threads["p_value"].sel({"test": "gender"}).values).all()
+    for code in WORDS:
+        for method in ("uniform", "zipf", "frequency"):
+            alone = full_vocabulary_test(
+                stores[code], *([w] for w in WORDS[code]), method=method, n_permutations=301,
+                seed=family_seed(5, code, "gender"), return_null=True, progress=False,
+            )
+            cell = threads.sel({"language": code, "method": method, "test": "gender"})
+            for field, var in [("statistic", "statistic"), ("pvalue", "p_value"), ("effect_size", "effect_size"),
+                               ("null_mean", "null_mean"), ("z_score", "z_score")]:
+                assert getattr(alone, field) == float(cell[var]), (code, method, field)
+            null = rs.read_null(str(tmp_path / "threads.zarr"), code, method, "gender")
+            np.testing.assert_array_equal(alone.null_distribution, null)
+
+
+def test_pools_go_only_to_workers_that_use_them(tmp_path, stores):
+    """No broadcast: a family's pool reaches only workers that run a task needing it (here, on three
+    workers, the tasks of the one family mostly share a worker, and the others never receive it)."""
+    study = _study({"en": stores["en"]}, str(tmp_path / "r.zarr"), methods=["uniform", "zipf"], tests=["gender"],
+                   n_permutations=2000, batch_size=500)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with Client(cluster, set_as_default=False) as client:
+            client.scatter = None  # the stream never scatters (a call would fail)
+            with get_task_stream(client) as ts:
+                biasdask.run(study, client=client, progress=False)
+            received = client.run(
+                lambda dask_worker: sorted(
+                    str(k) for entry in dask_worker.transfer_incoming_log for k in entry["keys"]
+                )
+            )
+    users = {t["worker"] for t in ts.data if str(t["key"]).startswith(("pools_batch", "finish_pools", "_summary"))}
+    makers = {t["worker"] for t in ts.data if str(t["key"]).startswith("_family_pools")}
+    got_pool = {w for w, keys in received.items() if any(k.startswith("_family_pools") for k in keys)}
+    assert len(makers) == 1 and got_pool <= users - makers
+    assert len(got_pool) < 2  # three workers: a broadcast would reach both others
+
+
+def test_a_slow_language_does_not_hold_back_the_cells_of_another(tmp_path, stores, monkeypatch):
+    """Cells are written as they finish: de's cells are written while en (first in the study, its
+    scores slowed down) is still computing."""
+    real_scores = run_module.scores
+
+    def slow_identity(block):
+        time.sleep(3.0)
+        return block
+
+    def scores(emb, *args, **kwargs):
+        sc = real_scores(emb, *args, **kwargs)
+        if sc.attrs["language"] == "en":
+            sc = sc.copy(data={"u": sc["u"].data.map_blocks(slow_identity, dtype=np.float32), "t": sc["t"].data})
+        return sc
+
+    monkeypatch.setattr(run_module, "scores", scores)
+    written = []
+    real_write = rs.write_cell
+    monkeypatch.setattr(rs, "write_cell", lambda url, lang, m, t, *a, **k: written.append(lang) or real_write(url, lang, m, t, *a, **k))
+    biasdask.run(_study(stores, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"]), progress=False)
+    assert written == ["de", "en"]
+
+
+def test_plan_language_is_pure_and_sorts_the_cells():
+    cfg = parse_config({
+        "output": "memory://plan.zarr",
+        "languages": {"eu": {"store": "memory://eu.zarr", "a": ["gizon"], "b": ["emakume"]}},
+        "methods": ["uniform", "zipf", "frequency"],
+        "tests": ["gender", "weat7", "career_family"],
+    })
+    plan = plan_language(cfg, "eu", {("eu", "zipf", "gender")}, need_scores=True,
+                         applicable={"gender", "career_family"}, frequency_ok=False)
+    assert plan.families == {"gender": ("uniform",)}
+    assert plan.classic == {"career_family": ("uniform", "zipf", "frequency")}
+    notes = {(m, t): v["note"] for m, t, v in plan.notes}
+    assert set(notes) == {("uniform", "weat7"), ("zipf", "weat7"), ("frequency", "weat7"), ("frequency", "gender")}
+    assert notes[("frequency", "gender")].startswith("no observed-frequency list")
+    assert plan.score_methods == ("uniform", "zipf") and plan.need_scores
+    done = {("eu", m, t) for m in cfg.methods for t in cfg.tests}
+    assert plan_language(cfg, "eu", done, need_scores=False, applicable={"gender"}, frequency_ok=True).idle
+
+
+def test_languages_in_flight_comes_from_dask_config():
+    assert run_module.languages_in_flight(1) == 2 and run_module.languages_in_flight(40) == 80
+    with dask.config.set({"biasdask.run.languages-in-flight": 3}):
+        assert run_module.languages_in_flight(40) == 3
+    with dask.config.set({"biasdask.run.languages-in-flight": 0}), pytest.raises(BiasdaskError):
+        run_module.languages_in_flight(4)
+
+
+def test_a_failing_task_fails_the_run_and_a_rerun_resumes(tmp_path, stores, monkeypatch):
+    real = run_module._family_pools
+    de_seed = family_seed(5, "de", "gender")
+
+    def fails_for_de(ut, rows, n_permutations, alternative, seed):
+        if seed == de_seed:
+            raise RuntimeError("disk on fire")
+        return real(ut, rows, n_permutations, alternative, seed)
+
+    monkeypatch.setattr(run_module, "_family_pools", fails_for_de)
+    study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"])
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        biasdask.run(study, progress=False)
+    assert ("de", "uniform", "gender") not in rs.done_cells(study["output"])
+    monkeypatch.setattr(run_module, "_family_pools", real)
+    out = biasdask.run(study, progress=False)
+    assert np.isfinite(out["p_value"].values).all()
