@@ -653,8 +653,12 @@ def prepare_test(
     masks = np.zeros((2, max(values.size // 64, 1)), dtype=np.uint64)
     _fill_prefix(masks[0], x_nz.size)
     _fill_prefix(masks[1], n_values)
-    sums = np.empty(2)
-    _masked_sums(values, masks, 2, sums)
+    small = _numpy_kernels(n_values, 2, _masked_sums)
+    if small is not None:
+        sums = small.masked_sums(values, small.bits_of(masks, values.size))
+    else:
+        sums = np.empty(2)
+        _masked_sums(values, masks, 2, sums)
     total = float(sums[1])
     statistic = float(_statistics(sums[:1], np.array([x_nz.size]), total, n_values, centre)[0])
 
@@ -690,6 +694,16 @@ def prepare_test(
     )
 
 
+def _numpy_kernels(n_values: int, n_sums: int, kernel):
+    """:mod:`biasdask.stats.permutation_numpy` for a small job while ``kernel`` is not loaded, else None.
+
+    Small tests then skip numba's start-up (~0.5 s per process); the sums are bit-identical.
+    """
+    from biasdask.stats import permutation_numpy
+
+    return permutation_numpy if permutation_numpy.use_numpy(n_values, n_sums, kernel) else None
+
+
 def _statistics(sums: np.ndarray, ks: np.ndarray, total: float, n_values: int, centre: float) -> np.ndarray:
     """s_i = (2 Σ_{X_i} r - Σ r) + (2 k_i - n)·c from the kernel's residual sums (float64)."""
     return (2.0 * sums - total) + (2 * np.asarray(ks, dtype=np.int64) - n_values).astype(np.float64) * centre
@@ -718,9 +732,13 @@ def null_batch(prep: PreparedTest, start: int, stop: int, group: int = _GROUP) -
     Each permutation depends only on (seed, i): any partition of the indices into batches, and any
     ``group`` (permutations sharing a pass over the pool), gives bit-identical values.
     """
-    sums = np.empty(stop - start)
-    ks = np.empty(stop - start, dtype=np.int64)
-    _null_sums(prep.values, prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop, group, sums, ks)
+    small = _numpy_kernels(prep.n_values, stop - start, _null_sums) if stop <= 2**32 else None
+    if small is not None:
+        sums, ks = small.null_sums(prep.values, prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop)
+    else:
+        sums = np.empty(stop - start)
+        ks = np.empty(stop - start, dtype=np.int64)
+        _null_sums(prep.values, prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop, group, sums, ks)
     return _statistics(sums, ks, prep.total, prep.n_values, prep.centre)
 
 
@@ -734,9 +752,13 @@ def exact_null(prep: PreparedTest) -> tuple[np.ndarray, np.ndarray]:
     ks = np.arange(lo, min(prep.n_values, prep.n_x) + 1, dtype=np.int64)
     per_k = np.array([math.comb(prep.n_values, int(k)) for k in ks], dtype=np.int64)
     count = int(per_k.sum())
-    sums = np.empty(count)
-    sub_k = np.empty(count, dtype=np.int64)
-    _exact_sums(prep.values, prep.n_values, ks, _GROUP, sums, sub_k)
+    small = _numpy_kernels(prep.n_values, count, _exact_sums)
+    if small is not None:
+        sums, sub_k = small.exact_sums(prep.values, prep.n_values, ks)
+    else:
+        sums = np.empty(count)
+        sub_k = np.empty(count, dtype=np.int64)
+        _exact_sums(prep.values, prep.n_values, ks, _GROUP, sums, sub_k)
     weights = np.array([math.comb(prep.n_zero, prep.n_x - int(k)) for k in ks], dtype=np.int64)
     return _statistics(sums, sub_k, prep.total, prep.n_values, prep.centre), weights[sub_k - lo]
 
