@@ -108,9 +108,9 @@ def _seed_states(entropy: np.ndarray, index: np.ndarray) -> np.ndarray:
     return state
 
 
-def _next(state: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """xoshiro256** outputs of the generators ``rows`` (columns of ``state``), which advance."""
-    s0, s1, s2, s3 = state[:, rows]
+def _next(state: np.ndarray) -> np.ndarray:
+    """xoshiro256** outputs of the generators whose states are the columns of ``state`` (advanced in place)."""
+    s0, s1, s2, s3 = state
     result = _rotl(s1 * _U(5), 7) * _U(9)
     t = s1 << _U(17)
     s2 ^= s0
@@ -118,49 +118,53 @@ def _next(state: np.ndarray, rows: np.ndarray) -> np.ndarray:
     s1 ^= s2
     s0 ^= s3
     s2 ^= t
-    s3 = _rotl(s3, 45)
-    state[:, rows] = s0, s1, s2, s3
+    state[3] = _rotl(s3, 45)
     return result
 
 
-def _bounded(state: np.ndarray, rows: np.ndarray, r: int) -> np.ndarray:
-    """Lemire's unbiased integers in [0, r) for the generators ``rows`` (r ≤ 2**32)."""
+def _bounded(state: np.ndarray, r: int) -> np.ndarray:
+    """Lemire's unbiased integers in [0, r) from the generators ``state`` (r ≤ 2**32)."""
     r = _U(r)
-    m = (_next(state, rows) >> _U(32)) * r
+    m = (_next(state) >> _U(32)) * r
     threshold = ((_M32 + _U(1)) - r) % r
     again = np.flatnonzero((m & _M32) < threshold)  # < threshold implies < r: the kernel's test
     while again.size:
-        m[again] = (_next(state, rows[again]) >> _U(32)) * r
+        redraw = state[:, again]
+        m[again] = (_next(redraw) >> _U(32)) * r
+        state[:, again] = redraw
         again = again[(m[again] & _M32) < threshold]
     return (m >> _U(32)).astype(np.int64)
 
 
-def _draw_subsets(state: np.ndarray, rows: np.ndarray, n: int, k: int) -> np.ndarray:
-    """``_draw_subset`` for the generators ``rows`` (same n and k): item-major booleans (n, len(rows))."""
-    count = rows.shape[0]
-    here = np.arange(count)
+def _draw_subsets(state: np.ndarray, n: int, k: int) -> np.ndarray:
+    """``_draw_subset`` for the generators ``state`` (same n and k): item-major booleans (n, generators)."""
+    count = state.shape[1]
     if _use_floyd(n, k):
+        here = np.arange(count)
         bits = np.zeros((n, count), dtype=bool)
         smaller = min(k, n - k)
         for j in range(n - smaller, n):
-            r = _bounded(state, rows, j + 1)
+            r = _bounded(state, j + 1)
             r = np.where(bits[r, here], j, r)
             bits[r, here] = True
         return bits if smaller == k else ~bits
     n_words = (n + 63) // 64
     words = np.empty((count, n_words), dtype=np.uint64)
     for w in range(n_words):
-        words[:, w] = _next(state, rows)
+        words[:, w] = _next(state)
     bits = bits_of(words, n)
     have = bits.sum(axis=0)
     for surplus in (True, False):
         todo = np.flatnonzero(have > k if surplus else have < k)
+        left = state[:, todo]  # the generators still drawing, compacted as they finish
         while todo.size:
-            r = _bounded(state, rows[todo], n)
+            r = _bounded(left, n)
             hit = bits[r, todo] == surplus
             bits[r[hit], todo[hit]] = not surplus
             have[todo[hit]] += -1 if surplus else 1
-            todo = todo[have[todo] != k]
+            going = have[todo] != k
+            if not going.all():
+                todo, left = todo[going], left[:, going]
     return bits
 
 
@@ -169,17 +173,16 @@ def null_sums(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``_null_sums``: (Σ_{X_i} values, k_i) for the permutations i in [start, stop), stop ≤ 2**32."""
     state = _seed_states(entropy, np.arange(start, stop, dtype=np.uint64))
-    rows = np.arange(stop - start)
     if k_cdf.shape[0] > 1:
-        u = (_next(state, rows) >> _U(11)).astype(np.float64) * 2.0**-53
+        u = (_next(state) >> _U(11)).astype(np.float64) * 2.0**-53
         ks = k_min + np.searchsorted(k_cdf, u, side="right")
-        bits = np.zeros((n, rows.shape[0]), dtype=bool)
+        bits = np.zeros((n, stop - start), dtype=bool)
         for k in np.unique(ks):
             group = np.flatnonzero(ks == k)
-            bits[:, group] = _draw_subsets(state, group, n, int(k))
+            bits[:, group] = _draw_subsets(state[:, group], n, int(k))
     else:
-        ks = np.full(rows.shape[0], k_min, dtype=np.int64)
-        bits = _draw_subsets(state, rows, n, k_min)
+        ks = np.full(stop - start, k_min, dtype=np.int64)
+        bits = _draw_subsets(state, n, k_min)
     return masked_sums(values, bits), ks.astype(np.int64)
 
 
