@@ -33,8 +33,8 @@ _rotl = _k._rotl.py_func
 _popcount = _k._popcount.py_func
 _use_floyd = _k._use_floyd.py_func
 
-#: Largest pool (nonzero items) and number of sums the numpy path takes. Its CPU cost is ~1 µs per
-#: permutation at 16 items and ~3.5 µs at 128 (the compiled kernel: ~0.2 µs, after its start-up).
+#: Largest pool (nonzero items) and number of sums the numpy path takes. Its CPU cost is ~1.2 µs per
+#: permutation at 16 items and ~2.4 µs at 128 (the compiled kernel: ~0.2 µs, after its start-up).
 MAX_VALUES = 128
 MAX_SUMS = 2**15
 
