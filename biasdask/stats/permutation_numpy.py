@@ -11,7 +11,7 @@ Bit-identity holds because every step is integer arithmetic on the same uint64 v
 SeedSequence hash, xoshiro256**, Lemire's bounded draw, the subset fix-up, each permutation in its own
 order), and each masked sum adds the same float64 values in the same order: lane j mod 64, pool
 index order, then the fixed pairwise tree of the 64 lanes. The kernel's small leaf functions (hash
-mix, rotation, popcount, the Floyd-or-bits rule) are reused through their ``py_func``, which never
+mix, rotation, the Floyd-or-bits rule) are reused through their ``py_func``, which never
 touches the compiler.
 """
 
@@ -25,12 +25,10 @@ from biasdask.stats import permutation as _k
 
 _U = np.uint64
 _M32 = np.uint64(0xFFFFFFFF)
-_BITS = np.arange(64, dtype=np.uint64)
 
 _hashmix = _k._hashmix.py_func
 _mix = _k._mix.py_func
 _rotl = _k._rotl.py_func
-_popcount = _k._popcount.py_func
 _use_floyd = _k._use_floyd.py_func
 
 #: Largest pool (nonzero items) and number of sums the numpy path takes. Its CPU cost is ~1.2 µs per
@@ -61,7 +59,9 @@ def masked_sums(values: np.ndarray, bits: np.ndarray) -> np.ndarray:
     """Σ_j values[j]·bits[j, g] for every column g, summed exactly as ``_masked_sums`` sums them.
 
     ``bits`` is item-major (n_items ≤ len(values), count): lane j mod 64 accumulates in item order
-    from +0.0, then the 64 lanes are summed by the kernel's pairwise tree.
+    from +0.0, then the 64 lanes are summed by the kernel's pairwise tree. Items past ``n_items`` are
+    not added, where the kernel adds +0.0 for them: x + 0.0 = x for every x but -0.0, which a sum that
+    starts at +0.0 never reaches.
     """
     n_words = values.shape[0] // 64
     pool = values.astype(np.float64).reshape(n_words, 64, 1)
