@@ -154,17 +154,19 @@ def _draw_subsets(state: np.ndarray, n: int, k: int) -> np.ndarray:
         words[:, w] = _next(state)
     bits = bits_of(words, n)
     have = bits.sum(axis=0)
-    for surplus in (True, False):
-        todo = np.flatnonzero(have > k if surplus else have < k)
-        left = state[:, todo]  # the generators still drawing, compacted as they finish
-        while todo.size:
-            r = _bounded(left, n)
-            hit = bits[r, todo] == surplus
-            bits[r[hit], todo[hit]] = not surplus
-            have[todo[hit]] += -1 if surplus else 1
-            going = have[todo] != k
-            if not going.all():
-                todo, left = todo[going], left[:, going]
+    # Each generator with too many items set clears random set ones, each with too few sets random
+    # unset ones, until exactly k are set: both kinds drawn in the same passes (each on its own stream).
+    todo = np.flatnonzero(have != k)
+    left = state[:, todo]  # the generators still drawing, compacted as they finish
+    surplus = have[todo] > k
+    while todo.size:
+        r = _bounded(left, n)
+        hit = bits[r, todo] == surplus
+        bits[r[hit], todo[hit]] = ~surplus[hit]
+        have[todo[hit]] += np.where(surplus[hit], -1, 1)
+        going = have[todo] != k
+        if not going.all():
+            todo, left, surplus = todo[going], left[:, going], surplus[going]
     return bits
 
 
