@@ -965,3 +965,47 @@ def test_broken_gateway_container_fragment_fails_validation():
     broken = _mutate(_values(), (*_BACKEND, "worker", "extraContainerConfig", "envFrom"), {"secretRef": {"name": "x"}})
     with pytest.raises(ManifestError, match="containers/0/envFrom: .* is not of type 'array'"):
         daskhub_problems(broken, _references()[1])
+
+
+@pytest.mark.slow
+def test_dockerfile_fills_a_numba_cache_that_another_uid_loads_without_compiling():
+    """The image's cache step, run as the Dockerfile runs it (its NUMBA_CACHE_DIR, its RUN line), compiles
+    every kernel into the cache; a process of another uid (JupyterHub's 1000, when this runs as root)
+    then loads them all from it and compiles nothing (NUMBA_DEBUG_CACHE)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    instructions = dockerfile_instructions(DOCKERFILE.read_text(encoding="utf-8"))
+    env_lines = " ".join(rest for keyword, rest in instructions if keyword == "ENV")
+    cache_dir = re.search(r"NUMBA_CACHE_DIR=(\S+)", env_lines)
+    assert cache_dir and not cache_dir[1].startswith(("/tmp", "/usr", "/opt/conda")), env_lines
+    (warm,) = [rest for keyword, rest in instructions if keyword == "RUN" and "warm_kernels" in rest]
+    assert "chmod -R a+rwX" in warm
+    base = Path(tempfile.mkdtemp())  # not pytest's tmp_path: its parent is private to this uid
+    try:
+        base.chmod(0o755)
+        cache = base / "numba-cache"
+        env = {
+            **os.environ,
+            "NUMBA_CACHE_DIR": str(cache),
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+            "PYTHONPATH": str(ROOT),
+            "HOME": str(base),
+        }
+        subprocess.run(["bash", "-c", warm], env=env, check=True, timeout=600, capture_output=True)
+        assert any(cache.rglob("*.nbc"))
+
+        user = ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"] if os.geteuid() == 0 else []
+        check = "from biasdask.engine.cluster import warm_kernels; warm_kernels()"
+        out = subprocess.run(
+            [*user, sys.executable, "-c", check], env={**env, "NUMBA_DEBUG_CACHE": "1"},
+            check=True, timeout=600, capture_output=True, text=True,
+        )
+        assert out.stdout.count("data loaded from") >= 10, out.stdout[-2000:]
+        assert "data saved to" not in out.stdout, out.stdout[-2000:]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

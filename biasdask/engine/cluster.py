@@ -7,20 +7,27 @@ unless ``dask.config`` says otherwise). Starting one is the job of :func:`get_cl
 ``client``; an explicit scheduler address; the current ``distributed`` client;
 ``DASK_SCHEDULER_ADDRESS`` (set by the Dask operator inside a ``DaskJob``); Dask Gateway when
 ``DASK_GATEWAY__ADDRESS`` is set (as daskhub sets it); else a ``LocalCluster`` of worker processes.
+
+Warm workers: the clusters :func:`get_client` starts or connects to get the :class:`WarmKernels` worker
+plugin (:func:`warm_workers`), so every worker, including those a Gateway or Kubernetes cluster adds
+later, loads the compiled kernels when it joins instead of during its first task. A client passed in
+or already current is left as it is; call :func:`warm_workers` on it to get the same.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import dask
 import dask.system
 from dask.callbacks import Callback
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, WorkerPlugin
 
 import biasdask._dask_config  # noqa: F401  (registers the "biasdask" namespace)
 from biasdask.errors import SchedulerError
@@ -75,6 +82,116 @@ def _gateway_client(n_workers: int | None) -> Client:
     return client
 
 
+def warm_kernels() -> dict[str, float]:
+    """Load every compiled kernel of biasdask for the argument types it is called with.
+
+    Each kernel comes from numba's on-disk cache (``NUMBA_CACHE_DIR``, else ``__pycache__`` next to
+    the sources) or is compiled and written there. The first one also pays numba's own start-up
+    (~0.5 s of CPU), which a process otherwise pays during its first task. Inputs are tiny, but large
+    enough that the permutation functions take their compiled path (small tests run in numpy until a
+    kernel is loaded, see :mod:`biasdask.stats.permutation_numpy`).
+
+    Returns
+    -------
+    dict
+        Seconds spent per group of kernels, in the order they were loaded.
+
+    Examples
+    --------
+    In a Docker build, to ship the cache in the image::
+
+        RUN python -c "from biasdask.engine.cluster import warm_kernels; warm_kernels()"
+    """
+    import fsspec
+    import numpy as np
+
+    from biasdask.io import formats, store
+    from biasdask.stats import permutation, permutation_numpy
+    from biasdask.stats.association import association
+
+    seconds = {}
+
+    def timed(name, fn) -> None:
+        t = time.perf_counter()
+        fn()
+        seconds[name] = time.perf_counter() - t
+
+    n = permutation_numpy.MAX_VALUES + 2
+
+    def sampled() -> None:  # observed sums, sampled null (k fixed and random)
+        prep = permutation.prepare_test(np.arange(1.0, n + 1.0), np.arange(-n, 0.0), 4, seed=0)
+        permutation.null_batch(prep, 0, 4)
+        permutation.null_batch(permutation.prepare_test(np.arange(1.0, n + 1.0), 3, 4, seed=0), 0, 4)
+
+    def exact() -> None:  # one X item: n + 1 splits, all enumerated
+        permutation.exact_null(permutation.prepare_test([1.0], np.arange(2.0, n + 2.0), n + 1, seed=0))
+
+    def parse() -> None:  # the text and binary readers of an ingest task
+        fs = fsspec.filesystem("memory")
+        words = np.array([[1.5, -2.0], [0.25, 4.0]], dtype=np.float32)
+        files = {
+            "vec": b"2 2\na 1.5 -2.0\nb 0.25 4\n",
+            "bin": b"2 2\n" + b"".join(w + b" " + v.tobytes() for w, v in zip((b"a", b"b"), words)),
+        }
+        for ext, body in files.items():
+            url = f"memory://biasdask-warm-{os.getpid()}.{ext}"
+            fs.pipe_file(url, body)
+            try:
+                info = formats.sniff_source(url)
+                data = fs.cat_file(url)
+                parsed = formats.parse_block(data, 2, info, 0, formats.skip_lines(data, 1))
+                formats.row_hashes(parsed.vectors)
+            finally:
+                fs.rm_file(url)
+
+    timed("permutation (sampled)", sampled)
+    timed("permutation (exact)", exact)
+    timed("association", lambda: association(np.ones((2, 3), dtype=np.float32), np.ones(2), np.ones(3)))
+    def scaled() -> None:  # scaled-integer stores: encoded at ingest, decoded when u reads them
+        block = np.array([[1.5, -0.0]], dtype=np.float32)
+        for encoding in ("int16", "int32"):
+            ints, _ = store.encode_scaled(block, encoding)
+            store.decode_scaled(ints, np.empty(ints.shape, dtype=np.float32))
+
+    timed("embedding readers", parse)
+    timed("scaled-integer stores", scaled)
+    return seconds
+
+
+class WarmKernels(WorkerPlugin):
+    """Worker plugin: :func:`warm_kernels` when a worker joins, before it takes its first task.
+
+    Distributed runs a plugin's ``setup`` as a worker registers (and on the workers present when the
+    plugin is registered) and hands the worker tasks only afterwards; the loading runs in a thread so
+    the worker keeps answering the scheduler meanwhile.
+
+    Attributes
+    ----------
+    seconds : dict or None
+        On a worker, what :func:`warm_kernels` returned (None before ``setup``).
+    """
+
+    name = "biasdask-warm-kernels"
+    idempotent = True
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] | None = None
+
+    async def setup(self, worker) -> None:
+        start = time.perf_counter()
+        self.seconds = await asyncio.get_running_loop().run_in_executor(None, warm_kernels)
+        log.info("biasdask kernels loaded on %s in %.2f s", worker.address, time.perf_counter() - start)
+
+
+def warm_workers(client: Client) -> None:
+    """Register :class:`WarmKernels` on ``client``'s cluster: present and future workers load the kernels.
+
+    Returns once the present workers are done (~0.5 s of CPU with numba's cache filled, longer the
+    first time, when the kernels are compiled into the cache).
+    """
+    client.register_plugin(WarmKernels(), name=WarmKernels.name)
+
+
 def get_client(
     client: Client | None = None,
     scheduler: str | None = None,
@@ -111,15 +228,15 @@ def get_client(
     if client is not None:
         return client
     if scheduler:
-        return _connect(scheduler)
+        return _warmed(_connect(scheduler))
     current = active_client()
     if current is not None:
         return current
     address = os.environ.get("DASK_SCHEDULER_ADDRESS")
     if address:
-        return _connect(address)
+        return _warmed(_connect(address))
     if os.environ.get("DASK_GATEWAY__ADDRESS"):
-        return _gateway_client(n_workers)
+        return _warmed(_gateway_client(n_workers))
     cluster = LocalCluster(
         n_workers=n_workers or dask.config.get("biasdask.local-cluster.n-workers") or dask.system.CPU_COUNT,
         threads_per_worker=threads_per_worker or dask.config.get("biasdask.local-cluster.threads-per-worker"),
@@ -128,6 +245,11 @@ def get_client(
     )
     client = Client(cluster)
     log.info("started a local Dask cluster of %d workers; dashboard: %s", len(cluster.workers), client.dashboard_link)
+    return _warmed(client)
+
+
+def _warmed(client: Client) -> Client:
+    warm_workers(client)
     return client
 
 

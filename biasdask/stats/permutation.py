@@ -682,8 +682,12 @@ def prepare_test(
     masks = np.zeros((2, max(values.size // 64, 1)), dtype=np.uint64)
     _fill_prefix(masks[0], x_nz.size)
     _fill_prefix(masks[1], n_values)
-    sums = np.empty((2, 1))
-    _masked_sums(values[None, :], masks, 2, sums)
+    small = _numpy_kernels(n_values, 2, _masked_sums)
+    if small is not None:
+        sums = small.masked_sums(values, small.bits_of(masks, values.size))[:, None]
+    else:
+        sums = np.empty((2, 1))
+        _masked_sums(values[None, :], masks, 2, sums)
     total = float(sums[1, 0])
     statistic = float(_statistics(sums[:1, 0], np.array([x_nz.size]), total, n_values, centre)[0])
 
@@ -719,6 +723,16 @@ def prepare_test(
     )
 
 
+def _numpy_kernels(n_values: int, n_sums: int, kernel):
+    """:mod:`biasdask.stats.permutation_numpy` for a small job while ``kernel`` is not loaded, else None.
+
+    Small tests then skip numba's start-up (~0.5 s per process); the sums are bit-identical.
+    """
+    from biasdask.stats import permutation_numpy
+
+    return permutation_numpy if permutation_numpy.use_numpy(n_values, n_sums, kernel) else None
+
+
 def _statistics(sums: np.ndarray, ks: np.ndarray, total: float, n_values: int, centre: float) -> np.ndarray:
     """s_i = (2 Σ_{X_i} r - Σ r) + (2 k_i - n)·c from the kernel's residual sums (float64)."""
     return (2.0 * sums - total) + (2 * np.asarray(ks, dtype=np.int64) - n_values).astype(np.float64) * centre
@@ -752,6 +766,10 @@ def null_batch(prep: PreparedTest, start: int, stop: int, group: int = _GROUP) -
 
 
 def _sampled_sums(values: np.ndarray, prep: PreparedTest, start: int, stop: int, group: int) -> tuple[np.ndarray, np.ndarray]:
+    small = _numpy_kernels(prep.n_values, stop - start, _null_sums) if values.shape[0] == 1 and stop <= 2**32 else None
+    if small is not None:
+        sums, ks = small.null_sums(values[0], prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop)
+        return sums[:, None], ks
     sums = np.empty((stop - start, values.shape[0]))
     ks = np.empty(stop - start, dtype=np.int64)
     _null_sums(values, prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop, group, sums, ks)
@@ -773,9 +791,14 @@ def _exact_sums_of(values: np.ndarray, prep: PreparedTest) -> tuple[np.ndarray, 
     ks = np.arange(lo, min(prep.n_values, prep.n_x) + 1, dtype=np.int64)
     per_k = np.array([math.comb(prep.n_values, int(k)) for k in ks], dtype=np.int64)
     count = int(per_k.sum())
-    sums = np.empty((count, values.shape[0]))
-    sub_k = np.empty(count, dtype=np.int64)
-    _exact_sums(values, prep.n_values, ks, _GROUP, sums, sub_k)
+    small = _numpy_kernels(prep.n_values, count, _exact_sums) if values.shape[0] == 1 else None
+    if small is not None:
+        sums, sub_k = small.exact_sums(values[0], prep.n_values, ks)
+        sums = sums[:, None]
+    else:
+        sums = np.empty((count, values.shape[0]))
+        sub_k = np.empty(count, dtype=np.int64)
+        _exact_sums(values, prep.n_values, ks, _GROUP, sums, sub_k)
     weights = np.array([math.comb(prep.n_zero, prep.n_x - int(k)) for k in ks], dtype=np.int64)
     return sums, sub_k, weights[sub_k - lo]
 

@@ -5,7 +5,7 @@ import sys
 import pytest
 from distributed import Client, LocalCluster
 
-from biasdask.engine.cluster import client_scope, get_client
+from biasdask.engine.cluster import WarmKernels, client_scope, get_client
 from biasdask.errors import BiasdaskError
 
 
@@ -114,7 +114,10 @@ class _FakeClient:
     dashboard_link = "http://gateway/dashboard"
 
     def __init__(self, cluster):
-        self.cluster, self.closed = cluster, False
+        self.cluster, self.closed, self.plugins = cluster, False, {}
+
+    def register_plugin(self, plugin, name):
+        self.plugins[name] = plugin
 
     def close(self):
         self.closed = True
@@ -145,6 +148,7 @@ def test_gateway_cluster_is_bounded_idle_timed_and_shut_down(monkeypatch):
             (cluster,) = clusters
             assert client.cluster is cluster and cluster.shutdown_on_close
             assert cluster.adapted == (1, 7) and cluster.options.idle_timeout == 600
+            assert isinstance(client.plugins["biasdask-warm-kernels"], WarmKernels)  # workers it adds load the kernels
         assert client.closed and cluster.shut_down
     with client_scope(n_workers=3):
         assert clusters[-1].scaled == 3 and clusters[-1].adapted is None
@@ -182,3 +186,58 @@ def test_biasdask_namespace_is_registered_on_import_and_read_from_yaml_and_envir
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
     assert out.stdout.split() == ["4s", "200ms", "50", "1"]
+
+
+def _kernel_state(dask_worker):
+    """On a worker: what WarmKernels.setup returned, and the signatures each compiled kernel has loaded."""
+    from numba.core.dispatcher import Dispatcher
+
+    from biasdask.io import formats
+    from biasdask.stats import association, permutation
+
+    plugin = dask_worker.plugins.get(WarmKernels.name)
+    loaded = {
+        f"{module.__name__}.{name}": len(obj.signatures)
+        for module in (permutation, association, formats)
+        for name, obj in vars(module).items()
+        if isinstance(obj, Dispatcher)
+    }
+    return getattr(plugin, "seconds", None), loaded
+
+
+def test_workers_load_the_kernels_when_they_join(monkeypatch):
+    """A LocalCluster of get_client loads the compiled kernels on its workers (WarmKernels), and a worker that
+    joins later does too, before its first task: the permutation batches then compile or load nothing new,
+    and their result is the local one bit for bit. (The time it saves is measured by benchmarks/study.py.)"""
+    import time
+
+    import dask
+    import numpy as np
+
+    from biasdask.engine.permutation import permutation_test
+    from biasdask.stats.permutation import permutation_test_local
+
+    for var in ("DASK_SCHEDULER_ADDRESS", "DASK_GATEWAY__ADDRESS"):
+        monkeypatch.delenv(var, raising=False)
+    with dask.config.set({"biasdask.local-cluster.n-workers": 1, "biasdask.local-cluster.threads-per-worker": 1}):
+        with client_scope() as client:
+            client.cluster.scale(2)
+            client.wait_for_workers(2)
+            deadline = time.monotonic() + 60
+            while any(seconds is None for seconds, _ in client.run(_kernel_state).values()):
+                assert time.monotonic() < deadline, "WarmKernels.setup did not finish on every worker"
+                time.sleep(0.2)
+            before = client.run(_kernel_state)
+            for seconds, loaded in before.values():
+                assert set(seconds) == {"permutation (sampled)", "permutation (exact)", "association", "embedding readers", "scaled-integer stores"}
+                for name in ("_masked_sums", "_null_sums", "_exact_sums"):
+                    assert loaded[f"biasdask.stats.permutation.{name}"] == 1
+                assert loaded["biasdask.stats.association._association_kernel"] == 1
+                assert loaded["biasdask.io.formats._parse_text_kernel"] == 1
+
+            rng = np.random.default_rng(4)
+            x, y = rng.standard_normal(300), rng.standard_normal(200)
+            got = permutation_test(x, y, 2000, seed=9, client=client, batch_size=250, return_null=True)
+            want = permutation_test_local(x, y, 2000, seed=9, return_null=True)
+            assert got.null_distribution.tobytes() == want.null_distribution.tobytes() and got.pvalue == want.pvalue
+            assert client.run(_kernel_state) == before  # the batches found every kernel loaded

@@ -1,0 +1,328 @@
+"""A whole study, end to end, on a local Dask cluster: stage times, busy workers, the user's way, seed 000.
+
+Run ``python benchmarks/study.py [--languages 2] [--words 200000] [--dim 300] [--permutations 5000]``
+(flags up to the seed's 26 x 2,000,000 x 300). It
+
+1. writes ``--languages`` fastText-like ``.vec`` files of ``--words`` x ``--dim`` random 4-decimal
+   values (the gender test's attribute words first) into a temporary directory (not timed);
+2. for each configuration (2 workers x 1 thread; 8 single-thread workers over-subscribed on the
+   machine's cores; both started by ``biasdask.get_client``, hence with warm workers) ingests them
+   (``biasdask.ingest``) and runs the study (``biasdask.run``: the ``gender`` test, ``uniform`` and
+   ``zipf``), recording Dask's task stream; it prints per stage the wall time, the workers'
+   compute-seconds and the throughput: ingest, scores (tasks that read vectors and compute u),
+   permutations (permutation-batch tasks), writes (time the client spends in the results store's
+   ``write*`` functions), and the workers' **busy fraction** = Σ task compute time / (worker threads
+   x wall time of the run);
+3. times the same study done the way a user would without biasdask on a sample (gensim
+   ``KeyedVectors.load_word2vec_format``, a numpy matvec for u, a loop of ``rng.permutation`` over
+   the pooled scores) and extrapolates it to the study, as a ratio;
+4. extrapolates the seed-000 rerun on stored embeddings (26 languages x 2,000,000 x 300, uniform and
+   zipf, 10,000 permutations) on two cores from the measured compute-seconds per word (scores) and per
+   permutation x pooled word (permutations), divided by the cores x the busy fraction;
+5. measures a fresh worker's first permutation task: cold (numba's cache empty: the kernels are
+   compiled in the task), cache warm but no plugin (loaded in the task), and with biasdask's
+   ``WarmKernels`` plugin (loaded as the worker joins, before the task).
+
+Uses only public API, so it measures whatever engine the branch has. gensim is a test extra. The
+machine may be shared: the load average is printed; CPU-bound figures are upper bounds. Targets
+(issue 16): busy fraction >= 85 %; seed-000 rerun <= 60 s on two cores; warm first task < 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+CODES = ("en de fr es it pt nl sv da fi pl cs ru uk tr ar he hi ja ko zh vi id el hu ro").split()
+A_WORDS = ["he", "him", "his", "man", "male", "boy", "father", "son"]
+B_WORDS = ["she", "her", "hers", "woman", "female", "girl", "mother", "daughter"]
+SEED_LANGUAGES, SEED_WORDS, SEED_DIM, SEED_PERMUTATIONS, SEED_METHODS = 26, 2_000_000, 300, 10_000, 2
+
+
+def generate(path: Path, n_words: int, dim: int, seed: int) -> int:
+    """Write a fastText-like ``.vec`` (4 decimals, trailing space); return its size in bytes."""
+    rng = np.random.default_rng(seed)
+    table = np.array([f"{i / 10000:.4f}".encode() for i in range(-10000, 10001)], dtype=object)
+    words = A_WORDS + B_WORDS
+    with open(path, "wb") as f:
+        f.write(f"{n_words} {dim}\n".encode())
+        for start in range(0, n_words, 5000):
+            stop = min(n_words, start + 5000)
+            idx = np.clip(rng.normal(0, 1500, (stop - start, dim)).astype(np.int64), -10000, 10000) + 10000
+            lines = [
+                (words[i] if i < len(words) else f"w{i}").encode() + b" " + b" ".join(row) + b" \n"
+                for i, row in zip(range(start, stop), table[idx])
+            ]
+            f.write(b"".join(lines))
+    return path.stat().st_size
+
+
+@contextlib.contextmanager
+def timed_writes():
+    """Seconds the client spends in ``biasdask.io.results.write*`` (wrapped for the block), and calls."""
+    from biasdask.io import results
+
+    spent = {"seconds": 0.0, "calls": 0}
+    originals = {name: fn for name, fn in vars(results).items() if name.startswith("write") and callable(fn)}
+
+    def wrap(fn):
+        def timed(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent["seconds"] += time.perf_counter() - t
+                spent["calls"] += 1
+
+        return timed
+
+    for name, fn in originals.items():
+        setattr(results, name, wrap(fn))
+    try:
+        yield spent
+    finally:
+        for name, fn in originals.items():
+            setattr(results, name, fn)
+
+
+def stage_of(key: str) -> str:
+    """Stage of a task from its key prefix: permutation batches, else reading/scoring."""
+    prefix = str(key).strip("('\"").lower()
+    return "permutations" if ("null" in prefix or "perm" in prefix) else "scores"
+
+
+def compute_spans(stream: list[dict]) -> dict[str, dict[str, float]]:
+    """Per stage: compute-seconds, first start, last stop, tasks."""
+    out: dict[str, dict[str, float]] = {}
+    for task in stream:
+        for ss in task.get("startstops", ()):
+            if ss.get("action") != "compute":
+                continue
+            s = out.setdefault(stage_of(task["key"]), {"seconds": 0.0, "start": math.inf, "stop": -math.inf, "tasks": 0})
+            s["seconds"] += ss["stop"] - ss["start"]
+            s["start"] = min(s["start"], ss["start"])
+            s["stop"] = max(s["stop"], ss["stop"])
+            s["tasks"] += 1
+    return out
+
+
+def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
+    import biasdask
+    from distributed import get_task_stream
+
+    client = biasdask.get_client(n_workers=n_workers, threads_per_worker=1)
+    try:
+        threads = sum(client.nthreads().values())
+        stores = {}
+        with get_task_stream(client) as ingest_stream:
+            t = time.perf_counter()
+            for code, src in sources.items():
+                stores[code] = str(work / f"{label}-{code}.zarr")
+                biasdask.ingest(str(src), stores[code], code, client=client, progress=False)
+            ingest_wall = time.perf_counter() - t
+        study = {
+            "output": str(work / f"{label}-results.zarr"),
+            "languages": {code: {"store": stores[code], "a": A_WORDS, "b": B_WORDS} for code in sources},
+            "methods": ["uniform", "zipf"],
+            "tests": ["gender"],
+            "n_permutations": args.permutations,
+            "seed": 0,
+        }
+        with get_task_stream(client) as run_stream, timed_writes() as writes:
+            t = time.perf_counter()
+            cube = biasdask.run(study, client=client, progress=False)
+            run_wall = time.perf_counter() - t
+        assert int(np.isfinite(cube["p_value"].values).sum()) == len(sources) * 2, cube["p_value"].values
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    spans = compute_spans(run_stream.data)
+    ingest_cpu = sum(v["seconds"] for v in compute_spans(ingest_stream.data).values())
+    busy = sum(v["seconds"] for v in spans.values()) / (threads * run_wall)
+    return {
+        "label": label, "threads": threads, "ingest_wall": ingest_wall, "ingest_cpu": ingest_cpu,
+        "run_wall": run_wall, "spans": spans, "writes": writes, "busy": busy,
+    }
+
+
+def report(r: dict, args, total_bytes: int) -> None:
+    n_words = args.languages * args.words
+    n_perm_values = args.languages * 2 * args.permutations * args.words  # weightings x permutations x pooled words
+    print(f"\n== {r['label']}: {r['threads']} single-thread workers ==")
+    print(f"ingest        {r['ingest_wall']:7.2f} s wall  {total_bytes / 1e6 / r['ingest_wall']:7.1f} MB/s"
+          f"  (workers' compute {r['ingest_cpu']:.1f} s)")
+    for stage in ("scores", "permutations"):
+        s = r["spans"].get(stage)
+        if s is None:
+            print(f"{stage:13s}  (no tasks of this stage on the workers)")
+            continue
+        rate = n_words / s["seconds"] if stage == "scores" else n_perm_values / s["seconds"]
+        unit = "words/s per busy thread" if stage == "scores" else "permutation x words/s per busy thread"
+        print(f"{stage:13s} {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute  {s['tasks']:5d} tasks"
+              f"  {rate:,.0f} {unit}")
+    w = r["writes"]
+    if w["calls"]:
+        print(f"writes        {w['seconds']:7.2f} s in the client ({w['calls']} calls)")
+    else:
+        print("writes        n/a (the engine does not call biasdask.io.results.write* through the module)")
+    print(f"run           {r['run_wall']:7.2f} s wall; busy fraction {100 * r['busy']:5.1f} %  (target >= 85 %)")
+
+
+def baseline(sources: dict, args, sample: int) -> dict:
+    """The user's way on a sample, extrapolated to the study: gensim load, numpy matvec, permutation loop."""
+    from gensim.models import KeyedVectors
+
+    src = next(iter(sources.values()))
+    t = time.perf_counter()
+    kv = KeyedVectors.load_word2vec_format(str(src), binary=False, limit=sample)
+    load = (time.perf_counter() - t) * args.words / sample
+    t = time.perf_counter()
+    vectors = kv.vectors.astype(np.float64)
+    a = vectors[[kv.key_to_index[w] for w in A_WORDS]]
+    b = vectors[[kv.key_to_index[w] for w in B_WORDS]]
+    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
+    d = unit(a).mean(0) - unit(b).mean(0)
+    u = (vectors @ d) / np.linalg.norm(vectors, axis=1)
+    matvec = (time.perf_counter() - t) * args.words / sample
+    pool = np.concatenate([np.resize(u, args.words), np.zeros(args.words)])  # X = the words, Y = as many zeros
+    rng = np.random.default_rng(0)
+    reps = 5
+    t = time.perf_counter()
+    for _ in range(reps):
+        p = rng.permutation(pool.size)
+        _ = pool[p[: args.words]].sum() - pool[p[args.words :]].sum()
+    per_permutation = (time.perf_counter() - t) / reps
+    per_language = load + matvec + 2 * args.permutations * per_permutation
+    return {"load": load, "matvec": matvec, "per_permutation": per_permutation, "total": args.languages * per_language}
+
+
+def first_task(mode: str, cache_dir: str | None) -> dict:
+    """In a fresh process: a new 1-worker cluster, then one permutation batch; its compute time."""
+    code = f"""
+import json, os, time
+import numpy as np
+import biasdask
+from distributed import Client, LocalCluster, get_task_stream
+t0 = time.perf_counter()
+if {mode!r} == "plugin":
+    client = biasdask.get_client(n_workers=1, threads_per_worker=1)
+else:
+    client = Client(LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"))
+ready = time.perf_counter() - t0
+rng = np.random.default_rng(0)
+x, y = rng.standard_normal(200_000), rng.standard_normal(200_000)
+with get_task_stream(client) as ts:
+    t = time.perf_counter()
+    biasdask.permutation_test(x, y, 40, seed=1, client=client, batch_size=40, progress=False)
+    wall = time.perf_counter() - t
+(task,) = [t for t in ts.data if str(t["key"]).startswith("null")] or ts.data[-1:]
+compute = sum(s["stop"] - s["start"] for s in task["startstops"] if s["action"] == "compute")
+plugin = client.run(lambda dask_worker: getattr(dask_worker.plugins.get("biasdask-warm-kernels"), "seconds", None))
+warm = sum(sum(v.values()) for v in plugin.values() if v)
+print(json.dumps({{"ready": ready, "compute": compute, "wall": wall, "warm": warm}}))
+client.close(); client.cluster.close()
+"""
+    env = dict(os.environ)
+    if cache_dir:
+        env["NUMBA_CACHE_DIR"] = cache_dir
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-2000:])
+    import json
+
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--languages", type=int, default=2, help=f"languages (default 2, at most {len(CODES)})")
+    parser.add_argument("--words", type=int, default=200_000, help="words per language (default 200,000)")
+    parser.add_argument("--dim", type=int, default=300, help="dimensions (default 300)")
+    parser.add_argument("--permutations", type=int, default=5000, help="permutations per cell (default 5,000)")
+    parser.add_argument("--baseline-words", type=int, default=20_000, help="lines gensim loads for the baseline")
+    parser.add_argument("--configurations", default="2,8", help="worker counts to run (default 2,8)")
+    parser.add_argument("--skip-first-task", action="store_true", help="skip the cold/warm first-task measurement")
+    args = parser.parse_args(argv)
+    if not 1 <= args.languages <= len(CODES):
+        parser.error(f"--languages: 1 to {len(CODES)}")
+
+    print(f"machine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at start")
+    work = Path(tempfile.mkdtemp(prefix="biasdask-study-"))
+    try:
+        t = time.perf_counter()
+        sources = {code: work / f"{code}.vec" for code in CODES[: args.languages]}
+        total_bytes = sum(generate(path, args.words, args.dim, seed=i) for i, path in enumerate(sources.values()))
+        print(f"generated {args.languages} x {args.words:,} x {args.dim} .vec ({total_bytes / 1e6:,.0f} MB) "
+              f"in {time.perf_counter() - t:.1f} s (not timed below)")
+
+        results = []
+        for n in (int(v) for v in args.configurations.split(",")):
+            results.append(run_configuration(f"{n}w", n, sources, args, work))
+            report(results[-1], args, total_bytes)
+
+        base = baseline(sources, args, min(args.baseline_words, args.words))
+        print(f"\n== without biasdask (one core; sample of {min(args.baseline_words, args.words):,} lines, extrapolated) ==")
+        print(f"gensim load {base['load']:.1f} s, numpy matvec {base['matvec']:.2f} s per language; "
+              f"rng.permutation loop {1e3 * base['per_permutation']:.1f} ms per permutation; "
+              f"whole study {base['total']:,.0f} s")
+        for r in results:
+            ours = r["ingest_wall"] + r["run_wall"]
+            print(f"biasdask ({r['label']}, ingest + run) {ours:.1f} s: {base['total'] / ours:,.0f}x faster")
+
+        print("\n== seed-000 rerun on stored embeddings, extrapolated: 26 x 2,000,000 x 300, uniform+zipf, "
+              "10,000 permutations, two cores ==")
+        for r in results:
+            if "permutations" not in r["spans"] or "scores" not in r["spans"]:
+                print(f"{r['label']}: n/a (a stage ran in the client, below biasdask.in-process-threshold: "
+                      "use more --words or --permutations)")
+                continue
+            scores = r["spans"]["scores"]["seconds"]
+            perms = r["spans"]["permutations"]["seconds"]
+            words_scale = (SEED_LANGUAGES * SEED_WORDS * SEED_DIM) / (args.languages * args.words * args.dim)
+            perm_scale = (SEED_LANGUAGES * SEED_METHODS * SEED_PERMUTATIONS * SEED_WORDS) / (
+                args.languages * 2 * args.permutations * args.words
+            )
+            # Over-subscribed threads share the cores: a task's wall time then counts the time it waited
+            # for a core, so CPU-seconds = task seconds x cores / threads, and the cores' utilisation is
+            # busy x threads / cores (at most 1).
+            cores = os.cpu_count() or 2
+            share = min(1.0, cores / r["threads"])
+            cpu = (scores * words_scale + perms * perm_scale) * share
+            used = max(min(1.0, r["busy"] / share), 1e-9)
+            print(f"{r['label']}: scores {scores * words_scale * share:,.0f} + permutations "
+                  f"{perms * perm_scale * share:,.0f} CPU-seconds -> {cpu / (2 * used):,.0f} s with the cores "
+                  f"{100 * used:.0f} % used as here, {cpu / 2:,.0f} s if always busy (target <= 60 s)")
+
+        if not args.skip_first_task:
+            print("\n== a fresh worker's first permutation task (one batch of 40 over 400,000 values) ==")
+            cold_cache = tempfile.mkdtemp(prefix="numba-cold-")
+            try:
+                for label, mode, cache in (
+                    ("cold: numba cache empty, no plugin", "plain", cold_cache),
+                    ("cache warm, no plugin", "plain", None),
+                    ("cache warm, WarmKernels plugin (biasdask.get_client)", "plugin", None),
+                ):
+                    m = first_task(mode, cache)
+                    warm = f"; the plugin loaded the kernels in {m['warm']:.2f} s as it joined" if m["warm"] else ""
+                    print(f"{label:55s} first task {m['compute']:6.2f} s compute, {m['wall']:6.2f} s wall "
+                          f"(cluster ready after {m['ready']:.1f} s{warm})")
+            finally:
+                shutil.rmtree(cold_cache, ignore_errors=True)
+        print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
