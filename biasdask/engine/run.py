@@ -538,7 +538,7 @@ class _Stream:
         self.failures: list[str] = []
         self.pending: dict[str, int] = {}  # language -> tagged tasks not yet handled
         self.families: dict[tuple[str, str], _Family] = {}
-        self.scores_parts: dict[str, tuple[set[str], dict[str, xr.Dataset]]] = {}  # see _scores_part
+        self.scores_parts: dict[str, tuple[list[str], dict[str, xr.Dataset]]] = {}  # see _scores_part
         self.langs = {lang.code: lang for lang in cfg.languages}
 
     def run(self, stores: dict[str, xr.Dataset], done: set) -> list[str]:
@@ -599,7 +599,7 @@ class _Stream:
         # are cosine's, another association's are u_<name>, t_<name>).
         associations = tuple(dict.fromkeys((*(("cosine",) if plan.need_scores else ()), *cfg.associations)))
         if plan.need_scores:
-            self.scores_parts[lang.code] = ({cube_label("gender", a) for a in associations}, {})
+            self.scores_parts[lang.code] = ([cube_label("gender", a) for a in associations], {})
         for label in [cube_label("gender", a) for a in associations]:
             if label in plan.families or plan.need_scores:
                 self.tasks.beside(self._gender_graph, lang, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan))
@@ -684,19 +684,19 @@ class _Stream:
 
     def _scores_part(self, code: str, label: str, sc: xr.Dataset | None) -> None:
         """Collect one association's scores (None: it failed); write the language's scores once all
-        of its associations are in, if cosine's is among them."""
+        of its associations are in (in the study's order), if cosine's is among them."""
         if code not in self.scores_parts:
             return
         expected, got = self.scores_parts[code]
         if sc is None:
-            expected.discard(label)
+            expected.remove(label)
         else:
-            got[split_label(label)[1]] = sc
+            got[label] = sc
         if len(got) < len(expected):
             return
         del self.scores_parts[code]
-        if "cosine" in got:
-            scores_ = _with_associations(got)
+        if cube_label("gender", "cosine") in got:
+            scores_ = _with_associations({split_label(label)[1]: got[label] for label in expected})
             self.tasks.beside(rs.write_scores, self.cfg.output, code, scores_, self.options, tag=("written", code))
             self._count(code)
 
