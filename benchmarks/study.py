@@ -98,7 +98,7 @@ def timed_writes():
 def stage_of(key: str) -> str:
     """Stage of a task from its key prefix: permutation batches, else reading/scoring."""
     prefix = str(key).strip("('\"").lower()
-    return "permutations" if ("null" in prefix or "perm" in prefix) else "scores"
+    return "permutations" if any(k in prefix for k in ("null", "perm", "pools", "_summary")) else "scores"
 
 
 def compute_spans(stream: list[dict]) -> dict[str, dict[str, float]]:
