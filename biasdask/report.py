@@ -387,8 +387,9 @@ def format_words(table: pd.DataFrame, fmt: Format = "table") -> str:
     if fmt == "latex":
         return shown.reset_index().to_latex(index=False, escape=True)
     a = table.attrs
+    of = "" if a.get("association", "cosine") == "cosine" else f", association {a.get('association')}"
     head = (f"language {a.get('language')}: the words carrying the most bias, by "
-            f"{'u' if a.get('by') == 'u' else 't of ' + str(a.get('method'))} (s = {a.get('s', math.nan):.4g}); "
+            f"{'u' if a.get('by') == 'u' else 't of ' + str(a.get('method'))}{of} (s = {a.get('s', math.nan):.4g}); "
             "A: towards the first attribute set (s > 0), B: towards the second")
     return head + "\n" + shown.to_string()
 

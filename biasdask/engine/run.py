@@ -3,7 +3,8 @@
 The run is one bounded stream of tasks on the active scheduler (a ``distributed`` client, else
 threads of this process). :func:`plan_language` decides, without touching data, what each language
 needs: cells written at once with a note (not applicable, no frequency list), *families* of
-permutation cells (the weightings of ``gender``, of ``context``) and classic cells. Then, for up to
+permutation cells (the weightings of each full-vocabulary test and association: ``gender``,
+``gender.ripa``, ``context``...) and classic cells. Then, for up to
 ``biasdask.run.languages-in-flight`` languages at a time, the scores graph of a family is built (in a
 thread of the client: it reads the attribute rows) and submitted,
 a task prepares its pool from the scores where they were computed (one pool for all the family's
