@@ -436,6 +436,11 @@ def _masked_sums(values, masks, count, out):
     reused by all ``count`` masks, so memory traffic per permutation falls with ``count``. Every row
     (weighting) is summed by the same loop, in the same order, as if it were alone: a row's sums do
     not depend on the other rows.
+
+    Item j's bit is shifted to the sign of the word (``w << (63 - j)``) rather than to bit 0: the
+    select then compiles to a masked load of 4 lanes (``vmaskmovpd``, which takes the sign bits as
+    its mask) where ``(w >> j) & 1`` needs a shift, an and, a compare and a blend, for 1.3-1.7x the
+    throughput (benchmarks/permutation.py). The values added are the same, in the same order.
     """
     n_rows = values.shape[0]
     n_words = values.shape[1] // 64
@@ -458,11 +463,12 @@ def _masked_sums(values, masks, count, out):
                     o = _U(wi - wb) * _U(64)
                     for b in range(64):
                         ub = _U(b)
+                        sh = _U(63) - ub
                         v = a[ub]
-                        v += bl[o + ub] if (w0 >> ub) & _U(1) else 0.0
-                        v += bl[o + _U(64) + ub] if (w1 >> ub) & _U(1) else 0.0
-                        v += bl[o + _U(128) + ub] if (w2 >> ub) & _U(1) else 0.0
-                        v += bl[o + _U(192) + ub] if (w3 >> ub) & _U(1) else 0.0
+                        v += bl[o + ub] if np.int64(w0 << sh) < 0 else 0.0
+                        v += bl[o + _U(64) + ub] if np.int64(w1 << sh) < 0 else 0.0
+                        v += bl[o + _U(128) + ub] if np.int64(w2 << sh) < 0 else 0.0
+                        v += bl[o + _U(192) + ub] if np.int64(w3 << sh) < 0 else 0.0
                         a[ub] = v
                     wi += 4
                 while wi < we:
@@ -470,7 +476,7 @@ def _masked_sums(values, masks, count, out):
                     o = _U(wi - wb) * _U(64)
                     for b in range(64):
                         ub = _U(b)
-                        a[ub] += bl[o + ub] if (w0 >> ub) & _U(1) else 0.0
+                        a[ub] += bl[o + ub] if np.int64(w0 << (_U(63) - ub)) < 0 else 0.0
                     wi += 1
     for g in range(count):
         for row in range(n_rows):
