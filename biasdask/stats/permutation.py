@@ -444,8 +444,9 @@ def _masked_sums(values, masks, count, out):
 
     Item j's bit is shifted to the sign of the word (``w << (63 - j)``) rather than to bit 0: the
     select then compiles to a masked load of 4 lanes (``vmaskmovpd``, which takes the sign bits as
-    its mask) where ``(w >> j) & 1`` needs a shift, an and, a compare and a blend, for 1.3-1.7x the
-    throughput (benchmarks/permutation.py). The values added are the same, in the same order.
+    its mask) where ``(w >> j) & 1`` needs a shift, an and, a compare and a blend: 1.2-1.7x the
+    throughput of these adds, 1.28x that of a whole pass (measured against the previous loop in one
+    process). The values added are the same, in the same order.
     """
     n_rows = values.shape[0]
     n_words = values.shape[1] // 64
