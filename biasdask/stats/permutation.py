@@ -57,7 +57,7 @@ Speed
     the masked adds vectorise (hot loops index with uint64, which spares numba's negative-index
     fix-up; each item's bit is tested at the word's sign, which makes the select a masked load).
     Zeros cost nothing. With k rows a pass costs about k single-row passes less the shared draw of
-    the split (measured: 1.8-2.2× for 2 rows, 2.6-2.8× for 3): each row must add its values in its
+    the split (measured: 1.7-2.2× for 2 rows, 2.6-3.1× for 3): each row must add its values in its
     own fixed order to stay bit-identical to a single-row run, so its masked adds cannot be shared.
     Two alternatives were measured and kept out: subset-sum tables (the 256 sums of each 8 items, one
     lookup per byte of the mask) need ≥ 256 permutations per table to pay for building it, and gained
@@ -446,7 +446,7 @@ def _masked_sums(values, masks, count, out):
     Item j's bit is shifted to the sign of the word (``w << (63 - j)``) rather than to bit 0: the
     select then compiles to a masked load of 4 lanes (``vmaskmovpd``, which takes the sign bits as
     its mask) where ``(w >> j) & 1`` needs a shift, an and, a compare and a blend: 1.2-1.7x the
-    throughput of these adds, 1.2-1.3x that of a whole pass (measured against the previous loop in one
+    throughput of these adds, 1.1-1.3x that of a whole pass (measured against the previous loop in one
     process). The values added are the same, in the same order.
     """
     n_rows = values.shape[0]
