@@ -145,11 +145,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from biasdask.config import load_config
     from biasdask.engine.run import run
 
-    from biasdask.engine.cluster import client_scope
-
     cfg = load_config(args.config, output=args.output)
-    with client_scope(scheduler=args.scheduler, n_workers=args.workers) as client:  # the CLI starts one
-        results = run(cfg, client=client, overwrite=args.overwrite, progress=False if args.quiet else None)
+    # run checks every store before it finds or starts the cluster: a wrong URL fails in a second
+    results = run(cfg, scheduler=args.scheduler, n_workers=args.workers, start_cluster=True,
+                  overwrite=args.overwrite, progress=False if args.quiet else None)
     print(format_results(results))
     print(f"\nresults: {cfg.output}")
     return 0

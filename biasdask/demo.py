@@ -10,6 +10,7 @@ figures (``plots/``) and the HTML report (``report/index.html``) are written.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,16 +61,24 @@ def write_language(
     path.write_bytes(f"{n_words} {dim}\n".encode() + body)
 
 
-def generate(out_dir: Path, n_words: int = 20_000, dim: int = 50, seed: int = 7) -> list[DemoLanguage]:
-    """Generate the 26 catalog languages into ``out_dir`` (one ``XX.bin`` each)."""
-    from biasdask.lexicon import languages
+def generate(
+    out_dir: Path, n_words: int = 20_000, dim: int = 50, seed: int = 7, languages: Sequence[str] | None = None
+) -> list[DemoLanguage]:
+    """Generate the 26 catalog languages into ``out_dir`` (one ``XX.bin`` each), or only ``languages``
+    (catalog codes), each with the file and planted strength it has among all 26."""
+    from biasdask.lexicon import languages as catalog
 
-    table = languages()
+    table = catalog()
     codes = list(table["code"])
+    unknown = sorted(set(languages or ()) - set(codes))
+    if unknown:
+        raise ValueError(f"generate: no demo language {', '.join(unknown)} (choose from {', '.join(codes)})")
     strengths = planted_strengths(codes, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     result = []
     for i, row in enumerate(table.itertuples()):
+        if languages is not None and row.code not in languages:
+            continue
         path = out_dir / f"{row.code}.bin"
         write_language(path, row.male, row.female, strengths[row.code], n_words, dim, seed * 1000 + i)
         result.append(DemoLanguage(row.code, path, strengths[row.code]))

@@ -401,7 +401,7 @@ def plot_frequency_profile(
     fig = Figure(figsize=(width, 1.0 + 2.9 * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, sharey=sharey, squeeze=False).ravel()
 
-    for ax, (name, prof) in zip(axes, profiles.items()):
+    for i, (ax, (name, prof)) in enumerate(zip(axes, profiles.items())):
         x = np.arange(prof.n_bins)
         ax.axhline(0, color="#888888", lw=0.8, ls="--", zorder=0)
         ax.errorbar(x, prof.mean, yerr=np.nan_to_num(prof.sd), fmt="o", color="#1f77b4", ecolor="#6baed6",
@@ -426,9 +426,11 @@ def plot_frequency_profile(
             ax.set_yscale("symlog", linthresh=linthresh)
             _symlog_ticks(ax, linthresh)
         ax.set_title(f"{name}  ({int(prof.count.sum()):,} words)", fontsize=10)
-        ax.set_xlabel("frequency rank bin (log10, 1 = most frequent)" if prof.key == "rank"
-                      else "observed frequency bin (log10)", fontsize=8)
-        ax.set_ylabel(f"mean {score_label}" + (" (symlog axis)" if symlog else ""), fontsize=8)
+        if i + ncols >= n:  # axis titles once per column and row of a grid, not on every panel
+            ax.set_xlabel("frequency rank bin (log10, 1 = most frequent)" if prof.key == "rank"
+                          else "observed frequency bin (log10)", fontsize=8)
+        if i % ncols == 0:
+            ax.set_ylabel(f"mean {score_label}" + (" (symlog axis)" if symlog else ""), fontsize=8)
     for ax in axes[n:]:
         ax.set_visible(False)
 

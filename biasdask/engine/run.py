@@ -86,6 +86,7 @@ def run(
     output: str | None = None,
     overwrite: bool = False,
     progress: bool | None = None,
+    start_cluster: bool = False,
 ) -> xr.Dataset:
     """Run a study and return its results cube.
 
@@ -108,6 +109,9 @@ def run(
     progress
         Show progress bars (default: only when stderr is a terminal). The dashboard link of a
         cluster is logged at INFO (logger ``biasdask.engine.run``).
+    start_cluster
+        Find or start a cluster as with ``scheduler`` or ``n_workers`` even without them (what
+        ``biasdask run`` does), once the stores are checked.
 
     Returns
     -------
@@ -133,7 +137,7 @@ def run(
     check_n_workers(n_workers)
     stores = {lang.code: _open_language(lang, options) for lang in cfg.languages}
     failures: list[str] = []
-    if scheduler or n_workers:
+    if scheduler or n_workers or start_cluster:
         scope = client_scope(client, scheduler, n_workers)
     else:
         scope = contextlib.nullcontext(active_client(client))

@@ -491,14 +491,13 @@ def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> i
 
 
 def set_attrs(url: str, storage_options: dict | None, attrs: dict) -> None:
-    """Add ``attrs`` to the group's attrs (not the completion marker)."""
-    _group(url, storage_options).attrs.update(attrs)
+    """Add ``attrs`` to the group's attrs (not the completion marker), in one metadata write."""
+    _group(url, storage_options).update_attributes(attrs)  # attrs.update would write once per key
 
 
 def finish_store(url: str, storage_options: dict | None, attrs: dict) -> None:
     """Add ``attrs`` and the completion marker to the group's attrs, in one final metadata write."""
-    group = _group(url, storage_options)
-    group.attrs.update({**attrs, COMPLETE_ATTR: True})
+    _group(url, storage_options).update_attributes({**attrs, COMPLETE_ATTR: True})
 
 
 @_quiet_codecs

@@ -46,7 +46,12 @@ def test_bad_input_keeps_the_complete_store_at_dest(tmp_path):
 
 
 @pytest.mark.parametrize("fault", ["missing store", "incomplete store", "other language"])
-def test_a_study_that_cannot_start_leaves_no_results_store(tmp_path, cli, fault):
+def test_a_study_that_cannot_start_leaves_no_results_store(tmp_path, cli, fault, monkeypatch):
+    """... and fails before any cluster is found or started (which takes seconds, or a Gateway's minutes)."""
+    from biasdask.engine import cluster
+
+    started = []
+    monkeypatch.setattr(cluster, "get_client", lambda *args, **kwargs: started.append(args) or pytest.fail("cluster first"))
     url = make_store(tmp_path)
     stores = {"en": url}
     if fault == "missing store":
@@ -59,6 +64,7 @@ def test_a_study_that_cannot_start_leaves_no_results_store(tmp_path, cli, fault)
     code, _, err = cli("run", write_study(tmp_path, stores), "--quiet")
     assert_one_line_error(code, err, "zarr")
     assert not (tmp_path / "results.zarr").exists()
+    assert not started
 
 
 def test_a_read_only_results_store_mid_run_is_one_line(tmp_path, cli, on_cluster, monkeypatch):
