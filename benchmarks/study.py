@@ -12,13 +12,16 @@ Run ``python benchmarks/study.py [--languages 2] [--words 200000] [--dim 300] [-
    compute-seconds and the throughput: ingest, scores (tasks that read vectors and compute u),
    permutations (permutation-batch tasks), writes (time the client spends in the results store's
    ``write*`` functions), and the workers' **busy fraction** = Σ task compute time / (worker threads
-   x wall time of the run);
+   x wall time of the stream, from its first task to its last write; also over the whole call);
 3. times the same study done the way a user would without biasdask on a sample (gensim
    ``KeyedVectors.load_word2vec_format``, a numpy matvec for u, a loop of ``rng.permutation`` over
    the pooled scores) and extrapolates it to the study, as a ratio;
 4. extrapolates the seed-000 rerun on stored embeddings (26 languages x 2,000,000 x 300, uniform and
-   zipf, 10,000 permutations) on two cores from the measured compute-seconds per word (scores) and per
-   permutation x pooled word (permutations), divided by the cores x the busy fraction;
+   zipf, 10,000 permutations) on two cores, stage by stage: scores from the stored bytes read per
+   CPU-second of the scores tasks, permutations from the batch kernel timed at N = 2,000,000 in this
+   process (two weightings on common splits, and the pool's preparation), writes from the client's
+   seconds per word; printed with its breakdown, for always-busy cores and for the busy fraction
+   measured;
 5. measures a fresh worker's first permutation task: cold (numba's cache empty: the kernels are
    compiled in the task), cache warm but no plugin (loaded in the task), and with biasdask's
    ``WarmKernels`` plugin (loaded as the worker joins, before the task).
@@ -72,7 +75,7 @@ def timed_writes():
     """Seconds the client spends in ``biasdask.io.results.write*`` (wrapped for the block), and calls."""
     from biasdask.io import results
 
-    spent = {"seconds": 0.0, "calls": 0}
+    spent = {"seconds": 0.0, "calls": 0, "last": -math.inf}
     originals = {name: fn for name, fn in vars(results).items() if name.startswith("write") and callable(fn)}
 
     def wrap(fn):
@@ -83,6 +86,7 @@ def timed_writes():
             finally:
                 spent["seconds"] += time.perf_counter() - t
                 spent["calls"] += 1
+                spent["last"] = max(spent["last"], time.time())
 
         return timed
 
@@ -140,6 +144,7 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
         }
         with get_task_stream(client) as run_stream, timed_writes() as writes:
             t = time.perf_counter()
+            called = time.time()
             cube = biasdask.run(study, client=client, progress=False)
             run_wall = time.perf_counter() - t
         assert int(np.isfinite(cube["p_value"].values).sum()) == len(sources) * 2, cube["p_value"].values
@@ -149,11 +154,22 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
         cluster.close()
     spans = compute_spans(run_stream.data)
     ingest_cpu = sum(v["seconds"] for v in compute_spans(ingest_stream.data).values())
-    busy = sum(v["seconds"] for v in spans.values()) / (threads * run_wall)
+    computed = sum(v["seconds"] for v in spans.values())
+    # The stream: from the first task's start (a few ms after the client's first submission) to the
+    # end of the last write; before it the client opens and checks the stores and creates the results
+    # store, after it it folds the cells into one array (fixed costs, counted in the call's fraction).
+    first = min(ss["start"] for task in run_stream.data for ss in task.get("startstops", ()))
+    stream_wall = max(writes["last"], max(v["stop"] for v in spans.values())) - first
     return {
         "label": label, "threads": threads, "ingest_wall": ingest_wall, "ingest_cpu": ingest_cpu,
-        "run_wall": run_wall, "spans": spans, "writes": writes, "busy": busy,
+        "run_wall": run_wall, "spans": spans, "writes": writes, "busy": computed / (threads * stream_wall),
+        "busy_call": computed / (threads * run_wall), "stream_wall": stream_wall, "lead_in": first - called,
+        "store_bytes": sum(_tree_bytes(Path(url)) for url in stores.values()),
     }
+
+
+def _tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 def report(r: dict, args, total_bytes: int) -> None:
@@ -176,7 +192,9 @@ def report(r: dict, args, total_bytes: int) -> None:
         print(f"writes        {w['seconds']:7.2f} s in the client ({w['calls']} calls)")
     else:
         print("writes        n/a (the engine does not call biasdask.io.results.write* through the module)")
-    print(f"run           {r['run_wall']:7.2f} s wall; busy fraction {100 * r['busy']:5.1f} %  (target >= 85 %)")
+    print(f"run           {r['run_wall']:7.2f} s wall (first task after {r['lead_in']:.2f} s); stream {r['stream_wall']:.2f} s "
+          f"(first task to last write)")
+    print(f"busy fraction {100 * r['busy']:5.1f} % of the stream (target >= 85 %); {100 * r['busy_call']:5.1f} % of the whole call")
 
 
 def baseline(sources: dict, args, sample: int) -> dict:
@@ -244,6 +262,60 @@ client.close(); client.cluster.close()
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def kernel_at_seed_size(n_words: int = SEED_WORDS, permutations: int = 200) -> dict:
+    """CPU-seconds of the permutation stage per seed language, measured at the seed's N in this process
+    (one core): one pool of the two weightings (preparation, once per language) and ``permutations``
+    of its batch kernel, scaled to 10,000."""
+    from biasdask.engine.permutation import pools_batch, prepare_pools
+
+    rng = np.random.default_rng(0)
+    u = rng.normal(0, 0.05, n_words).astype(np.float32)
+    t = np.stack([u, (u / np.arange(1, n_words + 1)).astype(np.float32)])  # uniform, zipf-like
+    c = time.process_time()
+    pools = prepare_pools(t, n_words, SEED_PERMUTATIONS, "two-sided", 0, effect_x=u)
+    prepare = time.process_time() - c
+    pools_batch(pools, 0, 4)  # kernels loaded
+    c = time.process_time()
+    pools_batch(pools, 0, permutations)
+    per_permutation = (time.process_time() - c) / permutations
+    return {"prepare": prepare, "per_permutation": per_permutation,
+            "per_language": prepare + SEED_PERMUTATIONS * per_permutation}
+
+
+def seed_000(results: list[dict], args, kernel: dict) -> None:
+    """The seed-000 rerun on two cores from each stage's measured throughput, with its breakdown."""
+    cores = 2
+    print(f"\n== seed-000 rerun on stored embeddings, extrapolated: {SEED_LANGUAGES} x {SEED_WORDS:,} x {SEED_DIM}, "
+          f"uniform+zipf, {SEED_PERMUTATIONS:,} permutations, {cores} cores ==")
+    print(f"permutation kernel at N = {SEED_WORDS:,} (two weightings on common splits, one core, this process): "
+          f"{1 / kernel['per_permutation']:,.0f} permutations/s, pool prepared in {kernel['prepare']:.2f} s "
+          f"-> {kernel['per_language']:.1f} CPU-s per language")
+    seed_words = SEED_LANGUAGES * SEED_WORDS * SEED_DIM / args.dim  # words x (dims relative to the measured)
+    words = args.languages * args.words
+    for r in results:
+        if "scores" not in r["spans"]:
+            print(f"{r['label']}: n/a (no scores tasks)")
+            continue
+        # Over-subscribed threads share the cores: a task's compute time then counts the time it waited
+        # for a core, so CPU-seconds = task seconds x cores / threads.
+        share = min(1.0, cores / r["threads"])
+        scores_cpu = r["spans"]["scores"]["seconds"] * share
+        read_rate = r["store_bytes"] / scores_cpu  # stored bytes per CPU-second (whole stores: vectors dominate)
+        scores_seed = r["store_bytes"] / words * seed_words / read_rate
+        perms_seed = SEED_LANGUAGES * kernel["per_language"]
+        perms_here = r["spans"].get("permutations", {}).get("seconds", math.nan) * share
+        perms_cluster = perms_here * (SEED_LANGUAGES * SEED_PERMUTATIONS * SEED_WORDS) / (
+            args.languages * args.permutations * args.words)
+        writes_seed = r["writes"]["seconds"] * seed_words / words  # the client's writes, mostly per-word scores
+        total = scores_seed + perms_seed + writes_seed
+        used = min(1.0, r["busy"] * r["threads"] / cores)
+        print(f"{r['label']}: scores {scores_seed:,.0f} CPU-s ({read_rate / 1e6:,.0f} MB of store per CPU-s) + "
+              f"permutations {perms_seed:,.0f} + writes {writes_seed:,.0f} (client) = {total:,.0f} CPU-s "
+              f"-> {total / cores:,.0f} s if the cores are always busy, {total / (cores * max(used, 1e-9)):,.0f} s "
+              f"with them {100 * used:.0f} % busy as here (target <= 60 s); "
+              f"[permutations scaled from this run's tasks at N = {args.words:,} instead: {perms_cluster:,.0f} CPU-s]")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--languages", type=int, default=2, help=f"languages (default 2, at most {len(CODES)})")
@@ -280,29 +352,7 @@ def main(argv=None) -> None:
             ours = r["ingest_wall"] + r["run_wall"]
             print(f"biasdask ({r['label']}, ingest + run) {ours:.1f} s: {base['total'] / ours:,.0f}x faster")
 
-        print("\n== seed-000 rerun on stored embeddings, extrapolated: 26 x 2,000,000 x 300, uniform+zipf, "
-              "10,000 permutations, two cores ==")
-        for r in results:
-            if "permutations" not in r["spans"] or "scores" not in r["spans"]:
-                print(f"{r['label']}: n/a (a stage ran in the client, below biasdask.in-process-threshold: "
-                      "use more --words or --permutations)")
-                continue
-            scores = r["spans"]["scores"]["seconds"]
-            perms = r["spans"]["permutations"]["seconds"]
-            words_scale = (SEED_LANGUAGES * SEED_WORDS * SEED_DIM) / (args.languages * args.words * args.dim)
-            perm_scale = (SEED_LANGUAGES * SEED_METHODS * SEED_PERMUTATIONS * SEED_WORDS) / (
-                args.languages * 2 * args.permutations * args.words
-            )
-            # Over-subscribed threads share the cores: a task's wall time then counts the time it waited
-            # for a core, so CPU-seconds = task seconds x cores / threads, and the cores' utilisation is
-            # busy x threads / cores (at most 1).
-            cores = os.cpu_count() or 2
-            share = min(1.0, cores / r["threads"])
-            cpu = (scores * words_scale + perms * perm_scale) * share
-            used = max(min(1.0, r["busy"] / share), 1e-9)
-            print(f"{r['label']}: scores {scores * words_scale * share:,.0f} + permutations "
-                  f"{perms * perm_scale * share:,.0f} CPU-seconds -> {cpu / (2 * used):,.0f} s with the cores "
-                  f"{100 * used:.0f} % used as here, {cpu / 2:,.0f} s if always busy (target <= 60 s)")
+        seed_000(results, args, kernel_at_seed_size())
 
         if not args.skip_first_task:
             print("\n== a fresh worker's first permutation task (one batch of 40 over 400,000 values) ==")

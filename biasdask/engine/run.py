@@ -44,10 +44,10 @@ from tqdm import tqdm
 
 from biasdask._version import __version__
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load_config, parse_config, split_label
-from biasdask.engine.cells import cell_values, run_cell, tests_for_language
+from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_language
 from biasdask.engine.cluster import active_client, client_scope, n_slots
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, pools_summary, prepare_pools
-from biasdask.engine.scores import as_dataset, check_frequency_language, positions, scores
+from biasdask.engine.scores import as_dataset, check_frequency_language, positions, scores_graph
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.store import open_embeddings
@@ -131,7 +131,8 @@ def run(
     # changed: the config (above), every store (verified, of the right language; before starting a
     # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
-    stores = {lang.code: _open_language(lang, options) for lang in cfg.languages}
+    with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:  # opening is mostly waiting
+        stores = dict(zip([lang.code for lang in cfg.languages], pool.map(lambda lang: _open_language(lang, options), cfg.languages)))
     failures: list[str] = []
     if scheduler or n_workers:
         scope = client_scope(client, scheduler, n_workers)
@@ -446,6 +447,12 @@ class _Tasks:
             return self._track(self.client.compute(dask.delayed(_together)(*arrays)), tag)
         return self._track(self._pool.submit(dask.compute, *arrays), tag)
 
+    def load(self, data: xr.Dataset):
+        """A future of ``data`` loaded into memory (a task reads the chunks it needs)."""
+        if self.client is not None:
+            return self._track(self.client.compute(data), None)
+        return self._track(self._pool.submit(data.compute), None)
+
     def beside(self, fn: Callable, *args, tag: tuple):
         """Run ``fn(*args)`` in a thread of this process."""
         return self._track(self._side.submit(fn, *args), tag)
@@ -477,38 +484,40 @@ class _Family:
 
 
 def _family_pools(ut, rows: list[int], n_permutations: int, alternative: str, seed: int):
-    """Task: the family's pool from its scores (u, t), where they were computed; None if no word is usable."""
-    u, t = ut
+    """Task: the family's pool from its scores (u, t[, attributes]), where they were computed; None if
+    no word is usable."""
+    u, t = ut[:2]
     keep = np.isfinite(u)
     if not keep.any():
         return None
     return prepare_pools(t[rows][:, keep], int(keep.sum()), n_permutations, alternative, seed, effect_x=u[keep])
 
 
-def _summary(pools):
-    return None if pools is None else pools_summary(pools)
+def _summary(pools, found):
+    """Task: what the batch plan needs (None: no usable word), and the attributes of the scores."""
+    return (None if pools is None else pools_summary(pools)), found
 
 
-def _classic_cell(cfg: StudyConfig, lang, emb: xr.Dataset, test: str, client: Client | None) -> tuple[dict, Any]:
-    """One classic test of a language (seeded by its uniform cell): its cells' values and null."""
+def _third(values: tuple):
+    return values[2]
+
+
+def _cell_rows(emb: xr.Dataset, test: str, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:
+    """The rows of ``emb`` a classic cell reads (:func:`cell_words`), not read yet: the task that
+    loads them reads only the chunks that hold them."""
+    words = cell_words(test, code, model=cfg.iat_model, set_metric_words=set_metric_words)
+    pos = positions(emb, words) if words else np.empty(0, dtype=np.int64)
+    return emb.isel(word=np.unique(pos[pos >= 0]))
+
+
+def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, options: dict) -> tuple[dict, Any]:
+    """Task: one classic test of a language (seeded by its uniform cell) on the rows it reads (see
+    :func:`_cell_rows`): its cells' values and null. Its permutations run in the task (a few words)."""
     from biasdask.engine.weat import CoverageError
 
     try:
-        res = run_cell(
-            test,
-            emb,
-            language=lang.code,
-            n_permutations=cfg.n_permutations,
-            seed=cell_seed(cfg.seed, lang.code, "uniform", test),
-            similarity=cfg.similarity,
-            min_coverage=cfg.min_coverage,
-            model=cfg.iat_model,
-            set_metric_words=lang.set_metric_words,
-            alternative=cfg.alternative,
-            client=client,
-            batch_size=cfg.batch_size,
-            return_null=cfg.save_null,
-        )
+        with dask.config.set(scheduler="synchronous"):
+            res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
         values, null = cell_values(res), res.null_distribution
         if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
             values["note"] = f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
@@ -541,9 +550,11 @@ class _Stream:
         self.families: dict[tuple[str, str], _Family] = {}
         self.scores_parts: dict[str, tuple[list[str], dict[str, xr.Dataset]]] = {}  # see _scores_part
         self.langs = {lang.code: lang for lang in cfg.languages}
+        self.stores: dict[str, xr.Dataset] = {}
 
     def run(self, stores: dict[str, xr.Dataset], done: set) -> list[str]:
         """Run every language's missing work; return the failures (one line per language)."""
+        self.stores = stores
         waiting = list(self.cfg.languages)
         limit = languages_in_flight(self.slots)
         try:
@@ -608,13 +619,20 @@ class _Stream:
         for label in [t for t in plan.families if split_label(t)[0] == "context"]:
             self.tasks.beside(self._context_graph, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan))
             self._count(lang.code)
+        options = dict(
+            n_permutations=cfg.n_permutations, similarity=cfg.similarity, min_coverage=cfg.min_coverage,
+            model=cfg.iat_model, alternative=cfg.alternative, batch_size=cfg.batch_size, return_null=cfg.save_null,
+        )
         for test, methods in plan.classic.items():
-            self.tasks.beside(_classic_cell, cfg, lang, emb, test, self.client, tag=("classic", lang.code, test, methods))
+            rows = self.tasks.load(_cell_rows(emb, test, lang.code, cfg, lang.set_metric_words))
+            seed = cell_seed(cfg.seed, lang.code, "uniform", test)
+            self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, {**options, "seed": seed},
+                              tag=("classic", lang.code, test, methods))
             self._count(lang.code)
 
-    def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str) -> xr.Dataset:
+    def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str):
         cfg = self.cfg
-        return scores(
+        return scores_graph(
             emb,
             lang.a,
             lang.b,
@@ -631,52 +649,55 @@ class _Stream:
 
         return context_scores(
             emb, methods=plan.families[label], max_words=self.cfg.max_words, association=split_label(label)[1]
-        )
+        ), None
 
     def _graph_ready(self, label: str, lang, emb: xr.Dataset, plan: LanguagePlan, future) -> None:
         """Submit a family's work once its scores graph is built (or note why it cannot run)."""
         test, association = split_label(label)
         if test == "context":
             try:
-                sc = future.result()
+                sc, _ = future.result()
             except MissingWordsError as exc:
                 self._fail(lang.code, exc)
                 log.warning("%s: %s test not run: %s", lang.code, label, exc)
                 return
-            values = {"weighting": None, "u_association": association}
-            self._start_family(lang.code, label, sc, plan.families[label], values, -1, -1)
+            values = {"weighting": None, "u_association": association, "n_a": -1, "n_b": -1}
+            self._start_family(lang.code, label, sc, None, plan.families[label], values)
             return
-        gender = plan.families.get(label, ())
-        try:
-            sc = future.result()
-        except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
-            missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
-            note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
-            log.warning("%s: %s test not run: %s", lang.code, label, exc)
-            for method in gender:
-                self.write(lang.code, method, label, {"weighting": method, "u_association": association,
-                                                      "attribute_set": lang.attribute_set, "note": note})
-            self._fail(lang.code, exc)
-            self._scores_part(lang.code, label, None)
-            return
-        missing = _missing_words(
-            [*sc.attrs["missing_a"], *(f"{w} (zero vector)" for w in sc.attrs["zero_a"])],
-            [*sc.attrs["missing_b"], *(f"{w} (zero vector)" for w in sc.attrs["zero_b"])],
-        )
-        values = {
-            "u_association": association,
-            "attribute_set": lang.attribute_set,
-            "attribute_words_a": _words(sc.attrs["used_a"]),
-            "attribute_words_b": _words(sc.attrs["used_b"]),
-            "missing_attribute_words": missing,
-        }
-        if missing and gender:
-            log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
-            values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
-        ut = self._start_family(lang.code, label, sc, gender, values, sc.attrs["n_a"], sc.attrs["n_b"])
+        # The attribute rows are read by a task: what they hold (words used, missing, n_a, n_b) comes
+        # with the family's summary, or with the scores; no usable word of A or B fails both.
+        sc, meta = future.result()
+        values = {"u_association": association, "attribute_set": lang.attribute_set}
+        utm = self._start_family(lang.code, label, sc, meta, plan.families.get(label, ()), values)
         if plan.need_scores:  # the scores come to the client, to be written
-            self.tasks.report(ut, ("scores", lang.code, sc, label))
+            self.tasks.report(utm, ("scores", lang.code, sc, label))
             self._count(lang.code)
+
+    def _found_words(self, code: str, label: str, meta: dict, family: _Family) -> None:
+        """A gender family's values from what its attribute rows held."""
+        missing = _missing_words(
+            [*meta["missing_a"], *(f"{w} (zero vector)" for w in meta["zero_a"])],
+            [*meta["missing_b"], *(f"{w} (zero vector)" for w in meta["zero_b"])],
+        )
+        family.values.update(
+            attribute_words_a=_words(meta["used_a"]), attribute_words_b=_words(meta["used_b"]),
+            missing_attribute_words=missing, n_a=meta["n_a"], n_b=meta["n_b"],
+        )
+        if missing:
+            log.warning("%s: attribute words not in the vocabulary, left out: %s", code, missing)
+            family.values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
+
+    def _no_attribute_words(self, code: str, label: str, exc: MissingWordsError, methods) -> None:
+        """No usable attribute word of A (or of B) in the vocabulary: the family's cells get a note."""
+        lang = self.langs[code]
+        emb = self.stores[code]
+        missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
+        note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
+        log.warning("%s: %s test not run: %s", code, label, exc)
+        for method in methods:
+            self.write(code, method, label, {"weighting": method, "u_association": split_label(label)[1],
+                                             "attribute_set": lang.attribute_set, "note": note})
+        self._fail(code, exc)
 
     def _fail(self, code: str, exc: Exception) -> None:
         line = f"{code}: {exc}"
@@ -701,20 +722,22 @@ class _Stream:
             self.tasks.beside(rs.write_scores, self.cfg.output, code, scores_, self.options, tag=("written", code))
             self._count(code)
 
-    def _start_family(self, code: str, test: str, sc: xr.Dataset, methods: tuple[str, ...], values: dict, n_a, n_b):
-        """Submit the scores graph and, for ``methods``, the pool and its summary; return the scores' future."""
-        ut = self.tasks.compute(sc["u"].data, sc["t"].data)
+    def _start_family(self, code: str, test: str, sc: xr.Dataset, meta, methods: tuple[str, ...], values: dict):
+        """Submit the scores graph (with ``meta``, the delayed attributes of a gender family's scores)
+        and, for ``methods``, the pool and its summary; return the future of (u, t[, meta])."""
+        utm = self.tasks.compute(sc["u"].data, sc["t"].data, *(() if meta is None else (meta,)))
         if not methods:
-            return ut
-        family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [ut])
+            return utm
+        family = _Family(methods, values, [utm])
         rows = [list(sc["method"].values).index(m) for m in methods]
         seed = family_seed(self.cfg.seed, code, test)
-        family.pool = self.tasks.submit(_family_pools, ut, rows, self.cfg.n_permutations, self.cfg.alternative, seed)
-        summary = self.tasks.submit(_summary, family.pool, tag=("summary", code, test))
-        family.futures += [family.pool, summary]
+        family.pool = self.tasks.submit(_family_pools, utm, rows, self.cfg.n_permutations, self.cfg.alternative, seed)
+        found = None if meta is None else self.tasks.submit(_third, utm)
+        summary = self.tasks.submit(_summary, family.pool, found, tag=("summary", code, test))
+        family.futures += [family.pool, summary, *(() if found is None else (found,))]
         self.families[(code, test)] = family
         self._count(code)
-        return ut
+        return utm
 
     # -- reacting to finished tasks -----------------------------------------------------------
 
@@ -725,14 +748,31 @@ class _Stream:
             self._graph_ready(*tag[2:], future)
             self.tasks.release([future])
         elif kind == "scores":  # written by a thread, beside the loop, once every association's are in
-            (u, t), sc, label = future.result(), tag[2], tag[3]
+            sc, label = tag[2], tag[3]
             self.tasks.release([future])
-            self._scores_part(code, label, sc.copy(data={"u": u, "t": t}))
+            try:
+                u, t, found = future.result()
+            except MissingWordsError as exc:  # the family (if any) writes the notes
+                self._fail(code, exc)
+                self._scores_part(code, label, None)
+                return
+            out = sc.copy(data={"u": u, "t": t})
+            out.attrs = {**sc.attrs, **found}
+            self._scores_part(code, label, out)
         elif kind == "written":
             future.result()
             self.tasks.release([future])
         elif kind == "summary":
-            self._submit_batches(code, tag[2], future.result())
+            try:
+                summary, found = future.result()
+            except MissingWordsError as exc:
+                family = self.families.pop((code, tag[2]))
+                self._no_attribute_words(code, tag[2], exc, family.methods)
+                self.tasks.release(family.futures)
+                return
+            if found is not None:
+                self._found_words(code, tag[2], found, self.families[(code, tag[2])])
+            self._submit_batches(code, tag[2], summary)
         elif kind == "cells":
             family = self.families.pop((code, tag[2]))
             for method, res in zip(family.methods, future.result()):
