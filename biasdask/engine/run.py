@@ -47,7 +47,7 @@ from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load
 from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_language
 from biasdask.engine.cluster import active_client, client_scope, n_slots
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, pools_summary, prepare_pools
-from biasdask.engine.scores import as_dataset, check_frequency_language, positions, scores_graph
+from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_graph
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.store import open_embeddings
@@ -411,10 +411,11 @@ class _Tasks:
         """Put ``(tag, future)`` on :attr:`finished` when ``future`` is done."""
         future.add_done_callback(lambda f: self.finished.put((tag, f)))
 
-    def submit(self, fn: Callable, *args, tag: tuple | None = None, **kwargs):
-        """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies."""
+    def submit(self, fn: Callable, *args, tag: tuple | None = None, priority: int = 0, **kwargs):
+        """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies. A
+        ``distributed`` scheduler runs the higher ``priority`` first among tasks ready at once."""
         if self.client is not None:
-            return self._track(self.client.submit(fn, *args, **kwargs), tag)
+            return self._track(self.client.submit(fn, *args, priority=priority, **kwargs), tag)
         return self._track(self._after(fn, args, kwargs), tag)
 
     def _after(self, fn: Callable, args: tuple, kwargs: dict) -> concurrent.futures.Future:
@@ -441,16 +442,20 @@ class _Tasks:
             dep.add_done_callback(one_done)
         return out
 
-    def compute(self, *arrays, tag: tuple | None = None):
-        """A future of the tuple of the computed Dask ``arrays``."""
+    def compute(self, *arrays, tag: tuple | None = None, priority: int = 0):
+        """A future of the tuple of the computed Dask ``arrays`` (and delayed values). Their graphs are
+        not optimised: Dask's array optimisation renames the tasks it fuses, so a task shared by an
+        array and a delayed value (the attribute rows of u and of the scores' attributes) would run
+        once under each name."""
         if self.client is not None:
-            return self._track(self.client.compute(dask.delayed(_together)(*arrays)), tag)
-        return self._track(self._pool.submit(dask.compute, *arrays), tag)
+            together = dask.delayed(_together)(*arrays)
+            return self._track(self.client.compute(together, priority=priority, optimize_graph=False), tag)
+        return self._track(self._pool.submit(dask.compute, *arrays, optimize_graph=False), tag)
 
-    def load(self, data: xr.Dataset):
+    def load(self, data: xr.Dataset, priority: int = 0):
         """A future of ``data`` loaded into memory (a task reads the chunks it needs)."""
         if self.client is not None:
-            return self._track(self.client.compute(data), None)
+            return self._track(self.client.compute(data, priority=priority), None)
         return self._track(self._pool.submit(data.compute), None)
 
     def beside(self, fn: Callable, *args, tag: tuple):
@@ -493,13 +498,8 @@ def _family_pools(ut, rows: list[int], n_permutations: int, alternative: str, se
     return prepare_pools(t[rows][:, keep], int(keep.sum()), n_permutations, alternative, seed, effect_x=u[keep])
 
 
-def _summary(pools, found):
-    """Task: what the batch plan needs (None: no usable word), and the attributes of the scores."""
-    return (None if pools is None else pools_summary(pools)), found
-
-
-def _third(values: tuple):
-    return values[2]
+def _summary(pools):
+    return None if pools is None else pools_summary(pools)
 
 
 def _cell_rows(emb: xr.Dataset, test: str, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:
@@ -550,12 +550,14 @@ class _Stream:
         self.families: dict[tuple[str, str], _Family] = {}
         self.scores_parts: dict[str, tuple[list[str], dict[str, xr.Dataset]]] = {}  # see _scores_part
         self.langs = {lang.code: lang for lang in cfg.languages}
-        self.stores: dict[str, xr.Dataset] = {}
+        self.waiting: list = []  # languages not started yet
+        # Among tasks ready at once, a distributed scheduler runs an earlier language's first: its cells
+        # and scores are written while the later languages' tasks run.
+        self.priority = {lang.code: -i for i, lang in enumerate(cfg.languages)}
 
     def run(self, stores: dict[str, xr.Dataset], done: set) -> list[str]:
         """Run every language's missing work; return the failures (one line per language)."""
-        self.stores = stores
-        waiting = list(self.cfg.languages)
+        waiting = self.waiting = list(self.cfg.languages)
         limit = languages_in_flight(self.slots)
         try:
             while waiting or self.pending:
@@ -624,80 +626,88 @@ class _Stream:
             model=cfg.iat_model, alternative=cfg.alternative, batch_size=cfg.batch_size, return_null=cfg.save_null,
         )
         for test, methods in plan.classic.items():
-            rows = self.tasks.load(_cell_rows(emb, test, lang.code, cfg, lang.set_metric_words))
+            rank = self.priority[lang.code]
+            rows = self.tasks.load(_cell_rows(emb, test, lang.code, cfg, lang.set_metric_words), priority=rank)
             seed = cell_seed(cfg.seed, lang.code, "uniform", test)
             self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, {**options, "seed": seed},
-                              tag=("classic", lang.code, test, methods))
+                              tag=("classic", lang.code, test, methods), priority=rank)
             self._count(lang.code)
 
     def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str):
+        """(scores graph, its delayed attributes, the computed attribute sets): the attribute rows are
+        read by a task, whose few values this thread (not the loop) waits for; the graph is then built
+        with them, so that no task of it runs twice under two names."""
         cfg = self.cfg
-        return scores_graph(
+        association = split_label(label)[1]
+        future = self.tasks.compute(attributes_graph(emb, lang.a, lang.b, association), priority=self.priority[lang.code])
+        try:
+            (attributes,) = future.result()
+        finally:
+            self.tasks.release([future])
+        return *scores_graph(
             emb,
             lang.a,
             lang.b,
             methods=plan.score_methods if plan.need_scores else plan.families[label],
-            association=split_label(label)[1],
+            association=association,
             max_words=cfg.max_words,
             exclude_attributes=cfg.exclude_attributes,
             exclude_words=cfg.exclude_words,
             dedupe_vectors=cfg.dedupe_vectors,
-        )
+            attributes=attributes,
+        ), attributes
 
     def _context_graph(self, emb: xr.Dataset, plan: LanguagePlan, label: str) -> xr.Dataset:
         from biasdask.engine.frequency import context_scores
 
         return context_scores(
             emb, methods=plan.families[label], max_words=self.cfg.max_words, association=split_label(label)[1]
-        ), None
+        ), None, None
 
     def _graph_ready(self, label: str, lang, emb: xr.Dataset, plan: LanguagePlan, future) -> None:
         """Submit a family's work once its scores graph is built (or note why it cannot run)."""
         test, association = split_label(label)
         if test == "context":
             try:
-                sc, _ = future.result()
+                sc, _, _ = future.result()
             except MissingWordsError as exc:
                 self._fail(lang.code, exc)
                 log.warning("%s: %s test not run: %s", lang.code, label, exc)
                 return
-            values = {"weighting": None, "u_association": association, "n_a": -1, "n_b": -1}
-            self._start_family(lang.code, label, sc, None, plan.families[label], values)
+            values = {"weighting": None, "u_association": association}
+            self._start_family(lang.code, label, sc, None, plan.families[label], values, -1, -1)
             return
-        # The attribute rows are read by a task: what they hold (words used, missing, n_a, n_b) comes
-        # with the family's summary, or with the scores; no usable word of A or B fails both.
-        sc, meta = future.result()
-        values = {"u_association": association, "attribute_set": lang.attribute_set}
-        utm = self._start_family(lang.code, label, sc, meta, plan.families.get(label, ()), values)
+        gender = plan.families.get(label, ())
+        try:
+            sc, meta, (_, set_a, set_b) = future.result()
+        except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
+            missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
+            note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
+            log.warning("%s: %s test not run: %s", lang.code, label, exc)
+            for method in gender:
+                self.write(lang.code, method, label, {"weighting": method, "u_association": association,
+                                                      "attribute_set": lang.attribute_set, "note": note})
+            self._fail(lang.code, exc)
+            self._scores_part(lang.code, label, None)
+            return
+        missing = _missing_words(
+            [*set_a.missing, *(f"{w} (zero vector)" for w in set_a.zero)],
+            [*set_b.missing, *(f"{w} (zero vector)" for w in set_b.zero)],
+        )
+        values = {
+            "u_association": association,
+            "attribute_set": lang.attribute_set,
+            "attribute_words_a": _words(set_a.used),
+            "attribute_words_b": _words(set_b.used),
+            "missing_attribute_words": missing,
+        }
+        if missing and gender:
+            log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
+            values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
+        utm = self._start_family(lang.code, label, sc, meta, gender, values, len(set_a.used), len(set_b.used))
         if plan.need_scores:  # the scores come to the client, to be written
             self.tasks.report(utm, ("scores", lang.code, sc, label))
             self._count(lang.code)
-
-    def _found_words(self, code: str, label: str, meta: dict, family: _Family) -> None:
-        """A gender family's values from what its attribute rows held."""
-        missing = _missing_words(
-            [*meta["missing_a"], *(f"{w} (zero vector)" for w in meta["zero_a"])],
-            [*meta["missing_b"], *(f"{w} (zero vector)" for w in meta["zero_b"])],
-        )
-        family.values.update(
-            attribute_words_a=_words(meta["used_a"]), attribute_words_b=_words(meta["used_b"]),
-            missing_attribute_words=missing, n_a=meta["n_a"], n_b=meta["n_b"],
-        )
-        if missing:
-            log.warning("%s: attribute words not in the vocabulary, left out: %s", code, missing)
-            family.values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
-
-    def _no_attribute_words(self, code: str, label: str, exc: MissingWordsError, methods) -> None:
-        """No usable attribute word of A (or of B) in the vocabulary: the family's cells get a note."""
-        lang = self.langs[code]
-        emb = self.stores[code]
-        missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
-        note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
-        log.warning("%s: %s test not run: %s", code, label, exc)
-        for method in methods:
-            self.write(code, method, label, {"weighting": method, "u_association": split_label(label)[1],
-                                             "attribute_set": lang.attribute_set, "note": note})
-        self._fail(code, exc)
 
     def _fail(self, code: str, exc: Exception) -> None:
         line = f"{code}: {exc}"
@@ -722,19 +732,20 @@ class _Stream:
             self.tasks.beside(rs.write_scores, self.cfg.output, code, scores_, self.options, tag=("written", code))
             self._count(code)
 
-    def _start_family(self, code: str, test: str, sc: xr.Dataset, meta, methods: tuple[str, ...], values: dict):
-        """Submit the scores graph (with ``meta``, the delayed attributes of a gender family's scores)
-        and, for ``methods``, the pool and its summary; return the future of (u, t[, meta])."""
-        utm = self.tasks.compute(sc["u"].data, sc["t"].data, *(() if meta is None else (meta,)))
+    def _start_family(self, code: str, test: str, sc: xr.Dataset, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
+        """Submit the scores graph (with ``meta``, the delayed attributes of gender scores) and, for
+        ``methods``, the pool and its summary; return the future of (u, t[, meta])."""
+        rank = self.priority[code]
+        utm = self.tasks.compute(sc["u"].data, sc["t"].data, *(() if meta is None else (meta,)), priority=rank)
         if not methods:
             return utm
-        family = _Family(methods, values, [utm])
+        family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [utm])
         rows = [list(sc["method"].values).index(m) for m in methods]
         seed = family_seed(self.cfg.seed, code, test)
-        family.pool = self.tasks.submit(_family_pools, utm, rows, self.cfg.n_permutations, self.cfg.alternative, seed)
-        found = None if meta is None else self.tasks.submit(_third, utm)
-        summary = self.tasks.submit(_summary, family.pool, found, tag=("summary", code, test))
-        family.futures += [family.pool, summary, *(() if found is None else (found,))]
+        family.pool = self.tasks.submit(_family_pools, utm, rows, self.cfg.n_permutations, self.cfg.alternative, seed,
+                                        priority=rank)
+        summary = self.tasks.submit(_summary, family.pool, tag=("summary", code, test), priority=rank)
+        family.futures += [family.pool, summary]
         self.families[(code, test)] = family
         self._count(code)
         return utm
@@ -750,12 +761,7 @@ class _Stream:
         elif kind == "scores":  # written by a thread, beside the loop, once every association's are in
             sc, label = tag[2], tag[3]
             self.tasks.release([future])
-            try:
-                u, t, found = future.result()
-            except MissingWordsError as exc:  # the family (if any) writes the notes
-                self._fail(code, exc)
-                self._scores_part(code, label, None)
-                return
+            u, t, found = future.result()
             out = sc.copy(data={"u": u, "t": t})
             out.attrs = {**sc.attrs, **found}
             self._scores_part(code, label, out)
@@ -763,16 +769,7 @@ class _Stream:
             future.result()
             self.tasks.release([future])
         elif kind == "summary":
-            try:
-                summary, found = future.result()
-            except MissingWordsError as exc:
-                family = self.families.pop((code, tag[2]))
-                self._no_attribute_words(code, tag[2], exc, family.methods)
-                self.tasks.release(family.futures)
-                return
-            if found is not None:
-                self._found_words(code, tag[2], found, self.families[(code, tag[2])])
-            self._submit_batches(code, tag[2], summary)
+            self._submit_batches(code, tag[2], future.result())
         elif kind == "cells":
             family = self.families.pop((code, tag[2]))
             for method, res in zip(family.methods, future.result()):
@@ -793,7 +790,15 @@ class _Stream:
             self.tasks.release(family.futures)
             return
         work, _, m, exact = summary
-        parts = [] if exact else [self.tasks.submit(pools_batch, family.pool, a, b) for a, b in batch_plan(work, m, self.cfg.batch_size)]
-        self.tasks.submit(finish_pools, family.pool, *parts, return_null=self.cfg.save_null, tag=("cells", code, test))
+        # Batches of about biasdask.batch-duration; once no language waits to start, the last families
+        # are spread over every worker thread (at least two batches each), so that the run's tail is short.
+        spread = 1 if self.waiting else self.slots
+        rank = self.priority[code]
+        parts = [] if exact else [
+            self.tasks.submit(pools_batch, family.pool, a, b, priority=rank)
+            for a, b in batch_plan(work, m, self.cfg.batch_size, spread)
+        ]
+        self.tasks.submit(finish_pools, family.pool, *parts, return_null=self.cfg.save_null, tag=("cells", code, test),
+                          priority=rank)
         family.futures += parts
         self._count(code)

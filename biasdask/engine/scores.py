@@ -97,21 +97,36 @@ def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: 
     """
     terms = as_terms(words)
     found, rows = attribute_rows(emb, terms)
-    if isinstance(rows, da.Array):
-        rows = rows.compute(scheduler="sync")
+    (rows,) = dask.compute(rows, scheduler="sync")
     return attribute_set_from_rows(terms, found, rows, label, str(emb.attrs.get("language", "?")))
 
 
-def attribute_rows(emb: xr.Dataset, terms: Sequence[AttributeTerm]) -> tuple[list[str], np.ndarray | da.Array]:
-    """The vocabulary tokens of ``terms`` that ``emb`` holds (in row order) and their rows, not read:
-    a Dask array for a store (a task reads the chunks that hold them), else a NumPy one."""
+def attribute_rows(emb: xr.Dataset, terms: Sequence[AttributeTerm]) -> tuple[list[str], np.ndarray | Delayed | da.Array]:
+    """The vocabulary tokens of ``terms`` that ``emb`` holds (in row order) and their float32 rows,
+    not read: for a store, one task reading the chunks that hold them; for an in-memory model, the
+    rows themselves."""
     tokens = list(dict.fromkeys(t for term in terms for t in term.tokens))
     pos = positions(emb, tokens)
     present = pos >= 0
     order = np.argsort(pos[present], kind="stable")
     found = [t for t, p in zip(tokens, present) if p]
-    rows = emb["vectors"].isel(word=pos[present][order]).data
+    rows = pos[present][order]
+    vectors = emb["vectors"].data
+    stored = stored_vectors(vectors)
+    if stored is not None:
+        rows = dask.delayed(stored_rows, pure=True)(stored.url, stored.storage_options, stored.chunk, rows, vectors.shape[1])
+    elif isinstance(vectors, da.Array):
+        (rows,) = dask.optimize(vectors[rows])  # culled: only the chunks that hold the rows
+    else:
+        rows = np.asarray(vectors[rows])
     return [found[i] for i in order], rows
+
+
+def stored_rows(url: str, storage_options: dict | None, chunk: int, rows: np.ndarray, dim: int) -> np.ndarray:
+    """Task: the float32 ``vectors`` of a store at the (sorted) ``rows``, reading only the chunks that hold them."""
+    index = rows // chunk
+    parts = [read_chunk(url, storage_options, "vectors", int(i))[rows[index == i] - i * chunk] for i in np.unique(index)]
+    return np.concatenate(parts) if parts else np.empty((0, dim), dtype=np.float32)
 
 
 def attribute_set_from_rows(
@@ -337,13 +352,15 @@ def scores_graph(
     frequency_language: str | None = None,
     storage_options: dict | None = None,
     association: Association = "cosine",
+    attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
 ) -> tuple[xr.Dataset, Delayed]:
     """:func:`scores` as a graph only: nothing of the vectors is read in this process (but for
     ``dedupe_vectors``' hashing pass and ``frequency``'s weights, which need the whole vocabulary).
 
     The attribute rows are read, and the association's axes computed from them, by a task on which
     every chunk's task depends; so a study's client only submits (:mod:`biasdask.engine.run`).
-    Parameters as in :func:`scores`.
+    Parameters as in :func:`scores`, and ``attributes``, the computed :func:`attributes_graph` of
+    ``emb``, ``a``, ``b`` and ``association`` (default: that graph, computed with the scores).
 
     Returns
     -------
@@ -361,11 +378,8 @@ def scores_graph(
         raise BiasdaskError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
     if association not in ASSOCIATIONS:
         raise BiasdaskError(f"unknown association {association!r}; choose from {list(ASSOCIATIONS)}")
-    terms_a, terms_b = as_terms(a), as_terms(b)
-    attributes = dask.delayed(_attributes, pure=True, nout=3)(
-        association, terms_a, *attribute_rows(emb, terms_a), terms_b, *attribute_rows(emb, terms_b),
-        str(emb.attrs.get("language", "?")),
-    )
+    if attributes is None:
+        attributes = attributes_graph(emb, a, b, association)
     axes, attr_a, attr_b = attributes
     # A store whose ingest counted no shared vector needs no hashing pass.
     hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
@@ -453,6 +467,19 @@ def scores_graph(
         association=association,
     )
     return out, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, (norm == 0).sum())
+
+
+def attributes_graph(
+    emb: xr.Dataset, a: Sequence[str | AttributeTerm], b: Sequence[str | AttributeTerm], association: Association
+) -> Delayed:
+    """The attribute sets A and B of ``emb`` and the ``association``'s axes, as one delayed tuple
+    ``(axes, set_a, set_b)`` (:class:`AttributeSet`): a task reads the rows (the client only looks the
+    words up). Its computation raises :class:`MissingWordsError` when A or B has no usable word."""
+    terms_a, terms_b = as_terms(a), as_terms(b)
+    return dask.delayed(_attributes, pure=True, nout=3)(
+        association, terms_a, *attribute_rows(emb, terms_a), terms_b, *attribute_rows(emb, terms_b),
+        str(emb.attrs.get("language", "?")),
+    )
 
 
 def _associate_block(block: np.ndarray, norm: np.ndarray, kind: Association, axes: np.ndarray) -> np.ndarray:
