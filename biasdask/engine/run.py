@@ -5,15 +5,16 @@ threads of this process). :func:`plan_language` decides, without touching data, 
 needs: cells written at once with a note (not applicable, no frequency list), *families* of
 permutation cells (the weightings of each full-vocabulary test and association: ``gender``,
 ``gender.ripa``, ``context``...) and classic cells. Then, for up to
-``biasdask.run.languages-in-flight`` languages at a time, the scores graph of a family is built (in a
-thread of the client: it reads the attribute rows) and submitted,
-a task prepares its pool from the scores where they were computed (one pool for all the family's
-weightings: :func:`biasdask.engine.permutation.prepare_pools`), batch tasks of about
-``biasdask.batch-duration`` depend on that pool (so it travels only to the workers that run them),
-and a last task assembles the family's results. The client's loop only plans, submits, writes each cell the
-moment its results arrive (in any order) and starts the next language as one finishes; classic cells
-(few rows each) and the writing of per-word scores run in threads of the client, beside the stream,
-their Dask work on the same scheduler.
+``biasdask.run.languages-in-flight`` languages at a time: a task reads a family's attribute rows and
+returns its attribute sets and axes, with which the family's scores graph is built (in a thread of
+the client, which only looks words up) and submitted; a task prepares its pool from the scores where
+they were computed (one pool for all the family's weightings:
+:func:`biasdask.engine.permutation.prepare_pools`), batch tasks of about ``biasdask.batch-duration``
+depend on that pool (so it travels only to the workers that run them), and a last task assembles the
+family's results. A classic cell is one task on the few rows it reads (:func:`_cell_rows`), loaded by
+another. Tasks of earlier languages go first. The client's loop only plans, submits, writes each cell
+the moment its results arrive (in any order) and starts the next language as one finishes; per-word
+scores are written by a thread of the client, beside the loop.
 
 Cells already marked done in the results store are skipped, so a killed run resumes where it stopped.
 The weightings of a family share one seed (that of its ``uniform`` cell, :func:`family_seed`) and so
@@ -389,9 +390,9 @@ class _Tasks:
     With a ``distributed`` client, tasks are its futures: a task taking another's future as argument
     depends on it, and its data moves only to the worker that runs the task. Without one, they run in
     a pool of this process's threads, each task once its inputs are done, and scores graphs on
-    Dask's default scheduler. What must happen in this process (building a scores graph, which reads
-    the attribute rows; classic cells; writing scores) runs ``beside`` the stream, in threads of this
-    process, so that the loop keeps writing cells and submitting work meanwhile.
+    Dask's default scheduler. What must happen in this process (building a scores graph, which waits
+    for its attribute task; writing scores) runs ``beside`` the stream, in threads of this process,
+    so that the loop keeps writing cells and submitting work meanwhile.
     """
 
     def __init__(self, client: Client | None, threads: int) -> None:
