@@ -20,10 +20,11 @@ most of it). It
    the pooled scores) and extrapolates it to the study, as a ratio;
 4. extrapolates the seed-000 rerun on stored embeddings (26 languages x 2,000,000 x 300, uniform and
    zipf, 10,000 permutations) on two cores, stage by stage: scores from the stored bytes read per
-   CPU-second of the scores tasks, permutations from the batch kernel timed at N = 2,000,000 in this
-   process (two weightings on common splits, and the pool's preparation), writes from the client's
-   seconds per word; printed with its breakdown, for always-busy cores and for the busy fraction
-   measured;
+   CPU-second of the scores tasks (the worker processes' CPU time, shared among the stages as their
+   tasks' compute times are: a loaded machine does not inflate it as it does wall times), permutations from the batch kernel timed
+   at N = 2,000,000 in this process (two weightings on common splits, and the pool's preparation),
+   writes from one language's scores written again alone; printed with its breakdown, for
+   always-busy cores and for the busy fraction measured;
 5. measures a fresh worker's first permutation task: cold (numba's cache empty: the kernels are
    compiled in the task), cache warm but no plugin (loaded in the task), and with biasdask's
    ``WarmKernels`` plugin (loaded as the worker joins, before the task).
@@ -122,6 +123,18 @@ def compute_spans(stream: list[dict]) -> dict[str, dict[str, float]]:
     return out
 
 
+def workers_cpu(client) -> float:
+    """CPU-seconds the worker processes have used so far (all their threads: zarr decompresses in its
+    own, so a task thread's CPU time would miss it)."""
+    def used(dask_worker) -> float:
+        import psutil
+
+        t = psutil.Process().cpu_times()
+        return t.user + t.system
+
+    return sum(client.run(used).values())
+
+
 def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
     import biasdask
     from distributed import get_task_stream
@@ -144,11 +157,13 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
             "n_permutations": args.permutations,
             "seed": 0,
         }
+        cpu_before = workers_cpu(client)
         with get_task_stream(client) as run_stream, timed_writes() as writes:
             t = time.perf_counter()
             called = time.time()
             cube = biasdask.run(study, client=client, progress=False)
             run_wall = time.perf_counter() - t
+        cpu_used = workers_cpu(client) - cpu_before
         assert int(np.isfinite(cube["p_value"].values).sum()) == len(sources) * 2, cube["p_value"].values
     finally:
         cluster = client.cluster
@@ -157,6 +172,9 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
     spans = compute_spans(run_stream.data)
     ingest_cpu = sum(v["seconds"] for v in compute_spans(ingest_stream.data).values())
     computed = sum(v["seconds"] for v in spans.values())
+    # The workers' CPU-seconds, shared among the stages as their tasks' compute times are: unlike
+    # those wall times, they do not count the time a task waited for a core held by another process.
+    cpu = {stage: cpu_used * v["seconds"] / computed for stage, v in spans.items()}
     # The stream: from the first task's start (a few ms after the client's first submission) to the
     # end of the last write; before it the client opens and checks the stores and creates the results
     # store, after it it folds the cells into one array (fixed costs, counted in the call's fraction).
@@ -166,7 +184,8 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
         "label": label, "threads": threads, "ingest_wall": ingest_wall, "ingest_cpu": ingest_cpu,
         "run_wall": run_wall, "spans": spans, "writes": writes, "busy": computed / (threads * stream_wall),
         "busy_call": computed / (threads * run_wall), "stream_wall": stream_wall, "lead_in": first - called,
-        "store_bytes": sum(_tree_bytes(Path(url)) for url in stores.values()),
+        "store_bytes": sum(_tree_bytes(Path(url)) for url in stores.values()), "cpu": cpu,
+        "results": study["output"],
     }
 
 
@@ -187,8 +206,8 @@ def report(r: dict, args, total_bytes: int) -> None:
             continue
         rate = n_words / s["seconds"] if stage == "scores" else n_perm_values / s["seconds"]
         unit = "words/s per busy thread" if stage == "scores" else "permutation x words/s per busy thread"
-        print(f"{stage:13s} {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute  {s['tasks']:5d} tasks"
-              f"  {rate:,.0f} {unit}")
+        print(f"{stage:13s} {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute "
+              f"({r['cpu'].get(stage, math.nan):.2f} s CPU)  {s['tasks']:5d} tasks  {rate:,.0f} {unit}")
     w = r["writes"]
     if w["calls"]:
         print(f"writes        {w['seconds']:7.2f} s in the client ({w['calls']} calls)")
@@ -284,6 +303,21 @@ def kernel_at_seed_size(n_words: int = SEED_WORDS, permutations: int = 200) -> d
             "per_language": prepare + SEED_PERMUTATIONS * per_permutation}
 
 
+def scores_write(results_url: str, args) -> dict:
+    """Seconds to write one language's per-word scores (as the run does, from this process, alone)."""
+    from biasdask.io import results as rs
+
+    sc = rs.open_scores(results_url, CODES[0]).load()
+    out = results_url + ".rewrite"
+    langs = list(CODES[: args.languages])
+    rs.create_results(out, languages=langs, methods=["uniform", "zipf"], tests=["gender"],
+                      attrs={"seed": 0, "alternative": "two-sided", "similarity": "cosine"}, config_text="benchmark")
+    t = time.perf_counter()
+    rs.write_scores(out, CODES[0], sc)
+    seconds = time.perf_counter() - t
+    return {"write": seconds, "write_per_word": seconds / sc.sizes["word"]}
+
+
 def seed_000(results: list[dict], args, kernel: dict) -> None:
     """The seed-000 rerun on two cores from each stage's measured throughput, with its breakdown."""
     cores = 2
@@ -292,25 +326,24 @@ def seed_000(results: list[dict], args, kernel: dict) -> None:
     print(f"permutation kernel at N = {SEED_WORDS:,} (two weightings on common splits, one core, this process): "
           f"{1 / kernel['per_permutation']:,.0f} permutations/s, pool prepared in {kernel['prepare']:.2f} s "
           f"-> {kernel['per_language']:.1f} CPU-s per language")
+    print(f"writing one language's scores alone (this process, no workers): {kernel['write']:.2f} s for "
+          f"{args.words:,} words -> {kernel['write_per_word'] * SEED_WORDS * SEED_DIM / args.dim:.1f} s per seed language")
     seed_words = SEED_LANGUAGES * SEED_WORDS * SEED_DIM / args.dim  # words x (dims relative to the measured)
     words = args.languages * args.words
     for r in results:
         if "scores" not in r["spans"]:
             print(f"{r['label']}: n/a (no scores tasks)")
             continue
-        # Over-subscribed threads share the cores: a task's compute time then counts the time it waited
-        # for a core, so CPU-seconds = task seconds x cores / threads.
-        share = min(1.0, cores / r["threads"])
-        scores_cpu = r["spans"]["scores"]["seconds"] * share
+        # CPU-seconds of the tasks' threads (not their wall time, which counts waits for a core).
+        scores_cpu = r["cpu"]["scores"]
         read_rate = r["store_bytes"] / scores_cpu  # stored bytes per CPU-second (whole stores: vectors dominate)
         scores_seed = r["store_bytes"] / words * seed_words / read_rate
         perms_seed = SEED_LANGUAGES * kernel["per_language"]
-        perms_here = r["spans"].get("permutations", {}).get("seconds", math.nan) * share
-        perms_cluster = perms_here * (SEED_LANGUAGES * SEED_PERMUTATIONS * SEED_WORDS) / (
+        perms_cluster = r["cpu"].get("permutations", math.nan) * (SEED_LANGUAGES * SEED_PERMUTATIONS * SEED_WORDS) / (
             args.languages * args.permutations * args.words)
-        writes_seed = r["writes"]["seconds"] * seed_words / words  # the client's writes, mostly per-word scores
+        writes_seed = kernel["write_per_word"] * seed_words  # the client's writes: per-word scores dominate
         total = scores_seed + perms_seed + writes_seed
-        used = min(1.0, r["busy"] * r["threads"] / cores)
+        used = min(1.0, r["busy"] * r["threads"] / cores)  # over-subscribed threads share the cores
         print(f"{r['label']}: scores {scores_seed:,.0f} CPU-s ({read_rate / 1e6:,.0f} MB of store per CPU-s) + "
               f"permutations {perms_seed:,.0f} + writes {writes_seed:,.0f} (client) = {total:,.0f} CPU-s "
               f"-> {total / cores:,.0f} s if the cores are always busy, {total / (cores * max(used, 1e-9)):,.0f} s "
@@ -354,7 +387,9 @@ def main(argv=None) -> None:
             ours = r["ingest_wall"] + r["run_wall"]
             print(f"biasdask ({r['label']}, ingest + run) {ours:.1f} s: {base['total'] / ours:,.0f}x faster")
 
-        seed_000(results, args, kernel_at_seed_size())
+        kernel = kernel_at_seed_size()
+        kernel.update(scores_write(results[0]["results"], args))
+        seed_000(results, args, kernel)
 
         if not args.skip_first_task:
             print("\n== a fresh worker's first permutation task (one batch of 40 over 400,000 values) ==")
