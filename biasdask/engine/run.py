@@ -12,7 +12,7 @@ they were computed (one pool for all the family's weightings:
 :func:`biasdask.engine.permutation.prepare_pools`), batch tasks of about ``biasdask.batch-duration``
 depend on that pool (so it travels only to the workers that run them), and a last task assembles the
 family's results. A classic cell is one task on the few rows it reads (:func:`_cell_rows`), loaded by
-another. Tasks of earlier languages go first. The client's loop only plans, submits, writes each cell
+one task for all the language's classic cells. Tasks of earlier languages go first. The client's loop only plans, submits, writes each cell
 the moment its results arrive (in any order) and starts the next language as one finishes; per-word
 scores are written by a thread of the client, beside the loop.
 
@@ -503,10 +503,13 @@ def _summary(pools):
     return None if pools is None else pools_summary(pools)
 
 
-def _cell_rows(emb: xr.Dataset, test: str, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:
-    """The rows of ``emb`` a classic cell reads (:func:`cell_words`), not read yet: the task that
-    loads them reads only the chunks that hold them."""
-    words = cell_words(test, code, model=cfg.iat_model, set_metric_words=set_metric_words)
+def _cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:
+    """The rows of ``emb`` that the classic cells ``tests`` read (:func:`cell_words`; each word's first
+    row), not read yet: the task that loads them reads only the chunks that hold them. A cell gives
+    the same result on these rows as on the whole vocabulary (it looks up only its own words)."""
+    words = list(dict.fromkeys(
+        w for test in tests for w in cell_words(test, code, model=cfg.iat_model, set_metric_words=set_metric_words)
+    ))
     pos = positions(emb, words) if words else np.empty(0, dtype=np.int64)
     return emb.isel(word=np.unique(pos[pos >= 0]))
 
@@ -626,9 +629,10 @@ class _Stream:
             n_permutations=cfg.n_permutations, similarity=cfg.similarity, min_coverage=cfg.min_coverage,
             model=cfg.iat_model, alternative=cfg.alternative, batch_size=cfg.batch_size, return_null=cfg.save_null,
         )
+        rank = self.priority[lang.code]
+        if plan.classic:
+            rows = self.tasks.load(_cell_rows(emb, plan.classic, lang.code, cfg, lang.set_metric_words), priority=rank)
         for test, methods in plan.classic.items():
-            rank = self.priority[lang.code]
-            rows = self.tasks.load(_cell_rows(emb, test, lang.code, cfg, lang.set_metric_words), priority=rank)
             seed = cell_seed(cfg.seed, lang.code, "uniform", test)
             self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, {**options, "seed": seed},
                               tag=("classic", lang.code, test, methods), priority=rank)
