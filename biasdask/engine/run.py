@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import dask
+import dask.array as da
 import dask.system
 import numpy as np
 import xarray as xr
@@ -490,9 +491,9 @@ class _Family:
 
 
 def _family_pools(ut, rows: list[int], n_permutations: int, alternative: str, seed: int):
-    """Task: the family's pool from its scores (u, t[, attributes]), where they were computed; None if
-    no word is usable."""
-    u, t = ut[:2]
+    """Task: the family's pool from its scores (``(u stacked on t, [attributes])``), where they were
+    computed; None if no word is usable."""
+    u, t = ut[0][0], ut[0][1:]
     keep = np.isfinite(u)
     if not keep.any():
         return None
@@ -739,9 +740,12 @@ class _Stream:
 
     def _start_family(self, code: str, test: str, sc: xr.Dataset, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
         """Submit the scores graph (with ``meta``, the delayed attributes of gender scores) and, for
-        ``methods``, the pool and its summary; return the future of (u, t[, meta])."""
+        ``methods``, the pool and its summary; return the future of (u stacked on t[, meta])."""
         rank = self.priority[code]
-        utm = self.tasks.compute(sc["u"].data, sc["t"].data, *(() if meta is None else (meta,)), priority=rank)
+        # u and t as ONE array: given separately, u (inside t too) would be computed twice, once per
+        # name Dask gives the two collections' tasks.
+        stacked = da.concatenate([sc["u"].data[None, :], sc["t"].data])
+        utm = self.tasks.compute(stacked, *(() if meta is None else (meta,)), priority=rank)
         if not methods:
             return utm
         family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [utm])
@@ -766,8 +770,8 @@ class _Stream:
         elif kind == "scores":  # written by a thread, beside the loop, once every association's are in
             sc, label = tag[2], tag[3]
             self.tasks.release([future])
-            u, t, found = future.result()
-            out = sc.copy(data={"u": u, "t": t})
+            stacked, found = future.result()
+            out = sc.copy(data={"u": stacked[0], "t": stacked[1:]})
             out.attrs = {**sc.attrs, **found}
             self._scores_part(code, label, out)
         elif kind == "written":
