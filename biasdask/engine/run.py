@@ -445,10 +445,10 @@ class _Tasks:
         return out
 
     def compute(self, *arrays, tag: tuple | None = None, priority: int = 0):
-        """A future of the tuple of the computed Dask ``arrays`` (and delayed values). Their graphs are
-        not optimised: Dask's array optimisation renames the tasks it fuses, so a task shared by an
-        array and a delayed value (the attribute rows of u and of the scores' attributes) would run
-        once under each name."""
+        """A future of the tuple of the computed Dask ``arrays`` (and delayed values). Dask names the
+        tasks of each collection given apart, so a task two of them share runs once per collection:
+        give shared work once (u stacked on t, not u and t). Graphs are not optimised (fusing renames
+        tasks too)."""
         if self.client is not None:
             together = dask.delayed(_together)(*arrays)
             return self._track(self.client.compute(together, priority=priority, optimize_graph=False), tag)
@@ -527,8 +527,7 @@ def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, opti
         if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
             values["note"] = f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
         coverage = res.coverage
-    except CoverageError as err:
-        log.warning("%s", err)
+    except CoverageError as err:  # logged by the client (this may run on a worker)
         values, null = cell_values(err, note=f"coverage: {err}"), None
         coverage = err.coverage
     values.update(
@@ -787,6 +786,8 @@ class _Stream:
             self.tasks.release([*family.futures, future])
         else:  # classic
             values, null = future.result()
+            if str(values.get("note", "")).startswith("coverage: "):
+                log.warning("%s", values["note"].removeprefix("coverage: "))
             for method in tag[3]:
                 self.write(code, method, tag[2], values, null)
             self.tasks.release([future])
