@@ -1,7 +1,9 @@
 """A whole study, end to end, on a local Dask cluster: stage times, busy workers, the user's way, seed 000.
 
-Run ``python benchmarks/study.py [--languages 2] [--words 200000] [--dim 300] [--permutations 5000]``
-(flags up to the seed's 26 x 2,000,000 x 300). It
+Run ``python benchmarks/study.py [--languages 4] [--words 200000] [--dim 300] [--permutations 10000]``
+(flags up to the seed's 26 x 2,000,000 x 300; the defaults make a run of ~10-20 s on this 2-core
+machine, long enough that the stream's fixed costs, opening the stores and the last write, are not
+most of it). It
 
 1. writes ``--languages`` fastText-like ``.vec`` files of ``--words`` x ``--dim`` random 4-decimal
    values (the gender test's attribute words first) into a temporary directory (not timed);
@@ -12,13 +14,17 @@ Run ``python benchmarks/study.py [--languages 2] [--words 200000] [--dim 300] [-
    compute-seconds and the throughput: ingest, scores (tasks that read vectors and compute u),
    permutations (permutation-batch tasks), writes (time the client spends in the results store's
    ``write*`` functions), and the workers' **busy fraction** = Σ task compute time / (worker threads
-   x wall time of the run);
+   x wall time of the stream, from its first task to its last write; also over the whole call);
 3. times the same study done the way a user would without biasdask on a sample (gensim
    ``KeyedVectors.load_word2vec_format``, a numpy matvec for u, a loop of ``rng.permutation`` over
    the pooled scores) and extrapolates it to the study, as a ratio;
 4. extrapolates the seed-000 rerun on stored embeddings (26 languages x 2,000,000 x 300, uniform and
-   zipf, 10,000 permutations) on two cores from the measured compute-seconds per word (scores) and per
-   permutation x pooled word (permutations), divided by the cores x the busy fraction;
+   zipf, 10,000 permutations) on two cores, stage by stage: scores from the stored bytes read per
+   CPU-second of the scores tasks (the worker processes' CPU time, shared among the stages as their
+   tasks' compute times are: a loaded machine does not inflate it as it does wall times), permutations from the batch kernel timed
+   at N = 2,000,000 in this process (two weightings on common splits, and the pool's preparation),
+   writes from one language's scores written again alone; printed with its breakdown, for
+   always-busy cores and for the busy fraction measured;
 5. measures a fresh worker's first permutation task: cold (numba's cache empty: the kernels are
    compiled in the task), cache warm but no plugin (loaded in the task), and with biasdask's
    ``WarmKernels`` plugin (loaded as the worker joins, before the task).
@@ -72,7 +78,7 @@ def timed_writes():
     """Seconds the client spends in ``biasdask.io.results.write*`` (wrapped for the block), and calls."""
     from biasdask.io import results
 
-    spent = {"seconds": 0.0, "calls": 0}
+    spent = {"seconds": 0.0, "calls": 0, "last": -math.inf}
     originals = {name: fn for name, fn in vars(results).items() if name.startswith("write") and callable(fn)}
 
     def wrap(fn):
@@ -83,6 +89,7 @@ def timed_writes():
             finally:
                 spent["seconds"] += time.perf_counter() - t
                 spent["calls"] += 1
+                spent["last"] = max(spent["last"], time.time())
 
         return timed
 
@@ -116,6 +123,18 @@ def compute_spans(stream: list[dict]) -> dict[str, dict[str, float]]:
     return out
 
 
+def workers_cpu(client) -> float:
+    """CPU-seconds the worker processes have used so far (all their threads: zarr decompresses in its
+    own, so a task thread's CPU time would miss it)."""
+    def used(dask_worker) -> float:
+        import psutil
+
+        t = psutil.Process().cpu_times()
+        return t.user + t.system
+
+    return sum(client.run(used).values())
+
+
 def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
     import biasdask
     from distributed import get_task_stream
@@ -138,10 +157,13 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
             "n_permutations": args.permutations,
             "seed": 0,
         }
+        cpu_before = workers_cpu(client)
         with get_task_stream(client) as run_stream, timed_writes() as writes:
             t = time.perf_counter()
+            called = time.time()
             cube = biasdask.run(study, client=client, progress=False)
             run_wall = time.perf_counter() - t
+        cpu_used = workers_cpu(client) - cpu_before
         assert int(np.isfinite(cube["p_value"].values).sum()) == len(sources) * 2, cube["p_value"].values
     finally:
         cluster = client.cluster
@@ -149,11 +171,26 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
         cluster.close()
     spans = compute_spans(run_stream.data)
     ingest_cpu = sum(v["seconds"] for v in compute_spans(ingest_stream.data).values())
-    busy = sum(v["seconds"] for v in spans.values()) / (threads * run_wall)
+    computed = sum(v["seconds"] for v in spans.values())
+    # The workers' CPU-seconds, shared among the stages as their tasks' compute times are: unlike
+    # those wall times, they do not count the time a task waited for a core held by another process.
+    cpu = {stage: cpu_used * v["seconds"] / computed for stage, v in spans.items()}
+    # The stream: from the first task's start (a few ms after the client's first submission) to the
+    # end of the last write; before it the client opens and checks the stores and creates the results
+    # store, after it it folds the cells into one array (fixed costs, counted in the call's fraction).
+    first = min(ss["start"] for task in run_stream.data for ss in task.get("startstops", ()))
+    stream_wall = max(writes["last"], max(v["stop"] for v in spans.values())) - first
     return {
         "label": label, "threads": threads, "ingest_wall": ingest_wall, "ingest_cpu": ingest_cpu,
-        "run_wall": run_wall, "spans": spans, "writes": writes, "busy": busy,
+        "run_wall": run_wall, "spans": spans, "writes": writes, "busy": computed / (threads * stream_wall),
+        "busy_call": computed / (threads * run_wall), "stream_wall": stream_wall, "lead_in": first - called,
+        "store_bytes": sum(_tree_bytes(Path(url)) for url in stores.values()), "cpu": cpu,
+        "results": study["output"],
     }
+
+
+def _tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 def report(r: dict, args, total_bytes: int) -> None:
@@ -169,14 +206,16 @@ def report(r: dict, args, total_bytes: int) -> None:
             continue
         rate = n_words / s["seconds"] if stage == "scores" else n_perm_values / s["seconds"]
         unit = "words/s per busy thread" if stage == "scores" else "permutation x words/s per busy thread"
-        print(f"{stage:13s} {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute  {s['tasks']:5d} tasks"
-              f"  {rate:,.0f} {unit}")
+        print(f"{stage:13s} {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute "
+              f"({r['cpu'].get(stage, math.nan):.2f} s CPU)  {s['tasks']:5d} tasks  {rate:,.0f} {unit}")
     w = r["writes"]
     if w["calls"]:
         print(f"writes        {w['seconds']:7.2f} s in the client ({w['calls']} calls)")
     else:
         print("writes        n/a (the engine does not call biasdask.io.results.write* through the module)")
-    print(f"run           {r['run_wall']:7.2f} s wall; busy fraction {100 * r['busy']:5.1f} %  (target >= 85 %)")
+    print(f"run           {r['run_wall']:7.2f} s wall (first task after {r['lead_in']:.2f} s); stream {r['stream_wall']:.2f} s "
+          f"(first task to last write)")
+    print(f"busy fraction {100 * r['busy']:5.1f} % of the stream (target >= 85 %); {100 * r['busy_call']:5.1f} % of the whole call")
 
 
 def baseline(sources: dict, args, sample: int) -> dict:
@@ -244,12 +283,80 @@ client.close(); client.cluster.close()
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def kernel_at_seed_size(n_words: int = SEED_WORDS, permutations: int = 200) -> dict:
+    """CPU-seconds of the permutation stage per seed language, measured at the seed's N in this process
+    (one core): one pool of the two weightings (preparation, once per language) and ``permutations``
+    of its batch kernel, scaled to 10,000."""
+    from biasdask.engine.permutation import pools_batch, prepare_pools
+
+    rng = np.random.default_rng(0)
+    u = rng.normal(0, 0.05, n_words).astype(np.float32)
+    t = np.stack([u, (u / np.arange(1, n_words + 1)).astype(np.float32)])  # uniform, zipf-like
+    c = time.process_time()
+    pools = prepare_pools(t, n_words, SEED_PERMUTATIONS, "two-sided", 0, effect_x=u)
+    prepare = time.process_time() - c
+    pools_batch(pools, 0, 4)  # kernels loaded
+    c = time.process_time()
+    pools_batch(pools, 0, permutations)
+    per_permutation = (time.process_time() - c) / permutations
+    return {"prepare": prepare, "per_permutation": per_permutation,
+            "per_language": prepare + SEED_PERMUTATIONS * per_permutation}
+
+
+def scores_write(results_url: str, args) -> dict:
+    """Seconds to write one language's per-word scores (as the run does, from this process, alone)."""
+    from biasdask.io import results as rs
+
+    sc = rs.open_scores(results_url, CODES[0]).load()
+    out = results_url + ".rewrite"
+    langs = list(CODES[: args.languages])
+    rs.create_results(out, languages=langs, methods=["uniform", "zipf"], tests=["gender"],
+                      attrs={"seed": 0, "alternative": "two-sided", "similarity": "cosine"}, config_text="benchmark")
+    t = time.perf_counter()
+    rs.write_scores(out, CODES[0], sc)
+    seconds = time.perf_counter() - t
+    return {"write": seconds, "write_per_word": seconds / sc.sizes["word"]}
+
+
+def seed_000(results: list[dict], args, kernel: dict) -> None:
+    """The seed-000 rerun on two cores from each stage's measured throughput, with its breakdown."""
+    cores = 2
+    print(f"\n== seed-000 rerun on stored embeddings, extrapolated: {SEED_LANGUAGES} x {SEED_WORDS:,} x {SEED_DIM}, "
+          f"uniform+zipf, {SEED_PERMUTATIONS:,} permutations, {cores} cores ==")
+    print(f"permutation kernel at N = {SEED_WORDS:,} (two weightings on common splits, one core, this process): "
+          f"{1 / kernel['per_permutation']:,.0f} permutations/s, pool prepared in {kernel['prepare']:.2f} s "
+          f"-> {kernel['per_language']:.1f} CPU-s per language")
+    print(f"writing one language's scores alone (this process, no workers): {kernel['write']:.2f} s for "
+          f"{args.words:,} words -> {kernel['write_per_word'] * SEED_WORDS * SEED_DIM / args.dim:.1f} s per seed language")
+    seed_words = SEED_LANGUAGES * SEED_WORDS * SEED_DIM / args.dim  # words x (dims relative to the measured)
+    words = args.languages * args.words
+    for r in results:
+        if "scores" not in r["spans"]:
+            print(f"{r['label']}: n/a (no scores tasks)")
+            continue
+        # CPU-seconds of the tasks' threads (not their wall time, which counts waits for a core).
+        scores_cpu = r["cpu"]["scores"]
+        read_rate = r["store_bytes"] / scores_cpu  # stored bytes per CPU-second (whole stores: vectors dominate)
+        scores_seed = r["store_bytes"] / words * seed_words / read_rate
+        perms_seed = SEED_LANGUAGES * kernel["per_language"]
+        perms_cluster = r["cpu"].get("permutations", math.nan) * (SEED_LANGUAGES * SEED_PERMUTATIONS * SEED_WORDS) / (
+            args.languages * args.permutations * args.words)
+        writes_seed = kernel["write_per_word"] * seed_words  # the client's writes: per-word scores dominate
+        total = scores_seed + perms_seed + writes_seed
+        used = min(1.0, r["busy"] * r["threads"] / cores)  # over-subscribed threads share the cores
+        print(f"{r['label']}: scores {scores_seed:,.0f} CPU-s ({read_rate / 1e6:,.0f} MB of store per CPU-s) + "
+              f"permutations {perms_seed:,.0f} + writes {writes_seed:,.0f} (client) = {total:,.0f} CPU-s "
+              f"-> {total / cores:,.0f} s if the cores are always busy, {total / (cores * max(used, 1e-9)):,.0f} s "
+              f"with them {100 * used:.0f} % busy as here (target <= 60 s); "
+              f"[permutations scaled from this run's tasks at N = {args.words:,} instead: {perms_cluster:,.0f} CPU-s]")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--languages", type=int, default=2, help=f"languages (default 2, at most {len(CODES)})")
+    parser.add_argument("--languages", type=int, default=4, help=f"languages (default 4, at most {len(CODES)})")
     parser.add_argument("--words", type=int, default=200_000, help="words per language (default 200,000)")
     parser.add_argument("--dim", type=int, default=300, help="dimensions (default 300)")
-    parser.add_argument("--permutations", type=int, default=5000, help="permutations per cell (default 5,000)")
+    parser.add_argument("--permutations", type=int, default=10_000, help="permutations per cell (default 10,000, the seed's)")
     parser.add_argument("--baseline-words", type=int, default=20_000, help="lines gensim loads for the baseline")
     parser.add_argument("--configurations", default="2,8", help="worker counts to run (default 2,8)")
     parser.add_argument("--skip-first-task", action="store_true", help="skip the cold/warm first-task measurement")
@@ -280,29 +387,9 @@ def main(argv=None) -> None:
             ours = r["ingest_wall"] + r["run_wall"]
             print(f"biasdask ({r['label']}, ingest + run) {ours:.1f} s: {base['total'] / ours:,.0f}x faster")
 
-        print("\n== seed-000 rerun on stored embeddings, extrapolated: 26 x 2,000,000 x 300, uniform+zipf, "
-              "10,000 permutations, two cores ==")
-        for r in results:
-            if "permutations" not in r["spans"] or "scores" not in r["spans"]:
-                print(f"{r['label']}: n/a (a stage ran in the client, below biasdask.in-process-threshold: "
-                      "use more --words or --permutations)")
-                continue
-            scores = r["spans"]["scores"]["seconds"]
-            perms = r["spans"]["permutations"]["seconds"]
-            words_scale = (SEED_LANGUAGES * SEED_WORDS * SEED_DIM) / (args.languages * args.words * args.dim)
-            perm_scale = (SEED_LANGUAGES * SEED_METHODS * SEED_PERMUTATIONS * SEED_WORDS) / (
-                args.languages * 2 * args.permutations * args.words
-            )
-            # Over-subscribed threads share the cores: a task's wall time then counts the time it waited
-            # for a core, so CPU-seconds = task seconds x cores / threads, and the cores' utilisation is
-            # busy x threads / cores (at most 1).
-            cores = os.cpu_count() or 2
-            share = min(1.0, cores / r["threads"])
-            cpu = (scores * words_scale + perms * perm_scale) * share
-            used = max(min(1.0, r["busy"] / share), 1e-9)
-            print(f"{r['label']}: scores {scores * words_scale * share:,.0f} + permutations "
-                  f"{perms * perm_scale * share:,.0f} CPU-seconds -> {cpu / (2 * used):,.0f} s with the cores "
-                  f"{100 * used:.0f} % used as here, {cpu / 2:,.0f} s if always busy (target <= 60 s)")
+        kernel = kernel_at_seed_size()
+        kernel.update(scores_write(results[0]["results"], args))
+        seed_000(results, args, kernel)
 
         if not args.skip_first_task:
             print("\n== a fresh worker's first permutation task (one batch of 40 over 400,000 values) ==")

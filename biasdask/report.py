@@ -333,7 +333,8 @@ def top_words(
             raise BiasdaskError(f"no weighting {method!r} in the scores of {language} (has {', '.join(methods)})")
     u_name, t_name = ("u", "t") if association == "cosine" else (f"u_{association}", f"t_{association}")
     if u_name not in sc:
-        held = ["cosine", *(str(v)[2:] for v in sc.data_vars if str(v).startswith("u_"))]
+        # the study's order (a store lists its arrays in no fixed order)
+        held = list(sc.attrs.get("associations", ())) or ["cosine", *(str(v)[2:] for v in sc.data_vars if str(v).startswith("u_"))]
         raise BiasdaskError(f"no association {association!r} in the scores of {language} (has {', '.join(held)})")
     u = np.asarray(sc[u_name].values, dtype=np.float64)
     t = np.asarray(sc[t_name].sel({"method": method}).values, dtype=np.float64) if by == "t" else u

@@ -4,11 +4,14 @@ variables a finished (or skipped) test writes into the results cube.
 - :func:`tests_for_language`: the classic test labels (``weat1``..``weat10``, ``xweat1``..``xweat10``,
   ``career_family``) that apply to a language.
 - :func:`run_cell`: one classic test or set-level metric of a study on one language's store.
+- :func:`cell_words`: the vocabulary tokens whose rows :func:`run_cell` reads (a study's task reads
+  only those).
 - :func:`cell_values`: the ONE builder of a cube cell's variables (SPEC §2) from any test result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from typing import Literal
@@ -19,9 +22,9 @@ from biasdask.engine.permutation import Alternative
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, CoverageError, career_family_test, weat
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
-from biasdask.lexicon import available_tests, iat_languages, weat_test, xweat_test
+from biasdask.lexicon import available_tests, iat_languages, iat_words, weat_test, xweat_test
 
-__all__ = ["cell_values", "run_cell", "tests_for_language"]
+__all__ = ["cell_values", "cell_words", "run_cell", "tests_for_language"]
 
 _NUMBERS = ("statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std")
 
@@ -91,6 +94,43 @@ def tests_for_language(language: str, model: str | None = None) -> list[str]:
     if model is not None and "career_family" in tests and language not in iat_languages(model):
         tests.remove("career_family")
     return tests
+
+
+def cell_words(
+    test: str,
+    language: str,
+    *,
+    model: Literal["cc", "wiki", "subt"] = "cc",
+    set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
+) -> list[str]:
+    """The vocabulary tokens whose rows :func:`run_cell` reads for ``test`` in ``language`` (same
+    parameters): :func:`run_cell` on a store cut down to these rows gives the same result. Empty for
+    a test that does not apply (:func:`run_cell` says why).
+
+    Examples
+    --------
+    >>> cell_words("weat7", "en")[:3]
+    ['math', 'algebra', 'geometry']
+    """
+    from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
+
+    tests = available_tests()
+    if test in SET_METRICS:
+        if set_metric_words is not None:
+            return [w for words in set_metric_words for w in words]
+        sets = set_metric_sets(language, model)
+        if sets in ("weat7", "xweat7"):
+            ws = weat_test(7) if sets == "weat7" else xweat_test(language, 7)
+            return [*ws.x, *ws.a, *ws.b]
+        test = sets or test
+    if test == "career_family":
+        with contextlib.suppress(BiasdaskError):
+            return [t for e in iat_words(model, language) for t in e.tokens]
+        return []
+    if test not in tests or language not in tests[test]:
+        return []
+    sets = weat_test(test) if test.startswith("weat") else xweat_test(language, test)
+    return [*sets.x, *sets.y, *sets.a, *sets.b]
 
 
 def run_cell(

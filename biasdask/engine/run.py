@@ -5,15 +5,16 @@ threads of this process). :func:`plan_language` decides, without touching data, 
 needs: cells written at once with a note (not applicable, no frequency list), *families* of
 permutation cells (the weightings of each full-vocabulary test and association: ``gender``,
 ``gender.ripa``, ``context``...) and classic cells. Then, for up to
-``biasdask.run.languages-in-flight`` languages at a time, the scores graph of a family is built (in a
-thread of the client: it reads the attribute rows) and submitted,
-a task prepares its pool from the scores where they were computed (one pool for all the family's
-weightings: :func:`biasdask.engine.permutation.prepare_pools`), batch tasks of about
-``biasdask.batch-duration`` depend on that pool (so it travels only to the workers that run them),
-and a last task assembles the family's results. The client's loop only plans, submits, writes each cell the
-moment its results arrive (in any order) and starts the next language as one finishes; classic cells
-(few rows each) and the writing of per-word scores run in threads of the client, beside the stream,
-their Dask work on the same scheduler.
+``biasdask.run.languages-in-flight`` languages at a time: a task reads a family's attribute rows and
+returns its attribute sets and axes, with which the family's scores graph is built (in a thread of
+the client, which only looks words up) and submitted; a task prepares its pool from the scores where
+they were computed (one pool for all the family's weightings:
+:func:`biasdask.engine.permutation.prepare_pools`), batch tasks of about ``biasdask.batch-duration``
+depend on that pool (so it travels only to the workers that run them), and a last task assembles the
+family's results. A classic cell is one task on the few rows it reads (:func:`_cell_rows`), loaded by
+one task for all the language's classic cells. Tasks of earlier languages go first. The client's loop only plans, submits, writes each cell
+the moment its results arrive (in any order) and starts the next language as one finishes; per-word
+scores are written by a thread of the client, beside the loop.
 
 Cells already marked done in the results store are skipped, so a killed run resumes where it stopped.
 The weightings of a family share one seed (that of its ``uniform`` cell, :func:`family_seed`) and so
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import dask
+import dask.array as da
 import dask.system
 import numpy as np
 import xarray as xr
@@ -44,10 +46,10 @@ from tqdm import tqdm
 
 from biasdask._version import __version__
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load_config, parse_config, split_label
-from biasdask.engine.cells import cell_values, run_cell, tests_for_language
+from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_language
 from biasdask.engine.cluster import active_client, client_scope, n_slots
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, pools_summary, prepare_pools
-from biasdask.engine.scores import as_dataset, check_frequency_language, positions, scores
+from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_graph
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.store import open_embeddings
@@ -135,7 +137,8 @@ def run(
     # changed: the config (above), every store (verified, of the right language; before starting a
     # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
-    stores = {lang.code: _open_language(lang, options) for lang in cfg.languages}
+    with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:  # opening is mostly waiting
+        stores = dict(zip([lang.code for lang in cfg.languages], pool.map(lambda lang: _open_language(lang, options), cfg.languages)))
     failures: list[str] = []
     if scheduler or n_workers or start_cluster:
         scope = client_scope(client, scheduler, n_workers)
@@ -392,9 +395,9 @@ class _Tasks:
     With a ``distributed`` client, tasks are its futures: a task taking another's future as argument
     depends on it, and its data moves only to the worker that runs the task. Without one, they run in
     a pool of this process's threads, each task once its inputs are done, and scores graphs on
-    Dask's default scheduler. What must happen in this process (building a scores graph, which reads
-    the attribute rows; classic cells; writing scores) runs ``beside`` the stream, in threads of this
-    process, so that the loop keeps writing cells and submitting work meanwhile.
+    Dask's default scheduler. What must happen in this process (building a scores graph, which waits
+    for its attribute task; writing scores) runs ``beside`` the stream, in threads of this process,
+    so that the loop keeps writing cells and submitting work meanwhile.
     """
 
     def __init__(self, client: Client | None, threads: int) -> None:
@@ -414,10 +417,11 @@ class _Tasks:
         """Put ``(tag, future)`` on :attr:`finished` when ``future`` is done."""
         future.add_done_callback(lambda f: self.finished.put((tag, f)))
 
-    def submit(self, fn: Callable, *args, tag: tuple | None = None, **kwargs):
-        """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies."""
+    def submit(self, fn: Callable, *args, tag: tuple | None = None, priority: int = 0, **kwargs):
+        """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies. A
+        ``distributed`` scheduler runs the higher ``priority`` first among tasks ready at once."""
         if self.client is not None:
-            return self._track(self.client.submit(fn, *args, **kwargs), tag)
+            return self._track(self.client.submit(fn, *args, priority=priority, **kwargs), tag)
         return self._track(self._after(fn, args, kwargs), tag)
 
     def _after(self, fn: Callable, args: tuple, kwargs: dict) -> concurrent.futures.Future:
@@ -444,11 +448,21 @@ class _Tasks:
             dep.add_done_callback(one_done)
         return out
 
-    def compute(self, *arrays, tag: tuple | None = None):
-        """A future of the tuple of the computed Dask ``arrays``."""
+    def compute(self, *arrays, tag: tuple | None = None, priority: int = 0):
+        """A future of the tuple of the computed Dask ``arrays`` (and delayed values). Dask names the
+        tasks of each collection given apart, so a task two of them share runs once per collection:
+        give shared work once (u stacked on t, not u and t). Graphs are not optimised (fusing renames
+        tasks too)."""
         if self.client is not None:
-            return self._track(self.client.compute(dask.delayed(_together)(*arrays)), tag)
-        return self._track(self._pool.submit(dask.compute, *arrays), tag)
+            together = dask.delayed(_together)(*arrays)
+            return self._track(self.client.compute(together, priority=priority, optimize_graph=False), tag)
+        return self._track(self._pool.submit(dask.compute, *arrays, optimize_graph=False), tag)
+
+    def load(self, data: xr.Dataset, priority: int = 0):
+        """A future of ``data`` loaded into memory (a task reads the chunks it needs)."""
+        if self.client is not None:
+            return self._track(self.client.compute(data, priority=priority), None)
+        return self._track(self._pool.submit(data.compute), None)
 
     def beside(self, fn: Callable, *args, tag: tuple):
         """Run ``fn(*args)`` in a thread of this process."""
@@ -481,8 +495,9 @@ class _Family:
 
 
 def _family_pools(ut, rows: list[int], n_permutations: int, alternative: str, seed: int):
-    """Task: the family's pool from its scores (u, t), where they were computed; None if no word is usable."""
-    u, t = ut
+    """Task: the family's pool from its scores (``(u stacked on t, [attributes])``), where they were
+    computed; None if no word is usable."""
+    u, t = ut[0][0], ut[0][1:]
     keep = np.isfinite(u)
     if not keep.any():
         return None
@@ -493,32 +508,30 @@ def _summary(pools):
     return None if pools is None else pools_summary(pools)
 
 
-def _classic_cell(cfg: StudyConfig, lang, emb: xr.Dataset, test: str, client: Client | None) -> tuple[dict, Any]:
-    """One classic test of a language (seeded by its uniform cell): its cells' values and null."""
+def _cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:
+    """The rows of ``emb`` that the classic cells ``tests`` read (:func:`cell_words`; each word's first
+    row), not read yet: the task that loads them reads only the chunks that hold them. A cell gives
+    the same result on these rows as on the whole vocabulary (it looks up only its own words)."""
+    words = list(dict.fromkeys(
+        w for test in tests for w in cell_words(test, code, model=cfg.iat_model, set_metric_words=set_metric_words)
+    ))
+    pos = positions(emb, words) if words else np.empty(0, dtype=np.int64)
+    return emb.isel(word=np.unique(pos[pos >= 0]))
+
+
+def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, options: dict) -> tuple[dict, Any]:
+    """Task: one classic test of a language (seeded by its uniform cell) on the rows it reads (see
+    :func:`_cell_rows`): its cells' values and null. Its permutations run in the task (a few words)."""
     from biasdask.engine.weat import CoverageError
 
     try:
-        res = run_cell(
-            test,
-            emb,
-            language=lang.code,
-            n_permutations=cfg.n_permutations,
-            seed=cell_seed(cfg.seed, lang.code, "uniform", test),
-            similarity=cfg.similarity,
-            min_coverage=cfg.min_coverage,
-            model=cfg.iat_model,
-            set_metric_words=lang.set_metric_words,
-            alternative=cfg.alternative,
-            client=client,
-            batch_size=cfg.batch_size,
-            return_null=cfg.save_null,
-        )
+        with dask.config.set(scheduler="synchronous"):
+            res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
         values, null = cell_values(res), res.null_distribution
         if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
             values["note"] = f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
         coverage = res.coverage
-    except CoverageError as err:
-        log.warning("%s", err)
+    except CoverageError as err:  # logged by the client (this may run on a worker)
         values, null = cell_values(err, note=f"coverage: {err}"), None
         coverage = err.coverage
     values.update(
@@ -545,10 +558,14 @@ class _Stream:
         self.families: dict[tuple[str, str], _Family] = {}
         self.scores_parts: dict[str, tuple[list[str], dict[str, xr.Dataset]]] = {}  # see _scores_part
         self.langs = {lang.code: lang for lang in cfg.languages}
+        self.waiting: list = []  # languages not started yet
+        # Among tasks ready at once, a distributed scheduler runs an earlier language's first: its cells
+        # and scores are written while the later languages' tasks run.
+        self.priority = {lang.code: -i for i, lang in enumerate(cfg.languages)}
 
     def run(self, stores: dict[str, xr.Dataset], done: set) -> list[str]:
         """Run every language's missing work; return the failures (one line per language)."""
-        waiting = list(self.cfg.languages)
+        waiting = self.waiting = list(self.cfg.languages)
         limit = languages_in_flight(self.slots)
         try:
             while waiting or self.pending:
@@ -612,47 +629,66 @@ class _Stream:
         for label in [t for t in plan.families if split_label(t)[0] == "context"]:
             self.tasks.beside(self._context_graph, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan))
             self._count(lang.code)
+        options = dict(
+            n_permutations=cfg.n_permutations, similarity=cfg.similarity, min_coverage=cfg.min_coverage,
+            model=cfg.iat_model, alternative=cfg.alternative, batch_size=cfg.batch_size, return_null=cfg.save_null,
+        )
+        rank = self.priority[lang.code]
+        if plan.classic:
+            rows = self.tasks.load(_cell_rows(emb, plan.classic, lang.code, cfg, lang.set_metric_words), priority=rank)
         for test, methods in plan.classic.items():
-            self.tasks.beside(_classic_cell, cfg, lang, emb, test, self.client, tag=("classic", lang.code, test, methods))
+            seed = cell_seed(cfg.seed, lang.code, "uniform", test)
+            self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, {**options, "seed": seed},
+                              tag=("classic", lang.code, test, methods), priority=rank)
             self._count(lang.code)
 
-    def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str) -> xr.Dataset:
+    def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str):
+        """(scores graph, its delayed attributes, the computed attribute sets): the attribute rows are
+        read by a task, whose few values this thread (not the loop) waits for; the graph is then built
+        with them, so that no task of it runs twice under two names."""
         cfg = self.cfg
-        return scores(
+        association = split_label(label)[1]
+        future = self.tasks.compute(attributes_graph(emb, lang.a, lang.b, association), priority=self.priority[lang.code])
+        try:
+            (attributes,) = future.result()
+        finally:
+            self.tasks.release([future])
+        return *scores_graph(
             emb,
             lang.a,
             lang.b,
             methods=plan.score_methods if plan.need_scores else plan.families[label],
-            association=split_label(label)[1],
+            association=association,
             max_words=cfg.max_words,
             exclude_attributes=cfg.exclude_attributes,
             exclude_words=cfg.exclude_words,
             dedupe_vectors=cfg.dedupe_vectors,
-        )
+            attributes=attributes,
+        ), attributes
 
     def _context_graph(self, emb: xr.Dataset, plan: LanguagePlan, label: str) -> xr.Dataset:
         from biasdask.engine.frequency import context_scores
 
         return context_scores(
             emb, methods=plan.families[label], max_words=self.cfg.max_words, association=split_label(label)[1]
-        )
+        ), None, None
 
     def _graph_ready(self, label: str, lang, emb: xr.Dataset, plan: LanguagePlan, future) -> None:
         """Submit a family's work once its scores graph is built (or note why it cannot run)."""
         test, association = split_label(label)
         if test == "context":
             try:
-                sc = future.result()
+                sc, _, _ = future.result()
             except MissingWordsError as exc:
                 self._fail(lang.code, exc)
                 log.warning("%s: %s test not run: %s", lang.code, label, exc)
                 return
             values = {"weighting": None, "u_association": association}
-            self._start_family(lang.code, label, sc, plan.families[label], values, -1, -1)
+            self._start_family(lang.code, label, sc, None, plan.families[label], values, -1, -1)
             return
         gender = plan.families.get(label, ())
         try:
-            sc = future.result()
+            sc, meta, (_, set_a, set_b) = future.result()
         except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
             missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
             note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
@@ -664,22 +700,22 @@ class _Stream:
             self._scores_part(lang.code, label, None)
             return
         missing = _missing_words(
-            [*sc.attrs["missing_a"], *(f"{w} (zero vector)" for w in sc.attrs["zero_a"])],
-            [*sc.attrs["missing_b"], *(f"{w} (zero vector)" for w in sc.attrs["zero_b"])],
+            [*set_a.missing, *(f"{w} (zero vector)" for w in set_a.zero)],
+            [*set_b.missing, *(f"{w} (zero vector)" for w in set_b.zero)],
         )
         values = {
             "u_association": association,
             "attribute_set": lang.attribute_set,
-            "attribute_words_a": _words(sc.attrs["used_a"]),
-            "attribute_words_b": _words(sc.attrs["used_b"]),
+            "attribute_words_a": _words(set_a.used),
+            "attribute_words_b": _words(set_b.used),
             "missing_attribute_words": missing,
         }
         if missing and gender:
             log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
             values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
-        ut = self._start_family(lang.code, label, sc, gender, values, sc.attrs["n_a"], sc.attrs["n_b"])
+        utm = self._start_family(lang.code, label, sc, meta, gender, values, len(set_a.used), len(set_b.used))
         if plan.need_scores:  # the scores come to the client, to be written
-            self.tasks.report(ut, ("scores", lang.code, sc, label))
+            self.tasks.report(utm, ("scores", lang.code, sc, label))
             self._count(lang.code)
 
     def _fail(self, code: str, exc: Exception) -> None:
@@ -705,20 +741,26 @@ class _Stream:
             self.tasks.beside(rs.write_scores, self.cfg.output, code, scores_, self.options, tag=("written", code))
             self._count(code)
 
-    def _start_family(self, code: str, test: str, sc: xr.Dataset, methods: tuple[str, ...], values: dict, n_a, n_b):
-        """Submit the scores graph and, for ``methods``, the pool and its summary; return the scores' future."""
-        ut = self.tasks.compute(sc["u"].data, sc["t"].data)
+    def _start_family(self, code: str, test: str, sc: xr.Dataset, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
+        """Submit the scores graph (with ``meta``, the delayed attributes of gender scores) and, for
+        ``methods``, the pool and its summary; return the future of (u stacked on t[, meta])."""
+        rank = self.priority[code]
+        # u and t as ONE array: given separately, u (inside t too) would be computed twice, once per
+        # name Dask gives the two collections' tasks.
+        stacked = da.concatenate([sc["u"].data[None, :], sc["t"].data])
+        utm = self.tasks.compute(stacked, *(() if meta is None else (meta,)), priority=rank)
         if not methods:
-            return ut
-        family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [ut])
+            return utm
+        family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [utm])
         rows = [list(sc["method"].values).index(m) for m in methods]
         seed = family_seed(self.cfg.seed, code, test)
-        family.pool = self.tasks.submit(_family_pools, ut, rows, self.cfg.n_permutations, self.cfg.alternative, seed)
-        summary = self.tasks.submit(_summary, family.pool, tag=("summary", code, test))
+        family.pool = self.tasks.submit(_family_pools, utm, rows, self.cfg.n_permutations, self.cfg.alternative, seed,
+                                        priority=rank)
+        summary = self.tasks.submit(_summary, family.pool, tag=("summary", code, test), priority=rank)
         family.futures += [family.pool, summary]
         self.families[(code, test)] = family
         self._count(code)
-        return ut
+        return utm
 
     # -- reacting to finished tasks -----------------------------------------------------------
 
@@ -729,9 +771,12 @@ class _Stream:
             self._graph_ready(*tag[2:], future)
             self.tasks.release([future])
         elif kind == "scores":  # written by a thread, beside the loop, once every association's are in
-            (u, t), sc, label = future.result(), tag[2], tag[3]
+            sc, label = tag[2], tag[3]
             self.tasks.release([future])
-            self._scores_part(code, label, sc.copy(data={"u": u, "t": t}))
+            stacked, found = future.result()
+            out = sc.copy(data={"u": stacked[0], "t": stacked[1:]})
+            out.attrs = {**sc.attrs, **found}
+            self._scores_part(code, label, out)
         elif kind == "written":
             future.result()
             self.tasks.release([future])
@@ -745,6 +790,8 @@ class _Stream:
             self.tasks.release([*family.futures, future])
         else:  # classic
             values, null = future.result()
+            if str(values.get("note", "")).startswith("coverage: "):
+                log.warning("%s", values["note"].removeprefix("coverage: "))
             for method in tag[3]:
                 self.write(code, method, tag[2], values, null)
             self.tasks.release([future])
@@ -757,7 +804,15 @@ class _Stream:
             self.tasks.release(family.futures)
             return
         work, _, m, exact = summary
-        parts = [] if exact else [self.tasks.submit(pools_batch, family.pool, a, b) for a, b in batch_plan(work, m, self.cfg.batch_size)]
-        self.tasks.submit(finish_pools, family.pool, *parts, return_null=self.cfg.save_null, tag=("cells", code, test))
+        # Batches of about biasdask.batch-duration; once no language waits to start, the last families
+        # are spread over every worker thread (at least two batches each), so that the run's tail is short.
+        spread = 1 if self.waiting else self.slots
+        rank = self.priority[code]
+        parts = [] if exact else [
+            self.tasks.submit(pools_batch, family.pool, a, b, priority=rank)
+            for a, b in batch_plan(work, m, self.cfg.batch_size, spread)
+        ]
+        self.tasks.submit(finish_pools, family.pool, *parts, return_null=self.cfg.save_null, tag=("cells", code, test),
+                          priority=rank)
         family.futures += parts
         self._count(code)

@@ -12,10 +12,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
 import xarray as xr
+from dask.delayed import Delayed
 from distributed import Client
 
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
@@ -94,33 +96,61 @@ def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: 
         When no word of the set is left; the message names the absent and the zero-vector words.
     """
     terms = as_terms(words)
+    found, rows = attribute_rows(emb, terms)
+    (rows,) = dask.compute(rows, scheduler="sync")
+    return attribute_set_from_rows(terms, found, rows, label, str(emb.attrs.get("language", "?")))
+
+
+def attribute_rows(emb: xr.Dataset, terms: Sequence[AttributeTerm]) -> tuple[list[str], np.ndarray | Delayed | da.Array]:
+    """The vocabulary tokens of ``terms`` that ``emb`` holds (in row order) and their float32 rows,
+    not read: for a store, one task reading the chunks that hold them; for an in-memory model, the
+    rows themselves."""
     tokens = list(dict.fromkeys(t for term in terms for t in term.tokens))
     pos = positions(emb, tokens)
     present = pos >= 0
-    rows: dict[str, np.ndarray] = {}
-    if present.any():
-        order = np.argsort(pos[present], kind="stable")
-        data = emb["vectors"].isel(word=pos[present][order]).data
-        data = np.asarray(data.compute(scheduler="sync") if isinstance(data, da.Array) else data, dtype=np.float64)
-        found = [t for t, p in zip(tokens, present) if p]
-        rows = {found[i]: data[k] for k, i in enumerate(order)}
+    order = np.argsort(pos[present], kind="stable")
+    found = [t for t, p in zip(tokens, present) if p]
+    rows = pos[present][order]
+    vectors = emb["vectors"].data
+    stored = stored_vectors(vectors)
+    if stored is not None:
+        rows = dask.delayed(stored_rows, pure=True)(stored.url, stored.storage_options, stored.chunk, rows, vectors.shape[1])
+    elif isinstance(vectors, da.Array):
+        (rows,) = dask.optimize(vectors[rows])  # culled: only the chunks that hold the rows
+    else:
+        rows = np.asarray(vectors[rows])
+    return [found[i] for i in order], rows
+
+
+def stored_rows(url: str, storage_options: dict | None, chunk: int, rows: np.ndarray, dim: int) -> np.ndarray:
+    """Task: the float32 ``vectors`` of a store at the (sorted) ``rows``, reading only the chunks that hold them."""
+    index = rows // chunk
+    parts = [read_chunk(url, storage_options, "vectors", int(i))[rows[index == i] - i * chunk] for i in np.unique(index)]
+    return np.concatenate(parts) if parts else np.empty((0, dim), dtype=np.float32)
+
+
+def attribute_set_from_rows(
+    terms: Sequence[AttributeTerm], found: Sequence[str], rows: np.ndarray, label: str, language: str
+) -> AttributeSet:
+    """:func:`attribute_set` from the rows :func:`attribute_rows` names (``found[k]``'s vector is ``rows[k]``)."""
+    data = np.asarray(rows, dtype=np.float64)
+    by_token = {t: data[k] for k, t in enumerate(found)}
     vectors, used, missing, zero, tokens = [], [], [], [], []
     for term in terms:
         means = []
         for translation in term.translations:
-            usable = [t for t in translation if t in rows and np.any(rows[t])]
+            usable = [t for t in translation if t in by_token and np.any(by_token[t])]
             if usable:
-                means.append(np.mean([rows[t] for t in usable], axis=0))
+                means.append(np.mean([by_token[t] for t in usable], axis=0))
                 tokens += usable
         if means:
             vectors.append(np.mean(means, axis=0))
             used.append(term.label)
-        elif any(t in rows for t in term.tokens):
+        elif any(t in by_token for t in term.tokens):
             zero.append(term.label)
         else:
             missing.append(term.label)
     if not used:
-        language = emb.attrs.get("language", "?")
         detail = "; ".join(
             part for part in (f"absent: {missing}" if missing else "", f"zero vectors: {zero}" if zero else "") if part
         )
@@ -292,9 +322,53 @@ def scores(
         ``n_zero_vectors`` (in the words used), ``n_excluded``, ``n_duplicate_vectors`` (excluded by
         ``dedupe_vectors``), ``association``.
 
+    Raises
+    ------
+    MissingWordsError
+        No usable word in A (or in B); the message names the absent and zero-vector words.
+
     Examples
     --------
     >>> sc = scores(emb, ["male", "man"], ["female", "woman"], exclude_words="gender_specific")  # doctest: +SKIP
+    """
+    out, meta = scores_graph(
+        emb, a, b, methods, max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words, dedupe_vectors=dedupe_vectors, frequency_language=frequency_language, storage_options=storage_options, association=association,
+    )
+    (found,) = dask.compute(meta, scheduler="sync")
+    out.attrs.update(found)
+    return out
+
+
+def scores_graph(
+    emb: Embeddings,
+    a: Sequence[str | AttributeTerm],
+    b: Sequence[str | AttributeTerm],
+    methods: Iterable[Method] = ("uniform", "zipf"),
+    *,
+    max_words: int | None = None,
+    exclude_attributes: bool = False,
+    exclude_words: str | Iterable[str] = (),
+    dedupe_vectors: bool = False,
+    frequency_language: str | None = None,
+    storage_options: dict | None = None,
+    association: Association = "cosine",
+    attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
+) -> tuple[xr.Dataset, Delayed]:
+    """:func:`scores` as a graph only: nothing of the vectors is read in this process (but for
+    ``dedupe_vectors``' hashing pass and ``frequency``'s weights, which need the whole vocabulary).
+
+    The attribute rows are read, and the association's axes computed from them, by a task on which
+    every chunk's task depends; so a study's client only submits (:mod:`biasdask.engine.run`).
+    Parameters as in :func:`scores`, and ``attributes``, the computed :func:`attributes_graph` of
+    ``emb``, ``a``, ``b`` and ``association`` (default: that graph, computed with the scores).
+
+    Returns
+    -------
+    tuple
+        The lazy Dataset of :func:`scores`, with the attributes known without reading vectors
+        (``language``, ``n_words``, ``n_excluded``, ``n_duplicate_vectors``, ``association``), and a
+        ``dask.delayed`` dict of the others (``n_a``... ``n_zero_vectors``), whose computation raises
+        :class:`MissingWordsError` when A or B has no usable word (so do ``u`` and ``t``'s).
     """
     emb = as_dataset(emb, storage_options)
     a, b = word_list(a, "a"), word_list(b, "b")
@@ -304,9 +378,9 @@ def scores(
         raise BiasdaskError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
     if association not in ASSOCIATIONS:
         raise BiasdaskError(f"unknown association {association!r}; choose from {list(ASSOCIATIONS)}")
-    attr_a = attribute_set(emb, a, "A")
-    attr_b = attribute_set(emb, b, "B")
-    axes = association_axes(association, *_attribute_vectors(association, a, b, attr_a, attr_b, emb))
+    if attributes is None:
+        attributes = attributes_graph(emb, a, b, association)
+    axes, attr_a, attr_b = attributes
     # A store whose ingest counted no shared vector needs no hashing pass.
     hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
     stored = stored_vectors(emb["vectors"].data)
@@ -336,9 +410,11 @@ def scores(
         )
     else:
         u = da.map_blocks(
-            lambda blk, nrm: associate(association, blk, nrm[:, 0], axes),
+            _associate_block,
             v,
             norm[:, None],
+            association,
+            axes,
             drop_axis=1,
             dtype=np.float32,
             meta=np.empty((0,), np.float32),
@@ -386,6 +462,40 @@ def scores(
     out.attrs.update(
         language=language,
         n_words=int(n),
+        n_excluded=int(excl_pos.size),
+        n_duplicate_vectors=n_duplicates,
+        association=association,
+    )
+    return out, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, (norm == 0).sum())
+
+
+def attributes_graph(
+    emb: xr.Dataset, a: Sequence[str | AttributeTerm], b: Sequence[str | AttributeTerm], association: Association
+) -> Delayed:
+    """The attribute sets A and B of ``emb`` and the ``association``'s axes, as one delayed tuple
+    ``(axes, set_a, set_b)`` (:class:`AttributeSet`): a task reads the rows (the client only looks the
+    words up). Its computation raises :class:`MissingWordsError` when A or B has no usable word."""
+    terms_a, terms_b = as_terms(a), as_terms(b)
+    return dask.delayed(_attributes, pure=True, nout=3)(
+        association, terms_a, *attribute_rows(emb, terms_a), terms_b, *attribute_rows(emb, terms_b),
+        str(emb.attrs.get("language", "?")),
+    )
+
+
+def _associate_block(block: np.ndarray, norm: np.ndarray, kind: Association, axes: np.ndarray) -> np.ndarray:
+    return associate(kind, block, norm[:, 0], axes)
+
+
+def _attributes(association, terms_a, found_a, rows_a, terms_b, found_b, rows_b, language):
+    """Task: the attribute sets A and B from their rows, and the association's axes."""
+    attr_a = attribute_set_from_rows(terms_a, found_a, rows_a, "A", language)
+    attr_b = attribute_set_from_rows(terms_b, found_b, rows_b, "B", language)
+    return association_axes(association, *_attribute_vectors(association, terms_a, terms_b, attr_a, attr_b, language)), attr_a, attr_b
+
+
+def _found_attrs(attr_a: AttributeSet, attr_b: AttributeSet, n_zero_vectors) -> dict:
+    """Task: the attributes of :func:`scores` that come from reading the vectors."""
+    return dict(
         n_a=len(attr_a.used),
         n_b=len(attr_b.used),
         used_a=attr_a.used,
@@ -396,22 +506,17 @@ def scores(
         missing_b=attr_b.missing,
         zero_a=attr_a.zero,
         zero_b=attr_b.zero,
-        n_zero_vectors=int((norm == 0).sum().compute(scheduler="synchronous")),
-        n_excluded=int(excl_pos.size),
-        n_duplicate_vectors=n_duplicates,
-        association=association,
+        n_zero_vectors=int(n_zero_vectors),
     )
-    return out
 
 
 def _attribute_vectors(
-    association: str, a: Sequence, b: Sequence, attr_a: AttributeSet, attr_b: AttributeSet, emb: xr.Dataset
+    association: str, terms_a: list, terms_b: list, attr_a: AttributeSet, attr_b: AttributeSet, language: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """The attribute vectors an association is built from: RIPA's aligned pairs (a[i], b[i]) whose two
     words are found and differ, else the two sets as found."""
     if association != "ripa":
         return attr_a.vectors, attr_b.vectors
-    terms_a, terms_b = as_terms(a), as_terms(b)
     if len(terms_a) != len(terms_b):
         raise BiasdaskError(
             f"association 'ripa' pairs the i-th attribute word of A with the i-th of B: A has {len(terms_a)} "
@@ -426,6 +531,6 @@ def _attribute_vectors(
     if not pairs:
         raise MissingWordsError(
             f"association 'ripa': no pair of attribute words (a[i], b[i]) has two distinct usable vectors in "
-            f"language {emb.attrs.get('language', '?')!r}"
+            f"language {language!r}"
         )
     return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])

@@ -107,19 +107,19 @@ def test_pools_go_only_to_workers_that_use_them(tmp_path, stores):
 def test_a_slow_language_does_not_hold_back_the_cells_of_another(tmp_path, stores, monkeypatch):
     """Cells are written as they finish: de's cells are written while en (first in the study, its
     scores slowed down) is still computing."""
-    real_scores = run_module.scores
+    real_scores = run_module.scores_graph
 
     def slow_identity(block):
         time.sleep(3.0)
         return block
 
-    def scores(emb, *args, **kwargs):
-        sc = real_scores(emb, *args, **kwargs)
+    def scores_graph(emb, *args, **kwargs):
+        sc, meta = real_scores(emb, *args, **kwargs)
         if sc.attrs["language"] == "en":
             sc = sc.copy(data={"u": sc["u"].data.map_blocks(slow_identity, dtype=np.float32), "t": sc["t"].data})
-        return sc
+        return sc, meta
 
-    monkeypatch.setattr(run_module, "scores", scores)
+    monkeypatch.setattr(run_module, "scores_graph", scores_graph)
     written = []
     real_write = rs.write_cell
     monkeypatch.setattr(rs, "write_cell", lambda url, lang, m, t, *a, **k: written.append(lang) or real_write(url, lang, m, t, *a, **k))
@@ -171,3 +171,37 @@ def test_a_failing_task_fails_the_run_and_a_rerun_resumes(tmp_path, stores, monk
     monkeypatch.setattr(run_module, "_family_pools", real)
     out = biasdask.run(study, progress=False)
     assert np.isfinite(out["p_value"].values).all()
+
+
+def test_classic_cells_are_tasks_that_read_only_their_rows(tmp_path):
+    """weat7, career_family and rnd run as tasks on the workers (the client reads no row), on the rows
+    they need only, and give the numbers of one cell at a time on the whole store."""
+    from biasdask.engine.cells import cell_words, run_cell
+    from biasdask.engine.run import cell_seed
+
+    tests = ["weat7", "career_family", "rnd"]
+    needed = list(dict.fromkeys(w for t in tests for w in cell_words(t, "en")))
+    rng = np.random.default_rng(3)
+    words = needed[::2] + [f"filler{i}" for i in range(3000)] + needed[1::2]  # rows in several chunks
+    src = tmp_path / "en.vec"
+    with open(src, "w") as f:
+        f.write(f"{len(words)} 12\n")
+        for w in words:
+            f.write(w + " " + " ".join(f"{v:.4f}" for v in rng.normal(0, 0.3, 12)) + "\n")
+    store = str(tmp_path / "en.zarr")
+    ingest(str(src), store, language="en", client=False, progress=False, chunk_words=1000)
+    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": store}}, "methods": ["uniform", "zipf"],
+             "tests": tests, "n_permutations": 499, "seed": 9}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with Client(cluster, set_as_default=False) as client, get_task_stream(client) as ts:
+            cube = biasdask.run(study, client=client, progress=False)
+    assert sum(str(t["key"]).startswith("_classic_cell") for t in ts.data) == len(tests)
+    threads = biasdask.run({**study, "output": str(tmp_path / "t.zarr")}, progress=False)
+    for test in tests:
+        alone = run_cell(test, store, language="en", n_permutations=499, seed=cell_seed(9, "en", "uniform", test))
+        for method in ("uniform", "zipf"):
+            for out in (cube, threads):
+                cell = out.sel({"language": "en", "method": method, "test": test})
+                np.testing.assert_equal(float(cell["statistic"]), alone.statistic)
+                np.testing.assert_equal(float(cell["p_value"]), alone.pvalue)
+                assert int(cell["n_x"]) == alone.n_x and int(cell["n_a"]) == alone.n_a
