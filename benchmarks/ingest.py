@@ -75,11 +75,12 @@ def cpu_times() -> tuple[float, float]:
 
 def peak_memory(src: Path, dest: Path) -> float:
     """Peak RSS (MiB) of a fresh process that runs a sequential ingest of ``src``."""
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so it reported this (larger) process's size
     code = (
-        "import resource, sys\n"
+        "import sys\n"
         "from biasdask.engine.ingest import ingest\n"
         "ingest(sys.argv[1], sys.argv[2], 'en', client=False, progress=False)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "print([line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')][0])\n"
     )
     out = subprocess.run([sys.executable, "-c", code, str(src), str(dest)], check=True, capture_output=True, text=True)
     return int(out.stdout.split()[-1]) / 1024
