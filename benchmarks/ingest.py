@@ -9,8 +9,11 @@ Run ``python benchmarks/ingest.py [--words 200000] [--dim 300]``. It writes a ``
 - gensim ``KeyedVectors.load_word2vec_format`` and pandas ``read_csv(sep=" ", quoting=QUOTE_NONE, ...)``
   (parse only, single-threaded) on the first ``--baseline-words`` lines;
 - the ratios: per core against gensim, the workers against one process (wall clock); the peak resident memory of a sequential ingest of two file sizes (in fresh
-  processes), which should not grow with the number of words (a chunk holds 32 MiB of vectors: the
-  default 200,000 x 300 file has 8).
+  processes), which should not grow with the number of words (a chunk holds at most 32 MiB of
+  vectors: the default 200,000 x 300 file has 8 equal chunks of 25,000 words).
+
+Each timed run prints its CPU seconds (the workers' user and system time, and this process's: client
+and scheduler) and the load average, since other tenants of a shared machine skew wall clocks.
 
 The machine may be shared: CPU-time figures are more stable than wall-clock ones, and the ratios are
 measured in the same run.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -63,13 +67,20 @@ def timed(fn) -> tuple[float, float]:
     return time.process_time() - cpu, time.perf_counter() - wall
 
 
+def cpu_times() -> tuple[float, float]:
+    """(user, system) CPU seconds of this process (run on each worker)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
+
+
 def peak_memory(src: Path, dest: Path) -> float:
     """Peak RSS (MiB) of a fresh process that runs a sequential ingest of ``src``."""
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so it reported this (larger) process's size
     code = (
-        "import resource, sys\n"
+        "import sys\n"
         "from biasdask.engine.ingest import ingest\n"
         "ingest(sys.argv[1], sys.argv[2], 'en', client=False, progress=False)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "print([line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')][0])\n"
     )
     out = subprocess.run([sys.executable, "-c", code, str(src), str(dest)], check=True, capture_output=True, text=True)
     return int(out.stdout.split()[-1]) / 1024
@@ -82,7 +93,7 @@ def main(argv=None) -> None:
     parser.add_argument("--baseline-words", type=int, default=20_000, help="lines parsed by gensim and pandas (default 20000)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local Dask workers (default: cores)")
     parser.add_argument("--dir", help="working directory (default: a temporary one)")
-    parser.add_argument("--repeats", type=int, default=2, help="timed runs of each ingest and of gensim, the best kept (default 2)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each ingest and of gensim, the best kept (default 3)")
     args = parser.parse_args(argv)
 
     import pandas as pd
@@ -108,9 +119,12 @@ def main(argv=None) -> None:
         seq = []
         for _ in range(args.repeats):
             cpu, wall = timed(lambda: ingest(src, tmp / "seq.zarr", "en", client=False, progress=False))
-            seq.append((cpu, wall))
-        seq_core, seq_wall = size / min(c for c, _ in seq) / mb, size / min(w for _, w in seq) / mb
+            seq.append((cpu, wall, os.getloadavg()[0]))
+            print(f"  one process: {cpu:.2f} CPU s, {wall:.2f} s wall (load average {seq[-1][2]:.1f})", flush=True)
+        seq_core, seq_wall = size / min(c for c, *_ in seq) / mb, size / min(w for _, w, _ in seq) / mb
+        seq_cpu = min(c for c, *_ in seq)
         encoding = open_embeddings(tmp / "seq.zarr").attrs["vector_encoding"]
+        chunks = open_embeddings(tmp / "seq.zarr").vectors.data.numblocks[0]
 
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster) as client:
             # every worker loads the compiled parser before the clock starts
@@ -118,11 +132,20 @@ def main(argv=None) -> None:
             ingest(base, tmp / "warm2.zarr", "en", client=client, chunk_words=warm_chunk, progress=False)
             runs = []
             for _ in range(args.repeats):
-                before = sum(client.run(time.process_time).values())
+                before = client.run(cpu_times)
                 client_cpu, wall = timed(lambda: ingest(src, tmp / "par.zarr", "en", client=client, progress=False))
-                runs.append((wall, sum(client.run(time.process_time).values()) - before + client_cpu))
-            par_wall = size / min(w for w, _ in runs) / mb
-            par_cpu = min(c for _, c in runs)  # CPU seconds of the workers and of this process
+                after = client.run(cpu_times)
+                user = sum(after[w][0] - before[w][0] for w in after)
+                system = sum(after[w][1] - before[w][1] for w in after)
+                runs.append((wall, user + system + client_cpu, os.getloadavg()[0]))
+                print(
+                    f"  {args.workers} workers: {wall:.2f} s wall, CPU s: workers {user:.2f} user + {system:.2f} system, "
+                    f"this process (client and scheduler) {client_cpu:.2f}; / one process {runs[-1][1] / seq_cpu:.2f} "
+                    f"(load average {runs[-1][2]:.1f})",
+                    flush=True,
+                )
+            par_wall = size / min(w for w, *_ in runs) / mb
+            par_cpu = min(c for _, c, _ in runs)  # CPU seconds of the workers and of this process
 
         cpu = min(timed(lambda: KeyedVectors.load_word2vec_format(str(base)))[0] for _ in range(args.repeats))
         gensim_core = base_size / cpu / mb
@@ -146,13 +169,19 @@ def main(argv=None) -> None:
         ratio = (core or wall) / gensim_core
         print(f"{name:48s} {core or float('nan'):9.1f} {wall or float('nan'):9.1f} {ratio:9.1f}")
     print(f"  ({os.cpu_count()} cores; gensim and pandas are single-threaded: their figure is also their all-cores figure)")
-    print(f"  store encoding chosen: {encoding}; load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"  store encoding chosen: {encoding}, {chunks} chunks; load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    ratios = [size / w / mb / seq_wall for w, *_ in runs]
     print(f"\nper core vs gensim: {seq_core / gensim_core:.1f}x (target >= 40x)")
-    print(f"{args.workers} workers vs one process (wall): {par_wall / seq_wall:.2f}x (target >= 1.8x on 2 cores)")
+    print(
+        f"{args.workers} workers vs one process (wall, best of each): {par_wall / seq_wall:.2f}x "
+        f"(runs {min(ratios):.2f}-{max(ratios):.2f}x; target >= 1.8x on 2 cores; meaningless when the load "
+        f"average exceeds the cores: it was {min(r[2] for r in seq + runs):.1f}-{max(r[2] for r in seq + runs):.1f})"
+    )
     print(
         f"CPU seconds of the {args.workers}-worker run (workers + client) / one process: "
-        f"{par_cpu / (size / seq_core / mb):.2f} (the work distribution adds; on {args.workers} free cores the "
-        f"wall ratio can reach at most {args.workers} / this)"
+        f"{par_cpu / seq_cpu:.2f} (runs {min(c for _, c, _ in runs) / seq_cpu:.2f}-{max(c for _, c, _ in runs) / seq_cpu:.2f}; "
+        f"on {args.workers} free cores the wall ratio can reach at most {args.workers} / this = "
+        f"{args.workers * seq_cpu / par_cpu:.2f}x)"
     )
     print(
         f"\npeak memory of a sequential ingest: {mem_small:.0f} MiB for {max(1, args.words // 2)} words, "

@@ -64,7 +64,7 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         help="file format (default: detected from the content)",
     )
     p.add_argument("--max-words", type=int, metavar="N", help="keep only the first N (most frequent) words")
-    p.add_argument("--chunk-words", type=int, metavar="N", help="words per Zarr chunk (default: 32 MiB of vectors)")
+    p.add_argument("--chunk-words", type=int, metavar="N", help="words per Zarr chunk (default: at most 32 MiB of vectors, an even number of equal chunks)")
     p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to parse on")
     p.add_argument(
         "--workers",

@@ -250,6 +250,28 @@ def default_chunk_words(dim: int) -> int:
     return max(1, CHUNK_BYTES // (4 * dim))
 
 
+def ingest_chunk_words(dim: int, n_words: int | None) -> int:
+    """Words per chunk of a new store of ``n_words`` words: at most :func:`default_chunk_words`, in
+    chunks of equal size whose number is even (a multiple of 8 above 8 chunks).
+
+    A chunk is written by one task, so 200,000 x 300 words in 32 MiB chunks (7.15 of them) left one of
+    two workers 4 chunks and the other 3.15; as 8 chunks of 25,000 words 2, 4 or 8 workers get equal
+    shares. The layout depends on the words only, never on the workers. Without ``n_words`` (a file
+    without a header) it is :func:`default_chunk_words`.
+
+    Examples
+    --------
+    >>> ingest_chunk_words(300, 200_000), ingest_chunk_words(300, 20_000), ingest_chunk_words(300, None)
+    (25000, 27962, 27962)
+    """
+    most = default_chunk_words(dim)
+    if not n_words or n_words <= most:
+        return most
+    n_chunks = -(-n_words // most)
+    n_chunks = n_chunks + n_chunks % 2 if n_chunks <= 8 else -(-n_chunks // 8) * 8
+    return -(-n_words // n_chunks)
+
+
 def _is_local(url: str) -> bool:
     return (fsspec.core.split_protocol(str(url))[0] or "file") in ("file", "local")
 

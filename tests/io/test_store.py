@@ -51,6 +51,23 @@ def test_default_chunk_is_32_mib_of_vectors():
     assert store.default_chunk_words(2**30) == 1
 
 
+@pytest.mark.parametrize("dim", [300, 100, 7])
+def test_ingest_chunks_are_equal_and_even_in_number_up_to_32_mib(dim):
+    most = store.default_chunk_words(dim)
+    for n in [1, most - 1, most, most + 1, 2 * most + 5, 3 * most, 7 * most + 1, 8 * most, 9 * most, 71 * most + 3]:
+        cw = store.ingest_chunk_words(dim, n)
+        n_chunks = -(-n // cw)
+        last = n - (n_chunks - 1) * cw
+        assert cw <= most
+        if n <= most:
+            assert cw == most
+            continue
+        assert n_chunks % (2 if n_chunks <= 8 else 8) == 0, (n, cw)
+        assert 0 <= cw - last < n_chunks  # equal but for the rounding of the last chunk
+        assert n_chunks == -(-n // most) or cw > most // 2  # rounded up, never to tiny chunks
+    assert store.ingest_chunk_words(dim, None) == most
+
+
 def test_layout_read_back_by_xarray(tmp_path):
     words, vectors = _data(23)
     vectors[4] = 0
