@@ -397,6 +397,7 @@ def plot_frequency_profile(
         ncols = 1 if n <= 3 else min(4, int(np.ceil(np.sqrt(n))))
     nrows = int(np.ceil(n / ncols))
     max_bins = max(p.n_bins for p in profiles.values())
+    one_key = len({p.key for p in profiles.values()}) == 1
     width = max(7.5, 0.75 * max_bins + 1.5) if ncols == 1 else max(3.6, 0.5 * max_bins + 1.2) * ncols
     fig = Figure(figsize=(width, 1.0 + 2.9 * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, sharey=sharey, squeeze=False).ravel()
@@ -426,7 +427,7 @@ def plot_frequency_profile(
             ax.set_yscale("symlog", linthresh=linthresh)
             _symlog_ticks(ax, linthresh)
         ax.set_title(f"{name}  ({int(prof.count.sum()):,} words)", fontsize=10)
-        if i + ncols >= n:  # axis titles once per column and row of a grid, not on every panel
+        if i + ncols >= n or not one_key:  # axis titles once per column and row of a grid, not on every panel
             ax.set_xlabel("frequency rank bin (log10, 1 = most frequent)" if prof.key == "rank"
                           else "observed frequency bin (log10)", fontsize=8)
         if i % ncols == 0:

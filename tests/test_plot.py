@@ -257,3 +257,12 @@ def test_effect_heatmap_says_why_a_cell_is_empty(cube, tmp_path):
     fig = plot.plot_effect_heatmap(cube.assign(note=(("language", "method", "test"), notes)), test="weat6")
     _save(fig, tmp_path / "why.png")
     assert _texts(fig.axes[0])[-2:] == ["n/a", "coverage"]
+
+
+def test_frequency_profile_panels_of_both_bin_kinds_each_name_their_axis():
+    rng = np.random.default_rng(5)
+    by_rank = profile_by_rank(rng.normal(size=3000))
+    by_freq = profile_by_frequency(rng.normal(size=3000), 1e7 / np.arange(1, 3001), step=0.5)
+    fig = plot.plot_frequency_profile({"en": by_rank, "de": by_freq})
+    top, bottom = [ax for ax in fig.axes if ax.get_visible()]
+    assert top.get_xlabel().startswith("frequency rank bin") and bottom.get_xlabel() == "observed frequency bin (log10)"
