@@ -406,6 +406,7 @@ class _Tasks:
         self._pool = None if client is not None else concurrent.futures.ThreadPoolExecutor(threads, "biasdask-run")
         self._side = concurrent.futures.ThreadPoolExecutor(4, "biasdask-client")
         self.live: set = set()
+        self._closing = False
 
     def _track(self, future, tag):
         self.live.add(future)
@@ -432,6 +433,9 @@ class _Tasks:
         lock = threading.Lock()
 
         def start() -> None:
+            if self._closing:  # the run failed; called back from the pool's shutdown, which holds its lock
+                out.cancel()
+                return
             with contextlib.suppress(RuntimeError):  # the pool was shut down: the run failed
                 self._pool.submit(_resolved, fn, args, kwargs).add_done_callback(lambda f: _copy_outcome(f, out))
 
@@ -474,6 +478,7 @@ class _Tasks:
 
     def close(self) -> None:
         """Cancel what is still running (a run that failed) and stop the threads."""
+        self._closing = True
         remote = [f for f in self.live if not isinstance(f, concurrent.futures.Future)]
         if self.client is not None and remote:
             with contextlib.suppress(Exception):
