@@ -51,10 +51,8 @@ marker. Any failure removes the fresh store and leaves the destination as it was
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import os
-import threading
 import warnings
 from collections.abc import Callable, Iterator
 
@@ -63,7 +61,7 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
-from biasdask.engine.cluster import active_client
+from biasdask.engine.cluster import active_client, workers_keep_freed_memory
 from biasdask.errors import BiasdaskError, InputFormatError
 from biasdask.io import formats
 from biasdask.io.formats import SourceInfo
@@ -441,60 +439,6 @@ def _window(client) -> int:
     return 1 if isinstance(client, _Inline) else 2 * max(1, sum(client.nthreads().values()))
 
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
-_HEAP_KEEP = (32 * 2**20, 256 * 2**20)  # mmap threshold (glibc's largest), trim threshold: while ingesting
-_heap_lock = threading.Lock()
-_heap_users = 0
-
-
-def _keep_freed_memory(keep: bool) -> None:
-    """On a worker: keep (``True``) or give back (``False``) freed memory in the C heap during an ingest.
-
-    Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which also fixes glibc's mmap
-    threshold at 128 KiB: every buffer of a chunk (the parser's arrays, zarr's compression buffers)
-    is then a fresh mapping whose pages the kernel zeroes on first touch (measured: 2.5x the minor
-    page faults of the same work in one process; without the variable the workers' system time was
-    one process's). While ingests run, freed buffers stay
-    in the heap for the next chunk; after the last one the worker's settings are restored and the
-    memory is given back (``malloc_trim``). Nothing happens on other C libraries, or without that
-    variable (glibc then adapts its thresholds by itself).
-    """
-    global _heap_users
-    trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")
-    try:
-        libc = ctypes.CDLL(None)
-        mallopt, malloc_trim = libc.mallopt, libc.malloc_trim
-    except (OSError, AttributeError):
-        return
-    if trim is None or not trim.isdigit():
-        return
-    with _heap_lock:
-        _heap_users = _heap_users + 1 if keep else max(0, _heap_users - 1)
-        if keep and _heap_users == 1:
-            mallopt(_M_MMAP_THRESHOLD, _HEAP_KEEP[0])
-            mallopt(_M_TRIM_THRESHOLD, _HEAP_KEEP[1])
-        elif not keep and _heap_users == 0:
-            mmap = os.environ.get("MALLOC_MMAP_THRESHOLD_", "")
-            mallopt(_M_MMAP_THRESHOLD, int(mmap) if mmap.isdigit() else 128 * 2**10)
-            mallopt(_M_TRIM_THRESHOLD, int(trim))
-            malloc_trim(0)
-
-
-@contextlib.contextmanager
-def _workers_keep_freed_memory(client) -> Iterator[None]:
-    """:func:`_keep_freed_memory` on every worker of ``client`` for the duration of the block."""
-    if isinstance(client, _Inline):
-        yield
-        return
-    with contextlib.suppress(Exception):  # only a saving: never a reason to fail an ingest
-        client.run(_keep_freed_memory, True)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            client.run(_keep_freed_memory, False)
-
-
 class _Inline:
     """Runs the tasks of :meth:`_Job.run_ranges` in this process, in order (``client=None``)."""
 
@@ -570,7 +514,7 @@ class _Job:
 
                 yield block.index, submit
 
-        with _bar(self.progress, self.info.size, f"ingest {self.info.format}") as bar, _workers_keep_freed_memory(client):
+        with _bar(self.progress, self.info.size, f"ingest {self.info.format}") as bar, workers_keep_freed_memory(client):
             _run_parallel(client, jobs(bar), _window(client), self.results.__setitem__)
 
     # byte ranges --------------------------------------------------------------------------------
@@ -662,7 +606,7 @@ class _Job:
             self.results[k] = result
             bar.update(result.n_bytes)
 
-        with _bar(self.progress, end - body, f"ingest {info.format}") as bar, _workers_keep_freed_memory(client):
+        with _bar(self.progress, end - body, f"ingest {info.format}") as bar, workers_keep_freed_memory(client):
             _run_jobs(client, parse_jobs(), _window(client), parsed)
         if target == info.n_words:  # all the header's words were read: nothing else may follow
             formats.check_only_whitespace_after(info, self.storage_options, self.results[len(plan) - 1].end)

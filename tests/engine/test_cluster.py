@@ -241,3 +241,47 @@ def test_workers_load_the_kernels_when_they_join(monkeypatch):
             want = permutation_test_local(x, y, 2000, seed=9, return_null=True)
             assert got.null_distribution.tobytes() == want.null_distribution.tobytes() and got.pvalue == want.pvalue
             assert client.run(_kernel_state) == before  # the batches found every kernel loaded
+
+
+def _mapped_blocks_of_a_fresh_megabyte() -> int:
+    """How many new mmap'd blocks one freshly allocated 1 MiB buffer takes in this process (glibc's
+    ``mallinfo2().hblks``): 1 when malloc maps it, 0 when it comes from the heap."""
+    import ctypes
+
+    import numpy as np
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in
+                    ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    mallinfo2 = ctypes.CDLL(None).mallinfo2
+    mallinfo2.restype = Mallinfo2
+    before = mallinfo2().hblks
+    buffer = np.empty(2**20, dtype=np.uint8)
+    grew = mallinfo2().hblks - before
+    del buffer
+    return grew
+
+
+def test_workers_keep_freed_memory_while_biasdask_works_then_give_it_back():
+    """Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which pins glibc's mmap threshold at 128 KiB: a chunk-sized
+    buffer is then a fresh mapping (zeroed page by page). Inside the block (a run, an ingest) it comes from
+    the heap; nested blocks count; after the last one the workers are as Dask started them."""
+    import ctypes
+
+    from biasdask.engine import cluster as cluster_module
+    from biasdask.engine.cluster import workers_keep_freed_memory
+
+    if not hasattr(ctypes.CDLL(None), "mallinfo2"):
+        pytest.skip("not glibc >= 2.33 (no mallinfo2)")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, Client(cluster) as client:
+        assert set(client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()) == {"65536"}
+        assert set(client.run(_mapped_blocks_of_a_fresh_megabyte).values()) == {1}
+        with workers_keep_freed_memory(client):
+            with workers_keep_freed_memory(client):
+                assert set(client.run(lambda: cluster_module._heap_users).values()) == {2}
+            assert set(client.run(_mapped_blocks_of_a_fresh_megabyte).values()) == {0}
+        assert set(client.run(lambda: cluster_module._heap_users).values()) == {0}
+        assert set(client.run(_mapped_blocks_of_a_fresh_megabyte).values()) == {1}
+    with workers_keep_freed_memory(None):  # no distributed client: nothing to do
+        pass

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from biasdask.cli import main
+from biasdask.engine import cluster as cluster_module
 from biasdask.engine import ingest as ingest_module
 from biasdask.engine.ingest import ingest, plan_ranges
 from biasdask.errors import BiasdaskError, IncompleteStoreError, InputFormatError, StoreConflictError
@@ -233,7 +234,7 @@ def test_parallel_store_is_identical_to_sequential(tmp_path, dask_client, small_
     seq = ingest(src, str(tmp_path / "seq.zarr"), "en", client=False, **kw)
     par = ingest(src, str(tmp_path / "par.zarr"), "en", client=dask_client, **kw)
     assert _store_content(tmp_path / "par.zarr") == _store_content(tmp_path / "seq.zarr")
-    assert set(dask_client.run(lambda: ingest_module._heap_users).values()) == {0}  # workers' heap given back
+    assert set(dask_client.run(lambda: cluster_module._heap_users).values()) == {0}  # workers' heap given back
     assert par.attrs["n_duplicates"] == (2 if max_words is None else 0)
     assert seq.attrs["n_words"] == (698 if max_words is None else 333)
 
