@@ -47,9 +47,9 @@ from tqdm import tqdm
 from biasdask._version import __version__
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load_config, parse_config, split_label
 from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_language
-from biasdask.engine.cluster import active_client, client_scope, n_slots
+from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, pools_summary, prepare_pools
-from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_graph
+from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_stack_graph
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.store import open_embeddings
@@ -167,7 +167,10 @@ def run(
         done = rs.done_cells(cfg.output, storage_options=options)
         if c is not None:
             log.info("running on Dask scheduler %s; dashboard: %s", c.scheduler.address, c.dashboard_link)
-        with progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar:
+        with (
+            progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar,
+            workers_keep_freed_memory(c),  # chunks read for u: without it, 2-3x the time of one process
+        ):
             failures += _Stream(cfg, options, c, _CellWriter(cfg, options, bar)).run(stores, done)
     rs.compact_results(cfg.output, storage_options=options)
     if failures:
@@ -648,7 +651,7 @@ class _Stream:
             self._count(lang.code)
 
     def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str):
-        """(scores graph, its delayed attributes, the computed attribute sets): the attribute rows are
+        """(scores graph, u stacked on t, its delayed attributes, the computed attribute sets): the attribute rows are
         read by a task, whose few values this thread (not the loop) waits for; the graph is then built
         with them, so that no task of it runs twice under two names."""
         cfg = self.cfg
@@ -658,7 +661,7 @@ class _Stream:
             (attributes,) = future.result()
         finally:
             self.tasks.release([future])
-        return *scores_graph(
+        return *scores_stack_graph(
             emb,
             lang.a,
             lang.b,
@@ -671,29 +674,29 @@ class _Stream:
             attributes=attributes,
         ), attributes
 
-    def _context_graph(self, emb: xr.Dataset, plan: LanguagePlan, label: str) -> xr.Dataset:
+    def _context_graph(self, emb: xr.Dataset, plan: LanguagePlan, label: str) -> tuple[xr.Dataset, None, None, None]:
         from biasdask.engine.frequency import context_scores
 
         return context_scores(
             emb, methods=plan.families[label], max_words=self.cfg.max_words, association=split_label(label)[1]
-        ), None, None
+        ), None, None, None
 
     def _graph_ready(self, label: str, lang, emb: xr.Dataset, plan: LanguagePlan, future) -> None:
         """Submit a family's work once its scores graph is built (or note why it cannot run)."""
         test, association = split_label(label)
         if test == "context":
             try:
-                sc, _, _ = future.result()
+                sc, _, _, _ = future.result()
             except MissingWordsError as exc:
                 self._fail(lang.code, exc)
                 log.warning("%s: %s test not run: %s", lang.code, label, exc)
                 return
             values = {"weighting": None, "u_association": association}
-            self._start_family(lang.code, label, sc, None, plan.families[label], values, -1, -1)
+            self._start_family(lang.code, label, sc, None, None, plan.families[label], values, -1, -1)
             return
         gender = plan.families.get(label, ())
         try:
-            sc, meta, (_, set_a, set_b) = future.result()
+            sc, stacked, meta, (_, set_a, set_b) = future.result()
         except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
             missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
             note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
@@ -718,7 +721,7 @@ class _Stream:
         if missing and gender:
             log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
             values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
-        utm = self._start_family(lang.code, label, sc, meta, gender, values, len(set_a.used), len(set_b.used))
+        utm = self._start_family(lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used))
         if plan.need_scores:  # the scores come to the client, to be written
             self.tasks.report(utm, ("scores", lang.code, sc, label))
             self._count(lang.code)
@@ -746,13 +749,15 @@ class _Stream:
             self.tasks.beside(rs.write_scores, self.cfg.output, code, scores_, self.options, tag=("written", code))
             self._count(code)
 
-    def _start_family(self, code: str, test: str, sc: xr.Dataset, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
-        """Submit the scores graph (with ``meta``, the delayed attributes of gender scores) and, for
-        ``methods``, the pool and its summary; return the future of (u stacked on t[, meta])."""
+    def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
+        """Submit the scores graph (``stacked``: u stacked on t, as :func:`scores_stack_graph` builds it;
+        None: from ``sc``; with ``meta``, the delayed attributes of gender scores) and, for ``methods``,
+        the pool and its summary; return the future of (u stacked on t[, meta])."""
         rank = self.priority[code]
-        # u and t as ONE array: given separately, u (inside t too) would be computed twice, once per
-        # name Dask gives the two collections' tasks.
-        stacked = da.concatenate([sc["u"].data[None, :], sc["t"].data])
+        if stacked is None:
+            # u and t as ONE array: given separately, u (inside t too) would be computed twice, once
+            # per name Dask gives the two collections' tasks.
+            stacked = da.concatenate([sc["u"].data[None, :], sc["t"].data])
         utm = self.tasks.compute(stacked, *(() if meta is None else (meta,)), priority=rank)
         if not methods:
             return utm

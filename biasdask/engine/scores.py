@@ -125,7 +125,7 @@ def attribute_rows(emb: xr.Dataset, terms: Sequence[AttributeTerm]) -> tuple[lis
 def stored_rows(url: str, storage_options: dict | None, chunk: int, rows: np.ndarray, dim: int) -> np.ndarray:
     """Task: the float32 ``vectors`` of a store at the (sorted) ``rows``, reading only the chunks that hold them."""
     index = rows // chunk
-    parts = [read_chunk(url, storage_options, "vectors", int(i))[rows[index == i] - i * chunk] for i in np.unique(index)]
+    parts = [read_chunk(url, storage_options, "vectors", int(i), rows[index == i] - i * chunk) for i in np.unique(index)]
     return np.concatenate(parts) if parts else np.empty((0, dim), dtype=np.float32)
 
 
@@ -189,14 +189,12 @@ def read_rows(emb: xr.Dataset, words: Iterable[str], client: Client | None = Non
 _DECODE_ROWS = 1024
 
 
-def stored_association(
-    url: str, storage_options: dict | None, chunk: int, kind: Association, axes: np.ndarray, block_info=None
-) -> np.ndarray:
-    """The association ``kind`` (:func:`biasdask.stats.association.associate`) of the rows of one block
-    of a store's ``vectors`` (the first rows of chunk ``start // chunk``), read as stored: scaled integers are decoded a cache-sized block at a time into float32 (the values
+def stored_association(url: str, storage_options: dict | None, chunk: int, kind: Association, axes: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The association ``kind`` (:func:`biasdask.stats.association.associate`) of rows ``start:stop``
+    of a store's ``vectors``, the first rows of chunk ``start // chunk``, read as stored: scaled
+    integers are decoded a cache-sized block at a time into float32 (the values
     :func:`biasdask.io.store.read_chunk` gives) and fed to the same association kernel, so u is bit for
     bit the one computed from the float32 vectors."""
-    (start, stop), = block_info[None]["array-location"]
     index, n = start // chunk, stop - start
     stored, _ = read_stored_vectors(url, storage_options, index)  # negative zeros change no dot product
     norms = read_chunk(url, storage_options, "norm", index)[:n]
@@ -209,6 +207,45 @@ def stored_association(
         decode_scaled(stored[lo:hi], scratch[: hi - lo])
         out[lo:hi] = associate(kind, scratch[: hi - lo], norms[lo:hi], axes)
     return out
+
+
+def score_rows(u: np.ndarray, start: int, n: int, methods: Sequence[str], **extras: np.ndarray) -> np.ndarray:
+    """The rows u, t(method)... of the words ``start:start + len(u)`` of a vocabulary of ``n`` (SPEC §1).
+
+    ``extras``: ``mask`` (False: excluded, u and t NaN), ``rank`` (default: ``start + 1``...), and
+    ``frequency`` (the renormalised observed frequencies) of these words. Float32 rows, each t the
+    float64 product rounded once (what ``(z * u).astype(np.float32)`` gives).
+    """
+    if "mask" in extras:
+        u = np.where(extras["mask"], u, np.float32(np.nan))
+    out = np.empty((1 + len(methods), u.size), dtype=np.float32)
+    out[0] = u
+    for row, method in enumerate(methods, 1):
+        if method == "uniform":
+            out[row] = u
+        elif method == "zipf":
+            rank = extras.get("rank")
+            out[row] = zipf_weights(np.arange(start + 1, start + u.size + 1) if rank is None else rank, n) * u
+        else:
+            out[row] = extras["frequency"] * u
+    return out
+
+
+def stored_scores(
+    url: str, storage_options: dict | None, chunk: int, kind: Association, axes: np.ndarray, *arrays: np.ndarray,
+    n: int, methods: Sequence[str], extras: Sequence[str], block_info=None,
+) -> np.ndarray:
+    """Task: :func:`score_rows` of one block of a store's words (its :func:`stored_association`);
+    ``arrays`` are the block's ``extras`` in that order."""
+    (start, stop) = block_info[None]["array-location"][1]
+    u = stored_association(url, storage_options, chunk, kind, axes, start, stop)
+    return score_rows(u, start, n, methods, **dict(zip(extras, arrays)))
+
+
+def _scores_block(u: np.ndarray, *arrays: np.ndarray, n: int, methods: Sequence[str], extras: Sequence[str], block_info=None) -> np.ndarray:
+    """Task: :func:`score_rows` of one block of an in-memory model's words."""
+    start = block_info[None]["array-location"][1][0]
+    return score_rows(u, start, n, methods, **dict(zip(extras, arrays)))
 
 
 @functools.lru_cache(maxsize=4)
@@ -370,6 +407,32 @@ def scores_graph(
         ``dask.delayed`` dict of the others (``n_a``... ``n_zero_vectors``), whose computation raises
         :class:`MissingWordsError` when A or B has no usable word (so do ``u`` and ``t``'s).
     """
+    out, _, meta = scores_stack_graph(
+        emb, a, b, methods, max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words,
+        dedupe_vectors=dedupe_vectors, frequency_language=frequency_language, storage_options=storage_options,
+        association=association, attributes=attributes,
+    )
+    return out, meta
+
+
+def scores_stack_graph(
+    emb: Embeddings,
+    a: Sequence[str | AttributeTerm],
+    b: Sequence[str | AttributeTerm],
+    methods: Iterable[Method] = ("uniform", "zipf"),
+    *,
+    max_words: int | None = None,
+    exclude_attributes: bool = False,
+    exclude_words: str | Iterable[str] = (),
+    dedupe_vectors: bool = False,
+    frequency_language: str | None = None,
+    storage_options: dict | None = None,
+    association: Association = "cosine",
+    attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
+) -> tuple[xr.Dataset, da.Array, Delayed]:
+    """:func:`scores_graph`, and the one array (rows u, t(method)..., words) that the Dataset's ``u`` and
+    ``t`` are rows of: computing it runs one task per chunk of the store (u and t given apart would
+    each be computed by tasks of their own)."""
     emb = as_dataset(emb, storage_options)
     a, b = word_list(a, "a"), word_list(b, "b")
     methods = tuple(methods)
@@ -395,30 +458,8 @@ def scores_graph(
     v = vectors.data
     if not isinstance(v, da.Array):  # an in-memory model: chunk it like a store
         v = da.from_array(v, chunks=(default_chunk_words(v.shape[1]), -1), name=False)
-    norm = da.asarray(emb["norm"].data).rechunk(v.chunks[0])
-    if stored is not None:  # straight from the stored chunks: one task per chunk, no float copy of scaled ones
-        u = da.map_blocks(
-            stored_association,
-            stored.url,
-            stored.storage_options,
-            stored.chunk,
-            association,
-            axes,
-            chunks=(v.chunks[0],),
-            dtype=np.float32,
-            meta=np.empty((0,), np.float32),
-        )
-    else:
-        u = da.map_blocks(
-            _associate_block,
-            v,
-            norm[:, None],
-            association,
-            axes,
-            drop_axis=1,
-            dtype=np.float32,
-            meta=np.empty((0,), np.float32),
-        )
+    chunks = v.chunks[0]
+    norm = da.asarray(emb["norm"].data).rechunk(chunks)
     excluded = set(excluded_words(exclude_words))
     if exclude_attributes:
         excluded |= {t for term in as_terms([*a, *b]) for t in term.tokens}
@@ -431,33 +472,49 @@ def scores_graph(
         first = first_of_each_vector(hashes)[:n]
         n_duplicates = int(np.count_nonzero(~first & mask))
         mask &= first
-    if not mask.all():
-        u = da.where(da.from_array(mask, chunks=u.chunks), u, np.float32(np.nan))
 
-    rank = da.asarray(emb["rank"].data).rechunk(u.chunks)
-    t_rows = []
-    for m in methods:
-        if m == "uniform":
-            t_rows.append(u)
-        elif m == "zipf":
-            z = rank.map_blocks(lambda r: zipf_weights(r, n), dtype=np.float64)
-            t_rows.append((z * u).astype(np.float32))
-        else:
-            lang = frequency_language or language
-            check_frequency_language(lang)
-            words = da.from_array(np.asarray(emb["word"].values).astype(object), chunks=u.chunks)
-            freq = words.map_blocks(_observed_frequencies, lang, dtype=np.float64)
-            # Only the words tested share the weight (not excluded words, duplicates or zero vectors).
-            in_use = da.from_array(mask, chunks=u.chunks) & (norm > 0)
-            freq = da.where(in_use, freq, np.nan)
-            # Renormalising needs the global total, so the weights are one small reduction first.
-            z = da.from_array(frequency_weights(freq.compute()), chunks=u.chunks)
-            t_rows.append((z * u).astype(np.float32))
-    t = da.stack(t_rows) if t_rows else da.empty((0, n), dtype=np.float32, chunks=(1, u.chunks[0]))
+    # What a chunk's rows need besides its vectors, as arrays chunked like them (only when needed).
+    extras: dict[str, da.Array] = {}
+    if not mask.all():
+        extras["mask"] = da.from_array(mask, chunks=chunks)
+    if stored is not None:  # a store's ranks are 1..N in row order (its format): nothing to read
+        rank_coord = xr.Variable(("word",), np.arange(1, n + 1, dtype=np.int64), attrs=emb["rank"].attrs)
+    else:
+        rank_coord = emb["rank"]
+        if "zipf" in methods:
+            extras["rank"] = da.asarray(emb["rank"].data).rechunk(chunks)
+    if "frequency" in methods:
+        lang = frequency_language or language
+        check_frequency_language(lang)
+        words = da.from_array(np.asarray(emb["word"].values).astype(object), chunks=chunks)
+        freq = words.map_blocks(_observed_frequencies, lang, dtype=np.float64)
+        # Only the words tested share the weight (not excluded words, duplicates or zero vectors).
+        in_use = da.from_array(mask, chunks=chunks) & (norm > 0)
+        freq = da.where(in_use, freq, np.nan)
+        # Renormalising needs the global total, so the weights are one small reduction first.
+        extras["frequency"] = da.from_array(frequency_weights(freq.compute()), chunks=chunks)
+
+    # u and every t row of a chunk in ONE task (a store's; two for an in-memory model): a task per
+    # weighting, mask and rank read cost more in Dask's per-task overhead than in arithmetic.
+    shape = dict(chunks=((1 + len(methods),), chunks), dtype=np.float32, meta=np.empty((0, 0), np.float32))
+    if extras:
+        shape["new_axis"] = [0]
+    rows = dict(n=n, methods=methods, extras=tuple(extras))
+    if stored is not None:  # straight from the stored chunks, no float copy of scaled ones
+        ut = da.map_blocks(
+            stored_scores, stored.url, stored.storage_options, stored.chunk, association, axes, *extras.values(), **rows, **shape
+        )
+    else:
+        u = da.map_blocks(
+            _associate_block, v, norm[:, None], association, axes, drop_axis=1, dtype=np.float32, meta=np.empty((0,), np.float32)
+        )
+        shape["new_axis"] = [0]
+        ut = da.map_blocks(_scores_block, u, *extras.values(), **rows, **shape)
+    u, t = ut[0], ut[1:]
 
     out = xr.Dataset(
         {"u": (("word",), u), "t": (("method", "word"), t)},
-        coords={"word": emb["word"], "rank": emb["rank"], "method": list(methods)},
+        coords={"word": emb["word"], "rank": rank_coord, "method": list(methods)},
     )
     out.attrs.update(
         language=language,
@@ -466,7 +523,9 @@ def scores_graph(
         n_duplicate_vectors=n_duplicates,
         association=association,
     )
-    return out, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, (norm == 0).sum())
+    # A store whose ingest found no zero vector has none among the words used: no pass over the norms.
+    n_zero = 0 if stored is not None and emb.attrs.get("n_zero_vectors") == 0 else (norm == 0).sum()
+    return out, ut, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, n_zero)
 
 
 def attributes_graph(
@@ -476,9 +535,9 @@ def attributes_graph(
     ``(axes, set_a, set_b)`` (:class:`AttributeSet`): a task reads the rows (the client only looks the
     words up). Its computation raises :class:`MissingWordsError` when A or B has no usable word."""
     terms_a, terms_b = as_terms(a), as_terms(b)
+    # one read for both sets: they usually lie in the same (first) chunks
     return dask.delayed(_attributes, pure=True, nout=3)(
-        association, terms_a, *attribute_rows(emb, terms_a), terms_b, *attribute_rows(emb, terms_b),
-        str(emb.attrs.get("language", "?")),
+        association, terms_a, terms_b, *attribute_rows(emb, [*terms_a, *terms_b]), str(emb.attrs.get("language", "?"))
     )
 
 
@@ -486,10 +545,10 @@ def _associate_block(block: np.ndarray, norm: np.ndarray, kind: Association, axe
     return associate(kind, block, norm[:, 0], axes)
 
 
-def _attributes(association, terms_a, found_a, rows_a, terms_b, found_b, rows_b, language):
-    """Task: the attribute sets A and B from their rows, and the association's axes."""
-    attr_a = attribute_set_from_rows(terms_a, found_a, rows_a, "A", language)
-    attr_b = attribute_set_from_rows(terms_b, found_b, rows_b, "B", language)
+def _attributes(association, terms_a, terms_b, found, rows, language):
+    """Task: the attribute sets A and B from the rows of their tokens, and the association's axes."""
+    attr_a = attribute_set_from_rows(terms_a, found, rows, "A", language)
+    attr_b = attribute_set_from_rows(terms_b, found, rows, "B", language)
     return association_axes(association, *_attribute_vectors(association, terms_a, terms_b, attr_a, attr_b, language)), attr_a, attr_b
 
 

@@ -675,11 +675,13 @@ def _read_block(url: str, storage_options: dict | None, name: str, chunk: int, b
     return read_chunk(url, storage_options, name, start // chunk)
 
 
-def read_chunk(url: str, storage_options: dict | None, name: str, index: int) -> np.ndarray:
-    """Chunk ``index`` of array ``name`` of the store at ``url``, checksum verified.
+def read_chunk(url: str, storage_options: dict | None, name: str, index: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Chunk ``index`` of array ``name`` of the store at ``url``, checksum verified; only its ``rows``
+    (positions within the chunk) when given.
 
     ``vectors`` are float32 whatever the store's encoding: scaled integers are decoded (and their
-    negative zeros restored), bit for bit the values that were written.
+    negative zeros restored), bit for bit the values that were written; with ``rows``, only those
+    rows are decoded.
 
     Raises
     ------
@@ -689,9 +691,12 @@ def read_chunk(url: str, storage_options: dict | None, name: str, index: int) ->
     """
     if name == "vectors":
         stored, negative = read_stored_vectors(url, storage_options, index)
+        if rows is not None:
+            stored, negative = stored[rows], None if negative is None else negative[rows]
         return _decoded(stored, negative)
     array = _open_chunk(url, storage_options, name, index)
-    return _read_verified(url, storage_options, array, name, _chunk_rows(array, index))
+    values = _read_verified(url, storage_options, array, name, _chunk_rows(array, index))
+    return values if rows is None else values[rows]
 
 
 def read_stored_vectors(url: str, storage_options: dict | None, index: int) -> tuple[np.ndarray, np.ndarray | None]:

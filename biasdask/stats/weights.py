@@ -8,14 +8,18 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 METHODS = ("uniform", "zipf", "frequency")
 
 
+@functools.lru_cache(maxsize=64)
 def harmonic_number(n: int) -> float:
-    """H_n = Σ_{k=1..n} 1/k, summed from the small terms up for accuracy."""
+    """H_n = Σ_{k=1..n} 1/k, summed from the small terms up for accuracy (cached: every chunk of a
+    vocabulary's Zipf weights needs the same H_N)."""
     if n < 1:
         raise ValueError(f"harmonic number needs n >= 1, got {n}")
     return float(np.sum(1.0 / np.arange(n, 0, -1, dtype=np.float64)))

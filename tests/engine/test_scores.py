@@ -1,3 +1,4 @@
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -338,3 +339,46 @@ def test_u_read_from_stored_chunks_is_bit_identical_in_every_encoding(tmp_path, 
         u = scores(emb, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)["u"]
         assert u.chunks == ((256, 44) if max_words else (256, 256, 188),)
         assert u.values.tobytes() == expected.tobytes() and np.isnan(u.values[7])
+
+
+@pytest.mark.parametrize("exclude", [(), ("w10", "w300")])
+def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path, exclude):
+    """Over a store, u and every t row of a chunk come from ONE task (plus one for the exclusion mask's
+    block when words are excluded); the rows equal a plain numpy computation from the stored float32
+    vectors: t_zipf = float32((1/k)/H_N * u) with ranks 1..N, NaN where excluded or zero."""
+    from biasdask.engine.scores import attributes_graph, scores_stack_graph
+    from biasdask.io import store
+
+    rng = np.random.default_rng(8)
+    n, d = 600, 10
+    vec = (np.rint(rng.normal(0, 0.3, (n, d)) * 10000) / 10000).astype(np.float32)
+    vec[5] = 0
+    words = np.array(["male", "man", "female", "woman"] + [f"w{i}" for i in range(4, n)], dtype=object)
+    norms = np.sqrt(np.square(vec, dtype=np.float64).sum(axis=1)).astype(np.float32)
+    url = str(tmp_path / "s.zarr")
+    store.prepare_store(url, None, language="en", source="s", format="vec", dim=d, chunk_words=200, n_words=n, vector_encoding="int16")
+    for start in range(0, n, 200):
+        store.write_block(url, None, start, words[start : start + 200], vec[start : start + 200], norms[start : start + 200])
+    store.finish_store(url, None, {"n_words": n, "n_zero_vectors": 1})
+    emb = store.open_embeddings(url)
+    a, b = ["male", "man"], ["female", "woman"]
+    (attributes,) = dask.compute(attributes_graph(emb, a, b, "cosine"), scheduler="sync")
+    sc, ut, meta = scores_stack_graph(emb, a, b, ["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes)
+    assert len(ut.__dask_graph__()) == 3 * (2 if exclude else 1)
+    got, found = dask.compute(ut, meta, scheduler="sync")
+
+    v = vec.astype(np.float64)
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
+    direction = unit(v[:2]).mean(0) - unit(v[2:4]).mean(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = ((v @ direction) / norms).astype(np.float32)
+    u[[int(w[1:]) for w in exclude]] = np.nan
+    h = np.sum(1.0 / np.arange(n, 0, -1, dtype=np.float64))
+    zipf = ((1.0 / np.arange(1, n + 1)) / h * u).astype(np.float32)
+    np.testing.assert_allclose(got[0], u, rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(got[1].tobytes(), got[0].tobytes())
+    np.testing.assert_allclose(got[2], zipf, rtol=3e-6, atol=1e-12)
+    assert np.isnan(got[:, 5]).all() and all(np.isnan(got[:, int(w[1:])]).all() for w in exclude)
+    assert found["n_zero_vectors"] == 1 and sc["rank"].values.tolist() == list(range(1, n + 1))
+    loaded = sc.compute(scheduler="sync")
+    assert loaded["u"].values.tobytes() == got[0].tobytes() and loaded["t"].values.tobytes() == got[1:].tobytes()

@@ -218,6 +218,9 @@ def test_scaled_store_round_trip_keeps_negative_zeros_and_any_zarr_reader_decode
     ds = store.open_embeddings(url)
     assert ds.attrs["vector_encoding"] == "int16" and ds.attrs["vector_scale"] == 10000
     assert ds.vectors.values.tobytes() == vectors.tobytes()  # -0.0 included
+    rows = np.array([0, 3, 9])  # of chunk 0: only these are decoded, -0.0 and all
+    assert store.read_chunk(url, None, "vectors", 0, rows).tobytes() == vectors[rows].tobytes()
+    assert store.read_chunk(url, None, "norm", 1, np.array([2])).tobytes() == norms[[12]].tobytes()
     plain = xr.open_zarr(url, consolidated=False).vectors.values  # zarr's codec: equal numbers, +0.0 for -0.0
     assert plain.dtype == np.float32 and np.array_equal(plain, vectors) and plain.tobytes() != vectors.tobytes()
     meta = json.loads((tmp_path / "s.zarr" / "vectors" / "zarr.json").read_text())
