@@ -12,8 +12,8 @@ most of it). It
    (``biasdask.ingest``) and runs the study (``biasdask.run``: the ``gender`` test, ``uniform`` and
    ``zipf``), recording Dask's task stream; it prints per stage the wall time, the workers'
    compute-seconds and the throughput: ingest, scores (tasks that read vectors and compute u),
-   permutations (permutation-batch tasks), writes (time the client spends in the results store's
-   ``write*`` functions), and the workers' **busy fraction** = Σ task compute time / (worker threads
+   permutations (permutation-batch tasks), writes (tasks writing a language's per-word scores; and
+   the time the client spends writing cells in the results store's ``write*`` functions), and the workers' **busy fraction** = Σ task compute time / (worker threads
    x wall time of the stream, from its first task to its last write; also over the whole call);
 3. times the same study done the way a user would without biasdask on a sample (gensim
    ``KeyedVectors.load_word2vec_format``, a numpy matvec for u, a loop of ``rng.permutation`` over
@@ -103,8 +103,10 @@ def timed_writes():
 
 
 def stage_of(key: str) -> str:
-    """Stage of a task from its key prefix: permutation batches, else reading/scoring."""
+    """Stage of a task from its key prefix: writing per-word scores, permutation batches, else reading/scoring."""
     prefix = str(key).strip("('\"").lower()
+    if "write" in prefix:
+        return "writes"
     return "permutations" if any(k in prefix for k in ("null", "perm", "pools", "_summary")) else "scores"
 
 
@@ -208,11 +210,12 @@ def report(r: dict, args, total_bytes: int) -> None:
         unit = "words/s per busy thread" if stage == "scores" else "permutation x words/s per busy thread"
         print(f"{stage:13s} {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute "
               f"({r['cpu'].get(stage, math.nan):.2f} s CPU)  {s['tasks']:5d} tasks  {rate:,.0f} {unit}")
+    s = r["spans"].get("writes")
+    if s is not None:
+        print(f"writes        {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute "
+              f"({r['cpu'].get('writes', math.nan):.2f} s CPU)  {s['tasks']:5d} tasks  (per-word scores, written by tasks)")
     w = r["writes"]
-    if w["calls"]:
-        print(f"writes        {w['seconds']:7.2f} s in the client ({w['calls']} calls)")
-    else:
-        print("writes        n/a (the engine does not call biasdask.io.results.write* through the module)")
+    print(f"cell writes   {w['seconds']:7.2f} s in the client ({w['calls']} calls of biasdask.io.results.write*)")
     print(f"run           {r['run_wall']:7.2f} s wall (first task after {r['lead_in']:.2f} s); stream {r['stream_wall']:.2f} s "
           f"(first task to last write)")
     print(f"busy fraction {100 * r['busy']:5.1f} % of the stream (target >= 85 %); {100 * r['busy_call']:5.1f} % of the whole call")
@@ -341,11 +344,11 @@ def seed_000(results: list[dict], args, kernel: dict) -> None:
         perms_seed = SEED_LANGUAGES * kernel["per_language"]
         perms_cluster = r["cpu"].get("permutations", math.nan) * (SEED_LANGUAGES * SEED_PERMUTATIONS * SEED_WORDS) / (
             args.languages * args.permutations * args.words)
-        writes_seed = kernel["write_per_word"] * seed_words  # the client's writes: per-word scores dominate
+        writes_seed = kernel["write_per_word"] * seed_words  # per-word scores dominate (written by tasks)
         total = scores_seed + perms_seed + writes_seed
         used = min(1.0, r["busy"] * r["threads"] / cores)  # over-subscribed threads share the cores
         print(f"{r['label']}: scores {scores_seed:,.0f} CPU-s ({read_rate / 1e6:,.0f} MB of store per CPU-s) + "
-              f"permutations {perms_seed:,.0f} + writes {writes_seed:,.0f} (client) = {total:,.0f} CPU-s "
+              f"permutations {perms_seed:,.0f} + writes {writes_seed:,.0f} = {total:,.0f} CPU-s "
               f"-> {total / cores:,.0f} s if the cores are always busy, {total / (cores * max(used, 1e-9)):,.0f} s "
               f"with them {100 * used:.0f} % busy as here (target <= 60 s); "
               f"[permutations scaled from this run's tasks at N = {args.words:,} instead: {perms_cluster:,.0f} CPU-s]")

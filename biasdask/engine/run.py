@@ -13,8 +13,9 @@ they were computed (one pool for all the family's weightings:
 depend on that pool (so it travels only to the workers that run them), and a last task assembles the
 family's results. A classic cell is one task on the few rows it reads (:func:`_cell_rows`), loaded by
 one task for all the language's classic cells. Tasks of earlier languages go first. The client's loop only plans, submits, writes each cell
-the moment its results arrive (in any order) and starts the next language as one finishes; per-word
-scores are written by a thread of the client, beside the loop.
+the moment its results arrive (in any order) and starts the next language as one finishes; a
+language's per-word scores are written by a task, where they were computed (they never travel to the
+client; the words come from the embedding store).
 
 Cells already marked done in the results store are skipped, so a killed run resumes where it stopped.
 The weightings of a family share one seed (that of its ``uniform`` cell, :func:`family_seed`) and so
@@ -52,7 +53,7 @@ from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, p
 from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_stack_graph
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
-from biasdask.io.store import open_embeddings
+from biasdask.io.store import open_embeddings, read_vocabulary, stored_vectors
 from biasdask.lexicon import AttributeTerm
 from biasdask.progress import progress_bar
 
@@ -492,6 +493,45 @@ class _Tasks:
         self.live.clear()
 
 
+@dataclass(frozen=True)
+class _ScoresPart:
+    """What a task needs, besides the computed rows, to rebuild one association's per-word scores
+    (:func:`scores_stack_graph`'s Dataset) where they were computed: the words come from the store when
+    the embedding is one (the task reads them there), else with the task."""
+
+    methods: tuple[str, ...]
+    attrs: dict
+    n_words: int
+    store: tuple[str, dict | None] | None = None
+    words: np.ndarray | None = None
+    rank: np.ndarray | None = None  # None: 1..n_words (a store's)
+
+    @classmethod
+    def of(cls, sc: xr.Dataset, emb: xr.Dataset) -> _ScoresPart:
+        stored = stored_vectors(emb["vectors"].data)
+        common = dict(methods=tuple(str(m) for m in sc["method"].values), attrs=dict(sc.attrs), n_words=sc.sizes["word"])
+        if stored is not None:
+            return cls(**common, store=(stored.url, stored.storage_options))
+        return cls(**common, words=np.asarray(sc["word"].values), rank=np.asarray(sc["rank"].values))
+
+    def dataset(self, computed: tuple, words: np.ndarray) -> xr.Dataset:
+        """The scores from the computed ``(u stacked on t, attributes found)``."""
+        stacked, found = computed
+        rank = np.arange(1, self.n_words + 1, dtype=np.int64) if self.rank is None else self.rank
+        return xr.Dataset(
+            {"u": (("word",), stacked[0]), "t": (("method", "word"), stacked[1:])},
+            coords={"word": words, "rank": ("word", rank), "method": list(self.methods)},
+            attrs={**self.attrs, **found},
+        )
+
+
+def _write_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], *computed) -> None:
+    """Task: write a language's per-word scores (every association's, cosine's first) into the results."""
+    first = parts[0][1]
+    words = first.words if first.store is None else read_vocabulary(*first.store, first.n_words)
+    rs.write_scores(url, code, _with_associations({a: p.dataset(c, words) for (a, p), c in zip(parts, computed)}), options)
+
+
 @dataclass
 class _Family:
     """A permutation family in flight: its cells' shared values, and the futures it holds."""
@@ -564,7 +604,7 @@ class _Stream:
         self.failures: list[str] = []
         self.pending: dict[str, int] = {}  # language -> tagged tasks not yet handled
         self.families: dict[tuple[str, str], _Family] = {}
-        self.scores_parts: dict[str, tuple[list[str], dict[str, xr.Dataset]]] = {}  # see _scores_part
+        self.scores_parts: dict[str, tuple[list[str], dict[str, tuple]]] = {}  # see _scores_part
         self.langs = {lang.code: lang for lang in cfg.languages}
         self.waiting: list = []  # languages not started yet
         # Among tasks ready at once, a distributed scheduler runs an earlier language's first: its cells
@@ -722,31 +762,33 @@ class _Stream:
             log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
             values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
         utm = self._start_family(lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used))
-        if plan.need_scores:  # the scores come to the client, to be written
-            self.tasks.report(utm, ("scores", lang.code, sc, label))
-            self._count(lang.code)
+        if plan.need_scores:  # written by a task where they were computed, once every association's are submitted
+            self._scores_part(lang.code, label, (_ScoresPart.of(sc, emb), utm))
 
     def _fail(self, code: str, exc: Exception) -> None:
         line = f"{code}: {exc}"
         if line not in self.failures:
             self.failures.append(line)
 
-    def _scores_part(self, code: str, label: str, sc: xr.Dataset | None) -> None:
-        """Collect one association's scores (None: it failed); write the language's scores once all
-        of its associations are in (in the study's order), if cosine's is among them."""
+    def _scores_part(self, code: str, label: str, part: tuple | None) -> None:
+        """Collect one association's scores (``(its _ScoresPart, the future of u stacked on t and the
+        attributes)``; None: it failed); once all of the language's associations are in, if cosine's is
+        among them, a task writes its scores (in the study's order), where they were computed."""
         if code not in self.scores_parts:
             return
         expected, got = self.scores_parts[code]
-        if sc is None:
+        if part is None:
             expected.remove(label)
         else:
-            got[label] = sc
+            got[label] = part
         if len(got) < len(expected):
             return
         del self.scores_parts[code]
         if cube_label("gender", "cosine") in got:
-            scores_ = _with_associations({split_label(label)[1]: got[label] for label in expected})
-            self.tasks.beside(rs.write_scores, self.cfg.output, code, scores_, self.options, tag=("written", code))
+            parts = [(split_label(label)[1], got[label][0]) for label in expected]
+            computed = [got[label][1] for label in expected]
+            self.tasks.submit(_write_scores, self.cfg.output, code, self.options, parts, *computed,
+                              tag=("written", code, computed), priority=self.priority[code])
             self._count(code)
 
     def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
@@ -780,16 +822,9 @@ class _Stream:
         if kind == "graph":
             self._graph_ready(*tag[2:], future)
             self.tasks.release([future])
-        elif kind == "scores":  # written by a thread, beside the loop, once every association's are in
-            sc, label = tag[2], tag[3]
-            self.tasks.release([future])
-            stacked, found = future.result()
-            out = sc.copy(data={"u": stacked[0], "t": stacked[1:]})
-            out.attrs = {**sc.attrs, **found}
-            self._scores_part(code, label, out)
         elif kind == "written":
             future.result()
-            self.tasks.release([future])
+            self.tasks.release([future, *tag[2]])
         elif kind == "summary":
             self._submit_batches(code, tag[2], future.result())
         elif kind == "cells":

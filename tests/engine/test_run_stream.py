@@ -223,3 +223,24 @@ def test_closing_the_threads_of_a_failed_run_does_not_wait_on_itself():
     release.set()
     assert not closer.is_alive(), "close() waits on the pool it is shutting down"
     assert queued.cancelled()
+
+
+def test_per_word_scores_are_written_where_they_were_computed(tmp_path, stores, dask_client, monkeypatch):
+    """A language's per-word scores never travel to the client: a task on a worker writes them (the
+    client's write_scores is never called), and they equal biasdask.scores computed in this process
+    (words, ranks, u, every t row, attributes)."""
+    monkeypatch.setattr(rs, "write_scores", lambda *a, **k: pytest.fail("the client wrote per-word scores"))
+    study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform", "zipf"], tests=["gender"])
+    with get_task_stream(dask_client) as ts:
+        biasdask.run(study, client=dask_client, progress=False)
+    writers = {t["worker"] for t in ts.data if str(t["key"]).startswith("_write_scores")}
+    assert writers and writers <= set(dask_client.nthreads())
+    for code in WORDS:
+        written = rs.open_scores(study["output"], code).load()
+        direct = biasdask.scores(stores[code], written.attrs["used_a"], written.attrs["used_b"], methods=["uniform", "zipf"]).load()
+        assert list(written["word"].values) == list(direct["word"].values)
+        assert written["rank"].values.tolist() == list(range(1, direct.sizes["word"] + 1))
+        assert written["u"].values.tobytes() == direct["u"].values.tobytes()
+        assert written["t"].values.tobytes() == direct["t"].values.tobytes()
+        for key in ("n_a", "n_b", "used_a", "used_b", "n_words", "n_zero_vectors", "association"):
+            assert written.attrs[key] == direct.attrs[key], key
