@@ -205,23 +205,31 @@ def batch_plan(n_values: int, n_permutations: int, batch_size: int | None = None
 
 def pools_batch(pools: list[tuple[list[int], PreparedTests]], start: int, stop: int) -> np.ndarray:
     """Null statistics of permutations [start, stop) of every row, shape (rows, stop - start), rows in
-    the order of ``x`` given to :func:`prepare_pools`."""
+    the order of ``x`` given to :func:`prepare_pools` (NaN in the rows of an exact group)."""
     n_rows = sum(len(r) for r, _ in pools)
     out = np.empty((n_rows, stop - start))
-    for rows, prep in pools:
-        out[rows] = null_batches(prep, start, stop)
+    for rows, prep in pools:  # an exact group's splits are all enumerated by finish_pools instead
+        out[rows] = np.nan if prep.exact else null_batches(prep, start, stop)
     return out
 
 
 def finish_pools(
     pools: list[tuple[list[int], PreparedTests]], *batches: np.ndarray, return_null: bool = False
 ) -> list[PermutationTestResult]:
-    """One result per row from the batches in permutation order (none when the tests are exact:
-    every split is enumerated here)."""
+    """One result per row from the batches in permutation order (exact groups ignore them: every split
+    is enumerated here).
+
+    Raises
+    ------
+    ValueError
+        When the batches of a sampled group do not hold exactly its permutations.
+    """
     n_rows = sum(len(r) for r, _ in pools)
     results: list[PermutationTestResult | None] = [None] * n_rows
     nulls = np.concatenate(batches, axis=1) if batches else None
     for rows, prep in pools:
+        if not prep.exact and (nulls is None or nulls.shape[1] != prep.n_permutations):
+            raise ValueError(f"batches hold {0 if nulls is None else nulls.shape[1]} permutations, not {prep.n_permutations}")
         weights = None
         if prep.exact:
             group_nulls, weights = exact_nulls(prep)

@@ -49,7 +49,7 @@ from biasdask._version import __version__
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load_config, parse_config, split_label
 from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_language
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
-from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, pools_summary, prepare_pools
+from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_stack_graph
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
@@ -552,8 +552,14 @@ def _family_pools(ut, rows: list[int], n_permutations: int, alternative: str, se
     return prepare_pools(t[rows][:, keep], int(keep.sum()), n_permutations, alternative, seed, effect_x=u[keep])
 
 
-def _summary(pools):
-    return None if pools is None else pools_summary(pools)
+def _family_batch(pools, start: int, stop: int):
+    """Task: permutations [start, stop) of a family's pool (None: no usable word)."""
+    return None if pools is None else pools_batch(pools, start, stop)
+
+
+def _family_cells(pools, *batches, return_null: bool):
+    """Task: the family's results from its batches (None: no usable word)."""
+    return None if pools is None else finish_pools(pools, *batches, return_null=return_null)
 
 
 def _cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:
@@ -787,14 +793,16 @@ class _Stream:
         if cube_label("gender", "cosine") in got:
             parts = [(split_label(label)[1], got[label][0]) for label in expected]
             computed = [got[label][1] for label in expected]
+            # below every language's computing: a pool waiting behind a write on the worker that holds
+            # their scores would hold back the family's permutations
             self.tasks.submit(_write_scores, self.cfg.output, code, self.options, parts, *computed,
-                              tag=("written", code, computed), priority=self.priority[code])
+                              tag=("written", code, computed), priority=self.priority[code] - len(self.langs))
             self._count(code)
 
     def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
         """Submit the scores graph (``stacked``: u stacked on t, as :func:`scores_stack_graph` builds it;
         None: from ``sc``; with ``meta``, the delayed attributes of gender scores) and, for ``methods``,
-        the pool and its summary; return the future of (u stacked on t[, meta])."""
+        the pool, its permutation batches and its cells; return the future of (u stacked on t[, meta])."""
         rank = self.priority[code]
         if stacked is None:
             # u and t as ONE array: given separately, u (inside t too) would be computed twice, once
@@ -808,8 +816,20 @@ class _Stream:
         seed = family_seed(self.cfg.seed, code, test)
         family.pool = self.tasks.submit(_family_pools, utm, rows, self.cfg.n_permutations, self.cfg.alternative, seed,
                                         priority=rank)
-        summary = self.tasks.submit(_summary, family.pool, tag=("summary", code, test), priority=rank)
-        family.futures += [family.pool, summary]
+        # The batches are planned here, from the words at most in the pool, and depend on the pool: no
+        # round trip through this process between the pool and its permutations. (The plan sizes the
+        # tasks only: a permutation's split depends on the seed and its index, not on its batch.)
+        # Batches of about biasdask.batch-duration; once no language waits to start, the last families
+        # are spread over every worker thread (at least two batches each), so that the run's tail is short.
+        words = max(1, sc.sizes["word"] - int(sc.attrs.get("n_excluded", 0)) - int(sc.attrs.get("n_duplicate_vectors", 0)))
+        spread = 1 if self.waiting else self.slots
+        parts = [
+            self.tasks.submit(_family_batch, family.pool, a, b, priority=rank)
+            for a, b in batch_plan(words * len(methods), self.cfg.n_permutations, self.cfg.batch_size, spread)
+        ]
+        cells = self.tasks.submit(_family_cells, family.pool, *parts, return_null=self.cfg.save_null,
+                                  tag=("cells", code, test), priority=rank)
+        family.futures += [family.pool, *parts, cells]
         self.families[(code, test)] = family
         self._count(code)
         return utm
@@ -825,14 +845,16 @@ class _Stream:
         elif kind == "written":
             future.result()
             self.tasks.release([future, *tag[2]])
-        elif kind == "summary":
-            self._submit_batches(code, tag[2], future.result())
         elif kind == "cells":
             family = self.families.pop((code, tag[2]))
-            for method, res in zip(family.methods, future.result()):
+            results = future.result()
+            self.tasks.release([*family.futures, future])
+            if results is None:
+                self._fail(code, BiasdaskError("no word has a usable vector"))
+                return
+            for method, res in zip(family.methods, results):
                 values = cell_values(res, **{**family.values, "weighting": method})
                 self.write(code, method, tag[2], values, res.null_distribution)
-            self.tasks.release([*family.futures, future])
         else:  # classic
             values, null = future.result()
             if str(values.get("note", "")).startswith("coverage: "):
@@ -840,24 +862,3 @@ class _Stream:
             for method in tag[3]:
                 self.write(code, method, tag[2], values, null)
             self.tasks.release([future])
-
-    def _submit_batches(self, code: str, test: str, summary) -> None:
-        family = self.families[(code, test)]
-        if summary is None:
-            self.failures.append(f"{code}: no word has a usable vector")
-            del self.families[(code, test)]
-            self.tasks.release(family.futures)
-            return
-        work, _, m, exact = summary
-        # Batches of about biasdask.batch-duration; once no language waits to start, the last families
-        # are spread over every worker thread (at least two batches each), so that the run's tail is short.
-        spread = 1 if self.waiting else self.slots
-        rank = self.priority[code]
-        parts = [] if exact else [
-            self.tasks.submit(pools_batch, family.pool, a, b, priority=rank)
-            for a, b in batch_plan(work, m, self.cfg.batch_size, spread)
-        ]
-        self.tasks.submit(finish_pools, family.pool, *parts, return_null=self.cfg.save_null, tag=("cells", code, test),
-                          priority=rank)
-        family.futures += parts
-        self._count(code)

@@ -84,9 +84,9 @@ def test_same_bits_threads_one_worker_two_workers_and_one_cell_at_a_time(tmp_pat
 
 def test_pools_go_only_to_workers_that_use_them(tmp_path, stores):
     """No broadcast: a family's pool reaches only workers that run a task needing it (here, on three
-    workers, the tasks of the one family mostly share a worker, and the others never receive it)."""
+    workers, two batches and the cells' task: a worker that runs none of them never receives it)."""
     study = _study({"en": stores["en"]}, str(tmp_path / "r.zarr"), methods=["uniform", "zipf"], tests=["gender"],
-                   n_permutations=2000, batch_size=500)
+                   n_permutations=2000, batch_size=1000)
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with Client(cluster, set_as_default=False) as client:
             client.scatter = None  # the stream never scatters (a call would fail)
@@ -97,11 +97,11 @@ def test_pools_go_only_to_workers_that_use_them(tmp_path, stores):
                     str(k) for entry in dask_worker.transfer_incoming_log for k in entry["keys"]
                 )
             )
-    users = {t["worker"] for t in ts.data if str(t["key"]).startswith(("pools_batch", "finish_pools", "_summary"))}
+    batches = [t for t in ts.data if str(t["key"]).startswith("_family_batch")]
+    users = {t["worker"] for t in ts.data if str(t["key"]).startswith(("_family_batch", "_family_cells"))}
     makers = {t["worker"] for t in ts.data if str(t["key"]).startswith("_family_pools")}
     got_pool = {w for w, keys in received.items() if any(k.startswith("_family_pools") for k in keys)}
-    assert len(makers) == 1 and got_pool <= users - makers
-    assert len(got_pool) < 2  # three workers: a broadcast would reach both others
+    assert len(batches) == 2 and len(makers) == 1 and got_pool <= users - makers
 
 
 def test_a_slow_language_does_not_hold_back_the_cells_of_another(tmp_path, stores, monkeypatch):
@@ -244,3 +244,39 @@ def test_per_word_scores_are_written_where_they_were_computed(tmp_path, stores, 
         assert written["t"].values.tobytes() == direct["t"].values.tobytes()
         for key in ("n_a", "n_b", "used_a", "used_b", "n_words", "n_zero_vectors", "association"):
             assert written.attrs[key] == direct.attrs[key], key
+
+
+@pytest.fixture(scope="module")
+def tiny_store(tmp_path_factory):
+    """Four words: a family's 8 pooled values have C(8, 4) = 70 splits, all enumerated (exact)."""
+    tmp = tmp_path_factory.mktemp("tiny")
+    rows = {"male": "0.9 0.1 0.0", "female": "0.1 0.9 0.0", "doctor": "0.7 0.2 0.3", "nurse": "0.2 0.8 0.1"}
+    src = tmp / "tiny.vec"
+    src.write_text(f"{len(rows)} 3\n" + "".join(f"{w} {v}\n" for w, v in rows.items()))
+    url = str(tmp / "tiny.zarr")
+    ingest(str(src), url, language="en", client=False, progress=False)
+    return url
+
+
+def test_an_exact_family_on_the_stream_equals_the_test_alone(tmp_path, tiny_store, dask_client):
+    """The batches are planned before the pool exists; when the pool turns out exact they are ignored and
+    every split enumerated: the cells equal full_vocabulary_test in this process."""
+    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": tiny_store, "a": ["male"], "b": ["female"]}},
+             "methods": ["uniform", "zipf"], "tests": ["gender"], "n_permutations": 301, "seed": 3}
+    out = biasdask.run(study, client=dask_client, progress=False)
+    for method in ("uniform", "zipf"):
+        alone = full_vocabulary_test(tiny_store, ["male"], ["female"], method=method, n_permutations=301,
+                                     seed=family_seed(3, "en", "gender"), progress=False)
+        cell = out.sel({"language": "en", "method": method, "test": "gender"})
+        assert bool(cell["exact"]) and alone.exact
+        assert float(cell["p_value"]) == alone.pvalue and float(cell["statistic"]) == alone.statistic
+
+
+def test_a_family_without_a_usable_word_is_named_and_left_empty(tmp_path, tiny_store, dask_client):
+    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": tiny_store, "a": ["male"], "b": ["female"]}},
+             "methods": ["uniform"], "tests": ["gender"], "n_permutations": 99, "seed": 3,
+             "exclude_words": ["male", "female", "doctor", "nurse"]}
+    with pytest.raises(BiasdaskError, match="en: no word has a usable vector"):
+        biasdask.run(study, client=dask_client, progress=False)
+    cube = rs.open_results(study["output"])
+    assert np.isnan(float(cube["p_value"].sel({"language": "en", "method": "uniform", "test": "gender"})))
