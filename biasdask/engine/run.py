@@ -50,7 +50,7 @@ from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load
 from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_language
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
-from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_stack_graph
+from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_graph
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.store import open_embeddings, read_vocabulary, stored_vectors
@@ -400,7 +400,7 @@ class _Tasks:
     depends on it, and its data moves only to the worker that runs the task. Without one, they run in
     a pool of this process's threads, each task once its inputs are done, and scores graphs on
     Dask's default scheduler. What must happen in this process (building a scores graph, which waits
-    for its attribute task; writing scores) runs ``beside`` the stream, in threads of this process,
+    for its attribute task) runs ``beside`` the stream, in threads of this process,
     so that the loop keeps writing cells and submitting work meanwhile.
     """
 
@@ -496,7 +496,7 @@ class _Tasks:
 @dataclass(frozen=True)
 class _ScoresPart:
     """What a task needs, besides the computed rows, to rebuild one association's per-word scores
-    (:func:`scores_stack_graph`'s Dataset) where they were computed: the words come from the store when
+    (:func:`scores_graph`'s Dataset) where they were computed: the words come from the store when
     the embedding is one (the task reads them there), else with the task."""
 
     methods: tuple[str, ...]
@@ -707,7 +707,7 @@ class _Stream:
             (attributes,) = future.result()
         finally:
             self.tasks.release([future])
-        return *scores_stack_graph(
+        return *scores_graph(
             emb,
             lang.a,
             lang.b,
@@ -800,7 +800,7 @@ class _Stream:
             self._count(code)
 
     def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
-        """Submit the scores graph (``stacked``: u stacked on t, as :func:`scores_stack_graph` builds it;
+        """Submit the scores graph (``stacked``: u stacked on t, as :func:`scores_graph` builds it;
         None: from ``sc``; with ``meta``, the delayed attributes of gender scores) and, for ``methods``,
         the pool, its permutation batches and its cells; return the future of (u stacked on t[, meta])."""
         rank = self.priority[code]

@@ -368,7 +368,7 @@ def scores(
     --------
     >>> sc = scores(emb, ["male", "man"], ["female", "woman"], exclude_words="gender_specific")  # doctest: +SKIP
     """
-    out, meta = scores_graph(
+    out, _, meta = scores_graph(
         emb, a, b, methods, max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words, dedupe_vectors=dedupe_vectors, frequency_language=frequency_language, storage_options=storage_options, association=association,
     )
     (found,) = dask.compute(meta, scheduler="sync")
@@ -390,7 +390,7 @@ def scores_graph(
     storage_options: dict | None = None,
     association: Association = "cosine",
     attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
-) -> tuple[xr.Dataset, Delayed]:
+) -> tuple[xr.Dataset, da.Array, Delayed]:
     """:func:`scores` as a graph only: nothing of the vectors is read in this process (but for
     ``dedupe_vectors``' hashing pass and ``frequency``'s weights, which need the whole vocabulary).
 
@@ -403,36 +403,13 @@ def scores_graph(
     -------
     tuple
         The lazy Dataset of :func:`scores`, with the attributes known without reading vectors
-        (``language``, ``n_words``, ``n_excluded``, ``n_duplicate_vectors``, ``association``), and a
-        ``dask.delayed`` dict of the others (``n_a``... ``n_zero_vectors``), whose computation raises
-        :class:`MissingWordsError` when A or B has no usable word (so do ``u`` and ``t``'s).
+        (``language``, ``n_words``, ``n_excluded``, ``n_duplicate_vectors``, ``association``); the one
+        array (rows u, t(method)..., words) whose rows its ``u`` and ``t`` are: computing it runs one
+        task per chunk of a store (``u`` and ``t`` given apart would each be computed by tasks of
+        their own); and a ``dask.delayed`` dict of the other attributes (``n_a``... ``n_zero_vectors``),
+        whose computation raises :class:`MissingWordsError` when A or B has no usable word (so do
+        ``u`` and ``t``'s).
     """
-    out, _, meta = scores_stack_graph(
-        emb, a, b, methods, max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words,
-        dedupe_vectors=dedupe_vectors, frequency_language=frequency_language, storage_options=storage_options,
-        association=association, attributes=attributes,
-    )
-    return out, meta
-
-
-def scores_stack_graph(
-    emb: Embeddings,
-    a: Sequence[str | AttributeTerm],
-    b: Sequence[str | AttributeTerm],
-    methods: Iterable[Method] = ("uniform", "zipf"),
-    *,
-    max_words: int | None = None,
-    exclude_attributes: bool = False,
-    exclude_words: str | Iterable[str] = (),
-    dedupe_vectors: bool = False,
-    frequency_language: str | None = None,
-    storage_options: dict | None = None,
-    association: Association = "cosine",
-    attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
-) -> tuple[xr.Dataset, da.Array, Delayed]:
-    """:func:`scores_graph`, and the one array (rows u, t(method)..., words) that the Dataset's ``u`` and
-    ``t`` are rows of: computing it runs one task per chunk of the store (u and t given apart would
-    each be computed by tasks of their own)."""
     emb = as_dataset(emb, storage_options)
     a, b = word_list(a, "a"), word_list(b, "b")
     methods = tuple(methods)

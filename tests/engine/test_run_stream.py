@@ -107,19 +107,19 @@ def test_pools_go_only_to_workers_that_use_them(tmp_path, stores):
 def test_a_slow_language_does_not_hold_back_the_cells_of_another(tmp_path, stores, monkeypatch):
     """Cells are written as they finish: de's cells are written while en (first in the study, its
     scores slowed down) is still computing."""
-    real_scores = run_module.scores_stack_graph
+    real_scores = run_module.scores_graph
 
     def slow_identity(block):
         time.sleep(3.0)
         return block
 
-    def scores_stack_graph(emb, *args, **kwargs):
+    def scores_graph(emb, *args, **kwargs):
         sc, ut, meta = real_scores(emb, *args, **kwargs)
         if sc.attrs["language"] == "en":
             ut = ut.map_blocks(slow_identity, dtype=np.float32)
         return sc, ut, meta
 
-    monkeypatch.setattr(run_module, "scores_stack_graph", scores_stack_graph)
+    monkeypatch.setattr(run_module, "scores_graph", scores_graph)
     written = []
     real_write = rs.write_cell
     monkeypatch.setattr(rs, "write_cell", lambda url, lang, m, t, *a, **k: written.append(lang) or real_write(url, lang, m, t, *a, **k))

@@ -346,7 +346,7 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     """Over a store, u and every t row of a chunk come from ONE task (plus one for the exclusion mask's
     block when words are excluded); the rows equal a plain numpy computation from the stored float32
     vectors: t_zipf = float32((1/k)/H_N * u) with ranks 1..N, NaN where excluded or zero."""
-    from biasdask.engine.scores import attributes_graph, scores_stack_graph
+    from biasdask.engine.scores import attributes_graph, scores_graph
     from biasdask.io import store
 
     rng = np.random.default_rng(8)
@@ -363,7 +363,7 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     emb = store.open_embeddings(url)
     a, b = ["male", "man"], ["female", "woman"]
     (attributes,) = dask.compute(attributes_graph(emb, a, b, "cosine"), scheduler="sync")
-    sc, ut, meta = scores_stack_graph(emb, a, b, ["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes)
+    sc, ut, meta = scores_graph(emb, a, b, ["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes)
     assert len(ut.__dask_graph__()) == 3 * (2 if exclude else 1)
     got, found = dask.compute(ut, meta, scheduler="sync")
 
