@@ -615,7 +615,8 @@ class _Stream:
         self.waiting: list = []  # languages not started yet
         # Among tasks ready at once, a distributed scheduler runs an earlier language's first: its cells
         # and scores are written while the later languages' tasks run.
-        self.priority = {lang.code: -i for i, lang in enumerate(cfg.languages)}
+        # (Even numbers: a family's pool task goes one above its language's other tasks.)
+        self.priority = {lang.code: -2 * i for i, lang in enumerate(cfg.languages)}
 
     def run(self, stores: dict[str, xr.Dataset], done: set) -> list[str]:
         """Run every language's missing work; return the failures (one line per language)."""
@@ -793,10 +794,8 @@ class _Stream:
         if cube_label("gender", "cosine") in got:
             parts = [(split_label(label)[1], got[label][0]) for label in expected]
             computed = [got[label][1] for label in expected]
-            # below every language's computing: a pool waiting behind a write on the worker that holds
-            # their scores would hold back the family's permutations
             self.tasks.submit(_write_scores, self.cfg.output, code, self.options, parts, *computed,
-                              tag=("written", code, computed), priority=self.priority[code] - len(self.langs))
+                              tag=("written", code, computed), priority=self.priority[code])
             self._count(code)
 
     def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
@@ -814,8 +813,10 @@ class _Stream:
         family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [utm])
         rows = [list(sc["method"].values).index(m) for m in methods]
         seed = family_seed(self.cfg.seed, code, test)
+        # Above the language's other tasks: on the worker that holds the scores, the pool goes before
+        # their write (which would hold back every batch of the family).
         family.pool = self.tasks.submit(_family_pools, utm, rows, self.cfg.n_permutations, self.cfg.alternative, seed,
-                                        priority=rank)
+                                        priority=rank + 1)
         # The batches are planned here, from the words at most in the pool, and depend on the pool: no
         # round trip through this process between the pool and its permutations. (The plan sizes the
         # tasks only: a permutation's split depends on the seed and its index, not on its batch.)
