@@ -39,6 +39,7 @@ from typing import Any
 
 import dask
 import dask.array as da
+import fsspec
 import dask.system
 import numpy as np
 import xarray as xr
@@ -53,6 +54,7 @@ from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, p
 from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_graph
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
+from biasdask.io.formats import display_url
 from biasdask.io.store import open_embeddings, read_vocabulary, stored_vectors
 from biasdask.lexicon import AttributeTerm
 from biasdask.progress import progress_bar
@@ -172,7 +174,8 @@ def run(
             progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar,
             workers_keep_freed_memory(c),  # chunks read for u: without it, 2-3x the time of one process
         ):
-            failures += _Stream(cfg, options, c, _CellWriter(cfg, options, bar)).run(stores, done)
+            stream = _Stream(cfg, options, c, _CellWriter(cfg, options, bar), _scores_destination(c, cfg.output, options))
+            failures += stream.run(stores, done)
     rs.compact_results(cfg.output, storage_options=options)
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty with a note: " + "; ".join(failures))
@@ -532,6 +535,32 @@ def _write_scores(url: str, code: str, options: dict, parts: list[tuple[str, _Sc
     rs.write_scores(url, code, _with_associations({a: p.dataset(c, words) for (a, p), c in zip(parts, computed)}), options)
 
 
+def _write_gathered_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], computed: list) -> None:
+    """In a thread of the client: :func:`_write_scores` from the language's computed scores, gathered here."""
+    _write_scores(url, code, options, parts, *(f.result() for f in computed))
+
+
+def _scores_destination(client: Client | None, url: str, options: dict) -> str | None:
+    """The results store's URL for tasks that write per-word scores on the workers (a local path made
+    absolute: a worker may run in another directory), or None when the workers do not see the store this
+    process does (a local path on another machine, ``memory://`` in another process): a task reads its
+    root metadata, which must be the bytes read here. The client then writes the scores itself."""
+    if client is None:  # the tasks run in this process
+        return url
+    if fsspec.core.split_protocol(url)[0] is None:
+        url = os.path.abspath(url)
+    mine = rs.root_metadata(url, options)
+    try:
+        theirs = client.submit(rs.root_metadata, url, options, pure=False).result()
+    except Exception:  # noqa: BLE001 - a worker that cannot even look: write from here
+        theirs = None
+    if mine is None or theirs != mine:
+        log.info("the workers do not see the results store %s as this process does: per-word scores are written "
+                 "from here", display_url(url))
+        return None
+    return url
+
+
 @dataclass
 class _Family:
     """A permutation family in flight: its cells' shared values, and the futures it holds."""
@@ -603,8 +632,9 @@ def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, opti
 class _Stream:
     """The run's event loop: start languages (up to the bound), react to each finished task."""
 
-    def __init__(self, cfg: StudyConfig, options: dict, client: Client | None, write: _CellWriter) -> None:
+    def __init__(self, cfg: StudyConfig, options: dict, client: Client | None, write: _CellWriter, scores_url: str | None) -> None:
         self.cfg, self.options, self.client, self.write = cfg, options, client, write
+        self.scores_url = scores_url  # see _scores_destination
         self.slots = n_slots(client)
         self.tasks = _Tasks(client, self.slots)
         self.failures: list[str] = []
@@ -794,8 +824,12 @@ class _Stream:
         if cube_label("gender", "cosine") in got:
             parts = [(split_label(label)[1], got[label][0]) for label in expected]
             computed = [got[label][1] for label in expected]
-            self.tasks.submit(_write_scores, self.cfg.output, code, self.options, parts, *computed,
-                              tag=("written", code, computed), priority=self.priority[code])
+            if self.scores_url is not None:
+                self.tasks.submit(_write_scores, self.scores_url, code, self.options, parts, *computed,
+                                  tag=("written", code, computed), priority=self.priority[code])
+            else:  # the workers do not see the results store: gathered and written here
+                self.tasks.beside(_write_gathered_scores, self.cfg.output, code, self.options, parts, computed,
+                                  tag=("written", code, computed))
             self._count(code)
 
     def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b):

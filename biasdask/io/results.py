@@ -145,6 +145,20 @@ def _target(url: str, storage_options: Mapping[str, Any] | None) -> tuple[str, d
     return url, {}
 
 
+def root_metadata(url: str, storage_options: Mapping[str, Any] | None = None) -> bytes | None:
+    """The bytes of the results store's root metadata (its ``zarr.json``), None where there is none.
+
+    Two processes that read the same bytes see the same store: a study's workers write into it only
+    then (a local path on another machine, or ``memory://`` in another process, is another store).
+    """
+    target, kw = _target(url, storage_options)
+    try:
+        with fsspec.open(f"{target.rstrip('/')}/zarr.json", "rb", **kw.get("storage_options", {})) as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
 def _in_process_only(target: str) -> bool:
     """Whether ``target`` is (or chains to) fsspec's ``memory://``, which only this process can see.
 

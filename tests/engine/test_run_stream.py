@@ -280,3 +280,21 @@ def test_a_family_without_a_usable_word_is_named_and_left_empty(tmp_path, tiny_s
         biasdask.run(study, client=dask_client, progress=False)
     cube = rs.open_results(study["output"])
     assert np.isnan(float(cube["p_value"].sel({"language": "en", "method": "uniform", "test": "gender"})))
+
+
+def test_scores_are_written_here_when_the_workers_do_not_see_the_results_store(stores, dask_client):
+    """memory:// is a store of this process only (as a local path of the laptop is for a remote cluster):
+    the workers' own memory:// would swallow the scores, so they are gathered and written from here."""
+    import uuid
+
+    out = f"memory://bd-{uuid.uuid4().hex}/r.zarr"
+    study = _study(stores, out, methods=["uniform", "zipf"], tests=["gender"])
+    with get_task_stream(dask_client) as ts:
+        biasdask.run(study, client=dask_client, progress=False)
+    assert not [t for t in ts.data if str(t["key"]).startswith("_write_scores")]
+    assert dask_client.run(lambda: __import__("fsspec").filesystem("memory").exists(out)) == dict.fromkeys(dask_client.nthreads(), False)
+    for code in WORDS:
+        written = rs.open_scores(out, code).load()
+        direct = biasdask.scores(stores[code], written.attrs["used_a"], written.attrs["used_b"], methods=["uniform", "zipf"]).load()
+        assert written["t"].values.tobytes() == direct["t"].values.tobytes()
+        assert list(written["word"].values) == list(direct["word"].values)
