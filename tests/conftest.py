@@ -32,6 +32,19 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(autouse=True)
+def _no_default_client_left_behind():
+    """Close a default ``distributed`` client that a test left behind: once its cluster is gone, every
+    later Dask computation of this xdist worker on the default scheduler would wait for it (seen once:
+    a fresh-clone run hung in test_coercion's ``.values``)."""
+    yield
+    from distributed.client import _get_global_client
+
+    leaked = _get_global_client()
+    if leaked is not None:
+        leaked.close()
+
+
 @pytest.fixture(scope="session")
 def dask_client():
     """A ``LocalCluster`` of two single-threaded worker processes, shared by the session.

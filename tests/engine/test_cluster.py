@@ -274,7 +274,7 @@ def test_workers_keep_freed_memory_while_biasdask_works_then_give_it_back():
 
     if not hasattr(ctypes.CDLL(None), "mallinfo2"):
         pytest.skip("not glibc >= 2.33 (no mallinfo2)")
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, Client(cluster) as client:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, Client(cluster, set_as_default=False) as client:
         assert set(client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()) == {"65536"}
         assert set(client.run(_mapped_blocks_of_a_fresh_megabyte).values()) == {1}
         with workers_keep_freed_memory(client):
