@@ -577,7 +577,10 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
         url = os.path.abspath(fsspec.core.strip_protocol(str(url)))
     n, dim = arrays["vectors"].shape
     chunk = arrays["vectors"].chunks[0]
-    words = _read_words(url, storage_options, arrays["word"], n)
+    words = np.empty(n, dtype=object)
+    for start in range(0, n, chunk):
+        rows = slice(start, min(start + chunk, n))
+        words[rows] = [str(w) for w in _read_verified(url, storage_options, arrays["word"], "word", rows)]
     sizes = tuple(min(chunk, n - s) for s in range(0, n, chunk))
 
     def lazy(name: str, dtype, extra: tuple[int, ...]) -> da.Array:
@@ -606,16 +609,6 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
     )
 
 
-def _read_words(url: str, storage_options: dict | None, array: zarr.Array, n: int) -> np.ndarray:
-    """The first ``n`` words of a store's ``word`` array, chunk by chunk, checksums verified."""
-    chunk = array.chunks[0]
-    words = np.empty(n, dtype=object)
-    for start in range(0, n, chunk):
-        rows = slice(start, min(start + chunk, n))
-        words[rows] = [str(w) for w in _read_verified(url, storage_options, array, "word", rows)]
-    return words
-
-
 def read_vocabulary(url: str, storage_options: dict | None, n: int) -> np.ndarray:
     """The first ``n`` words of the store at ``url`` (an object array of ``str``), checksums verified;
     what :func:`open_embeddings` gives as its ``word`` coordinate, for a task that needs the words of a
@@ -626,12 +619,13 @@ def read_vocabulary(url: str, storage_options: dict | None, n: int) -> np.ndarra
     CorruptStoreError
         Naming the store and the chunk key when a chunk is missing, fails its checksum or cannot be decoded.
     """
-    if n == 0:
-        return np.empty(0, dtype=object)
-    array = _open_chunk(url, storage_options, "word", 0)
-    for index in range(1, -(-n // array.chunks[0])):  # a missing chunk would read as fill values
-        _open_chunk(url, storage_options, "word", index)
-    return _read_words(url, storage_options, array, n)
+    words = np.empty(n, dtype=object)
+    if n:
+        chunk = _open_array(url, storage_options, "word").chunks[0]
+        for index in range(-(-n // chunk)):  # read_chunk refuses a missing chunk (it would read as fill values)
+            part = read_chunk(url, storage_options, "word", index)[: n - index * chunk]
+            words[index * chunk : index * chunk + part.size] = [str(w) for w in part]
+    return words
 
 
 @dataclasses.dataclass(frozen=True)
