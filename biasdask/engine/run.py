@@ -55,7 +55,7 @@ from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.formats import display_url
-from biasdask.io.store import open_embeddings, read_vocabulary, stored_vectors
+from biasdask.io.store import check_embeddings, open_embeddings, read_vocabulary, stored_vectors
 from biasdask.lexicon import AttributeTerm
 from biasdask.progress import progress_bar
 
@@ -127,10 +127,11 @@ def run(
     ------
     BiasdaskError
         Before the results store is created or changed: an invalid ``n_workers``, a store that is
-        missing, incomplete, corrupt or of another language, an unreachable cluster. After every
+        missing, incomplete, missing a chunk or of another language, an unreachable cluster. After every
         runnable cell is written, if in some language no attribute word of A (or of B) is in the
         vocabulary: its ``gender`` cells stay NaN with a note naming the words, the message names them
-        too. A missing attribute word (of several), a language without an observed-frequency list for
+        too; likewise, naming the chunk, if a language's stored bytes fail their checksum when read
+        (its words as the language starts, its vectors in its tasks). A missing attribute word (of several), a language without an observed-frequency list for
         ``frequency``, a test not applicable to a language or below ``min_coverage`` are not errors: a
         warning in the log, and a note in the cells.
     """
@@ -140,8 +141,29 @@ def run(
     # changed: the config (above), every store (verified, of the right language; before starting a
     # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
-    with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:  # opening is mostly waiting
-        stores = dict(zip([lang.code for lang in cfg.languages], pool.map(lambda lang: _open_language(lang, options), cfg.languages)))
+    # A store's words are read when its language starts, in these threads, while the cluster starts and
+    # earlier languages run (read first, the seed's 26 vocabularies of 2,000,000 words would keep every
+    # worker idle for about 30 s: 0.11 s per 200,000 words here); a word chunk failing its checksum
+    # then fails that language only.
+    opener = concurrent.futures.ThreadPoolExecutor(_OPENING_THREADS)
+    try:
+        checked = list(opener.map(lambda lang: _check_language(lang, options), cfg.languages))
+        stores = {
+            lang.code: opener.submit(_open_language, lang, options) if emb is None else _done(emb)
+            for lang, emb in zip(cfg.languages, checked)
+        }
+        failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
+    finally:
+        opener.shutdown(wait=False, cancel_futures=True)
+    rs.compact_results(cfg.output, storage_options=options)
+    if failures:
+        raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
+    return rs.open_results(cfg.output, storage_options=options)
+
+
+def _run_checked(cfg: StudyConfig, options: dict, stores: dict, client, scheduler, n_workers, overwrite, progress, start_cluster) -> list[str]:
+    """:func:`run` once every store is checked: find or start the cluster, create (or resume) the
+    results store, run the stream; return the failures."""
     failures: list[str] = []
     if scheduler or n_workers or start_cluster:
         scope = client_scope(client, scheduler, n_workers)
@@ -176,10 +198,7 @@ def run(
         ):
             stream = _Stream(cfg, options, c, _CellWriter(cfg, options, bar), _scores_destination(c, cfg.output, options))
             failures += stream.run(stores, done)
-    rs.compact_results(cfg.output, storage_options=options)
-    if failures:
-        raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty with a note: " + "; ".join(failures))
-    return rs.open_results(cfg.output, storage_options=options)
+    return failures
 
 
 def _words(words) -> str:
@@ -197,6 +216,26 @@ def _absent(emb: xr.Dataset, words) -> list[str]:
 def _missing_words(missing_a, missing_b) -> str:
     """``"A: foo, bar; B: baz"`` for the attribute words absent from a vocabulary (empty if none)."""
     return "; ".join(f"{side}: {_words(ws)}" for side, ws in (("A", missing_a), ("B", missing_b)) if ws)
+
+
+#: threads that check and open a study's stores (mostly waiting on object stores; few enough that the
+#: first language's words, read under the GIL, are not slowed by all the others')
+_OPENING_THREADS = 4
+
+
+def _done(value) -> concurrent.futures.Future:
+    future: concurrent.futures.Future = concurrent.futures.Future()
+    future.set_result(value)
+    return future
+
+
+def _check_language(lang, options: dict) -> xr.Dataset | None:
+    """A study language's embedding checked before anything runs: a store URL verified (None: opened
+    later, by :func:`_open_language`), an in-memory form converted."""
+    if isinstance(lang.store, (str, os.PathLike)):
+        check_embeddings(os.fspath(lang.store), storage_options=options, language=lang.code)
+        return None
+    return as_dataset(lang.store, storage_options=options)
 
 
 def _open_language(lang, options: dict) -> xr.Dataset:
@@ -629,6 +668,10 @@ def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, opti
     return values, null
 
 
+#: added to a language's priority for its reads, pools and scores writes (see _Stream)
+_PREPARE_FIRST = 1_000_000
+
+
 class _Stream:
     """The run's event loop: start languages (up to the bound), react to each finished task."""
 
@@ -643,13 +686,18 @@ class _Stream:
         self.scores_parts: dict[str, tuple[list[str], dict[str, tuple]]] = {}  # see _scores_part
         self.langs = {lang.code: lang for lang in cfg.languages}
         self.waiting: list = []  # languages not started yet
-        # Among tasks ready at once, a distributed scheduler runs an earlier language's first: its cells
-        # and scores are written while the later languages' tasks run.
-        # (Even numbers: a family's pool task goes one above its language's other tasks.)
+        # Among tasks ready at once, a distributed scheduler runs the higher priority first: an earlier
+        # language's permutations before a later one's, so cells are written while the later ones run.
+        # Every language's reads (attributes, scores), pools and scores writes go before any permutation
+        # batch: the long write of a language's scores no longer waits behind the batches of earlier
+        # languages and then runs alone at the end; the run's tail is short batches, spread over the
+        # workers. (Even numbers: a family's pool task goes one above its language's reads.)
         self.priority = {lang.code: -2 * i for i, lang in enumerate(cfg.languages)}
+        self.prepare = {code: _PREPARE_FIRST + p for code, p in self.priority.items()}
 
-    def run(self, stores: dict[str, xr.Dataset], done: set) -> list[str]:
-        """Run every language's missing work; return the failures (one line per language)."""
+    def run(self, stores: dict[str, concurrent.futures.Future], done: set) -> list[str]:
+        """Run every language's missing work (``stores``: each language's embedding, being opened);
+        return the failures (one line per language)."""
         waiting = self.waiting = list(self.cfg.languages)
         limit = languages_in_flight(self.slots)
         try:
@@ -657,10 +705,14 @@ class _Stream:
                 while waiting and len(self.pending) < limit:
                     lang = waiting.pop(0)
                     try:
-                        self._start(lang, stores[lang.code], done)
+                        self._start(lang, stores[lang.code].result(), done)
                     except MissingWordsError as exc:  # attribute words of a test other than gender
                         self.failures.append(f"{lang.code}: {exc}")
                         log.warning("skipped language %s: %s", lang.code, exc)
+                    except BiasdaskError as exc:  # its words cannot be read (e.g. a chunk fails its checksum)
+                        # named once, in the run's error; no note in its cells: they stay not done, and
+                        # run on resume once the store is mended
+                        self.failures.append(f"{lang.code}: {exc}")
                     if not self.pending.get(lang.code):
                         self.pending.pop(lang.code, None)
                 if self.pending:
@@ -733,7 +785,7 @@ class _Stream:
         with them, so that no task of it runs twice under two names."""
         cfg = self.cfg
         association = split_label(label)[1]
-        future = self.tasks.compute(attributes_graph(emb, lang.a, lang.b, association), priority=self.priority[lang.code])
+        future = self.tasks.compute(attributes_graph(emb, lang.a, lang.b, association), priority=self.prepare[lang.code])
         try:
             (attributes,) = future.result()
         finally:
@@ -826,7 +878,7 @@ class _Stream:
             computed = [got[label][1] for label in expected]
             if self.scores_url is not None:
                 self.tasks.submit(_write_scores, self.scores_url, code, self.options, parts, *computed,
-                                  tag=("written", code, computed), priority=self.priority[code])
+                                  tag=("written", code, computed), priority=self.prepare[code])
             else:  # the workers do not see the results store: gathered and written here
                 self.tasks.beside(_write_gathered_scores, self.cfg.output, code, self.options, parts, computed,
                                   tag=("written", code, computed))
@@ -841,16 +893,16 @@ class _Stream:
             # u and t as ONE array: given separately, u (inside t too) would be computed twice, once
             # per name Dask gives the two collections' tasks.
             stacked = da.concatenate([sc["u"].data[None, :], sc["t"].data])
-        utm = self.tasks.compute(stacked, *(() if meta is None else (meta,)), priority=rank)
+        utm = self.tasks.compute(stacked, *(() if meta is None else (meta,)), priority=self.prepare[code])
         if not methods:
             return utm
         family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [utm])
         rows = [list(sc["method"].values).index(m) for m in methods]
         seed = family_seed(self.cfg.seed, code, test)
-        # Above the language's other tasks: on the worker that holds the scores, the pool goes before
-        # their write (which would hold back every batch of the family).
+        # Above the language's reads and scores write: on the worker that holds the scores, the pool
+        # goes before their write (which would hold back every batch of the family).
         family.pool = self.tasks.submit(_family_pools, utm, rows, self.cfg.n_permutations, self.cfg.alternative, seed,
-                                        priority=rank + 1)
+                                        priority=self.prepare[code] + 1)
         # The batches are planned here, from the words at most in the pool, and depend on the pool: no
         # round trip through this process between the pool and its permutations. (The plan sizes the
         # tasks only: a permutation's split depends on the seed and its index, not on its batch.)

@@ -523,6 +523,49 @@ def finish_store(url: str, storage_options: dict | None, attrs: dict) -> None:
 
 
 @_quiet_codecs
+def check_embeddings(url: str, storage_options: dict | None = None, language: str | None = None) -> dict:
+    """Verify an embedding store without reading its data; return its attrs.
+
+    What :func:`open_embeddings` checks before it reads the words: a biasdask store, complete, of
+    ``language``, its attrs fitting its arrays, every chunk present. (Chunks' checksums are verified
+    when they are read.) ``biasdask.run`` checks every store of a study this way before it starts,
+    then reads each language's words as the language starts.
+
+    Raises
+    ------
+    IncompleteStoreError, CorruptStoreError, BiasdaskError
+        As :func:`open_embeddings`.
+    """
+    return _verified(url, storage_options, language)[0]
+
+
+def _verified(url: str, storage_options: dict | None, language: str | None) -> tuple[dict, dict[str, zarr.Array]]:
+    shown = display_url(url)
+    try:
+        attrs = _read_group_attrs(url, storage_options)
+    except NETWORK_ERRORS as exc:
+        raise BiasdaskError(f"{shown}: cannot read the store: {redact(' '.join(str(exc).split()))}") from None
+    if not _is_embedding_store(attrs):
+        raise BiasdaskError(f"{shown}: no biasdask embedding store there")
+    if attrs.get(COMPLETE_ATTR) is not True:
+        raise IncompleteStoreError(
+            f"{shown}: incomplete embedding store (its ingest was interrupted or failed); "
+            "run biasdask ingest again to replace it"
+        )
+    if language is not None and not same_language(language, attrs.get("language")):
+        raise BiasdaskError(
+            f"{shown}: the store holds language {attrs.get('language')!r}, not {language!r}"
+        )
+    try:
+        group = _group(url, storage_options, mode="r")
+        arrays = {name: group[name] for name in _array_names(group)}
+    except (KeyError, ValueError, TypeError, *NETWORK_ERRORS) as exc:
+        raise CorruptStoreError(f"{shown}: unreadable store metadata: {redact(' '.join(str(exc).split()))}") from None
+    _check_layout(url, storage_options, attrs, arrays)
+    return attrs, arrays
+
+
+@_quiet_codecs
 def open_embeddings(url: str, storage_options: dict | None = None, language: str | None = None) -> xr.Dataset:
     """Open a complete embedding store, verified, as a dask-backed :class:`xarray.Dataset`.
 
@@ -551,36 +594,13 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
     BiasdaskError
         There is no embedding store at ``url``, or it holds another language than ``language``.
     """
+    attrs, arrays = _verified(url, storage_options, language)
     shown = display_url(url)
-    try:
-        attrs = _read_group_attrs(url, storage_options)
-    except NETWORK_ERRORS as exc:
-        raise BiasdaskError(f"{shown}: cannot read the store: {redact(' '.join(str(exc).split()))}") from None
-    if not _is_embedding_store(attrs):
-        raise BiasdaskError(f"{shown}: no biasdask embedding store there")
-    if attrs.get(COMPLETE_ATTR) is not True:
-        raise IncompleteStoreError(
-            f"{shown}: incomplete embedding store (its ingest was interrupted or failed); "
-            "run biasdask ingest again to replace it"
-        )
-    if language is not None and not same_language(language, attrs.get("language")):
-        raise BiasdaskError(
-            f"{shown}: the store holds language {attrs.get('language')!r}, not {language!r}"
-        )
-    try:
-        group = _group(url, storage_options, mode="r")
-        arrays = {name: group[name] for name in _array_names(group)}
-    except (KeyError, ValueError, TypeError, *NETWORK_ERRORS) as exc:
-        raise CorruptStoreError(f"{shown}: unreadable store metadata: {redact(' '.join(str(exc).split()))}") from None
-    _check_layout(url, storage_options, attrs, arrays)
     if _is_local(url):  # workers may run in another directory
         url = os.path.abspath(fsspec.core.strip_protocol(str(url)))
     n, dim = arrays["vectors"].shape
     chunk = arrays["vectors"].chunks[0]
-    words = np.empty(n, dtype=object)
-    for start in range(0, n, chunk):
-        rows = slice(start, min(start + chunk, n))
-        words[rows] = [str(w) for w in _read_verified(url, storage_options, arrays["word"], "word", rows)]
+    words = _read_words(url, storage_options, arrays["word"])
     sizes = tuple(min(chunk, n - s) for s in range(0, n, chunk))
 
     def lazy(name: str, dtype, extra: tuple[int, ...]) -> da.Array:
@@ -607,6 +627,20 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
         coords={"word": words, "rank": ("word", rank)},
         attrs=dict(attrs),
     )
+
+
+def _read_words(url: str, storage_options: dict | None, array: zarr.Array) -> np.ndarray:
+    """Every word of the store (an object array of ``str``), checksums verified: read in one call, which
+    zarr spreads over the chunks concurrently; where that fails, chunk by chunk, to name the chunk."""
+    try:
+        return np.asarray(array[:]).astype(object)
+    except Exception:  # noqa: BLE001 - _read_verified names the failing chunk
+        n, chunk = array.shape[0], array.chunks[0]
+        words = np.empty(n, dtype=object)
+        for start in range(0, n, chunk):
+            rows = slice(start, min(start + chunk, n))
+            words[rows] = _read_verified(url, storage_options, array, "word", rows).astype(object)
+        return words
 
 
 def read_vocabulary(url: str, storage_options: dict | None, n: int) -> np.ndarray:

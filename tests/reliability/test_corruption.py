@@ -7,9 +7,11 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from biasdask.errors import BiasdaskError
+from biasdask.io.results import open_results
 from biasdask.io.store import open_embeddings
 from reliability_helpers import assert_one_line_error, make_store, write_study
 
@@ -82,3 +84,17 @@ def test_corruption_found_on_a_worker_is_one_line_without_worker_logs(tmp_path):
         timeout=300,
     )
     assert_one_line_error(proc.returncode, proc.stderr, "en.zarr: chunk vectors/c/2/0", "checksum")
+
+
+def test_a_word_chunk_failing_its_checksum_fails_its_language_only(tmp_path, cli):
+    """A store's words are read as its language starts (not before the run): a flipped byte there is
+    one line naming the chunk, that language's cells stay empty, the other language is done."""
+    en, de = make_store(tmp_path, "en"), make_store(tmp_path, "de")
+    _flip(tmp_path / "emb" / "en.zarr" / "word" / "c" / "2", offset=10)
+    study = write_study(tmp_path, {"en": en, "de": de})
+    code, _, err = cli("run", study, "--quiet", "--workers", "1")
+    assert_one_line_error(code, err, "en.zarr: chunk word/c/2", "checksum")
+    cube = open_results(str(tmp_path / "results.zarr"))
+    cell = {"method": "uniform", "test": "gender"}
+    assert np.isnan(float(cube["p_value"].sel({**cell, "language": "en"})))
+    assert 0 < float(cube["p_value"].sel({**cell, "language": "de"})) <= 1
