@@ -204,6 +204,7 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     ax_d.set_ylim(-0.6, n - 0.4)
     ax_d.set_xlabel("effect size d = (mean u(X) − mean u(Y)) / SD\n(sample SD, ddof = 1; > 0: towards A)", fontsize=8)
     ax_d.set_title("d (the same for every weighting)", fontsize=9)
+    ax_d.tick_params(axis="x", labelsize=8)
     ax_d.set_ylabel("language (sorted by d)")
     height = 0.8 / max(1, len(methods))
     for k, m in enumerate(methods):
@@ -217,8 +218,11 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     finite = np.abs(z[np.isfinite(z)])
     limit = max(3.0, float(finite.max()) * 1.5) if finite.size else 3.0
     ax_z.set_xlim(-limit, limit)
-    ticks = [0.0, 2.0, *(10.0**k for k in range(1, int(np.log10(limit)) + 1))]
-    ticks = sorted({-t for t in ticks if t} | set(ticks))
+    # 1-2-5 steps beyond the linear range (z = -4.2 must be readable), decades only once they crowd
+    steps = [m * 10.0**k for k in range(int(np.log10(limit)) + 1) for m in (1, 2, 5) if 2 <= m * 10.0**k <= limit]
+    if len(steps) > 5:
+        steps = [t for t in steps if t == 2 or float(np.log10(t)).is_integer()]
+    ticks = sorted({0.0, *steps, *(-t for t in steps)})
     ax_z.set_xticks(ticks, [f"{t:,.0f}" for t in ticks], fontsize=8)
     ax_z.set_xlabel("z = (s − E s) / SD s under the permutation null, per weighting\n"
                     "(symmetric-log axis, linear within ±2; dotted: ±1.96)", fontsize=8)

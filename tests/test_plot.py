@@ -146,6 +146,22 @@ def test_overview_shows_d_beside_z_of_every_weighting(tmp_path):
         assert extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1 and extent.y0 >= box.y0 - 1, text.get_text()
 
 
+
+@pytest.mark.parametrize(("z_max", "expected"), [(4.16, [2, 5]), (61.0, [2, 5, 10, 20, 50]), (489.0, [2, 10, 100])])
+def test_overview_z_axis_is_readable_beyond_the_linear_range(tmp_path, z_max, expected):
+    """A z of -4.16 (real cc vectors) must be readable off the symlog axis: ticks beyond +-2 too."""
+    sdt = np.dtypes.StringDType()
+    ds = xr.Dataset(
+        {"effect_size": (("language", "method", "test"), np.array([[[0.5]], [[-0.2]]])),
+         "z_score": (("language", "method", "test"), np.array([[[z_max]], [[-1.0]]]))},
+        coords={"language": np.array(["en", "fr"], dtype=sdt), "method": np.array(["uniform"], dtype=sdt),
+                "test": np.array(["gender"], dtype=sdt)},
+    )
+    ax_z = plot.plot_overview(ds).axes[1]
+    ticks = [t for t in ax_z.get_xticks() if t > 0]
+    assert ticks == expected
+    assert sorted(-t for t in ax_z.get_xticks() if t < 0) == expected
+
 def test_null_distribution_with_statistic_on_scale(tmp_path):
     rng = np.random.default_rng(0)
     null = rng.normal(1.0, 2.0, size=999)
