@@ -55,7 +55,7 @@ from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.formats import display_url
-from biasdask.io.store import check_embeddings, open_embeddings, read_vocabulary, stored_vectors
+from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
 from biasdask.lexicon import AttributeTerm
 from biasdask.progress import progress_bar
 
@@ -131,9 +131,10 @@ def run(
         runnable cell is written, if in some language no attribute word of A (or of B) is in the
         vocabulary: its ``gender`` cells stay NaN with a note naming the words, the message names them
         too; likewise, naming the chunk, if a language's stored bytes fail their checksum when read
-        (its words as the language starts, its vectors in its tasks). A missing attribute word (of several), a language without an observed-frequency list for
-        ``frequency``, a test not applicable to a language or below ``min_coverage`` are not errors: a
-        warning in the log, and a note in the cells.
+        (its words as the language starts, its vectors in its tasks). A missing attribute word (of
+        several), a language without an observed-frequency list for ``frequency``, a test not
+        applicable to a language or below ``min_coverage`` are not errors: a warning in the log, and a
+        note in the cells.
     """
     cfg = _as_config(config, output)
     options = cfg.resolved_storage_options()
@@ -141,13 +142,16 @@ def run(
     # changed: the config (above), every store (verified, of the right language; before starting a
     # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
-    # A store's words are read when its language starts, in these threads, while the cluster starts and
-    # earlier languages run (read first, the seed's 26 vocabularies of 2,000,000 words would keep every
-    # worker idle for about 30 s: 0.11 s per 200,000 words here); a word chunk failing its checksum
-    # then fails that language only.
-    opener = concurrent.futures.ThreadPoolExecutor(_OPENING_THREADS)
+    # The stores are checked first (metadata and listings: milliseconds each), in parallel threads.
+    # Their words are read by one thread, in the study's order, while the cluster starts and the first
+    # languages run; each language starts once its own words are in. (Read first, the seed's 26
+    # vocabularies of 2,000,000 words kept every worker idle for ~26 s: ~1 s each here, under the GIL,
+    # so more threads would only delay the first; zarr already reads a store's chunks concurrently.)
+    # A word chunk failing its checksum then fails that language only.
+    with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:
+        checked = list(pool.map(lambda lang: _check_language(lang, options), cfg.languages))
+    opener = concurrent.futures.ThreadPoolExecutor(1)
     try:
-        checked = list(opener.map(lambda lang: _check_language(lang, options), cfg.languages))
         stores = {
             lang.code: opener.submit(_open_language, lang, options) if emb is None else _done(emb)
             for lang, emb in zip(cfg.languages, checked)
@@ -216,11 +220,6 @@ def _absent(emb: xr.Dataset, words) -> list[str]:
 def _missing_words(missing_a, missing_b) -> str:
     """``"A: foo, bar; B: baz"`` for the attribute words absent from a vocabulary (empty if none)."""
     return "; ".join(f"{side}: {_words(ws)}" for side, ws in (("A", missing_a), ("B", missing_b)) if ws)
-
-
-#: threads that check and open a study's stores (mostly waiting on object stores; few enough that the
-#: first language's words, read under the GIL, are not slowed by all the others')
-_OPENING_THREADS = 4
 
 
 def _done(value) -> concurrent.futures.Future:
@@ -539,7 +538,7 @@ class _Tasks:
 class _ScoresPart:
     """What a task needs, besides the computed rows, to rebuild one association's per-word scores
     (:func:`scores_graph`'s Dataset) where they were computed: the words come from the store when
-    the embedding is one (the task reads them there), else with the task."""
+    the embedding is one (the task copies its encoded word chunks), else with the task."""
 
     methods: tuple[str, ...]
     attrs: dict
@@ -556,22 +555,25 @@ class _ScoresPart:
             return cls(**common, store=(stored.url, stored.storage_options))
         return cls(**common, words=np.asarray(sc["word"].values), rank=np.asarray(sc["rank"].values))
 
-    def dataset(self, computed: tuple, words: np.ndarray) -> xr.Dataset:
-        """The scores from the computed ``(u stacked on t, attributes found)``."""
+    def dataset(self, computed: tuple, words: np.ndarray | None) -> xr.Dataset:
+        """The scores from the computed ``(u stacked on t, attributes found)`` (without ``words``: no
+        ``word`` coordinate)."""
         stacked, found = computed
         rank = np.arange(1, self.n_words + 1, dtype=np.int64) if self.rank is None else self.rank
         return xr.Dataset(
             {"u": (("word",), stacked[0]), "t": (("method", "word"), stacked[1:])},
-            coords={"word": words, "rank": ("word", rank), "method": list(self.methods)},
+            coords={**({} if words is None else {"word": words}), "rank": ("word", rank), "method": list(self.methods)},
             attrs={**self.attrs, **found},
         )
 
 
 def _write_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], *computed) -> None:
-    """Task: write a language's per-word scores (every association's, cosine's first) into the results."""
+    """Task: write a language's per-word scores (every association's, cosine's first) into the results;
+    a store's words are copied from it as stored (no decoding and encoding of millions of strings)."""
     first = parts[0][1]
-    words = first.words if first.store is None else read_vocabulary(*first.store, first.n_words)
-    rs.write_scores(url, code, _with_associations({a: p.dataset(c, words) for (a, p), c in zip(parts, computed)}), options)
+    scores = _with_associations({a: p.dataset(c, first.words) for (a, p), c in zip(parts, computed)})
+    words_from = None if first.store is None else vocabulary_files(*first.store, first.n_words)
+    rs.write_scores(url, code, scores, options, words_from=words_from)
 
 
 def _write_gathered_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], computed: list) -> None:
@@ -705,14 +707,17 @@ class _Stream:
                 while waiting and len(self.pending) < limit:
                     lang = waiting.pop(0)
                     try:
-                        self._start(lang, stores[lang.code].result(), done)
-                    except MissingWordsError as exc:  # attribute words of a test other than gender
-                        self.failures.append(f"{lang.code}: {exc}")
-                        log.warning("skipped language %s: %s", lang.code, exc)
+                        emb = stores[lang.code].result()
                     except BiasdaskError as exc:  # its words cannot be read (e.g. a chunk fails its checksum)
                         # named once, in the run's error; no note in its cells: they stay not done, and
                         # run on resume once the store is mended
                         self.failures.append(f"{lang.code}: {exc}")
+                        continue
+                    try:
+                        self._start(lang, emb, done)
+                    except MissingWordsError as exc:  # attribute words of a test other than gender
+                        self.failures.append(f"{lang.code}: {exc}")
+                        log.warning("skipped language %s: %s", lang.code, exc)
                     if not self.pending.get(lang.code):
                         self.pending.pop(lang.code, None)
                 if self.pending:

@@ -49,7 +49,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import fsspec
@@ -669,7 +669,12 @@ def _check_cell(url: str, storage_options: Mapping[str, Any] | None, cell: tuple
 
 
 def write_scores(
-    url: str, language: str, scores: xr.Dataset, storage_options: Mapping[str, Any] | None = None
+    url: str,
+    language: str,
+    scores: xr.Dataset,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    words_from: Iterable[tuple[str, bytes]] | None = None,
 ) -> None:
     """Store the per-word scores of one language in subgroup ``scores/<language>``.
 
@@ -685,6 +690,10 @@ def write_scores(
         (on the current scheduler).
     storage_options : mapping, optional
         fsspec options for remote URLs.
+    words_from : iterable of (str, bytes), optional
+        Instead of a ``word`` coordinate in ``scores``: the files of an already encoded ``word`` array
+        (its ``zarr.json`` and chunks, keys relative to the array, as
+        :func:`biasdask.io.store.vocabulary_files` gives an embedding store's), written as they are.
 
     Notes
     -----
@@ -692,11 +701,14 @@ def write_scores(
     while writing reads as not done (:func:`scores_done`) and is rewritten on resume.
     """
     _position(_labels(_open_complete_root(url, storage_options)), url, "language", language)
-    missing = [v for v in ("u", "t", "rank", "word", "method") if v not in scores.variables]
+    needed = ("u", "t", "rank", "method") if words_from is not None else ("u", "t", "rank", "word", "method")
+    missing = [v for v in needed if v not in scores.variables]
     if missing:
         raise ValueError(f"write_scores: scores dataset lacks {', '.join(missing)}")
     ds = scores.load()
-    ds = ds.assign_coords(word=ds["word"].astype(object), method=ds["method"].astype(object))
+    if words_from is None:
+        ds = ds.assign_coords(word=ds["word"].astype(object))
+    ds = ds.assign_coords(method=ds["method"].astype(object))
     ds["t"] = ds["t"].transpose("method", "word")
     chunk = min(_SCORES_WORD_CHUNK, max(1, ds.sizes["word"]))
     encoding = {
@@ -708,6 +720,12 @@ def write_scores(
     group = f"scores/{language}"
     target, kw = _target(url, storage_options)
     ds.to_zarr(target, group=group, mode="w", consolidated=False, zarr_format=3, encoding=encoding, **kw)
+    if words_from is not None:
+        fs, path = fsspec.core.url_to_fs(target, **kw.get("storage_options", {}))
+        root = f"{path.rstrip('/')}/{group}/word"
+        fs.makedirs(f"{root}/c", exist_ok=True)
+        for key, data in words_from:
+            fs.pipe_file(f"{root}/{key}", data)
     zarr.open_group(target, path=group, mode="r+", zarr_format=3, use_consolidated=False, **kw).attrs[_COMPLETE] = True
 
 

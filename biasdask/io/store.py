@@ -44,6 +44,7 @@ import re
 import socket
 import uuid
 import warnings
+from collections.abc import Iterator
 from typing import Literal
 
 import dask.array as da
@@ -51,6 +52,7 @@ import fsspec
 import numba
 import numpy as np
 import xarray as xr
+import numcodecs
 import zarr
 import zarr.codecs
 import zarr.core.buffer
@@ -629,37 +631,66 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
     )
 
 
+#: how ingest encodes the words (zarr 3 codec names, in order); such chunks are decoded here directly
+_WORD_CODECS = ("vlen-utf8", "zstd", "crc32c")
+
+
 def _read_words(url: str, storage_options: dict | None, array: zarr.Array) -> np.ndarray:
-    """Every word of the store (an object array of ``str``), checksums verified: read in one call, which
-    zarr spreads over the chunks concurrently; where that fails, chunk by chunk, to name the chunk."""
-    try:
-        return np.asarray(array[:]).astype(object)
-    except Exception:  # noqa: BLE001 - _read_verified names the failing chunk
-        n, chunk = array.shape[0], array.chunks[0]
+    """Every word of the store (an object array of ``str``), checksums verified.
+
+    Chunks encoded as ingest encodes them are fetched together (``fs.cat``: concurrently on object
+    stores) and decoded by numcodecs straight into ``str`` objects: 0.35 s for 2,000,000 words here,
+    where zarr's read (into numpy's ``StringDType``) and the conversion back took 1.0 s. Any other
+    encoding is read through zarr.
+    """
+    n, chunk = array.shape[0], array.chunks[0]
+    if tuple(c.to_dict()["name"] for c in array.metadata.codecs) != _WORD_CODECS:
         words = np.empty(n, dtype=object)
         for start in range(0, n, chunk):
             rows = slice(start, min(start + chunk, n))
             words[rows] = _read_verified(url, storage_options, array, "word", rows).astype(object)
         return words
+    fs, path = _fs(url, storage_options)
+    keys = [f"word/c/{k}" for k in range(-(-n // chunk))]
+    paths = [fs._strip_protocol(f"{path.rstrip('/')}/{key}") for key in keys]
+    fetched = fs.cat(paths, on_error="return") if paths else {}  # keyed by path, in sorted order
+    words = np.empty(n, dtype=object)
+    for index, (key, where) in enumerate(zip(keys, paths)):
+        try:
+            data = fetched.get(where, FileNotFoundError(where))
+            if isinstance(data, Exception):
+                raise data
+            part = numcodecs.VLenUTF8().decode(numcodecs.Zstd().decode(numcodecs.CRC32C().decode(data)))
+        except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
+            raise _chunk_error(url, key, exc) from None
+        words[index * chunk : index * chunk + chunk] = part[: n - index * chunk]
+    return words
 
 
-def read_vocabulary(url: str, storage_options: dict | None, n: int) -> np.ndarray:
-    """The first ``n`` words of the store at ``url`` (an object array of ``str``), checksums verified;
-    what :func:`open_embeddings` gives as its ``word`` coordinate, for a task that needs the words of a
-    store opened elsewhere.
+def vocabulary_files(url: str, storage_options: dict | None, n: int) -> Iterator[tuple[str, bytes]]:
+    """The stored ``word`` array of the store at ``url`` cut to its first ``n`` words, as files: its
+    metadata (``"zarr.json"``, the shape set to ``n``) and its encoded chunks (``"c/<k>"``), bytes
+    unchanged, checksums included. Written under another group's ``word/``, they make an array that
+    reads back the store's first ``n`` words (a shorter array reads only the start of its last chunk),
+    without decoding and encoding millions of strings.
 
     Raises
     ------
     CorruptStoreError
-        Naming the store and the chunk key when a chunk is missing, fails its checksum or cannot be decoded.
+        Naming the store and the chunk key when a chunk is missing.
     """
-    words = np.empty(n, dtype=object)
-    if n:
-        chunk = _open_array(url, storage_options, "word").chunks[0]
-        for index in range(-(-n // chunk)):  # read_chunk refuses a missing chunk (it would read as fill values)
-            part = read_chunk(url, storage_options, "word", index)[: n - index * chunk]
-            words[index * chunk : index * chunk + part.size] = [str(w) for w in part]
-    return words
+    fs, path = _fs(url, storage_options)
+    root = path.rstrip("/") + "/word"
+    meta = json.loads(fs.cat_file(root + "/zarr.json"))
+    meta["shape"] = [n]
+    yield "zarr.json", json.dumps(meta, indent=2).encode()
+    chunk = meta["chunk_grid"]["configuration"]["chunk_shape"][0]
+    for index in range(-(-n // chunk)):
+        try:
+            data = fs.cat_file(f"{root}/c/{index}")
+        except FileNotFoundError:
+            raise CorruptStoreError(f"{display_url(url)}: chunk word/c/{index} is missing") from None
+        yield f"c/{index}", data
 
 
 @dataclasses.dataclass(frozen=True)
@@ -716,11 +747,18 @@ def _read_verified(url: str, storage_options: dict | None, array: zarr.Array, na
         return array[rows]
     except Exception as exc:  # noqa: BLE001 - checksum, codec and storage errors alike name the chunk
         key = f"{name}/c/{rows.start // array.chunks[0]}" + ("/0" if array.ndim == 2 else "")
-        if "checksum" in str(exc):
-            reason = "its bytes fail their CRC-32C checksum (the chunk is corrupt)"
-        else:
-            reason = f"it cannot be read: {redact(' '.join(f'{type(exc).__name__}: {exc}'.split()))}"
-        raise CorruptStoreError(f"{display_url(url)}: chunk {key}: {reason}") from None
+        raise _chunk_error(url, key, exc) from None
+
+
+def _chunk_error(url: str, key: str, exc: Exception) -> CorruptStoreError:
+    """The one-line error for chunk ``key`` of the store at ``url`` that could not be read."""
+    if isinstance(exc, FileNotFoundError):
+        reason = "it is missing"
+    elif "checksum" in str(exc):
+        reason = "its bytes fail their CRC-32C checksum (the chunk is corrupt)"
+    else:
+        reason = f"it cannot be read: {redact(' '.join(f'{type(exc).__name__}: {exc}'.split()))}"
+    return CorruptStoreError(f"{display_url(url)}: chunk {key}: {reason}")
 
 
 def _read_block(url: str, storage_options: dict | None, name: str, chunk: int, block_info=None) -> np.ndarray:

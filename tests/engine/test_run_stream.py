@@ -246,6 +246,27 @@ def test_per_word_scores_are_written_where_they_were_computed(tmp_path, stores, 
             assert written.attrs[key] == direct.attrs[key], key
 
 
+
+def test_stored_words_are_copied_as_stored_and_cut_to_max_words(tmp_path, dask_client):
+    """The written scores' words are the store's word chunks, copied byte for byte (checksums
+    included) and cut to ``max_words`` (here within the third of four chunks), not decoded and
+    encoded again; they read back as the words biasdask.scores gives."""
+    src = tmp_path / "en.bin"
+    write_language(src, *WORDS["en"], 0.1, 2500, 16, seed=0)
+    url = str(tmp_path / "en.zarr")
+    ingest(str(src), url, language="en", chunk_words=700, client=False, progress=False)
+    study = _study({"en": url}, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"], max_words=1500)
+    biasdask.run(study, client=dask_client, progress=False)
+    written = rs.open_scores(study["output"], "en").load()
+    direct = biasdask.scores(url, written.attrs["used_a"], written.attrs["used_b"], methods=["uniform"], max_words=1500).load()
+    assert written.sizes["word"] == 1500
+    assert list(written["word"].values) == list(direct["word"].values)
+    assert written["u"].values.tobytes() == direct["u"].values.tobytes()
+    copied = tmp_path / "r.zarr" / "scores" / "en" / "word" / "c"
+    assert sorted(p.name for p in copied.iterdir()) == ["0", "1", "2"]
+    for k in range(3):
+        assert (copied / str(k)).read_bytes() == (tmp_path / "en.zarr" / "word" / "c" / str(k)).read_bytes()
+
 @pytest.fixture(scope="module")
 def tiny_store(tmp_path_factory):
     """Four words: a family's 8 pooled values have C(8, 4) = 70 splits, all enumerated (exact)."""

@@ -92,6 +92,22 @@ def test_layout_read_back_by_xarray(tmp_path):
     assert xr.open_zarr(url, consolidated=False).sizes == {"word": 23, "dim": 5}
 
 
+
+def test_words_of_many_chunks_are_read_in_order_as_zarr_reads_them(tmp_path, monkeypatch):
+    """The words are decoded directly from their chunks (fetched together, which lists them sorted:
+    c/10 before c/2); they equal zarr's own read, and without the direct path (another encoding),
+    zarr's read is used."""
+    words, vectors = _data(123)
+    url = str(tmp_path / "en.zarr")
+    _make(url, words, vectors, chunk=10)  # 13 word chunks
+    import zarr
+
+    oracle = [str(w) for w in zarr.open_group(url, mode="r")["word"][:]]
+    assert oracle == words
+    assert list(store.open_embeddings(url).word.values) == words
+    monkeypatch.setattr(store, "_WORD_CODECS", ("another",))
+    assert list(store.open_embeddings(url).word.values) == words
+
 def test_memory_store_round_trip():
     words, vectors = _data(7)
     _make("memory://bd-test/en.zarr", words, vectors, chunk=3)
