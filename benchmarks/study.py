@@ -23,7 +23,7 @@ most of it). It
    CPU-second of the scores tasks (the worker processes' CPU time, shared among the stages as their
    tasks' compute times are: a loaded machine does not inflate it as it does wall times), permutations from the batch kernel timed
    at N = 2,000,000 in this process (two weightings on common splits, and the pool's preparation),
-   writes from one language's scores written again alone; printed with its breakdown, for
+   writes from one language's scores written again alone, as the run's task writes them; printed with its breakdown, for
    always-busy cores and for the busy fraction measured;
 5. measures a fresh worker's first permutation task: cold (numba's cache empty: the kernels are
    compiled in the task), cache warm but no plugin (loaded in the task), and with biasdask's
@@ -187,7 +187,7 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
         "run_wall": run_wall, "spans": spans, "writes": writes, "busy": computed / (threads * stream_wall),
         "busy_call": computed / (threads * run_wall), "stream_wall": stream_wall, "lead_in": first - called,
         "store_bytes": sum(_tree_bytes(Path(url)) for url in stores.values()), "cpu": cpu,
-        "results": study["output"],
+        "results": study["output"], "stores": stores,
     }
 
 
@@ -306,9 +306,11 @@ def kernel_at_seed_size(n_words: int = SEED_WORDS, permutations: int = 200) -> d
             "per_language": prepare + SEED_PERMUTATIONS * per_permutation}
 
 
-def scores_write(results_url: str, args) -> dict:
-    """Seconds to write one language's per-word scores (as the run does, from this process, alone)."""
+def scores_write(results_url: str, store_url: str, args) -> dict:
+    """Seconds to write one language's per-word scores as the run's task does (its words copied from
+    the embedding store as stored), from this process, alone."""
     from biasdask.io import results as rs
+    from biasdask.io.store import vocabulary_files
 
     sc = rs.open_scores(results_url, CODES[0]).load()
     out = results_url + ".rewrite"
@@ -316,7 +318,7 @@ def scores_write(results_url: str, args) -> dict:
     rs.create_results(out, languages=langs, methods=["uniform", "zipf"], tests=["gender"],
                       attrs={"seed": 0, "alternative": "two-sided", "similarity": "cosine"}, config_text="benchmark")
     t = time.perf_counter()
-    rs.write_scores(out, CODES[0], sc)
+    rs.write_scores(out, CODES[0], sc.drop_vars("word"), words_from=vocabulary_files(store_url, None, sc.sizes["word"]))
     seconds = time.perf_counter() - t
     return {"write": seconds, "write_per_word": seconds / sc.sizes["word"]}
 
@@ -391,7 +393,7 @@ def main(argv=None) -> None:
             print(f"biasdask ({r['label']}, ingest + run) {ours:.1f} s: {base['total'] / ours:,.0f}x faster")
 
         kernel = kernel_at_seed_size()
-        kernel.update(scores_write(results[0]["results"], args))
+        kernel.update(scores_write(results[0]["results"], results[0]["stores"][CODES[0]], args))
         seed_000(results, args, kernel)
 
         if not args.skip_first_task:
