@@ -93,6 +93,7 @@ def test_s3_end_to_end_three_languages(tmp_path, s3_bucket, dask_client):
     emb = biasdask.open_embeddings(stores["de"], storage_options=options)
     direct = biasdask.scores(emb, ["männlich"], ["weiblich"], methods=["zipf"])
     np.testing.assert_array_equal(sc["t"].sel({"method": "zipf"}).values, direct["t"].values[0])
+    assert list(sc["word"].values) == list(emb["word"].values)  # copied from the store on S3, as stored
 
 
 def test_different_config_refused_unless_overwrite(tmp_path, dask_client):
