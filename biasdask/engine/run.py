@@ -39,8 +39,8 @@ from typing import Any
 
 import dask
 import dask.array as da
-import fsspec
 import dask.system
+import fsspec
 import numpy as np
 import xarray as xr
 from distributed import Client

@@ -238,9 +238,14 @@ def _labels(group: zarr.Group) -> dict[str, list[str]]:
     return {dim: [str(x) for x in group[dim][...]] for dim in DIMS}
 
 
-def _has_contents(url: str, storage_options: Mapping[str, Any] | None) -> bool:
+def _fs(url: str, storage_options: Mapping[str, Any] | None) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The filesystem and path of the results store, with :func:`_target`'s options."""
     target, kw = _target(url, storage_options)
-    fs, path = fsspec.core.url_to_fs(target, **kw.get("storage_options", {}))
+    return fsspec.core.url_to_fs(target, **kw.get("storage_options", {}))
+
+
+def _has_contents(url: str, storage_options: Mapping[str, Any] | None) -> bool:
+    fs, path = _fs(url, storage_options)
     if not fs.exists(path):
         return False
     return not fs.isdir(path) or bool(fs.ls(path))
@@ -721,7 +726,7 @@ def write_scores(
     target, kw = _target(url, storage_options)
     ds.to_zarr(target, group=group, mode="w", consolidated=False, zarr_format=3, encoding=encoding, **kw)
     if words_from is not None:
-        fs, path = fsspec.core.url_to_fs(target, **kw.get("storage_options", {}))
+        fs, path = _fs(url, storage_options)
         root = f"{path.rstrip('/')}/{group}/word"
         fs.makedirs(f"{root}/c", exist_ok=True)
         for key, data in words_from:

@@ -50,9 +50,9 @@ from typing import Literal
 import dask.array as da
 import fsspec
 import numba
+import numcodecs
 import numpy as np
 import xarray as xr
-import numcodecs
 import zarr
 import zarr.codecs
 import zarr.core.buffer
