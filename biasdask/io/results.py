@@ -431,9 +431,9 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-async def _write_cell_async(
-    target: str, kw: dict[str, Any], url: str, cell: tuple[str, str, str], values: dict[str, Any]
-) -> None:
+async def _writer_root(target: str, kw: dict[str, Any], url: str, cell: tuple[str, str, str]) -> tuple[Any, str, tuple[int, int, int]]:
+    """A writer's view of the results store: its root (open for writing), store_id, and the index of
+    ``cell`` (labels cached per store, see :data:`_WRITERS`)."""
     root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
     if root.attrs.get("biasdask_store") != _STORE_KIND or "config_hash" not in root.attrs:
         raise IncompleteStoreError(f"{url}: no complete biasdask results store there")
@@ -449,7 +449,13 @@ async def _write_cell_async(
             if key not in _WRITERS and len(_WRITERS) >= _WRITERS_MAX:
                 del _WRITERS[next(iter(_WRITERS))]
             _WRITERS[key] = cached
-    idx = _index(cached[1], url, cell)
+    return root, store_id, _index(cached[1], url, cell)
+
+
+async def _write_cell_async(
+    target: str, kw: dict[str, Any], url: str, cell: tuple[str, str, str], values: dict[str, Any]
+) -> None:
+    root, store_id, idx = await _writer_root(target, kw, url, cell)
     record = {
         "zarr_format": 3,
         "node_type": "group",
@@ -825,22 +831,24 @@ def write_null(
     -----
     Write the null before :func:`write_cell` of the same cell, so that a done cell always has it.
     """
-    cell = (language, method, test)
-    _check_cell(url, storage_options, cell)
     values = np.asarray(null, dtype=np.float64)
     if values.ndim != 1:
         raise ValueError(f"write_null: null distribution must be 1-D, got shape {values.shape}")
     target, kw = _target(url, storage_options)
-    group = zarr.create_group(target, path=_null_path(*cell), overwrite=True, zarr_format=3, **kw)
-    arr = group.create_array(
+    _zarr_sync(_write_null_async(target, kw, url, (language, method, test), values))
+
+
+async def _write_null_async(target: str, kw: dict[str, Any], url: str, cell: tuple[str, str, str], values: np.ndarray) -> None:
+    """:func:`write_null` as one coroutine: one trip into zarr's event loop, not one per step."""
+    root, _, _ = await _writer_root(target, kw, url, cell)
+    group = await zarr_async.create_group(store=root.store_path.store, path=_null_path(*cell), overwrite=True, zarr_format=3)
+    await group.create_array(
         "null",
-        shape=values.shape,
-        dtype=np.float64,
+        data=values,
         chunks=(min(_NULL_CHUNK, max(1, values.size)),),
         dimension_names=("permutation",),
     )
-    arr[...] = values
-    group.attrs[_COMPLETE] = True
+    await group.update_attributes({_COMPLETE: True})
 
 
 def read_null(
