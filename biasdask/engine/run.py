@@ -200,8 +200,12 @@ def _run_checked(cfg: StudyConfig, options: dict, stores: dict, client, schedule
             progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar,
             workers_keep_freed_memory(c),  # chunks read for u: without it, 2-3x the time of one process
         ):
-            stream = _Stream(cfg, options, c, _CellWriter(cfg, options, bar), _scores_destination(c, cfg.output, options))
-            failures += stream.run(stores, done)
+            # where the workers write per-word scores: asked of a worker while the first languages start
+            # (its answer is needed only by the first scores write)
+            with concurrent.futures.ThreadPoolExecutor(1) as probe:
+                destination = probe.submit(_scores_destination, c, cfg.output, options)
+                stream = _Stream(cfg, options, c, _CellWriter(cfg, options, bar), destination)
+                failures += stream.run(stores, done)
     return failures
 
 
@@ -419,19 +423,32 @@ def _together(*arrays):
     return arrays
 
 
+def _joined(pieces: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The chunks of an array chunked along its last axis, as one array."""
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=-1)
+
+
+def _derived(source: concurrent.futures.Future, i: int) -> concurrent.futures.Future:
+    """A future of item ``i`` of what ``source`` returns."""
+    out: concurrent.futures.Future = concurrent.futures.Future()
+    source.add_done_callback(lambda f: _copy_outcome(f, out, i))
+    return out
+
+
 def _resolved(fn: Callable, args: tuple, kwargs: dict):
     """Call ``fn`` with the results of the futures among ``args`` (all done by now)."""
     args = tuple(a.result() if isinstance(a, concurrent.futures.Future) else a for a in args)
     return fn(*args, **kwargs)
 
 
-def _copy_outcome(source: concurrent.futures.Future, target: concurrent.futures.Future) -> None:
+def _copy_outcome(source: concurrent.futures.Future, target: concurrent.futures.Future, item: int | None = None) -> None:
+    """``target`` ends as ``source`` did (with item ``item`` of its result, if given)."""
     if source.cancelled():
         target.cancel()
     elif source.exception() is not None:
         target.set_exception(source.exception())
     else:
-        target.set_result(source.result())
+        target.set_result(source.result() if item is None else source.result()[item])
 
 
 class _Tasks:
@@ -507,6 +524,22 @@ class _Tasks:
             return self._track(self.client.compute(together, priority=priority, optimize_graph=False), tag)
         return self._track(self._pool.submit(dask.compute, *arrays, optimize_graph=False), tag)
 
+    def compute_pieces(self, array: da.Array, meta=None, priority: int = 0) -> tuple[list, Any]:
+        """Futures of the computed chunks of a Dask ``array`` chunked along its last axis only (on a
+        ``distributed`` client: one per chunk, each left on the worker that computed it; without one, a
+        single piece), and of the delayed ``meta`` (None without). Tasks that take the pieces
+        depend on the chunks' tasks themselves: no task first gathers them into one array."""
+        if self.client is not None:
+            futures = self.client.compute(
+                [*array.to_delayed().ravel().tolist(), *(() if meta is None else (meta,))], priority=priority, optimize_graph=False
+            )
+            for future in futures:
+                self._track(future, None)
+            return (futures, None) if meta is None else (futures[:-1], futures[-1])
+        both = self._track(self._pool.submit(dask.compute, array, meta, optimize_graph=False), None)
+        pieces = [self._track(_derived(both, 0), None)]
+        return (pieces, None) if meta is None else (pieces, self._track(_derived(both, 1), None))
+
     def load(self, data: xr.Dataset, priority: int = 0):
         """A future of ``data`` loaded into memory (a task reads the chunks it needs)."""
         if self.client is not None:
@@ -567,18 +600,24 @@ class _ScoresPart:
         )
 
 
-def _write_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], *computed) -> None:
+def _write_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], counts: list[int], *computed) -> None:
     """Task: write a language's per-word scores (every association's, cosine's first) into the results;
-    a store's words are copied from it as stored (no decoding and encoding of millions of strings)."""
+    a store's words are copied from it as stored (no decoding and encoding of millions of strings).
+    ``computed``: for each association in turn, ``counts[i]`` chunks of u stacked on t, then its
+    attributes found."""
     first = parts[0][1]
-    scores = _with_associations({a: p.dataset(c, first.words) for (a, p), c in zip(parts, computed)})
+    scores, at = {}, 0
+    for (association, part), n in zip(parts, counts):
+        scores[association] = part.dataset((_joined(computed[at : at + n]), computed[at + n]), first.words)
+        at += n + 1
+    scores = _with_associations(scores)
     words_from = None if first.store is None else vocabulary_files(*first.store, first.n_words)
     rs.write_scores(url, code, scores, options, words_from=words_from)
 
 
-def _write_gathered_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], computed: list) -> None:
+def _write_gathered_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], counts: list[int], computed: list) -> None:
     """In a thread of the client: :func:`_write_scores` from the language's computed scores, gathered here."""
-    _write_scores(url, code, options, parts, *(f.result() for f in computed))
+    _write_scores(url, code, options, parts, counts, *(f.result() for f in computed))
 
 
 def _scores_destination(client: Client | None, url: str, options: dict) -> str | None:
@@ -612,10 +651,11 @@ class _Family:
     pool: Any = None
 
 
-def _family_pools(ut, rows: list[int], n_permutations: int, alternative: str, seed: int):
-    """Task: the family's pool from its scores (``(u stacked on t, [attributes])``), where they were
-    computed; None if no word is usable."""
-    u, t = ut[0][0], ut[0][1:]
+def _family_pools(rows: list[int], n_permutations: int, alternative: str, seed: int, *pieces):
+    """Task: the family's pool from its scores (the chunks of u stacked on t), on a worker that computed
+    some; None if no word is usable."""
+    ut = _joined(pieces)
+    u, t = ut[0], ut[1:]
     keep = np.isfinite(u)
     if not keep.any():
         return None
@@ -677,9 +717,11 @@ _PREPARE_FIRST = 1_000_000
 class _Stream:
     """The run's event loop: start languages (up to the bound), react to each finished task."""
 
-    def __init__(self, cfg: StudyConfig, options: dict, client: Client | None, write: _CellWriter, scores_url: str | None) -> None:
+    def __init__(
+        self, cfg: StudyConfig, options: dict, client: Client | None, write: _CellWriter, scores_url: concurrent.futures.Future
+    ) -> None:
         self.cfg, self.options, self.client, self.write = cfg, options, client, write
-        self.scores_url = scores_url  # see _scores_destination
+        self.scores_url = scores_url  # of _scores_destination
         self.slots = n_slots(client)
         self.tasks = _Tasks(client, self.slots)
         self.failures: list[str] = []
@@ -702,9 +744,12 @@ class _Stream:
         return the failures (one line per language)."""
         waiting = self.waiting = list(self.cfg.languages)
         limit = languages_in_flight(self.slots)
+        for future in stores.values():  # a language starts once its words are read: the loop hears of it
+            future.add_done_callback(lambda f: self.tasks.finished.put((("opened",), f)))
         try:
             while waiting or self.pending:
-                while waiting and len(self.pending) < limit:
+                # in the study's order; meanwhile the loop handles what the started languages report
+                while waiting and len(self.pending) < limit and stores[waiting[0].code].done():
                     lang = waiting.pop(0)
                     try:
                         emb = stores[lang.code].result()
@@ -720,9 +765,10 @@ class _Stream:
                         log.warning("skipped language %s: %s", lang.code, exc)
                     if not self.pending.get(lang.code):
                         self.pending.pop(lang.code, None)
-                if self.pending:
+                if self.pending or waiting:
                     tag, future = self.tasks.finished.get()
-                    self._handle(tag, future)
+                    if tag[0] != "opened":
+                        self._handle(tag, future)
         finally:
             self.tasks.close()
         return self.failures
@@ -855,9 +901,9 @@ class _Stream:
         if missing and gender:
             log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
             values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
-        utm = self._start_family(lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used))
+        computed = self._start_family(lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used))
         if plan.need_scores:  # written by a task where they were computed, once every association's are submitted
-            self._scores_part(lang.code, label, (_ScoresPart.of(sc, emb), utm))
+            self._scores_part(lang.code, label, (_ScoresPart.of(sc, emb), computed))
 
     def _fail(self, code: str, exc: Exception) -> None:
         line = f"{code}: {exc}"
@@ -865,8 +911,8 @@ class _Stream:
             self.failures.append(line)
 
     def _scores_part(self, code: str, label: str, part: tuple | None) -> None:
-        """Collect one association's scores (``(its _ScoresPart, the future of u stacked on t and the
-        attributes)``; None: it failed); once all of the language's associations are in, if cosine's is
+        """Collect one association's scores (``(its _ScoresPart, (the futures of the chunks of u stacked on
+        t, the future of the attributes found))``; None: it failed); once all of the language's associations are in, if cosine's is
         among them, a task writes its scores (in the study's order), where they were computed."""
         if code not in self.scores_parts:
             return
@@ -880,33 +926,36 @@ class _Stream:
         del self.scores_parts[code]
         if cube_label("gender", "cosine") in got:
             parts = [(split_label(label)[1], got[label][0]) for label in expected]
-            computed = [got[label][1] for label in expected]
-            if self.scores_url is not None:
-                self.tasks.submit(_write_scores, self.scores_url, code, self.options, parts, *computed,
+            counts = [len(got[label][1][0]) for label in expected]
+            computed = [f for label in expected for f in (*got[label][1][0], got[label][1][1])]
+            url = self.scores_url.result()
+            if url is not None:
+                self.tasks.submit(_write_scores, url, code, self.options, parts, counts, *computed,
                                   tag=("written", code, computed), priority=self.prepare[code])
             else:  # the workers do not see the results store: gathered and written here
-                self.tasks.beside(_write_gathered_scores, self.cfg.output, code, self.options, parts, computed,
+                self.tasks.beside(_write_gathered_scores, self.cfg.output, code, self.options, parts, counts, computed,
                                   tag=("written", code, computed))
             self._count(code)
 
     def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
         """Submit the scores graph (``stacked``: u stacked on t, as :func:`scores_graph` builds it;
         None: from ``sc``; with ``meta``, the delayed attributes of gender scores) and, for ``methods``,
-        the pool, its permutation batches and its cells; return the future of (u stacked on t[, meta])."""
+        the pool, its permutation batches and its cells; return the futures of the chunks of u stacked
+        on t and of ``meta`` (None without)."""
         rank = self.priority[code]
         if stacked is None:
             # u and t as ONE array: given separately, u (inside t too) would be computed twice, once
             # per name Dask gives the two collections' tasks.
             stacked = da.concatenate([sc["u"].data[None, :], sc["t"].data])
-        utm = self.tasks.compute(stacked, *(() if meta is None else (meta,)), priority=self.prepare[code])
+        pieces, found = self.tasks.compute_pieces(stacked, meta, priority=self.prepare[code])
         if not methods:
-            return utm
-        family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [utm])
+            return pieces, found
+        family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [*pieces, *(() if found is None else (found,))])
         rows = [list(sc["method"].values).index(m) for m in methods]
         seed = family_seed(self.cfg.seed, code, test)
         # Above the language's reads and scores write: on the worker that holds the scores, the pool
         # goes before their write (which would hold back every batch of the family).
-        family.pool = self.tasks.submit(_family_pools, utm, rows, self.cfg.n_permutations, self.cfg.alternative, seed,
+        family.pool = self.tasks.submit(_family_pools, rows, self.cfg.n_permutations, self.cfg.alternative, seed, *pieces,
                                         priority=self.prepare[code] + 1)
         # The batches are planned here, from the words at most in the pool, and depend on the pool: no
         # round trip through this process between the pool and its permutations. (The plan sizes the
@@ -924,7 +973,7 @@ class _Stream:
         family.futures += [family.pool, *parts, cells]
         self.families[(code, test)] = family
         self._count(code)
-        return utm
+        return pieces, found
 
     # -- reacting to finished tasks -----------------------------------------------------------
 

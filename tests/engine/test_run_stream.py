@@ -158,10 +158,10 @@ def test_a_failing_task_fails_the_run_and_a_rerun_resumes(tmp_path, stores, monk
     real = run_module._family_pools
     de_seed = family_seed(5, "de", "gender")
 
-    def fails_for_de(ut, rows, n_permutations, alternative, seed):
+    def fails_for_de(rows, n_permutations, alternative, seed, *pieces):
         if seed == de_seed:
             raise RuntimeError("disk on fire")
-        return real(ut, rows, n_permutations, alternative, seed)
+        return real(rows, n_permutations, alternative, seed, *pieces)
 
     monkeypatch.setattr(run_module, "_family_pools", fails_for_de)
     study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"])
@@ -319,3 +319,55 @@ def test_scores_are_written_here_when_the_workers_do_not_see_the_results_store(s
         direct = biasdask.scores(stores[code], written.attrs["used_a"], written.attrs["used_b"], methods=["uniform", "zipf"]).load()
         assert written["t"].values.tobytes() == direct["t"].values.tobytes()
         assert list(written["word"].values) == list(direct["word"].values)
+
+
+def test_a_language_runs_while_the_next_ones_words_are_still_read(tmp_path, stores, monkeypatch):
+    """The loop starts each language once its own words are in and meanwhile handles the started ones: en's
+    cell is written while de's words are still being read (before, the loop waited for de's words before
+    it handled anything of en)."""
+    output = str(tmp_path / "r.zarr")
+    real = run_module._open_language
+    seen = {}
+
+    def en_done() -> bool:
+        try:
+            return ("en", "uniform", "gender") in rs.done_cells(output)
+        except BiasdaskError:  # the results store is not created yet
+            return False
+
+    def slow_de(lang, options):
+        if lang.code == "de":
+            deadline = time.monotonic() + 60
+            while not en_done() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            seen["en written before de opened"] = en_done()
+        return real(lang, options)
+
+    monkeypatch.setattr(run_module, "_open_language", slow_de)
+    out = biasdask.run(_study(stores, output, methods=["uniform"], tests=["gender"]), progress=False)
+    assert seen == {"en written before de opened": True}
+    assert np.isfinite(out["p_value"].values).all()
+
+
+def test_pools_and_scores_writes_take_the_scores_chunks_directly(tmp_path):
+    """No task gathers a language's scores into one array before its pool and its scores write: they
+    depend on the chunks' tasks themselves (one scheduler round trip less before the permutations), and
+    the results equal those of a run on threads, whose tasks get the whole array."""
+    src = tmp_path / "en.bin"
+    write_language(src, "male", "female", 0.1, 2500, 16, seed=4)
+    store = str(tmp_path / "en.zarr")
+    ingest(str(src), store, language="en", client=False, progress=False, chunk_words=500)
+    study = {"languages": {"en": {"store": store}}, "methods": ["uniform", "zipf"], "tests": ["gender"],
+             "n_permutations": 301, "seed": 2}
+    threads = biasdask.run({**study, "output": str(tmp_path / "threads.zarr")}, progress=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with Client(cluster, set_as_default=False) as client, get_task_stream(client) as ts:
+            two = biasdask.run({**study, "output": str(tmp_path / "two.zarr")}, client=client, progress=False)
+    keys = [str(t["key"]) for t in ts.data]
+    assert sum("stored_scores" in k for k in keys) == 5
+    assert not [k for k in keys if k.startswith("finalize-")]
+    for v, values in _cube(threads).items():
+        np.testing.assert_array_equal(values, two[v].values, err_msg=v)
+    a, b = rs.open_scores(str(tmp_path / "threads.zarr"), "en"), rs.open_scores(str(tmp_path / "two.zarr"), "en")
+    for name in ("u", "t", "word"):
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
