@@ -196,7 +196,8 @@ def stored_association(url: str, storage_options: dict | None, chunk: int, kind:
     :func:`biasdask.io.store.read_chunk` gives) and fed to the same association kernel, so u is bit for
     bit the one computed from the float32 vectors."""
     index, n = start // chunk, stop - start
-    stored, _ = read_stored_vectors(url, storage_options, index)  # negative zeros change no dot product
+    # negative zeros change no dot product; the chunk is consumed here, so it may be in a reused buffer
+    stored, _ = read_stored_vectors(url, storage_options, index, reuse=True)
     norms = read_chunk(url, storage_options, "norm", index)[:n]
     if stored.dtype == np.float32:
         return associate(kind, stored[:n], norms, axes)

@@ -42,6 +42,8 @@ import json
 import os
 import re
 import socket
+import sys
+import threading
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -790,9 +792,14 @@ def read_chunk(url: str, storage_options: dict | None, name: str, index: int, ro
     return values if rows is None else values[rows]
 
 
-def read_stored_vectors(url: str, storage_options: dict | None, index: int) -> tuple[np.ndarray, np.ndarray | None]:
+def read_stored_vectors(
+    url: str, storage_options: dict | None, index: int, reuse: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Chunk ``index`` of ``vectors`` as stored, checksum verified: float32, or the integers of a scaled
     store (``float32(k * 1e-4)``, see :func:`decode_scaled`) with their packed negative-zero bits.
+
+    With ``reuse``, the values may be decoded into a buffer that the calling thread reuses: they are
+    valid until its next such call (for a reader that consumes each chunk at once).
 
     Raises
     ------
@@ -801,13 +808,46 @@ def read_stored_vectors(url: str, storage_options: dict | None, index: int) -> t
     """
     array = _open_chunk(url, storage_options, "vectors", index)
     rows = _chunk_rows(array, index)
-    if vector_encoding(array) == "float32":
-        return _read_verified(url, storage_options, array, "vectors", rows), None
+    stored = array if vector_encoding(array) == "float32" else raw_vectors(array)
+    values = _read_reused(url, storage_options, stored, index) if reuse else None
+    if values is None:
+        values = _read_verified(url, storage_options, stored, "vectors", rows)
+    if stored is array:
+        return values, None
     negative = _open_chunk(url, storage_options, NEGATIVE_ZERO, index)
-    return (
-        _read_verified(url, storage_options, raw_vectors(array), "vectors", rows),
-        _read_verified(url, storage_options, negative, NEGATIVE_ZERO, rows),
-    )
+    return values, _read_verified(url, storage_options, negative, NEGATIVE_ZERO, rows)
+
+
+#: how ingest encodes vectors (after the scaling filter of an integer store): zarr 3 codec names, in
+#: order; such chunks can be decoded here directly, into a buffer the thread reuses
+_VECTOR_CODECS = ("bytes", "blosc", "crc32c")
+_REUSED = threading.local()
+
+
+def _read_reused(url: str, storage_options: dict | None, array: zarr.Array, index: int) -> np.ndarray | None:
+    """Chunk ``index`` of the 2-D ``vectors`` ``array`` (as stored), checksum verified, decoded by
+    numcodecs into this thread's reused buffer; None when the array is encoded otherwise.
+
+    zarr decodes each chunk into a new array: for a 32 MiB chunk the fresh pages cost more than the
+    decompression (a chunk of 27,962 × 300 float32 here: 71-97 ms through zarr, 28 ms into a buffer
+    that is already mapped).
+    """
+    codecs = [c.to_dict() for c in array.metadata.codecs]
+    if tuple(c["name"] for c in codecs) != _VECTOR_CODECS or codecs[0]["configuration"]["endian"] != sys.byteorder:
+        return None
+    shape = array.chunks
+    nbytes = int(np.prod(shape)) * array.dtype.itemsize
+    buffer = getattr(_REUSED, "buffer", None)
+    if buffer is None or buffer.nbytes != nbytes:
+        buffer = _REUSED.buffer = np.empty(nbytes, dtype=np.uint8)
+    key = f"vectors/c/{index}/0"
+    fs, path = _fs(url, storage_options)
+    try:
+        numcodecs.blosc.decompress(numcodecs.CRC32C().decode(fs.cat_file(f"{path.rstrip('/')}/{key}")), buffer)
+    except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
+        raise _chunk_error(url, key, exc) from None
+    rows = _chunk_rows(array, index)
+    return buffer.view(array.dtype).reshape(shape)[: rows.stop - rows.start]
 
 
 @_quiet_codecs

@@ -281,3 +281,53 @@ def test_a_flipped_byte_of_a_scaled_store_fails_its_checksum(tmp_path, chunk):
     path.write_bytes(bytes(data))
     with pytest.raises(BiasdaskError, match=f"s.zarr: chunk {chunk}: .*checksum"):
         store.open_embeddings(url).vectors.values  # noqa: B018
+
+
+@pytest.mark.parametrize("encoding", ["float32", "int16"])
+def test_vectors_decoded_into_the_threads_reused_buffer_equal_zarrs_read(tmp_path, encoding):
+    """A chunk read for a reader that consumes it at once (``reuse=True``: u) is decoded by numcodecs into a
+    buffer the thread keeps: the same values as zarr's read, the short last chunk included; the next
+    chunk lands in the same memory; a flipped byte still fails its checksum, naming the chunk."""
+    import zarr
+
+    words, _ = _data(23)
+    vectors = (np.random.default_rng(5).integers(-3000, 3000, (23, 12)) / 10000).astype(np.float32)
+    url = str(tmp_path / "s.zarr")
+    store.prepare_store(url, None, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23,
+                        vector_encoding=encoding)
+    norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
+    for start in range(0, 23, 10):
+        store.write_block(url, None, start, np.array(words[start : start + 10], dtype=object), vectors[start : start + 10], norms[start : start + 10])
+    store.finish_store(url, None, {"n_words": 23})
+    array = zarr.open_array(url, path="vectors", mode="r")
+    raw = array if encoding == "float32" else store.raw_vectors(array)
+    first = None
+    for index, rows in enumerate([slice(0, 10), slice(10, 20), slice(20, 23)]):
+        reused, negative = store.read_stored_vectors(url, None, index, reuse=True)
+        plain, plain_negative = store.read_stored_vectors(url, None, index)
+        expected = raw[rows]
+        assert reused.dtype == expected.dtype and reused.shape == expected.shape
+        assert reused.tobytes() == expected.tobytes() == plain.tobytes()
+        assert (negative is None) == (encoding == "float32") and (negative is None or np.array_equal(negative, plain_negative))
+        assert not np.shares_memory(plain, reused)
+        first = reused if first is None else first
+        assert np.shares_memory(first, reused)  # one buffer for every chunk
+    path = tmp_path / "s.zarr" / "vectors" / "c" / "1" / "0"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+    with pytest.raises(BiasdaskError, match="s.zarr: chunk vectors/c/1/0: .*checksum"):
+        store.read_stored_vectors(url, None, 1, reuse=True)
+    path.unlink()
+    with pytest.raises(BiasdaskError, match="s.zarr: chunk vectors/c/1/0 is missing"):
+        store.read_stored_vectors(url, None, 1, reuse=True)
+
+
+def test_vectors_encoded_otherwise_are_read_through_zarr(tmp_path):
+    """Only the encoding ingest writes is decoded directly; another one (here zstd) falls back to zarr."""
+    import zarr
+
+    array = zarr.create_array(str(tmp_path / "a.zarr"), shape=(6, 4), chunks=(4, 4), dtype="float32",
+                              compressors=zarr.codecs.ZstdCodec())
+    array[...] = np.arange(24, dtype=np.float32).reshape(6, 4)
+    assert store._read_reused(str(tmp_path / "a.zarr"), None, array, 0) is None
