@@ -961,9 +961,10 @@ class _Stream:
         # round trip through this process between the pool and its permutations. (The plan sizes the
         # tasks only: a permutation's split depends on the seed and its index, not on its batch.)
         # Batches of about biasdask.batch-duration; once no language waits to start, the last families
-        # are spread over every worker thread (at least two batches each), so that the run's tail is short.
+        # are spread over every worker thread (at least four batches each: the last ones end close
+        # together), so that the run's tail is short.
         words = max(1, sc.sizes["word"] - int(sc.attrs.get("n_excluded", 0)) - int(sc.attrs.get("n_duplicate_vectors", 0)))
-        spread = 1 if self.waiting else self.slots
+        spread = 1 if self.waiting else 2 * self.slots
         parts = [
             self.tasks.submit(_family_batch, family.pool, a, b, priority=rank)
             for a, b in batch_plan(words * len(methods), self.cfg.n_permutations, self.cfg.batch_size, spread)
