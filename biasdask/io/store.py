@@ -783,7 +783,8 @@ def read_chunk(url: str, storage_options: dict | None, name: str, index: int, ro
         decoded.
     """
     if name == "vectors":
-        stored, negative = read_stored_vectors(url, storage_options, index)
+        # a few rows are copied out at once (fancy indexing), so the chunk may be in the reused buffer
+        stored, negative = read_stored_vectors(url, storage_options, index, reuse=rows is not None)
         if rows is not None:
             stored, negative = stored[rows], None if negative is None else negative[rows]
         return _decoded(stored, negative)

@@ -312,6 +312,9 @@ def test_vectors_decoded_into_the_threads_reused_buffer_equal_zarrs_read(tmp_pat
         assert not np.shares_memory(plain, reused)
         first = reused if first is None else first
         assert np.shares_memory(first, reused)  # one buffer for every chunk
+    picked = store.read_chunk(url, None, "vectors", 0, np.array([1, 4]))  # a few rows: read into the buffer too
+    store.read_stored_vectors(url, None, 1, reuse=True)  # which this overwrites
+    assert picked.tobytes() == vectors[[1, 4]].tobytes()
     path = tmp_path / "s.zarr" / "vectors" / "c" / "1" / "0"
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x10
