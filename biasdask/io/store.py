@@ -637,6 +637,11 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
 _WORD_CODECS = ("vlen-utf8", "zstd", "crc32c")
 
 
+def _codecs(array: zarr.Array) -> list[dict]:
+    """The codecs of ``array``, in order, as zarr 3 metadata (``name``, ``configuration``)."""
+    return [c.to_dict() for c in array.metadata.codecs]
+
+
 def _read_words(url: str, storage_options: dict | None, array: zarr.Array) -> np.ndarray:
     """Every word of the store (an object array of ``str``), checksums verified.
 
@@ -646,7 +651,7 @@ def _read_words(url: str, storage_options: dict | None, array: zarr.Array) -> np
     encoding is read through zarr.
     """
     n, chunk = array.shape[0], array.chunks[0]
-    if tuple(c.to_dict()["name"] for c in array.metadata.codecs) != _WORD_CODECS:
+    if tuple(c["name"] for c in _codecs(array)) != _WORD_CODECS:
         words = np.empty(n, dtype=object)
         for start in range(0, n, chunk):
             rows = slice(start, min(start + chunk, n))
@@ -833,14 +838,15 @@ def _read_reused(url: str, storage_options: dict | None, array: zarr.Array, inde
     decompression (a chunk of 27,962 × 300 float32 here: 71-97 ms through zarr, 28 ms into a buffer
     that is already mapped).
     """
-    codecs = [c.to_dict() for c in array.metadata.codecs]
+    codecs = _codecs(array)
     if tuple(c["name"] for c in codecs) != _VECTOR_CODECS or codecs[0]["configuration"]["endian"] != sys.byteorder:
         return None
     shape = array.chunks
     nbytes = int(np.prod(shape)) * array.dtype.itemsize
     buffer = getattr(_REUSED, "buffer", None)
-    if buffer is None or buffer.nbytes != nbytes:
+    if buffer is None or buffer.nbytes < nbytes:  # the largest chunk yet (stores of other shapes share it)
         buffer = _REUSED.buffer = np.empty(nbytes, dtype=np.uint8)
+    buffer = buffer[:nbytes]
     key = f"vectors/c/{index}/0"
     fs, path = _fs(url, storage_options)
     try:
