@@ -18,11 +18,22 @@ class BiasdaskTypeError(BiasdaskError, TypeError):
     of words is expected...)."""
 
 
+class _BiasdaskOSError(BiasdaskError, OSError):
+    """Base of the errors that are also an ``OSError`` (a store, a scheduler).
+
+    tblib, with which ``distributed`` sends a task's exception to the client, rebuilds it with
+    ``cls.__new__``, which would find ``ValueError``'s first and fail for an ``OSError``: the client then
+    got a bare ``Exception`` whose message was this one's repr (a run named a corrupt chunk as
+    ``Exception: CorruptStoreError(...)``, exit 1, after writing no cell)."""
+
+    __new__ = OSError.__new__
+
+
 class InputFormatError(BiasdaskError):
     """An embedding file that cannot be read as the format it claims (names file and line)."""
 
 
-class IncompleteStoreError(BiasdaskError, OSError):
+class IncompleteStoreError(_BiasdaskOSError):
     """A Zarr store whose writing never finished (its completion marker is missing)."""
 
 
@@ -37,13 +48,13 @@ class ConfigError(BiasdaskError):
     """A study configuration that fails validation (names the key)."""
 
 
-class StoreConflictError(BiasdaskError, FileExistsError):
+class StoreConflictError(_BiasdaskOSError, FileExistsError):
     """A results store written by a different configuration."""
 
 
-class SchedulerError(BiasdaskError, ConnectionError):
+class SchedulerError(_BiasdaskOSError, ConnectionError):
     """A Dask scheduler (or Dask Gateway) that cannot be reached or started (names its address)."""
 
 
-class CorruptStoreError(BiasdaskError, OSError):
+class CorruptStoreError(_BiasdaskOSError):
     """A store whose chunks are missing or fail their checksum, or whose attrs disagree with its arrays."""

@@ -52,7 +52,7 @@ from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_l
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_graph
-from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
+from biasdask.errors import BiasdaskError, BiasdaskTypeError, CorruptStoreError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.formats import display_url
 from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
@@ -981,6 +981,19 @@ class _Stream:
     def _handle(self, tag: tuple, future) -> None:
         kind, code = tag[0], tag[1]
         self._count(code, -1)
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, CorruptStoreError):
+            # A chunk of its store failed its checksum (or could not be read) in one of the language's
+            # tasks: as for its words, that language's cells stay not done, to run on resume once the
+            # store is mended; it is named in the run's error, the other languages go on.
+            self._fail(code, error)
+            held = []
+            if kind == "written":
+                held = tag[2]
+            elif kind == "cells":
+                held = self.families.pop((code, tag[2])).futures
+            self.tasks.release([future, *held])
+            return
         if kind == "graph":
             self._graph_ready(*tag[2:], future)
             self.tasks.release([future])

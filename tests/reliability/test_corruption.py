@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from biasdask.errors import BiasdaskError
+from biasdask.errors import BiasdaskError, CorruptStoreError
 from biasdask.io.results import open_results
 from biasdask.io.store import open_embeddings
 from reliability_helpers import assert_one_line_error, make_store, write_study
@@ -98,3 +98,40 @@ def test_a_word_chunk_failing_its_checksum_fails_its_language_only(tmp_path, cli
     cell = {"method": "uniform", "test": "gender"}
     assert np.isnan(float(cube["p_value"].sel({**cell, "language": "en"})))
     assert 0 < float(cube["p_value"].sel({**cell, "language": "de"})) <= 1
+
+
+@pytest.mark.parametrize("chunk", ["vectors/c/0/0", "vectors/c/2/0"])
+def test_a_vectors_chunk_failing_its_checksum_fails_its_language_only(tmp_path, cli, chunk):
+    """A flipped byte in the vectors, found by a task on a worker (chunk 0: the task that reads the
+    attribute rows; chunk 2: a scores task), is one line naming the chunk with exit 2 (it used to reach
+    the client as a bare ``Exception: CorruptStoreError(...)``, exit 1, with no cell of any language
+    written); that language's cells stay empty, the other language is done."""
+    en, de = make_store(tmp_path, "en"), make_store(tmp_path, "de")
+    _flip(tmp_path / "emb" / "en.zarr" / chunk)
+    study = write_study(tmp_path, {"en": en, "de": de})
+    code, _, err = cli("run", study, "--quiet", "--workers", "1")
+    assert code == 2, err
+    assert_one_line_error(code, err, f"en.zarr: chunk {chunk}", "checksum", "1 language(s) with cells not run")
+    assert "Exception" not in err
+    cube = open_results(str(tmp_path / "results.zarr"))
+    cell = {"method": "uniform", "test": "gender"}
+    assert np.isnan(float(cube["p_value"].sel({**cell, "language": "en"})))
+    assert 0 < float(cube["p_value"].sel({**cell, "language": "de"})) <= 1
+
+
+def test_the_errors_that_are_oserrors_reach_the_client_as_themselves():
+    """distributed sends a task's exception through tblib, which rebuilds it with ``cls.__new__``."""
+    import pickle
+
+    import tblib.pickling_support
+
+    from biasdask.errors import IncompleteStoreError, SchedulerError, StoreConflictError
+
+    for cls in (CorruptStoreError, IncompleteStoreError, StoreConflictError, SchedulerError):
+        try:
+            raise cls("x.zarr: chunk c/0: it is missing")
+        except cls as exc:
+            tblib.pickling_support.install(exc)
+            back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is cls and str(back) == "x.zarr: chunk c/0: it is missing"
+        assert isinstance(back, OSError) and isinstance(back, BiasdaskError)
