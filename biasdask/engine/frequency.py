@@ -135,8 +135,9 @@ def frequency_profile(
     else:
         if not lang:
             raise BiasdaskError("frequency_profile by frequency: the scores have no language attribute; pass language=")
-        check_frequency_language(lang)
-        keys = _observed_frequencies(np.asarray(loaded["word"].values).astype(object), lang)
+        words = np.asarray(loaded["word"].values).astype(object)
+        check_frequency_language(lang, words[np.isfinite(values["u"])])
+        keys = _observed_frequencies(words, lang)
         edges = bins if explicit else frequency_bin_edges(keys, 0.5 if bins is None else float(bins))
         keys = np.where(keys > 0, keys, np.nan)
         closed = "right"

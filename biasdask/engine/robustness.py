@@ -21,7 +21,7 @@ from biasdask.engine.scores import (
     as_dataset,
     as_terms,
     attribute_set,
-    excluded_words,
+    excluded_targets,
     first_of_each_vector,
     scores,
     vector_hashes,
@@ -94,9 +94,7 @@ def attribute_sensitivity(
     used_a, used_b = attribute_set(emb, terms_a, "A").used, attribute_set(emb, terms_b, "B").used
     # The same targets in every row: with exclude_attributes all the attribute words are excluded, and
     # the words sharing an earlier word's vector are found once (one hashing pass, not one per row).
-    base_excluded = list(excluded_words(exclude_words))
-    if exclude_attributes:
-        base_excluded += [t for term in (*terms_a, *terms_b) for t in term.tokens]
+    base_excluded = sorted(excluded_targets(terms_a, terms_b, exclude_attributes, exclude_words))
     if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0:
         shared = ~first_of_each_vector(vector_hashes(emb))
         base_excluded += [str(w) for w in np.asarray(emb["word"].values)[shared]]

@@ -51,7 +51,7 @@ from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load
 from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_language
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
-from biasdask.engine.scores import as_dataset, attributes_graph, check_frequency_language, positions, scores_graph
+from biasdask.engine.scores import as_dataset, attributes_graph, excluded_targets, frequency_unavailable, positions, scores_graph
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, CorruptStoreError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.formats import display_url
@@ -132,8 +132,8 @@ def run(
         vocabulary: its ``gender`` cells stay NaN with a note naming the words, the message names them
         too; likewise, naming the chunk, if a language's stored bytes fail their checksum when read
         (its words as the language starts, its vectors in its tasks). A missing attribute word (of
-        several), a language without an observed-frequency list for ``frequency``, a test not
-        applicable to a language or below ``min_coverage`` are not errors: a warning in the log, and a
+        several), a language whose targets have no observed frequency for ``frequency`` (no wordfreq
+        list, or none of its words in it), a test not applicable to a language or below ``min_coverage`` are not errors: a warning in the log, and a
         note in the cells.
     """
     cfg = _as_config(config, output)
@@ -309,11 +309,8 @@ def is_family(label: str) -> bool:
     return split_label(label)[0] in FULL_VOCABULARY_TESTS
 
 
-def _no_frequency_note(language: str) -> str:
-    return (
-        f"no observed-frequency list for this language (wordfreq has none for {language!r}), "
-        "so the 'frequency' weighting cannot be computed"
-    )
+def _no_frequency_note(reason: str) -> str:
+    return f"no observed-frequency weights ({reason}), so the 'frequency' weighting cannot be computed"
 
 
 @dataclass(frozen=True)
@@ -357,7 +354,7 @@ def plan_language(
     *,
     need_scores: bool,
     applicable: set[str],
-    frequency_ok: bool,
+    no_frequency: str | None = None,
 ) -> LanguagePlan:
     """The cells of ``code`` not in ``done``, sorted into notes, permutation families and classic tests.
 
@@ -373,9 +370,10 @@ def plan_language(
         Whether the language's scores are still to be written.
     applicable
         The study's tests that apply to the language (:func:`applicable_tests`); the others get a note.
-    frequency_ok
-        Whether the language has an observed-frequency list; without one, ``frequency`` cells of the
-        weighted tests get a note.
+    no_frequency
+        Why the language's words have no observed frequencies
+        (:func:`~biasdask.engine.scores.frequency_unavailable`), or None; with a reason, the
+        ``frequency`` cells of the weighted tests get a note that gives it.
     """
     todo = [(m, t) for m in cfg.methods for t in cfg.test_labels() if (code, m, t) not in done]
     notes = [
@@ -384,9 +382,9 @@ def plan_language(
         if t not in applicable
     ]
     todo = [(m, t) for m, t in todo if t in applicable]
-    unusable = set() if frequency_ok else {"frequency"}
+    unusable = set() if no_frequency is None else {"frequency"}
     notes += [
-        (m, t, {"weighting": m, "u_association": split_label(t)[1], "note": _no_frequency_note(code)})
+        (m, t, {"weighting": m, "u_association": split_label(t)[1], "note": _no_frequency_note(no_frequency)})
         for m, t in todo
         if m in unusable and is_family(t)
     ]
@@ -783,23 +781,20 @@ class _Stream:
     def _start(self, lang, emb: xr.Dataset, done: set) -> None:
         cfg = self.cfg
         need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=self.options)
-        frequency_ok = True
+        no_frequency = None
         if "frequency" in cfg.methods:
-            try:
-                check_frequency_language(str(emb.attrs.get("language", "")))
-            except BiasdaskError:
-                frequency_ok = False
+            # a vocabulary none of whose targets is in wordfreq's list cannot be weighted: a note, not a
+            # failed run (the scan stops at the first word found)
+            excluded = excluded_targets(lang.a, lang.b, cfg.exclude_attributes, cfg.exclude_words)
+            targets = (w for w in emb["word"].values[: cfg.max_words] if w not in excluded)
+            no_frequency = frequency_unavailable(str(emb.attrs.get("language", "")), targets)
         plan = plan_language(
-            cfg, lang.code, done, need_scores=need_scores, applicable=applicable_tests(cfg, lang.code), frequency_ok=frequency_ok
+            cfg, lang.code, done, need_scores=need_scores, applicable=applicable_tests(cfg, lang.code), no_frequency=no_frequency
         )
         if plan.idle:
             return
-        if not frequency_ok and any(m == "frequency" for m, t, _ in plan.notes if is_family(t)):
-            log.warning(
-                "%s: wordfreq has no observed-frequency list for this language; its 'frequency' cells are left "
-                "empty with a note",
-                lang.code,
-            )
+        if no_frequency is not None and any(m == "frequency" for m, t, _ in plan.notes if is_family(t)):
+            log.warning("%s: %s; its 'frequency' cells are left empty with a note", lang.code, no_frequency)
         self.pending[lang.code] = 0
         for method, test, values in plan.notes:
             self.write(lang.code, method, test, values)

@@ -261,13 +261,34 @@ def _observed_frequencies(words: np.ndarray, language: str) -> np.ndarray:
     return np.array([table.get(str(w), np.nan) for w in words], dtype=np.float64)
 
 
-def check_frequency_language(language: str) -> None:
-    """Raise unless ``wordfreq`` has a frequency list for ``language``."""
+def frequency_unavailable(language: str, words: Iterable[str] | None = None) -> str | None:
+    """Why wordfreq's observed frequencies cannot weight the words of ``language``, or None if they can.
+
+    Either wordfreq has no list for ``language``, or (given ``words``) none of ``words`` is in it. The
+    words are scanned until the first one that is, so a real vocabulary costs one lookup (and the first
+    call per language the loading of its list).
+    """
     import wordfreq
 
     if language not in wordfreq.available_languages(wordlist="best"):
-        known = ", ".join(sorted(wordfreq.available_languages(wordlist="best")))
-        raise BiasdaskError(f"method 'frequency': wordfreq has no frequency list for language {language!r} (it has: {known})")
+        return f"wordfreq has no observed-frequency list for language {language!r}"
+    if words is not None:
+        table = _frequency_table(language)
+        if not any(str(w) in table for w in words):
+            return f"none of the words used is in wordfreq's observed-frequency list for language {language!r}"
+    return None
+
+
+def check_frequency_language(language: str, words: Iterable[str] | None = None) -> None:
+    """Raise :class:`BiasdaskError` (one line) if :func:`frequency_unavailable` gives a reason."""
+    import wordfreq
+
+    reason = frequency_unavailable(language, words)
+    if reason is None:
+        return
+    if language not in wordfreq.available_languages(wordlist="best"):
+        reason += f" (it has: {', '.join(sorted(wordfreq.available_languages(wordlist='best')))})"
+    raise BiasdaskError(f"method 'frequency': {reason}")
 
 
 def excluded_words(exclude_words: str | Iterable[str]) -> tuple[str, ...]:
@@ -275,6 +296,17 @@ def excluded_words(exclude_words: str | Iterable[str]) -> tuple[str, ...]:
     if isinstance(exclude_words, str):
         return named_word_list(exclude_words)
     return tuple(exclude_words)
+
+
+def excluded_targets(
+    a: Iterable[str | AttributeTerm], b: Iterable[str | AttributeTerm], exclude_attributes: bool, exclude_words: str | Iterable[str]
+) -> set[str]:
+    """The words left out of the targets: ``exclude_words`` (see :func:`excluded_words`) and, with
+    ``exclude_attributes``, every token of the attribute words ``a`` and ``b``."""
+    excluded = set(excluded_words(exclude_words))
+    if exclude_attributes:
+        excluded |= {t for term in as_terms([*a, *b]) for t in term.tokens}
+    return excluded
 
 
 def vector_hashes(emb: xr.Dataset) -> np.ndarray:
@@ -438,9 +470,7 @@ def scores_graph(
         v = da.from_array(v, chunks=(default_chunk_words(v.shape[1]), -1), name=False)
     chunks = v.chunks[0]
     norm = da.asarray(emb["norm"].data).rechunk(chunks)
-    excluded = set(excluded_words(exclude_words))
-    if exclude_attributes:
-        excluded |= {t for term in as_terms([*a, *b]) for t in term.tokens}
+    excluded = excluded_targets(a, b, exclude_attributes, exclude_words)
     excl_pos = positions(emb, sorted(excluded))
     excl_pos = excl_pos[excl_pos >= 0]
     mask = np.ones(n, dtype=bool)
@@ -470,7 +500,10 @@ def scores_graph(
         in_use = da.from_array(mask, chunks=chunks) & (norm > 0)
         freq = da.where(in_use, freq, np.nan)
         # Renormalising needs the global total, so the weights are one small reduction first.
-        extras["frequency"] = da.from_array(frequency_weights(freq.compute()), chunks=chunks)
+        observed = freq.compute()
+        if not np.isfinite(observed).any():
+            check_frequency_language(lang, ())  # raises: no word used has an observed frequency
+        extras["frequency"] = da.from_array(frequency_weights(observed), chunks=chunks)
 
     # u and every t row of a chunk in ONE task (a store's; two for an in-memory model): a task per
     # weighting, mask and rank read cost more in Dask's per-task overhead than in arithmetic.

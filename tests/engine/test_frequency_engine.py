@@ -148,8 +148,15 @@ def test_frequency_profile_by_observed_frequency(tmp_path):
     computed = sc.compute()
     _check_against_naive(prof, {"u": computed.u.values.astype(float)}, freqs)
     assert int(prof["n_outside"].sel({"score": "u"})) == 2
-    with pytest.raises(BiasdaskError, match="wordfreq has no frequency list"):
+    with pytest.raises(BiasdaskError, match="wordfreq has no observed-frequency list"):
         ef.frequency_profile(sc, by="frequency", language="xx")
+
+
+def test_frequency_profile_of_words_without_observed_frequencies_is_one_clear_error(vocab):
+    url, _, words = vocab  # made-up words (v0, v1...): wordfreq's Japanese list has none of them
+    sc = scores(url, words[:4], words[4:8], methods=("uniform",))
+    with pytest.raises(BiasdaskError, match="none of the words used is in wordfreq's observed-frequency list for language 'ja'"):
+        ef.frequency_profile(sc, by="frequency", language="ja")
 
 
 def test_profiles_plot_per_language(vocab, tmp_path):

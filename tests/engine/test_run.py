@@ -242,6 +242,34 @@ def test_study_attribute_sets_are_applied_and_recorded(tmp_path, shared_data, da
     assert "attributes: iat" in out.attrs["config"]
 
 
+def test_a_vocabulary_without_observed_frequencies_gets_notes_and_the_run_goes_on(tmp_path, caplog):
+    # wordfreq has English and German lists, but none of this "en" store's words is in them (made-up
+    # tokens), and de's only listed words are excluded from the targets: neither can be weighted; fr can
+    # (homme, femme are in its list)
+    words = {"en": ("zmale", "zfemale"), "de": ("männlich", "weiblich"), "fr": ("homme", "femme")}
+    for i, (code, (male, female)) in enumerate(words.items()):
+        write_language(tmp_path / f"{code}.bin", male, female, 0.1, 400, 10, seed=i)
+        ingest(str(tmp_path / f"{code}.bin"), str(tmp_path / f"{code}.zarr"), language=code, client=False, progress=False)
+    study = _study({c: str(tmp_path / f"{c}.zarr") for c in words}, str(tmp_path / "r.zarr"),
+                   methods=["uniform", "frequency"], n_permutations=99, exclude_words=list(words["de"]))
+    for code, (male, female) in words.items():
+        study["languages"][code].update(a=[male], b=[female])
+    with caplog.at_level("WARNING", logger="biasdask"):
+        out = biasdask.run(study, progress=False)  # Dask's threaded scheduler: no cluster
+    err = "\n".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    gender = out.sel({"test": "gender"})
+    for code in ("en", "de"):
+        cell = gender.sel({"language": code})
+        assert np.isfinite(cell["statistic"].sel({"method": "uniform"}).item())
+        assert np.isnan(cell["statistic"].sel({"method": "frequency"}).item())
+        assert str(cell["note"].sel({"method": "frequency"}).item()) == (
+            "no observed-frequency weights (none of the words used is in wordfreq's observed-frequency list for "
+            f"language '{code}'), so the 'frequency' weighting cannot be computed"
+        )
+        assert f"{code}: none of the words used is in wordfreq's observed-frequency list" in err
+    assert np.isfinite(gender["statistic"].sel({"language": "fr"}).values).all()
+
+
 def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_path, dask_client, caplog):
     stores = _make_stores(tmp_path, ["en", "eu"], n_words=500)
     study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform", "zipf", "frequency"],

@@ -135,15 +135,19 @@ def test_plan_language_is_pure_and_sorts_the_cells():
         "tests": ["gender", "weat7", "career_family"],
     })
     plan = plan_language(cfg, "eu", {("eu", "zipf", "gender")}, need_scores=True,
-                         applicable={"gender", "career_family"}, frequency_ok=False)
+                         applicable={"gender", "career_family"},
+                         no_frequency="wordfreq has no observed-frequency list for language 'eu'")
     assert plan.families == {"gender": ("uniform",)}
     assert plan.classic == {"career_family": ("uniform", "zipf", "frequency")}
     notes = {(m, t): v["note"] for m, t, v in plan.notes}
     assert set(notes) == {("uniform", "weat7"), ("zipf", "weat7"), ("frequency", "weat7"), ("frequency", "gender")}
-    assert notes[("frequency", "gender")].startswith("no observed-frequency list")
+    assert notes[("frequency", "gender")] == (
+        "no observed-frequency weights (wordfreq has no observed-frequency list for language 'eu'), "
+        "so the 'frequency' weighting cannot be computed"
+    )
     assert plan.score_methods == ("uniform", "zipf") and plan.need_scores
     done = {("eu", m, t) for m in cfg.methods for t in cfg.tests}
-    assert plan_language(cfg, "eu", done, need_scores=False, applicable={"gender"}, frequency_ok=True).idle
+    assert plan_language(cfg, "eu", done, need_scores=False, applicable={"gender"}).idle
 
 
 def test_languages_in_flight_comes_from_dask_config():

@@ -98,8 +98,21 @@ def test_frequency_weights_from_wordfreq():
 
 def test_frequency_for_language_without_list():
     emb, _ = _embedding(language="yo")
-    with pytest.raises(BiasdaskError, match="wordfreq has no frequency list for language 'yo'"):
+    with pytest.raises(BiasdaskError, match="wordfreq has no observed-frequency list for language 'yo'"):
         scores(emb, ["male"], ["female"], methods=("frequency",))
+
+
+def test_frequency_for_a_vocabulary_without_observed_words_is_one_clear_error():
+    # wordfreq has a Japanese list, but no word used is in it: its six real words are excluded here
+    emb, _ = _embedding(language="ja")
+    with pytest.raises(BiasdaskError, match="none of the words used is in wordfreq's observed-frequency list for language 'ja'"):
+        scores(emb, ["male", "man"], ["female", "woman"], methods=("frequency",), exclude_attributes=True,
+               exclude_words=["the", "of"])
+    import biasdask
+
+    with pytest.raises(BiasdaskError, match="^method 'frequency': none of the words used"):
+        biasdask.full_vocabulary_test(emb, ["male", "man"], ["female", "woman"], method="frequency",
+                                      exclude_attributes=True, exclude_words=["the", "of"], n_permutations=9)
 
 
 def test_positions_against_a_linear_search():
