@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
-from biasdask.engine.cluster import client_scope
+from biasdask.engine.cluster import compute
 from biasdask.engine.permutation import permutation_test
 from biasdask.engine.scores import (
     as_dataset,
@@ -67,7 +67,8 @@ def attribute_sensitivity(
         As for :func:`biasdask.scores`. With ``exclude_attributes`` a left-out word is still excluded
         from the targets, so the targets are the same in every row.
     client
-        Dask client; default the current one, else a new ``LocalCluster``.
+        Dask client; default the current ``distributed`` client, else Dask's default scheduler
+        (threads). No cluster is started.
     progress
         Show progress bars.
     storage_options
@@ -111,19 +112,18 @@ def attribute_sensitivity(
     n = len(variants)
     out = {k: np.full(n, math.nan) for k in ("statistic", "effect_size", "z_score", "p_value")}
     n_a, n_b = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
-    with client_scope(client) as c:
-        live = [i for i, g in enumerate(graphs) if g is not None]
-        arrays = c.compute([x for i in live for x in (graphs[i]["u"].data, graphs[i]["t"].data[0])], sync=True)
-        for j, i in enumerate(live):
-            u, t = arrays[2 * j], arrays[2 * j + 1]
-            keep = np.isfinite(u)
-            res = permutation_test(
-                t[keep], int(keep.sum()), n_permutations=n_permutations, alternative=alternative, seed=seed,
-                client=c, effect_x=u[keep], progress=progress,
-            )
-            out["statistic"][i], out["effect_size"][i] = res.statistic, res.effect_size
-            out["z_score"][i], out["p_value"][i] = res.z_score, res.pvalue
-            n_a[i], n_b[i] = graphs[i].attrs["n_a"], graphs[i].attrs["n_b"]
+    live = [i for i, g in enumerate(graphs) if g is not None]
+    arrays = compute(*[x for i in live for x in (graphs[i]["u"].data, graphs[i]["t"].data[0])], client=client)
+    for j, i in enumerate(live):
+        u, t = arrays[2 * j], arrays[2 * j + 1]
+        keep = np.isfinite(u)
+        res = permutation_test(
+            t[keep], int(keep.sum()), n_permutations=n_permutations, alternative=alternative, seed=seed,
+            client=client, effect_x=u[keep], progress=progress,
+        )
+        out["statistic"][i], out["effect_size"][i] = res.statistic, res.effect_size
+        out["z_score"][i], out["p_value"][i] = res.z_score, res.pvalue
+        n_a[i], n_b[i] = graphs[i].attrs["n_a"], graphs[i].attrs["n_b"]
     ds = xr.Dataset(
         {**{k: ("left_out", v) for k, v in out.items()}, "n_a": ("left_out", n_a), "n_b": ("left_out", n_b)},
         coords={"left_out": [v[0] for v in variants], "side": ("left_out", [v[1] for v in variants])},
