@@ -213,7 +213,9 @@ def resolve_env(value: Any, key: str) -> Any:
 
 def _words(value: Any, key: str) -> tuple[str, ...]:
     if isinstance(value, str):  # a str is not a word list: never read "male" as m, a, l, e
-        raise ConfigError(f"{key}: expected a list of words, got the string {value!r} (write [{value}] for one word)")
+        from biasdask.engine.words import list_syntax
+
+        raise ConfigError(f"{key}: expected a list of words, got the string {value!r}: write {list_syntax(value, 'yaml')}")
     if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
         raise ConfigError(f"{key}: expected a non-empty list of words")
     return tuple(value)

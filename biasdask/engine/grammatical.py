@@ -17,7 +17,7 @@ import xarray as xr
 from numpy.typing import NDArray
 
 from biasdask.engine.scores import as_dataset
-from biasdask.engine.words import Form, _label, _language, _read, _require, _warn_missing
+from biasdask.engine.words import Form, _label, _language, _read, _require, _warn_missing, pair_list, word_list
 from biasdask.errors import MissingWordsError
 from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import iat_categories, iat_words, source, xweat_translations
@@ -93,6 +93,7 @@ def iat_gender_forms(language: str, model: str = "cc", categories: Sequence[str]
     categories
         Categories of the targets.
     """
+    categories = word_list(categories, "categories")
     words = iat_words(model, language)
     groups: dict[tuple[str, str, str], dict[str, Form]] = defaultdict(dict)
     for t in words:
@@ -156,6 +157,7 @@ def xweat_gender_pairs(language: str, words: Iterable[str] | None = None) -> tup
     table = xweat_translations(language)
     if words is None:
         words = [w for w, forms in table.items() if len(forms) == 2]
+    words = word_list(words, "words")
     pairs = []
     for w in words:
         forms = table.get(w, ())
@@ -310,8 +312,9 @@ def bad_test(
     MissingWordsError
         Fewer than two target pairs or no attribute pair left; names the missing forms.
     """
+    targets, attributes = pair_list(targets, "targets"), pair_list(attributes, "attributes")
     emb = as_dataset(emb, storage_options)
-    vec = _read(emb, [f for p in (*targets, *attributes) for f in p[:2]])
+    vec = _read(emb, [f for p in (*targets, *attributes) for f in p])
     kept_t, dropped_t = _pairs_found("bad_test, targets", targets, vec, emb, 2)
     kept_a, dropped_a = _pairs_found("bad_test, attributes", attributes, vec, emb, 1)
     x, y = (np.array([vec[p[i]] for p in kept_t]) for i in (0, 1))
@@ -359,8 +362,9 @@ def mweat_test(
     MissingWordsError
         Fewer than two target pairs, or no word of ``a`` or of ``b``.
     """
+    targets, a, b = pair_list(targets, "targets"), word_list(a, "a"), word_list(b, "b")
     emb = as_dataset(emb, storage_options)
-    vec = _read(emb, [*(f for p in targets for f in p[:2]), *a, *b])
+    vec = _read(emb, [*(f for p in targets for f in p), *a, *b])
     kept_t, dropped = _pairs_found("mweat_test, targets", targets, vec, emb, 2)
     ends = []
     for name, words in (("A", a), ("B", b)):

@@ -26,6 +26,7 @@ from biasdask.engine.scores import (
     scores,
     vector_hashes,
 )
+from biasdask.engine.words import word_list
 from biasdask.errors import MissingWordsError
 from biasdask.lexicon import AttributeTerm
 
@@ -90,8 +91,8 @@ def attribute_sensitivity(
     >>> sens = biasdask.attribute_sensitivity("emb/fr.zarr", a, b, seed=1)  # doctest: +SKIP
     >>> biasdask.plot.plot_attribute_sensitivity(sens).savefig("fr.png")  # doctest: +SKIP
     """
+    terms_a, terms_b = as_terms(word_list(a, "a")), as_terms(word_list(b, "b"))
     emb = as_dataset(emb, storage_options)
-    terms_a, terms_b = as_terms(a), as_terms(b)
     used_a, used_b = attribute_set(emb, terms_a, "A").used, attribute_set(emb, terms_b, "B").used
     # The same targets in every row: with exclude_attributes all the attribute words are excluded, and
     # the words sharing an earlier word's vector are found once (one hashing pass, not one per row).

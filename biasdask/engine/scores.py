@@ -20,7 +20,8 @@ import xarray as xr
 from dask.delayed import Delayed
 from distributed import Client
 
-from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
+from biasdask.engine.words import word_list
+from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
 from biasdask.io.store import decode_scaled, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.lexicon import AttributeTerm, named_word_list
@@ -34,13 +35,6 @@ Method = Literal["uniform", "zipf", "frequency"]
 def as_dataset(emb: Embeddings, storage_options: dict | None = None) -> xr.Dataset:
     """An embedding in any form :func:`biasdask.as_embeddings` accepts, as a Dataset in the store layout."""
     return as_embeddings(emb, storage_options=storage_options)
-
-
-def word_list(words: Iterable[str], name: str) -> Iterable[str]:
-    """``words``, refusing a ``str``: it is not a word list (``"male"`` would be m, a, l, e)."""
-    if isinstance(words, (str, bytes)):
-        raise BiasdaskTypeError(f"{name}: expected a list of words, got the string {words!r} (write [{words!r}])")
-    return words
 
 
 def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:

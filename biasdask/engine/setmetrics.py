@@ -32,7 +32,7 @@ from biasdask.engine.cluster import active_client, compute, n_slots
 from biasdask.engine.permutation import Alternative
 from biasdask.engine.scores import as_dataset, read_rows
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, SetCoverage, _check_coverage, _coverage
-from biasdask.engine.words import _language
+from biasdask.engine.words import _language, word_list
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import available_tests, iat_categories, iat_languages, iat_words, weat_test, xweat_test
@@ -218,6 +218,7 @@ def set_metric_test(
     -1.147534
     """
     _check_metric(metric)
+    s, a, b = word_list(s, "s"), word_list(a, "a"), word_list(b, "b")
     emb = as_dataset(emb, storage_options)
     language = _language(emb)
     labels = tuple(names) if names is not None else ("S", "A", "B")

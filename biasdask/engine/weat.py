@@ -43,7 +43,7 @@ from distributed import Client
 from biasdask.engine.cluster import active_client
 from biasdask.engine.permutation import Alternative, permutation_test
 from biasdask.engine.scores import as_dataset, read_rows
-from biasdask.engine.words import _language
+from biasdask.engine.words import _language, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import iat_categories, iat_words, weat_test, xweat_test
@@ -320,17 +320,18 @@ def weat(
     """
     if similarity not in SIMILARITIES:
         raise BiasdaskError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
+    lexicon_test = isinstance(x, str) and (y, a, b) == (None, None, None)  # weat(emb, "weat7")
+    if not lexicon_test:
+        if y is None or a is None or b is None:
+            raise BiasdaskError("weat: give the four word sets x, y, a, b (or the name of a lexicon test as x)")
+        x, y, a, b = (word_list(s, n) for s, n in ((x, "x"), (y, "y"), (a, "a"), (b, "b")))
     emb = as_dataset(emb, storage_options)
-    if isinstance(x, str):
-        if (y, a, b) != (None, None, None):
-            raise BiasdaskError(f"weat: x={x!r} names a lexicon test; give no y, a, b with it")
+    if lexicon_test:
         name = x
         sets = weat_test(name) if name.startswith("weat") else xweat_test(_language(emb), name)
         x, y, a, b = sets.x, sets.y, sets.a, sets.b
         names = names or (sets.x_name, sets.y_name, sets.a_name, sets.b_name)
         test = name if test == "weat" else test
-    elif y is None or a is None or b is None:
-        raise BiasdaskError("weat: give the four word sets x, y, a, b (or the name of a lexicon test as x)")
     attr_emb = emb if attributes_from is None else as_dataset(attributes_from, storage_options)
     if attr_emb.sizes["dim"] != emb.sizes["dim"]:
         raise BiasdaskError(
