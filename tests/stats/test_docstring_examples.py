@@ -1,0 +1,18 @@
+"""The Examples sections of the inference modules run as doctests."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["biasdask.stats.meta"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_examples_run(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
