@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["biasdask.stats.meta"]
+MODULES = ["biasdask.stats.meta", "biasdask.stats.multitest"]
 
 
 @pytest.mark.parametrize("name", MODULES)
