@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["biasdask.stats.meta", "biasdask.stats.multitest", "biasdask.stats.placebo"]
+MODULES = ["biasdask.stats.bootstrap", "biasdask.stats.meta", "biasdask.stats.multitest", "biasdask.stats.placebo"]
 
 
 @pytest.mark.parametrize("name", MODULES)
