@@ -1,4 +1,4 @@
-"""The Examples sections of the inference modules run as doctests."""
+"""The Examples sections of the inference modules run as doctests; their public names."""
 
 from __future__ import annotations
 
@@ -16,3 +16,14 @@ def test_examples_run(name):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
     assert result.attempted > 0, f"{name} has no examples"
     assert result.failed == 0
+
+
+def test_the_inference_core_is_public_in_biasdask_stats():
+    import biasdask.stats as bs
+    from biasdask.stats.meta import random_effects
+
+    assert bs.random_effects is random_effects
+    for name in bs.__all__:
+        assert callable(getattr(bs, name)), name
+    with pytest.raises(AttributeError, match="no attribute"):
+        bs.no_such_function  # noqa: B018
