@@ -431,7 +431,9 @@ def _unweighted_effect_sizes(moments: LinearMoments, directions: NDArray, exclud
         return _ratio(total / n, variance)
 
 
-def _weighted_statistics(moments: LinearMoments, directions: NDArray, k: int, exclude: tuple | None = None) -> tuple[NDArray, NDArray]:
+def _weighted_statistics(
+    moments: LinearMoments, directions: NDArray, k: int, exclude: tuple | None = None
+) -> tuple[NDArray, NDArray]:
     """(s_k, weighted effect size) for each direction and weighting ``k``; ``exclude`` as in
     :func:`evaluate_moments`."""
     s = directions @ moments.sum_zv[k]
@@ -467,7 +469,9 @@ def _exclusion(moments, d, exclude_v, exclude_z) -> tuple | None:
     ex = np.asarray(exclude_v, dtype=np.float64)
     ex = np.broadcast_to(ex, (d.shape[0], *ex.shape)) if ex.ndim == 2 else ex
     if ex.ndim != 3 or ex.shape[0] != d.shape[0] or ex.shape[2] != moments.dim:
-        raise ValueError(f"exclude_v must have shape (m, {moments.dim}) or (P, m, {moments.dim}), got {np.shape(exclude_v)}")
+        raise ValueError(
+            f"exclude_v must have shape (m, {moments.dim}) or (P, m, {moments.dim}), got {np.shape(exclude_v)}"
+        )
     m = ex.shape[1]
     k = moments.n_weightings
     if exclude_z is None:
@@ -651,7 +655,9 @@ def placebo_summary(
     obs = np.asarray(observed, dtype=np.float64)
     draws = np.asarray(placebo, dtype=np.float64)
     if draws.shape[1:] != obs.shape or draws.ndim < 1:
-        raise ValueError(f"placebo must have shape (P, *{obs.shape}) for observed of shape {obs.shape}, got {draws.shape}")
+        raise ValueError(
+            f"placebo must have shape (P, *{obs.shape}) for observed of shape {obs.shape}, got {draws.shape}"
+        )
     alt = np.asarray(alternative)
     unknown = set(np.unique(alt).tolist()) - set(_PLACEBO_ALTERNATIVES)
     if unknown:
