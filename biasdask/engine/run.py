@@ -29,6 +29,7 @@ import concurrent.futures
 import contextlib
 import hashlib
 import logging
+import math
 import os
 import queue
 import threading
@@ -692,6 +693,8 @@ def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, opti
         values, null = cell_values(res), res.null_distribution
         if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
             values["note"] = f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
+        elif math.isnan(res.statistic):  # undefined is not significant: p is NaN (ECT on one word, NAS with no spread)
+            values["note"] = f"no p-value: {test} is undefined (NaN) on these words (one word, words sharing one vector, or no spread)"
         coverage = res.coverage
     except CoverageError as err:  # logged by the client (this may run on a worker)
         values, null = cell_values(err, note=f"coverage: {err}"), None

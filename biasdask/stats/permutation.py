@@ -966,16 +966,22 @@ def permutation_pvalue(
     Σ weights of splits at least as extreme / Σ weights (the observed split is among them).
     ``alternative`` is ``"greater"``, ``"less"`` or ``"two-sided"`` (|s_i - E| vs |s - E|, E =
     ``null_mean``); ties within ``tolerance`` count as at least as extreme.
+
+    An undefined statistic (NaN: e.g. ECT on one word, NAS of a word with no spread), or for
+    ``"two-sided"`` an undefined null mean, gives NaN: undefined is not significant (no split is
+    "at least as extreme" as NaN, which would otherwise give the smallest p).
     """
     null = np.asarray(null, dtype=np.float64)
+    if alternative not in ("greater", "less", "two-sided"):
+        raise BiasdaskError(f"alternative must be greater, less or two-sided; got {alternative!r}")
+    if math.isnan(statistic) or (alternative == "two-sided" and math.isnan(null_mean)):
+        return math.nan
     if alternative == "greater":
         hit = null >= statistic - tolerance
     elif alternative == "less":
         hit = null <= statistic + tolerance
-    elif alternative == "two-sided":
-        hit = np.abs(null - null_mean) >= abs(statistic - null_mean) - tolerance
     else:
-        raise BiasdaskError(f"alternative must be greater, less or two-sided; got {alternative!r}")
+        hit = np.abs(null - null_mean) >= abs(statistic - null_mean) - tolerance
     if weights is None:
         return (1.0 + int(np.count_nonzero(hit))) / (null.size + 1.0)
     return int(weights[hit].sum()) / int(weights.sum())
@@ -984,9 +990,9 @@ def permutation_pvalue(
 def normal_pvalue(statistic: float, mean: float, sd: float, alternative: str) -> tuple[float, float]:
     """z = (s - mean)/sd and its tail probability for ``alternative`` (two-sided: 2 × smaller tail).
 
-    NaN for both when ``sd`` is 0 (every split gives the same s).
+    NaN for both when ``sd`` is 0 (every split gives the same s) or when s or the mean is NaN.
     """
-    if not sd > 0.0:
+    if not sd > 0.0 or math.isnan(statistic) or math.isnan(mean):
         return math.nan, math.nan
     z = (statistic - mean) / sd
     if alternative == "greater":

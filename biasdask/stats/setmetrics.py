@@ -20,6 +20,10 @@ sweater's defaults).
   ``nas``): per word (mean_a cos(s, a) - mean_b cos(s, b)) / sd of its cosines with A ∪ B (sample SD,
   ddof = 1, R's ``sd``); :func:`nas` is their mean over S. Positive: S leans to A.
 
+A metric that is undefined on its words (ECT on one word or on words sharing one vector, NAS of a word
+whose cosines with A ∪ B do not vary) is NaN, and so is its p-value
+(:func:`biasdask.stats.permutation.permutation_pvalue`): undefined is not significant.
+
 Null (:func:`relabel_null`, :func:`exact_relabel_null`): the groups' words are exchangeable. Each
 permutation i draws a split of the pooled rows of A ∪ B into groups of |A| and |B| rows from
 ``SeedSequence(seed, spawn_key=(i,))`` and recomputes the metric, so permutation i depends only on
@@ -132,10 +136,18 @@ def mac(targets: Sequence[ArrayLike], attributes: Sequence[ArrayLike]) -> float:
 
 
 def ect(s: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
-    """Spearman's ρ between cos(s, mean A) and cos(s, mean B) over the words of S (Dev & Phillips 2019)."""
+    """Spearman's ρ between cos(s, mean A) and cos(s, mean B) over the words of S (Dev & Phillips 2019).
+
+    NaN (no p-value) when it is undefined: S of one word, or words of S sharing one vector (each word's
+    cosine is summed in the same order, so equal vectors give equal cosines; a matrix product may
+    differ in the last bit between rows and rank rounding noise as ρ = ±1).
+    """
     s, a, b = _rows(s, "S"), _rows(a, "A"), _rows(b, "B")
-    to_a = _cosines(s, a.mean(axis=0, keepdims=True))[:, 0]
-    to_b = _cosines(s, b.mean(axis=0, keepdims=True))[:, 0]
+    unit = unit_rows(s)
+    to_a = (unit * unit_rows(a.mean(axis=0))).sum(axis=1)
+    to_b = (unit * unit_rows(b.mean(axis=0))).sum(axis=1)
+    if len(unit) < 2 or np.all(to_a == to_a[0]) or np.all(to_b == to_b[0]):
+        return math.nan  # spearmanr says the same, with a warning
     return float(spearmanr(to_a, to_b).statistic)
 
 

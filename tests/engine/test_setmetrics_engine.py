@@ -113,6 +113,22 @@ def test_planted_association_is_found_and_an_absent_one_is_not(metric):
     assert set_metric_test(emb, metric, s, a, b, n_permutations=199, seed=1, progress=False).pvalue > 0.2
 
 
+@pytest.mark.parametrize("n_ab", [2, 8])  # C(4, 2) = 6 splits enumerated; C(16, 8) sampled
+def test_an_undefined_metric_has_a_nan_p_value_and_a_note_in_its_cell(n_ab):
+    from biasdask.engine.run import _classic_cell
+    from biasdask.engine.scores import as_dataset
+
+    emb, s, a, b = planted(1.5)
+    # ECT on one word is undefined: before, its p-value was the smallest there is (0 or 1/(m + 1))
+    res = set_metric_test(emb, "ect", s[:1], a[:n_ab], b[:n_ab], n_permutations=199, seed=1, progress=False)
+    assert math.isnan(res.statistic) and math.isnan(res.pvalue)
+    assert math.isnan(res.z_score) and math.isnan(res.p_value_normal)
+    assert res.exact == (n_ab == 2)
+    values, _ = _classic_cell(as_dataset(emb), "ect", "xx", (s[:1], a[:n_ab], b[:n_ab]),
+                              dict(n_permutations=199, seed=1))
+    assert math.isnan(values["p_value"]) and "undefined (NaN)" in values["note"]
+
+
 def test_exact_p_value_is_brute_force(glove_url, glove_text, dask_client):
     a, b = W7.a[:4], W7.b[:4]  # C(8, 4) = 70 splits: enumerated
     s, av, bv = ([glove_text[w] for w in ws] for ws in (W7.x, a, b))

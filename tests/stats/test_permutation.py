@@ -6,6 +6,7 @@ in exact (Fraction) arithmetic, scipy.stats.permutation_test / hypergeom / kstes
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from fractions import Fraction
@@ -234,6 +235,34 @@ def test_pvalue_rules():
     # Ties within the tolerance count as at least as extreme; beyond it they do not.
     assert perm.permutation_pvalue(np.array([3.0 - 1e-13]), 3.0, "greater", 0.0, 1e-12) == 1.0
     assert perm.permutation_pvalue(np.array([3.0 - 1e-11]), 3.0, "greater", 0.0, 1e-12) == 0.5
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+def test_an_undefined_statistic_has_an_undefined_p_value(alternative):
+    # NaN compares false with every s_i: counted as "nothing at least as extreme" it used to give the
+    # smallest p, 1/(m + 1) sampled and 0 enumerated
+    null = np.array([1.0, 2.0, 3.0, np.nan])
+    assert math.isnan(perm.permutation_pvalue(null, math.nan, alternative, 2.0, 0.0))
+    assert math.isnan(perm.permutation_pvalue(null, math.nan, alternative, 2.0, 0.0, np.ones(4, dtype=np.int64)))
+    assert all(math.isnan(v) for v in perm.normal_pvalue(math.nan, 0.0, 1.0, alternative))
+    assert all(math.isnan(v) for v in perm.normal_pvalue(1.0, math.nan, 1.0, alternative))
+
+
+def test_two_sided_needs_a_defined_centre():
+    null = np.array([1.0, 2.0, 3.0])
+    assert math.isnan(perm.permutation_pvalue(null, 1.0, "two-sided", math.nan, 0.0))
+    assert perm.permutation_pvalue(null, 1.0, "greater", math.nan, 0.0) == 1.0  # one-sided needs no centre
+    with pytest.raises(BiasdaskError, match="alternative"):
+        perm.permutation_pvalue(null, math.nan, "auto", 2.0, 0.0)
+
+
+def test_finish_test_gives_nan_p_and_z_for_a_nan_statistic():
+    prep = dataclasses.replace(perm.prepare_test(np.array([1.0, 2.0, 3.0]), 3, 20, "greater", seed=1),
+                               statistic=math.nan)
+    res = perm.finish_test(prep, perm.null_batch(prep, 0, 20))
+    assert math.isnan(res.pvalue) and math.isnan(res.z_score) and math.isnan(res.p_value_normal)
+    null, weights = perm.exact_null(prep)
+    assert math.isnan(perm.finish_test(prep, null, weights).pvalue)
 
 
 def test_exact_switches_on_at_the_number_of_splits():

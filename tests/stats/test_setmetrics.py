@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+import warnings
 
 import numpy as np
 import pytest
@@ -156,6 +157,37 @@ def test_exact_null_is_every_split(glove):
     np.testing.assert_allclose(sm.exact_relabel_null("nas", s, a, b), expected, rtol=1e-11)
     assert sm.n_relabellings(3, 3) == 20
     assert sm.exact_relabel_null("rnd", s, a, b)[0] == sm.rnd(s, a, b)  # first split: the observed one
+
+
+def _undefined_cases(glove):
+    """Metric values that are NaN: ECT on one word, ECT on words sharing one vector, NAS of a word whose
+    cosines with A ∪ B do not vary."""
+    a, b = rows(glove, A1[:4]), rows(glove, B1[:4])
+    one = rows(glove, S1[:1])
+    shared = np.repeat(one, 3, axis=0)
+    axis = np.zeros((1, 300))
+    axis[0, 0] = 1.0
+    a_orth, b_orth = np.zeros((4, 300)), np.zeros((4, 300))
+    a_orth[:, 1], b_orth[:, 2] = [1, 2, 3, 4], [2, 3, 4, 5]  # every cosine of axis with them is 0
+    return [("ect", one, a, b), ("ect", shared, a, b), ("nas", axis, a_orth, b_orth)]
+
+
+@pytest.mark.parametrize("case", range(3))
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+def test_an_undefined_metric_has_a_nan_p_value_not_the_smallest(glove, case, alternative):
+    from biasdask.stats.permutation import normal_pvalue, permutation_pvalue
+
+    metric, s, a, b = _undefined_cases(glove)[case]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy's ConstantInputWarning for ECT on one vector
+        value = getattr(sm, metric)(s, a, b)
+        exact = sm.exact_relabel_null(metric, s, a, b)
+        sampled = sm.relabel_null(metric, s, a, b, 5, 0, 30)
+    assert math.isnan(value)
+    # before: exact p = 0 and sampled p = 1/31 (NaN is never exceeded)
+    assert math.isnan(permutation_pvalue(exact, value, alternative, float(exact.mean()), 1e-9, np.ones(exact.size, dtype=np.int64)))
+    assert math.isnan(permutation_pvalue(sampled, value, alternative, float(sampled.mean()), 1e-9))
+    assert all(math.isnan(v) for v in normal_pvalue(value, float(sampled.mean()), float(sampled.std(ddof=1)), alternative))
 
 
 def test_sampled_null_depends_only_on_seed_and_index(glove):

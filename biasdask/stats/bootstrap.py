@@ -1,0 +1,364 @@
+"""Bootstrap intervals for effect sizes: over the target words of a set test, and over the attribute words
+of a full-vocabulary test.
+
+Both are ``scipy.stats.bootstrap`` (BCa by default, Efron 1987; or percentile) with independent,
+stratified resampling of each set and ``rng = numpy.random.default_rng(SeedSequence(seed))``, so an
+interval is a function of its data and seed alone. scipy's BCa handles several independent samples:
+its acceleration comes from leave-one-out jackknives of each sample in turn.
+
+Set tests (:func:`bootstrap_effect_size`)
+    Sampling model: the target words X and Y (e.g. WEAT's flowers and insects) are samples from the
+    populations of words that could stand for each concept; the attribute words are held fixed. X and Y
+    are resampled separately, with replacement, at their own sizes, and d = (mean u_X - mean u_Y) /
+    sd(u over X ∪ Y, ddof 1) is recomputed from the per-word values u.
+
+Full-vocabulary tests (:func:`attribute_bootstrap_interval`)
+    There the "sample" of the dummy-language test is the vocabulary itself (N in the millions): a
+    bootstrap over its words would give an interval of width ~1/√N around d, which says nothing about
+    how d depends on the handful of words chosen to stand for *male* and *female*. The sampling model
+    is therefore over the attribute words: A and B are samples of the words that could express each
+    concept, resampled separately with replacement (RIPA's pairs are resampled as pairs); the
+    vocabulary, its weights and the dummy language are fixed. Each resample's direction
+    δ* = mean â* - mean b̂* (per association, :func:`biasdask.stats.association.linear_directions`) gives
+    d* and the weighted effect sizes from the vocabulary's moments (:mod:`biasdask.stats.placebo`)
+    without another pass over the words. With one word on a side (the catalog's single translation of
+    *male* and *female*) there is nothing to resample: the interval is NaN and ``note`` says why.
+
+Degenerate data (a set of one word, no spread, every resample giving the same value) give NaN
+intervals with a ``note``, never an error.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from biasdask.stats.association import LINEAR_ASSOCIATIONS, Association, linear_directions
+from biasdask.stats.placebo import LinearMoments, _unweighted_effect_sizes, _weighted_statistics
+
+__all__ = [
+    "INTERVAL_METHODS",
+    "AttributeInterval",
+    "EffectSizeInterval",
+    "attribute_bootstrap_interval",
+    "bootstrap_effect_size",
+]
+
+IntervalMethod = Literal["BCa", "percentile"]
+INTERVAL_METHODS: tuple[str, ...] = ("BCa", "percentile")
+
+_GATHER_BYTES = 32 * 2**20  # resampled attribute vectors held at once
+
+
+@dataclass(frozen=True)
+class EffectSizeInterval:
+    """A bootstrap interval of a set test's effect size (:func:`bootstrap_effect_size`).
+
+    Attributes
+    ----------
+    effect_size : float
+        d of the data (ddof 1).
+    ci_low, ci_high : float
+        The interval at ``level``; NaN when undefined (see ``note``).
+    se : float
+        Bootstrap standard error (SD of the bootstrap distribution, ddof 1).
+    level : float
+        Confidence level.
+    method : str
+        ``"BCa"`` or ``"percentile"``.
+    n_resamples : int
+        Bootstrap resamples (0 when none were drawn).
+    seed : int
+        The SeedSequence entropy used.
+    note : str
+        Why the interval is NaN; empty otherwise.
+    """
+
+    effect_size: float
+    ci_low: float
+    ci_high: float
+    se: float
+    level: float
+    method: str
+    n_resamples: int
+    seed: int
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class AttributeInterval:
+    """Intervals of a full-vocabulary test's effect sizes over resampled attribute words
+    (:func:`attribute_bootstrap_interval`).
+
+    Attributes
+    ----------
+    effect_size, ci_low, ci_high, se : float
+        The unweighted d of the observed attribute sets, its interval at ``level`` and bootstrap SE.
+    effect_size_weighted, weighted_ci_low, weighted_ci_high, weighted_se : ndarray, shape (K,)
+        The same for each weighting's weighted effect size.
+    level, method, n_resamples, seed, note
+        As in :class:`EffectSizeInterval`.
+    """
+
+    effect_size: float
+    ci_low: float
+    ci_high: float
+    se: float
+    effect_size_weighted: np.ndarray
+    weighted_ci_low: np.ndarray
+    weighted_ci_high: np.ndarray
+    weighted_se: np.ndarray
+    level: float
+    method: str
+    n_resamples: int
+    seed: int
+    note: str = ""
+
+
+def _check_options(level: float, method: str, n_resamples: int, seed: int) -> None:
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, float, np.floating, np.integer)):
+        raise TypeError(f"level must be a number in (0, 1), got {level!r}")
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"method must be one of {', '.join(INTERVAL_METHODS)}; got {method!r}")
+    for name, value, low in (("n_resamples", n_resamples, 1), ("seed", seed, 0)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be at least {low}, got {value}")
+
+
+def _run(data, statistic, *, level, method, n_resamples, seed, batch=None):
+    """scipy.stats.bootstrap with the module's conventions: (low, high, se, note)."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            res = stats.bootstrap(
+                data,
+                statistic,
+                n_resamples=int(n_resamples),
+                batch=batch,
+                vectorized=True,
+                axis=-1,
+                confidence_level=float(level),
+                method=method,
+                rng=rng,
+            )
+    low, high = np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
+    se = np.asarray(res.standard_error)
+    # every resample giving the same value is no evidence of certainty: no interval (not a 0-wide one)
+    flat = ~(se > 0)
+    low, high = np.where(flat, np.nan, low), np.where(flat, np.nan, high)
+    degenerate = flat.any() or any(issubclass(w.category, stats.DegenerateDataWarning) for w in caught)
+    note = "every resample gives the same value, or too few differ: the interval is undefined" if degenerate else ""
+    return low, high, se, note
+
+
+def _d(u_x: NDArray, u_y: NDArray, axis: int = -1) -> NDArray:
+    """d along ``axis`` (ddof 1), NaN where the pooled SD is 0."""
+    pooled = np.concatenate([u_x, u_y], axis=axis)
+    sd = pooled.std(axis=axis, ddof=1)
+    diff = u_x.mean(axis=axis) - u_y.mean(axis=axis)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sd > 0, diff / np.where(sd > 0, sd, 1.0), np.nan)
+
+
+def _values(values: ArrayLike, name: str) -> NDArray[np.float64]:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of per-word values, got shape {arr.shape}")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite")
+    return arr
+
+
+def bootstrap_effect_size(
+    u_x: ArrayLike,
+    u_y: ArrayLike,
+    *,
+    seed: int,
+    level: float = 0.95,
+    method: IntervalMethod = "BCa",
+    n_resamples: int = 9999,
+) -> EffectSizeInterval:
+    """A stratified bootstrap interval for d = (mean u_X - mean u_Y) / sd(u_X ∪ u_Y, ddof 1).
+
+    Parameters
+    ----------
+    u_x, u_y
+        Per-word values of the target sets X and Y (e.g. WEAT's s(w, A, B) of each target word).
+    seed
+        Non-negative integer; the interval is a function of the data and the seed.
+    level
+        Confidence level.
+    method
+        ``"BCa"`` (bias-corrected and accelerated, Efron 1987; the default) or ``"percentile"``.
+    n_resamples
+        Bootstrap resamples.
+
+    Returns
+    -------
+    EffectSizeInterval
+        NaN interval (with a ``note``) for a set of one word, a pooled SD of 0, or a degenerate
+        bootstrap distribution.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Non-finite or non-numeric values, a bad ``level``, ``method``, ``n_resamples`` or ``seed``.
+
+    Examples
+    --------
+    >>> res = bootstrap_effect_size([0.9, 1.4, 0.2, 1.1, 0.8], [0.1, -0.3, 0.4, 0.0, -0.2], seed=1,
+    ...                             n_resamples=999)
+    >>> round(res.effect_size, 4), res.method, res.ci_low < res.effect_size < res.ci_high
+    (1.5181, 'BCa', True)
+    """
+    _check_options(level, method, n_resamples, seed)
+    ux, uy = _values(u_x, "u_x"), _values(u_y, "u_y")
+    d = float(_d(ux, uy)) if ux.size and uy.size else math.nan
+    base = dict(effect_size=d, level=float(level), method=method, seed=int(seed))
+    note = ""
+    if min(ux.size, uy.size) < 2:
+        note = f"a target set of {min(ux.size, uy.size)} word(s) cannot be resampled: at least 2 on each side are needed"
+    elif math.isnan(d):
+        note = "the per-word values have no spread (pooled SD 0): d and its interval are undefined"
+    if note:
+        return EffectSizeInterval(ci_low=math.nan, ci_high=math.nan, se=math.nan, n_resamples=0, note=note, **base)
+    low, high, se, note = _run((ux, uy), _d, level=level, method=method, n_resamples=n_resamples, seed=seed)
+    return EffectSizeInterval(
+        ci_low=float(low), ci_high=float(high), se=float(se), n_resamples=int(n_resamples), note=note, **base
+    )
+
+
+def attribute_bootstrap_interval(
+    moments: LinearMoments,
+    a_vectors: ArrayLike,
+    b_vectors: ArrayLike,
+    *,
+    seed: int,
+    association: Association = "cosine",
+    level: float = 0.95,
+    method: IntervalMethod = "BCa",
+    n_resamples: int = 1999,
+) -> AttributeInterval:
+    """Intervals of a full-vocabulary test's d and weighted effect sizes over resampled attribute words.
+
+    Parameters
+    ----------
+    moments
+        The moments of the test's words X (:func:`biasdask.stats.placebo.linear_moments`, with the
+        ``v_w`` of ``association``); fixed across resamples.
+    a_vectors, b_vectors
+        Raw vectors of the attribute words found, shapes (n_a, D) and (n_b, D) (row i of A paired with
+        row i of B for ``"ripa"``).
+    seed
+        Non-negative integer.
+    association
+        ``"cosine"``, ``"semaxis"`` or ``"ripa"`` (the linear associations; ``"euclidean"`` has no
+        moments and is refused).
+    level, method, n_resamples
+        As in :func:`bootstrap_effect_size`; BCa's jackknife leaves out one attribute word (pair)
+        at a time.
+
+    Returns
+    -------
+    AttributeInterval
+        With fewer than 2 words on a side (pairs for RIPA) every interval is NaN and ``note`` says so.
+
+    Raises
+    ------
+    ValueError
+        A non-linear association, vectors of the wrong dimension, bad options.
+
+    Examples
+    --------
+    >>> from biasdask.stats.placebo import linear_moments, moment_rows
+    >>> rng = np.random.default_rng(0)
+    >>> vocab = rng.normal(size=(2000, 6)) + [1.0, 0, 0, 0, 0, 0]
+    >>> m = linear_moments(moment_rows("cosine", vocab), np.ones((1, 2000)))
+    >>> a, b = vocab[:4] + [0, 1.0, 0, 0, 0, 0], vocab[4:8]
+    >>> res = attribute_bootstrap_interval(m, a, b, seed=3, n_resamples=499)
+    >>> res.ci_low < res.effect_size < res.ci_high, res.weighted_ci_low.shape
+    (True, (1,))
+    >>> attribute_bootstrap_interval(m, a[:1], b, seed=3).note[:40]
+    'a side has 1 attribute word(s): resampli'
+    """
+    _check_options(level, method, n_resamples, seed)
+    if association not in LINEAR_ASSOCIATIONS:
+        raise ValueError(
+            f"association {association!r} has no moments (not linear in a direction); linear ones: {list(LINEAR_ASSOCIATIONS)}"
+        )
+    a = np.asarray(a_vectors, dtype=np.float64)
+    b = np.asarray(b_vectors, dtype=np.float64)
+    for name, x in (("a_vectors", a), ("b_vectors", b)):
+        if x.ndim != 2 or x.shape[1] != moments.dim:
+            raise ValueError(f"{name} must have shape (n, {moments.dim}), got {x.shape}")
+    k = moments.n_weightings
+    observed = linear_directions(association, a, b)[None, :]
+    d = float(_unweighted_effect_sizes(moments, observed)[0])
+    dw = np.array([_weighted_statistics(moments, observed, j)[1][0] for j in range(k)])
+    base = dict(effect_size=d, effect_size_weighted=dw, level=float(level), method=method, seed=int(seed))
+    smallest = min(a.shape[0], b.shape[0])
+    if smallest < 2:
+        nan, nans = math.nan, np.full(k, np.nan)
+        return AttributeInterval(
+            ci_low=nan, ci_high=nan, se=nan, weighted_ci_low=nans, weighted_ci_high=nans.copy(),
+            weighted_se=nans.copy(), n_resamples=0,
+            note=f"a side has {smallest} attribute word(s): resampling the attribute words needs at least 2 on "
+            "each side, so no interval",
+            **base,
+        )
+    paired = association == "ripa"
+    rows = 1 + k  # row 0: d; row 1 + j: weighting j's weighted effect size
+
+    def directions(idx_a: NDArray, idx_b: NDArray | None) -> NDArray:
+        if paired:
+            return linear_directions(association, a[idx_a], b[idx_a])
+        return linear_directions(association, a[idx_a], b[idx_b])
+
+    def statistic(*samples: NDArray, axis: int = -1) -> NDArray:
+        idx = [np.asarray(s).astype(np.intp) for s in samples]
+        lead = idx[0].shape[1:-1]
+        out = np.empty((rows, *lead))
+        for r in range(rows):
+            flat = [i[r].reshape(-1, i.shape[-1]) for i in idx]
+            delta = directions(flat[0], None if paired else flat[1])
+            values = (
+                _unweighted_effect_sizes(moments, delta)
+                if r == 0
+                else _weighted_statistics(moments, delta, r - 1)[1]
+            )
+            out[r] = values.reshape(lead)
+        return out
+
+    data = (np.broadcast_to(np.arange(a.shape[0]), (rows, a.shape[0])),)
+    if not paired:
+        data += (np.broadcast_to(np.arange(b.shape[0]), (rows, b.shape[0])),)
+    n_max = max(a.shape[0], b.shape[0])
+    batch = max(1, _GATHER_BYTES // (8 * n_max * moments.dim))
+    low, high, se, note = _run(
+        data, statistic, level=level, method=method, n_resamples=n_resamples, seed=seed, batch=batch
+    )
+    return AttributeInterval(
+        ci_low=float(low[0]),
+        ci_high=float(high[0]),
+        se=float(se[0]),
+        weighted_ci_low=low[1:],
+        weighted_ci_high=high[1:],
+        weighted_se=se[1:],
+        n_resamples=int(n_resamples),
+        note=note,
+        **base,
+    )
