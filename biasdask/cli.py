@@ -79,12 +79,12 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
 
 def _size(url: str) -> int:
     """Bytes of the input as stored, 0 when unknown (then it is parsed in this process)."""
-    import fsspec
+    from biasdask.io.formats import NETWORK_ERRORS, url_to_fs
 
     try:
-        fs, path = fsspec.core.url_to_fs(url)
+        fs, path = url_to_fs(url)
         return int(fs.size(path) or 0)
-    except Exception:  # unreachable or unsized: ingest itself reports what is wrong
+    except (*NETWORK_ERRORS, BiasdaskError):  # unreachable or unsized: ingest itself reports what is wrong
         return 0
 
 

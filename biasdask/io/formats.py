@@ -177,7 +177,16 @@ def _check_protocol(url: str, protocol: str) -> None:
         pass  # an unknown protocol: fsspec's own error, where the URL is opened, says so
 
 
-def _url_to_fs(url: str, storage_options: dict | None) -> tuple[fsspec.AbstractFileSystem, str]:
+def url_to_fs(url: str, storage_options: dict | None = None) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The file system and path of ``url``, with its storage options (:func:`storage_options_for`) and,
+    for http(s), the connect and read timeouts of :func:`http_timeouts`: every URL biasdask opens goes
+    through here, so no request waits longer than the configured timeouts.
+
+    Raises
+    ------
+    BiasdaskError
+        A URL fsspec cannot open (unknown protocol, file system not installed).
+    """
     options = storage_options_for(url, storage_options)
     if (fsspec.core.split_protocol(str(url))[0] or "file") in ("http", "https"):
         client_kwargs = dict(options.get("client_kwargs") or {})
@@ -654,7 +663,7 @@ class _Stream:
     def __init__(self, url: str, display: str, storage_options: dict | None):
         self.display = display
         with _reading(display):
-            fs, path = _url_to_fs(url, storage_options)
+            fs, path = url_to_fs(url, storage_options)
             self._raw = _open_raw(fs, path)
             head = self._raw.read(2)
         self.gzip = head == _GZIP_MAGIC
@@ -704,7 +713,7 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
     if format != "auto" and format not in FORMATS:
         raise BiasdaskError(f"unknown format {format!r}: expected auto, {', '.join(FORMATS)}")
     display = display_url(source)
-    fs, path = _url_to_fs(source, storage_options)
+    fs, path = url_to_fs(source, storage_options)
     with _reading(display):
         try:
             size = fs.size(path)
@@ -996,7 +1005,7 @@ def view_range(url: str, storage_options: dict | None, start: int, end: int) -> 
 
 def read_range(url: str, storage_options: dict | None, start: int, end: int) -> bytes:
     """Bytes ``[start, end)`` of an uncompressed file."""
-    fs, path = _url_to_fs(url, storage_options)
+    fs, path = url_to_fs(url, storage_options)
     with _reading(display_url(url)):
         return fs.cat_file(path, start=start, end=end)
 

@@ -66,7 +66,7 @@ from zarr.core.dtype import Int16, Int32
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
-from biasdask.io.formats import NETWORK_ERRORS, display_url, redact, storage_options_for
+from biasdask.io.formats import NETWORK_ERRORS, display_url, redact, storage_options_for, url_to_fs
 
 COMPLETE_ATTR = "biasdask_complete"
 _LANGUAGE_RE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]{2,8})*")
@@ -293,7 +293,7 @@ def _group(url: str, storage_options: dict | None, mode: str = "r+") -> zarr.Gro
 
 
 def _fs(url: str, storage_options: dict | None) -> tuple[fsspec.AbstractFileSystem, str]:
-    return fsspec.core.url_to_fs(str(url), **storage_options_for(url, storage_options))
+    return url_to_fs(url, storage_options)
 
 
 def _read_group_attrs(url: str, storage_options: dict | None) -> dict | None:

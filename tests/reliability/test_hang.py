@@ -76,3 +76,22 @@ def test_n_permutations_is_bounded_naming_the_limit():
 
     with pytest.raises(BiasdaskError, match="between 1 and 100,000,000"):
         permutation_test([1.0, 2.0], [3.0], n_permutations=10**12)
+
+
+def test_the_cli_ingest_of_an_http_source_that_never_answers_ends_within_the_timeouts(tmp_path, silent_server, cli):
+    # before: the CLI sized the source with plain fsspec, without the timeouts, and waited for ever
+    result: list = []
+
+    def go():
+        result.append(cli("ingest", f"{silent_server}/en.vec", tmp_path / "en.zarr", "--language", "en", "--no-progress"))
+
+    start = time.monotonic()
+    with dask.config.set({"biasdask.http.connect-timeout": 2, "biasdask.http.read-timeout": 1}):
+        thread = threading.Thread(target=go, daemon=True)
+        thread.start()
+        thread.join(60)
+    assert not thread.is_alive(), "biasdask ingest is still waiting for the server"
+    assert time.monotonic() - start < 30
+    (code, _, err), = result
+    assert_one_line_error(code, err, "timed out", "127.0.0.1")
+    assert not (tmp_path / "en.zarr").exists()
