@@ -321,6 +321,8 @@ def weat(
     if similarity not in SIMILARITIES:
         raise BiasdaskError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
     lexicon_test = isinstance(x, str) and (y, a, b) == (None, None, None)  # weat(emb, "weat7")
+    if isinstance(x, str) and not lexicon_test and (y, a, b).count(None):
+        raise BiasdaskError(f"weat: x={x!r} names a lexicon test; give no y, a, b with it")
     if not lexicon_test:
         if y is None or a is None or b is None:
             raise BiasdaskError("weat: give the four word sets x, y, a, b (or the name of a lexicon test as x)")
