@@ -55,7 +55,7 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("source", metavar="SOURCE", help="path or URL of the embedding file")
-    p.add_argument("dest", metavar="DEST", help="path or URL of the Zarr store to write (replaced if it exists)")
+    p.add_argument("dest", metavar="DEST", help="path or URL of the Zarr store to write (a store of the same language there is replaced)")
     p.add_argument("--language", required=True, metavar="CODE", help="language code, e.g. en or pt-BR")
     p.add_argument(
         "--format",
@@ -73,6 +73,7 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         help="worker processes of a local Dask cluster (0: parse in this process; default: a cluster "
         "for inputs of 256 MiB or more)",
     )
+    p.add_argument("--overwrite", action="store_true", help="replace a store at DEST that holds another language")
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p.set_defaults(func=_run_ingest)
 
@@ -96,6 +97,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         max_words=args.max_words,
         chunk_words=args.chunk_words,
         progress=not args.no_progress,
+        overwrite=args.overwrite,
     )
     if args.workers == 0 and not args.scheduler:
         ds = ingest(args.source, args.dest, args.language, client=False, **kwargs)

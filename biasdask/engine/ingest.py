@@ -119,6 +119,7 @@ def ingest(
     client=None,
     chunk_words: int | None = None,
     progress: bool | None = None,
+    overwrite: bool = False,
 ) -> xr.Dataset:
     """Read an embedding file into an embedding store (SPEC §2) and open it.
 
@@ -151,6 +152,9 @@ def ingest(
         :func:`biasdask.io.store.ingest_chunk_words`).
     progress
         Show a progress bar (bytes) on stderr (default: only when stderr is a terminal).
+    overwrite
+        Replace a store at ``dest`` that holds another language than ``language`` (refused otherwise:
+        ingesting ``fr`` over ``en.zarr`` is more often a typo than an intent).
 
     Returns
     -------
@@ -163,7 +167,7 @@ def ingest(
         Bad input, with the file and line (or word) at fault; ``dest`` is left as it was.
     StoreConflictError
         Another ingest into ``dest`` holds its lock, or ``dest`` holds something else than a biasdask
-        embedding store.
+        embedding store, or the store of another language (without ``overwrite``).
     BiasdaskError
         An invalid language code, an unreachable source or destination.
 
@@ -179,7 +183,7 @@ def ingest(
     if chunk_words is not None and (int(chunk_words) != chunk_words or chunk_words < 1):
         raise BiasdaskError(f"chunk_words must be a positive integer, not {chunk_words!r}")
     dest = _normalise(dest)
-    check_replaceable(dest, storage_options)
+    check_replaceable(dest, storage_options, language=language, overwrite=overwrite)
     info = formats.sniff_source(_normalise(source), format, storage_options)
     cw = int(chunk_words or ingest_chunk_words(info.dim, _planned_words(info, max_words)))
     mode = _choose_mode(info, dest, client)

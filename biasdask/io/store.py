@@ -312,13 +312,17 @@ def _is_embedding_store(attrs: dict | None) -> bool:
     return bool(attrs) and all(k in attrs for k in ("biasdask_version", "language", "format", "dim"))
 
 
-def check_replaceable(url: str, storage_options: dict | None = None) -> None:
-    """Raise unless ``url`` is free: absent, an empty directory, or a biasdask embedding store.
+def check_replaceable(
+    url: str, storage_options: dict | None = None, *, language: str | None = None, overwrite: bool = False
+) -> None:
+    """Raise unless ``url`` is free: absent, an empty directory, or a biasdask embedding store (of
+    ``language``, unless ``overwrite``).
 
     Raises
     ------
     StoreConflictError
-        ``url`` holds something else, which ingest will not delete.
+        ``url`` holds something else, which ingest will not delete; or the store of another language
+        than ``language`` and not ``overwrite``.
     """
     fs, path = _fs(url, storage_options)
     try:
@@ -330,6 +334,11 @@ def check_replaceable(url: str, storage_options: dict | None = None) -> None:
     if not _is_embedding_store(attrs):
         raise StoreConflictError(
             f"{display_url(url)} exists and is not a biasdask embedding store: refusing to replace it"
+        )
+    if language is not None and not overwrite and attrs["language"] != language:
+        raise StoreConflictError(
+            f"{display_url(url)} holds the embedding store of language {attrs['language']!r}: refusing to "
+            f"replace it with language {language!r} (pass overwrite=True, or --overwrite, to replace it)"
         )
 
 
