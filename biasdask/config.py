@@ -455,11 +455,37 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
 
 
 def load_config(path: str | Path, *, output: str | None = None) -> StudyConfig:
-    """Read and validate a study YAML file."""
+    """Read and validate a study YAML file.
+
+    Raises
+    ------
+    ConfigError
+        The file is missing, not UTF-8 (naming the byte offset), not valid YAML (naming the line and
+        column, 1-based) or not a valid study (naming the key).
+    """
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such study file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a study file") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); save the study file as UTF-8"
+        ) from None
+    try:
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
+        raise ConfigError(f"{path}: not valid YAML{_yaml_where(exc)}") from None
     return parse_config(raw, output=output)
+
+
+def _yaml_where(exc: yaml.YAMLError) -> str:
+    """`` at line L, column C: <problem>`` of a YAML error (1-based, as editors count)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or exc.__class__.__name__
+    if mark is None:
+        return f" ({problem})"
+    return f" at line {mark.line + 1}, column {mark.column + 1}: {problem}"

@@ -36,3 +36,20 @@ def test_ingesting_another_language_over_a_store_is_refused_without_overwrite(tm
     import biasdask
 
     assert biasdask.open_embeddings(str(dest)).attrs["language"] == "fr"
+
+
+def test_a_yaml_syntax_error_names_its_line_and_column(tmp_path, cli):
+    study = tmp_path / "study.yaml"
+    study.write_text("output: r.zarr\nlanguages:\n  en: {store: en.zarr\nmethods: [uniform]\n")
+    code, _, err = cli("run", study)
+    assert_one_line_error(code, err, "study.yaml: not valid YAML at line 4, column 8")
+    assert code == 2
+
+
+def test_a_study_file_that_is_not_utf8_names_the_byte(tmp_path, cli):
+    # before: UnicodeDecodeError ..., exit 1
+    study = tmp_path / "study.yaml"
+    study.write_bytes("output: r.zarr\nlanguages:\n  fr: {store: fr.zarr, a: [mâle]}\n".encode("latin-1"))
+    code, _, err = cli("run", study)
+    assert_one_line_error(code, err, "study.yaml: not UTF-8", "byte 54")
+    assert code == 2
