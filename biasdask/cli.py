@@ -408,7 +408,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a reader that went away (``| head``) is noticed here, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader of stdout closed it (``biasdask show ... | head``): stop quietly, as a program killed
+        # by SIGPIPE would, and keep Python from reporting the pipe again when it flushes at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
     except KeyboardInterrupt:
         print("biasdask: interrupted", file=sys.stderr)
         return 130

@@ -53,3 +53,16 @@ def test_a_study_file_that_is_not_utf8_names_the_byte(tmp_path, cli):
     code, _, err = cli("run", study)
     assert_one_line_error(code, err, "study.yaml: not UTF-8", "byte 54")
     assert code == 2
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
+    # before: "biasdask: error: BrokenPipeError: [Errno 32] Broken pipe", exit 1 (`biasdask show ... | head`)
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "biasdask.cli", "languages"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the command prints: its first write meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == ""
