@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 def _add_ingest(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "ingest",
-        help="read an embedding file (.vec, GloVe, word2vec binary; gzip or not) into a Zarr store",
+        help="read an embedding file (.vec, GloVe, word2vec binary; plain, gzip, bz2 or xz) into a Zarr store",
         description=(
             "Stream an embedding file from a path or URL (http(s), s3, gs...) into a chunked Zarr embedding "
             "store at DEST (a path or URL such as s3://bucket/emb/en.zarr). Large inputs are parsed in "

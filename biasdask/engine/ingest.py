@@ -16,7 +16,7 @@ parses exactly ``chunk_words`` lines. The data is read about twice, the counting
 percent of the parse, and the client holds only the per-block counts. With ``max_words`` the counting
 stops once enough lines are seen.
 
-*Stream* (gzip, or an http(s) URL, or word2vec binary). A compressed stream can only be read from its
+*Stream* (gzip, bz2 or xz, or an http(s) URL, or word2vec binary). A compressed stream can only be read from its
 start, so the client reads (and decompresses) it once, piece by piece, cutting it into blocks of exactly
 ``chunk_words`` lines or binary records (:func:`biasdask.io.formats.iter_blocks`); each block is
 scattered to a worker and parsed and written there. At most ``2 x threads`` blocks are in flight, so
@@ -127,7 +127,7 @@ def ingest(
     ----------
     source
         Path or fsspec URL (local, ``http(s)://``, ``s3://``, ``gs://``...) of a fastText/word2vec text
-        (``.vec``), GloVe text or word2vec binary file, optionally gzip-compressed. Read as a stream.
+        (``.vec``), GloVe text or word2vec binary file, optionally gzip-, bz2- or xz-compressed. Read as a stream.
     dest
         Path or fsspec URL of the store. An existing biasdask store there (complete or not) is replaced
         once the new one is completely written (at a fresh location next to it, ``<dest>.ingest-<id>``,

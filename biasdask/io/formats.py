@@ -1,4 +1,4 @@
-"""Readers of embedding files: fastText/word2vec text, GloVe text and word2vec binary, plain or gzip.
+"""Readers of embedding files: fastText/word2vec text, GloVe text and word2vec binary, plain or compressed.
 
 Three layouts are understood (``format`` names as stored in the embedding store's attrs):
 
@@ -11,7 +11,8 @@ Three layouts are understood (``format`` names as stored in the embedding store'
     The header line ``N D``, then per word: its bytes, a space and ``D`` little-endian float32 (the C
     tool adds a newline after each vector, gensim does not; both are read).
 
-Any of them may be gzip-compressed (detected by the magic bytes, whatever the name) and may live at any
+Any of them may be gzip-, bz2- or xz-compressed (detected by the magic bytes, whatever the name; zstd,
+zip, 7-Zip and lz4 are refused in one line naming them) and may live at any
 fsspec URL (local path, ``http(s)://``, ``s3://``, ``gs://``...). Files are read as streams of pieces
 (:data:`PIECE_BYTES`), never whole.
 
@@ -32,7 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import bz2
 import gzip
+import lzma
 import mmap
 import os
 import re
@@ -53,7 +56,16 @@ PIECE_BYTES = 8 * 2**20
 _SNIFF_BYTES = 2**20
 _MAX_UNIT_BYTES = 64 * 2**20
 _WHITESPACE = b" \t\r\n\x0b\x0c"
-_GZIP_MAGIC = b"\x1f\x8b"
+#: leading bytes of the compressed formats read as streams (Python's gzip, bz2 and lzma modules)
+_COMPRESSIONS: dict[str, bytes] = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+#: leading bytes of containers and compressions that are refused, with what to do instead
+_UNSUPPORTED: dict[bytes, str] = {
+    b"\x28\xb5\x2f\xfd": "zstd-compressed",
+    b"PK\x03\x04": "a zip archive",
+    b"7z\xbc\xaf\x27\x1c": "a 7-Zip archive",
+    b"\x04\x22\x4d\x18": "lz4-compressed",
+}
+_MAGIC_BYTES = 6
 _BOM = b"\xef\xbb\xbf"
 _NO_OPTION_PROTOCOLS = {"file", "local", "memory", "http", "https"}
 _HEADER_RE = re.compile(rb"^[ \t]*(\d+)[ \t]+(\d+)[ \t\r\x0b\x0c]*$")
@@ -554,8 +566,9 @@ class SourceInfo:
         ``url`` without credentials, for messages and the store's ``source`` attr.
     format
         One of :data:`FORMATS`.
-    gzip
-        Whether the bytes are gzip-compressed.
+    compression
+        ``"gzip"``, ``"bz2"`` or ``"xz"`` (found by the file's first bytes, whatever its name), None for
+        plain bytes.
     n_words
         The word count of the header, None for GloVe.
     dim
@@ -563,7 +576,7 @@ class SourceInfo:
     body_offset
         Offset of the first word in the (decompressed) byte stream.
     size
-        Size in bytes of the file as stored (compressed for gzip), None when unknown.
+        Size in bytes of the file as stored (compressed size for a compressed file), None when unknown.
     splittable
         True when the file can be read as independent byte ranges (uncompressed text).
     """
@@ -571,7 +584,7 @@ class SourceInfo:
     url: str
     display: str
     format: str
-    gzip: bool
+    compression: str | None
     n_words: int | None
     dim: int
     body_offset: int
@@ -603,14 +616,18 @@ def _open_raw(fs: fsspec.AbstractFileSystem, path: str):
 
 
 @contextlib.contextmanager
-def _reading(display: str) -> Iterator[None]:
-    """Turn the errors of reading a source into one-line biasdask errors."""
+def _reading(display: str, compression: str | None = None) -> Iterator[None]:
+    """Turn the errors of reading a source (``compression``: its decompressor's) into one-line errors."""
     try:
         yield
     except EOFError:
-        raise InputFormatError(f"{display}: truncated gzip stream (the file ends before its end marker)") from None
+        raise InputFormatError(
+            f"{display}: truncated {compression or 'compressed'} stream (the file ends before its end marker)"
+        ) from None
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise InputFormatError(f"{display}: corrupt gzip data ({exc})") from None
+    except lzma.LZMAError as exc:
+        raise InputFormatError(f"{display}: corrupt xz data ({exc})") from None
     except FileNotFoundError as exc:
         if isinstance(exc.__cause__, TimeoutError):  # fsspec's http reports a timeout so
             raise _timed_out(display) from None
@@ -621,6 +638,8 @@ def _reading(display: str) -> Iterator[None]:
     except TimeoutError:
         raise _timed_out(display) from None
     except NETWORK_ERRORS as exc:
+        if type(exc) is OSError and str(exc) == "Invalid data stream":  # bz2's error for corrupt data
+            raise InputFormatError(f"{display}: corrupt bz2 data") from None
         raise BiasdaskError(f"{display}: cannot read: {_one_line(exc)}") from None
 
 
@@ -646,11 +665,11 @@ class _RawReader:
 
     def read(self, n: int = -1) -> bytes:
         if self._head:
-            data, self._head = self._head, b""
-            if n < 0:
-                data += self._raw.read()
-            elif n > len(data):
-                data += self._raw.read(n - len(data))
+            if 0 <= n < len(self._head):
+                data, self._head = self._head[:n], self._head[n:]
+            else:
+                data, self._head = self._head, b""
+                data += self._raw.read() if n < 0 else self._raw.read(n - len(data))
         else:
             data = self._raw.read(n)
         self.position += len(data)
@@ -665,10 +684,21 @@ class _Stream:
         with _reading(display):
             fs, path = url_to_fs(url, storage_options)
             self._raw = _open_raw(fs, path)
-            head = self._raw.read(2)
-        self.gzip = head == _GZIP_MAGIC
+            head = self._raw.read(_MAGIC_BYTES)
+        for magic, what in _UNSUPPORTED.items():
+            if head.startswith(magic):
+                self._raw.close()
+                raise InputFormatError(
+                    f"{display}: {what}: biasdask reads plain, gzip, bz2 and xz files; decompress it first"
+                )
+        self.compression = next((name for name, magic in _COMPRESSIONS.items() if head.startswith(magic)), None)
         self._reader = _RawReader(self._raw, head)
-        self._file = gzip.GzipFile(fileobj=self._reader, mode="rb") if self.gzip else self._reader
+        if self.compression == "gzip":
+            self._file = gzip.GzipFile(fileobj=self._reader, mode="rb")
+        elif self.compression is not None:
+            self._file = {"bz2": bz2.BZ2File, "xz": lzma.LZMAFile}[self.compression](self._reader, mode="rb")
+        else:
+            self._file = self._reader
 
     def raw_position(self) -> int:
         """Bytes of the stored (compressed) file consumed so far."""
@@ -676,7 +706,7 @@ class _Stream:
 
     def read(self, n: int = PIECE_BYTES) -> bytes:
         """Up to ``n`` bytes of the decompressed stream; ``b""`` at its end."""
-        with _reading(self.display):
+        with _reading(self.display, self.compression):
             return self._file.read(n)
 
     def close(self) -> None:
@@ -728,7 +758,7 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
             if not piece:
                 break
             head += piece
-        compressed = stream.gzip
+        compressed = stream.compression
     if not head:
         raise InputFormatError(f"{display}: empty file")
     nl = head.find(b"\n")
@@ -761,12 +791,12 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
             raise InputFormatError(
                 f"{display}: line 2: decimal numbers in text, not word2vec binary data: use --format vec (or auto)"
             )
-    splittable = not compressed and format != "word2vec-binary"
+    splittable = compressed is None and format != "word2vec-binary"
     return SourceInfo(
         url=str(source),
         display=display,
         format=format,
-        gzip=compressed,
+        compression=compressed,
         n_words=n_words,
         dim=dim,
         body_offset=body_offset,

@@ -126,7 +126,7 @@ def test_detects_each_format_and_gzip_by_content_not_name(tmp_path):
     }
     for name, (data, fmt, gz) in cases.items():
         info, got_words, got, _ = _parse_all(_write(tmp_path, name, data))
-        assert (info.format, info.gzip, info.dim) == (fmt, gz, 4), name
+        assert (info.format, info.compression == "gzip", info.dim) == (fmt, gz, 4), name
         assert info.n_words == (None if fmt == "glove" else 3)
         assert info.splittable == (not gz and fmt != "word2vec-binary")
         assert got_words == words

@@ -66,3 +66,33 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
     assert err == ""
+
+
+def test_bz2_and_xz_sources_are_decompressed_and_zstd_is_refused_naming_it(tmp_path, cli):
+    # before: a .bz2 was parsed as text: "line 1 ('BZh91AY&SY...')"
+    import bz2
+    import lzma
+
+    import numpy as np
+
+    import biasdask
+
+    plain = tmp_path / "x.vec"
+    plain.write_bytes(VEC)
+    assert cli("ingest", plain, tmp_path / "plain.zarr", "--language", "en", *INGEST)[0] == 0
+    want = biasdask.open_embeddings(str(tmp_path / "plain.zarr"))
+    for name, compress in (("x.vec.bz2", bz2.compress), ("x.vec.xz", lzma.compress)):
+        (tmp_path / name).write_bytes(compress(VEC))
+        code, _, err = cli("ingest", tmp_path / name, tmp_path / f"{name}.zarr", "--language", "en", *INGEST)
+        assert code == 0, err
+        got = biasdask.open_embeddings(str(tmp_path / f"{name}.zarr"))
+        assert list(got["word"].values) == list(want["word"].values)
+        np.testing.assert_array_equal(got["vectors"].values, want["vectors"].values)
+    (tmp_path / "x.vec.zst").write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
+    code, _, err = cli("ingest", tmp_path / "x.vec.zst", tmp_path / "zst.zarr", "--language", "en", *INGEST)
+    assert_one_line_error(code, err, "x.vec.zst: zstd-compressed", "decompress it first")
+    assert not (tmp_path / "zst.zarr").exists()
+    (tmp_path / "cut.vec.xz").write_bytes(lzma.compress(VEC)[:-10])
+    code, _, err = cli("ingest", tmp_path / "cut.vec.xz", tmp_path / "cut.zarr", "--language", "en", *INGEST)
+    assert_one_line_error(code, err, "cut.vec.xz", "truncated xz stream")
+    assert not (tmp_path / "cut.zarr").exists()
