@@ -69,6 +69,7 @@ _MAGIC_BYTES = 6
 _BOM = b"\xef\xbb\xbf"
 _NO_OPTION_PROTOCOLS = {"file", "local", "memory", "http", "https"}
 _HEADER_RE = re.compile(rb"^[ \t]*(\d+)[ \t]+(\d+)[ \t\r\x0b\x0c]*$")
+_SIGNED_HEADER_RE = re.compile(rb"^[ \t]*([+-]?\d+)[ \t]+([+-]?\d+)[ \t\r\x0b\x0c]*$")
 
 # status codes of the compiled kernels
 _OK = 0
@@ -767,6 +768,11 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
     bom = len(_BOM) if head.startswith(_BOM) else 0
     first = head[bom:] if nl < 0 else head[bom:nl]
     header = _HEADER_RE.match(first)
+    signed = _SIGNED_HEADER_RE.match(first)
+    if header is None and signed is not None:
+        n, d = (int(g) for g in signed.groups())
+        what = "word count" if n < 0 else "dimension"
+        raise InputFormatError(f"{display}: line 1: the header 'N D' ({n} {d}) has a negative {what}")
     if format == "auto":
         if header is None:
             format = "glove"
@@ -777,7 +783,7 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
         fields = first.rstrip(b" \t\r\x0b\x0c").split(b" ")
         dim = len(fields) - 1
         if dim < 1:
-            raise InputFormatError(f"{display}: line 1: a word without values")
+            raise InputFormatError(f"{display}: line 1: a word without values{_tabs_hint(first)}")
         body_offset = bom
     else:
         if header is None:
@@ -1224,7 +1230,7 @@ def _raise_text_error(buf, status, info: SourceInfo, first: int, word_start, wor
     word = _decode_one(buf, word_start[row], word_end[row])
     if code == _FIELDS:
         found = _count_values(buf, int(word_start[row]))
-        raise InputFormatError(f"{where} ({word!r}): expected {info.dim} values, found {found}")
+        raise InputFormatError(f"{where} ({word!r}): expected {info.dim} values, found {found}{_tabs_hint(word)}")
     token = buf[ts:te].tobytes().decode("utf-8", "replace")
     if not token:
         found = _count_values(buf, int(word_start[row]))
@@ -1233,6 +1239,14 @@ def _raise_text_error(buf, status, info: SourceInfo, first: int, word_start, wor
         raise InputFormatError(f"{where} ({word!r}): empty value in field {col + 1} (two spaces in a row?)")
     kind = "non-finite" if code == _NOT_FINITE else "non-numeric"
     raise InputFormatError(f"{where} ({word!r}): {kind} value {token[:40]!r} in field {col + 1}")
+
+
+def _tabs_hint(line: bytes | str) -> str:
+    """The explanation of a field count that tabs between the fields explain, else ``""``."""
+    tab = b"\t" if isinstance(line, bytes) else "\t"
+    if tab not in line:
+        return ""
+    return " (the fields are separated by tabs: embedding files separate them by single spaces)"
 
 
 def _count_values(buf: np.ndarray, line_start: int) -> int:

@@ -96,3 +96,17 @@ def test_bz2_and_xz_sources_are_decompressed_and_zstd_is_refused_naming_it(tmp_p
     code, _, err = cli("ingest", tmp_path / "cut.vec.xz", tmp_path / "cut.zarr", "--language", "en", *INGEST)
     assert_one_line_error(code, err, "cut.vec.xz", "truncated xz stream")
     assert not (tmp_path / "cut.zarr").exists()
+
+
+def test_a_negative_header_and_tab_separated_fields_are_named_as_such(tmp_path, cli):
+    # before: "line 2: expected 1 values, found 4" and "expected 4 values, found 0"
+    cases = {
+        "neg.vec": (b"-2 4\na 1 2 3 4\nb 1 2 3 4\n", "neg.vec: line 1: the header 'N D' (-2 4) has a negative word count"),
+        "tabs.vec": (b"2 4\na\t1\t2\t3\t4\nb\t1\t2\t3\t4\n", "tabs.vec: line 2 ('a\\t1\\t2\\t3\\t4'): expected 4 values, found 0 (the fields are separated by tabs"),
+        "tabs.txt": (b"a\t1\t2\t3\t4\nb\t1\t2\t3\t4\n", "tabs.txt: line 1: a word without values (the fields are separated by tabs"),
+    }
+    for name, (data, needle) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        code, _, err = cli("ingest", tmp_path / name, tmp_path / f"{name}.zarr", "--language", "en", *INGEST)
+        assert_one_line_error(code, err, needle)
+        assert not (tmp_path / f"{name}.zarr").exists()
