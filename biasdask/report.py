@@ -184,6 +184,37 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every text cell that a spreadsheet would run as a formula (one beginning with
+    ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, e.g. the word ``=HYPERLINK(...)``) prefixed
+    with ``'``, as OWASP recommends against CSV injection; numbers stay numbers.
+
+    Examples
+    --------
+    >>> spreadsheet_safe(pd.DataFrame({"word": ["=1+1", "he", "-"], "u": [-0.5, 0.1, 0.2]}))
+       word    u
+    0  '=1+1 -0.5
+    1    he  0.1
+    2    '-  0.2
+    """
+
+    def safe(value):
+        return f"'{value}" if isinstance(value, str) and value.startswith(_FORMULA_STARTS) else value
+
+    out = table.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
+            out[column] = out[column].map(safe)
+    if isinstance(out.index, pd.MultiIndex):
+        out.index = out.index.set_levels([level.map(safe) if level.dtype == object else level for level in out.index.levels])
+    elif out.index.dtype == object:
+        out.index = out.index.map(safe)
+    return out
+
+
 def format_table(results: xr.Dataset, fmt: Format = "table") -> str:
     """The cube as text to read, paste into a paper or load into a spreadsheet.
 
@@ -204,7 +235,7 @@ def format_table(results: xr.Dataset, fmt: Format = "table") -> str:
         raise BiasdaskError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     table = cube_table(results)
     if fmt == "csv":
-        return table.to_csv()
+        return spreadsheet_safe(table).to_csv()
     if fmt == "json":
         records = table.reset_index().to_dict(orient="records")
         clean = [{k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items()} for r in records]
@@ -373,7 +404,7 @@ def top_words(
 def format_words(table: pd.DataFrame, fmt: Format = "table") -> str:
     """:func:`top_words` as text (``table``, ``csv``, ``markdown``, ``latex`` or ``json``)."""
     if fmt == "csv":
-        return table.to_csv(index=False)
+        return spreadsheet_safe(table).to_csv(index=False)
     if fmt == "json":
         return table.to_json(orient="records", force_ascii=False, indent=1)
     shown = table.assign(

@@ -110,3 +110,32 @@ def test_a_negative_header_and_tab_separated_fields_are_named_as_such(tmp_path, 
         code, _, err = cli("ingest", tmp_path / name, tmp_path / f"{name}.zarr", "--language", "en", *INGEST)
         assert_one_line_error(code, err, needle)
         assert not (tmp_path / f"{name}.zarr").exists()
+
+
+def test_csv_output_neutralises_cells_a_spreadsheet_would_run_as_formulas(tmp_path, cli):
+    # before: the word =HYPERLINK(1) was written as is, and a spreadsheet ran it
+    import csv
+    import io
+
+    import numpy as np
+    import xarray as xr
+
+    import biasdask
+
+    rng = np.random.default_rng(1)
+    words = ["=HYPERLINK(1)", "she", "+1", "-2", "@sum", *(f"w{i}" for i in range(200))]
+    vectors = rng.standard_normal((len(words), 8)).astype(np.float32)
+    vectors[2:5] = vectors[0] * 3  # the formula-like words lean towards A
+    emb = xr.DataArray(vectors, dims=("word", "dim"), coords={"word": words}, attrs={"language": "en"})
+    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": emb, "a": ["=HYPERLINK(1)"], "b": ["she"]}},
+             "methods": ["uniform"], "n_permutations": 99, "seed": 1}
+    biasdask.run(study, progress=False)
+    code, out, err = cli("show", tmp_path / "r.zarr", "--format", "csv")
+    assert code == 0, err
+    (row,) = csv.DictReader(io.StringIO(out))
+    assert row["A"] == "'=HYPERLINK(1)" and row["B"] == "she"
+    assert float(row["s"]) == float(row["s"])  # numbers stay numbers
+    code, out, err = cli("words", tmp_path / "r.zarr", "en", "-n", "5", "--format", "csv")
+    assert code == 0, err
+    cells = [row["word"] for row in csv.DictReader(io.StringIO(out))]
+    assert {"'+1", "'-2", "'@sum"} <= set(cells), cells
