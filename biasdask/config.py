@@ -290,6 +290,9 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
 
     entries = raw.get("languages")
     if isinstance(entries, list):
+        repeated = sorted({str(c) for c in entries if entries.count(c) > 1})
+        if repeated:
+            raise ConfigError(f"languages: {', '.join(map(repr, repeated))} listed more than once")
         entries = {code: {} for code in entries}
     if not isinstance(entries, dict) or not entries:
         raise ConfigError("languages: expected a non-empty list of codes or a mapping of code to settings")
@@ -476,10 +479,26 @@ def load_config(path: str | Path, *, output: str | None = None) -> StudyConfig:
             f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); save the study file as UTF-8"
         ) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_StudyLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML{_yaml_where(exc)}") from None
     return parse_config(raw, output=output)
+
+
+class _StudyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last silently,
+    e.g. a language listed twice under ``languages``)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _yaml_where(exc: yaml.YAMLError) -> str:

@@ -139,3 +139,15 @@ def test_csv_output_neutralises_cells_a_spreadsheet_would_run_as_formulas(tmp_pa
     assert code == 0, err
     cells = [row["word"] for row in csv.DictReader(io.StringIO(out))]
     assert {"'+1", "'-2", "'@sum"} <= set(cells), cells
+
+
+def test_a_language_given_twice_is_refused_naming_it(tmp_path, cli):
+    # before: languages: [en, en] ran without a word
+    study = tmp_path / "study.yaml"
+    study.write_text("output: r.zarr\nembeddings: emb/{language}.zarr\nlanguages: [en, de, en]\n")
+    code, _, err = cli("run", study)
+    assert_one_line_error(code, err, "languages: 'en' listed more than once")
+    study.write_text("output: r.zarr\nlanguages:\n  en: {store: a.zarr}\n  de: {store: b.zarr}\n  en: {store: c.zarr}\n")
+    code, _, err = cli("run", study)
+    assert_one_line_error(code, err, "study.yaml: not valid YAML at line 5, column 3: the key 'en' is given twice")
+    assert not (tmp_path / "r.zarr").exists()
