@@ -53,9 +53,9 @@ from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_l
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.scores import as_dataset, attributes_graph, excluded_targets, frequency_unavailable, positions, scores_graph
-from biasdask.errors import BiasdaskError, BiasdaskTypeError, CorruptStoreError, MissingWordsError
+from biasdask.errors import BiasdaskError, BiasdaskTypeError, ConfigError, CorruptStoreError, MissingWordsError
 from biasdask.io import results as rs
-from biasdask.io.formats import display_url
+from biasdask.io.formats import display_url, location_key
 from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
 from biasdask.lexicon import AttributeTerm
 from biasdask.progress import progress_bar
@@ -127,8 +127,9 @@ def run(
     Raises
     ------
     BiasdaskError
-        Before the results store is created or changed: an invalid ``n_workers``, a store that is
-        missing, incomplete, missing a chunk or of another language, an unreachable cluster. After every
+        Before the results store is created or changed: an invalid ``n_workers``, an ``output`` that is,
+        lies inside or contains an embedding store of the study, a store that is missing, incomplete,
+        missing a chunk or of another language, an unreachable cluster. After every
         runnable cell is written, if in some language no attribute word of A (or of B) is in the
         vocabulary: its ``gender`` cells stay NaN with a note naming the words, the message names them
         too; likewise, naming the chunk, if a language's stored bytes fail their checksum when read
@@ -143,6 +144,7 @@ def run(
     # changed: the config (above), every store (verified, of the right language; before starting a
     # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
+    _check_output_apart(cfg)
     # The stores are checked first (metadata and listings: milliseconds each), in parallel threads.
     # Their words are read by one thread, in the study's order, while the cluster starts and the first
     # languages run; each language starts once its own words are in. (Read first, the seed's 26
@@ -231,6 +233,22 @@ def _done(value) -> concurrent.futures.Future:
     future: concurrent.futures.Future = concurrent.futures.Future()
     future.set_result(value)
     return future
+
+
+def _check_output_apart(cfg: StudyConfig) -> None:
+    """Refuse a results store that is, lies inside or contains one of the study's embedding stores: its
+    writes (and ``overwrite``) would change the user's embeddings."""
+    out = location_key(cfg.output)
+    for lang in cfg.languages:
+        if not isinstance(lang.store, (str, os.PathLike)):
+            continue
+        store = location_key(os.fspath(lang.store))
+        if out == store or out.startswith(store + "/") or store.startswith(out + "/"):
+            where = "is" if out == store else "lies inside" if out.startswith(store + "/") else "contains"
+            raise ConfigError(
+                f"output: {display_url(cfg.output)} {where} the embedding store of {lang.code} "
+                f"({display_url(os.fspath(lang.store))}); choose an output outside the embedding stores"
+            )
 
 
 def _check_language(lang, options: dict) -> xr.Dataset | None:

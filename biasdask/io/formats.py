@@ -118,6 +118,25 @@ def display_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+def location_key(url: str) -> str:
+    """A comparable form of a store location: a local path made absolute (``file://`` stripped), a URL
+    with its scheme lower-cased; no trailing ``/``. ``a`` lies inside ``b`` when
+    ``location_key(a).startswith(location_key(b) + "/")``.
+
+    Examples
+    --------
+    >>> location_key("S3://bucket/emb/en.zarr/")
+    's3://bucket/emb/en.zarr'
+    """
+    url = str(url)
+    if url.startswith("file://"):
+        url = url[len("file://") :]
+    scheme, sep, rest = url.partition("://")
+    if sep and len(scheme) > 1:
+        return f"{scheme.lower()}://{rest.rstrip('/')}"
+    return os.path.abspath(os.path.expanduser(url))
+
+
 _URL_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")
 _URL_QUERY_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s?#'\"]*)[?#][^\s'\"]*")
 _SECRET_PARAM_RE = re.compile(

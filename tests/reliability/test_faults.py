@@ -151,3 +151,19 @@ def test_a_language_given_twice_is_refused_naming_it(tmp_path, cli):
     code, _, err = cli("run", study)
     assert_one_line_error(code, err, "study.yaml: not valid YAML at line 5, column 3: the key 'en' is given twice")
     assert not (tmp_path / "r.zarr").exists()
+
+
+def test_an_output_inside_an_embedding_store_is_refused_before_anything_is_written(tmp_path, cli):
+    # before: the study ran and wrote its results into the user's store (exit 0)
+    src = tmp_path / "x.vec"
+    src.write_bytes(VEC)
+    emb = tmp_path / "emb" / "en.zarr"
+    assert cli("ingest", src, emb, "--language", "en", *INGEST)[0] == 0
+    before = _tree_digest(emb)
+    study = tmp_path / "study.yaml"
+    for output, where in ((emb / "res.zarr", "lies inside"), (emb, "is"), (tmp_path / "emb", "contains")):
+        study.write_text(f"output: {output}\nlanguages:\n  en: {{store: {emb}, a: [he], b: [she]}}\n")
+        code, _, err = cli("run", study, "--workers", "1")
+        assert_one_line_error(code, err, f"output: {output} {where} the embedding store of en ({emb})")
+        assert code == 2
+        assert _tree_digest(emb) == before
