@@ -58,3 +58,7 @@ class SchedulerError(_BiasdaskOSError, ConnectionError):
 
 class CorruptStoreError(_BiasdaskOSError):
     """A store whose chunks are missing or fail their checksum, or whose attrs disagree with its arrays."""
+
+
+class StorageFullError(_BiasdaskOSError):
+    """The storage a store is being written to is full (no space left, or the quota reached): names it."""

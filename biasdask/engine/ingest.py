@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
 import warnings
 from collections.abc import Callable, Iterator
@@ -62,9 +63,9 @@ import xarray as xr
 from tqdm import tqdm
 
 from biasdask.engine.cluster import active_client, workers_keep_freed_memory
-from biasdask.errors import BiasdaskError, InputFormatError
+from biasdask.errors import BiasdaskError, InputFormatError, StorageFullError
 from biasdask.io import formats
-from biasdask.io.formats import SourceInfo
+from biasdask.io.formats import SourceInfo, display_url
 from biasdask.io.store import (
     EncodingError,
     VectorEncoding,
@@ -168,6 +169,8 @@ def ingest(
     StoreConflictError
         Another ingest into ``dest`` holds its lock, or ``dest`` holds something else than a biasdask
         embedding store, or the store of another language (without ``overwrite``).
+    StorageFullError
+        The destination's disk is full (or its quota reached); nothing is left behind.
     BiasdaskError
         An invalid language code, an unreachable source or destination.
 
@@ -226,9 +229,14 @@ def ingest(
                 with contextlib.suppress(Exception):
                     remove_store(fresh, storage_options)
                 encoding = exc.needed
-            except BaseException:
+            except BaseException as exc:
                 with contextlib.suppress(Exception):
                     remove_store(fresh, storage_options)
+                if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise StorageFullError(
+                        f"{display_url(dest)}: the destination's disk is full ({os.strerror(exc.errno)}); "
+                        "nothing was written: free some space (or choose another destination) and ingest again"
+                    ) from None
                 raise
     finally:
         with contextlib.suppress(Exception):

@@ -167,3 +167,26 @@ def test_an_output_inside_an_embedding_store_is_refused_before_anything_is_writt
         assert_one_line_error(code, err, f"output: {output} {where} the embedding store of en ({emb})")
         assert code == 2
         assert _tree_digest(emb) == before
+
+
+def test_ingest_onto_a_full_disk_names_the_destination_and_leaves_nothing(tmp_path, cli, monkeypatch):
+    # before: "OSError: [Errno 28] No space left on device", exit 1, no store named
+    import errno
+
+    import zarr.storage
+
+    set_key = zarr.storage.LocalStore.set
+
+    async def full_disk(self, key, value):
+        if "vectors/c" in key:  # the metadata fits, the first chunk of vectors does not
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return await set_key(self, key, value)
+
+    monkeypatch.setattr(zarr.storage.LocalStore, "set", full_disk)
+    src = tmp_path / "x.vec"
+    src.write_bytes(VEC)
+    (tmp_path / "out").mkdir()
+    code, _, err = cli("ingest", src, tmp_path / "out" / "en.zarr", "--language", "en", *INGEST)
+    assert_one_line_error(code, err, "out/en.zarr: the destination's disk is full (No space left on device)")
+    assert code == 2
+    assert list((tmp_path / "out").iterdir()) == []
