@@ -1,7 +1,8 @@
 """Progress bars and logging that behave in terminals, notebooks and batch logs alike.
 
 Bars are shown on a terminal, or when asked (``progress=True``); in Jupyter an asked-for bar is one
-widget per long step (``tqdm.notebook`` when ``ipywidgets`` is installed, else a text bar). While a bar
+widget per long step (``tqdm.auto``: the notebook widget when ``ipywidgets`` is installed, else a text
+bar, without tqdm's warning about the missing widgets). While a bar
 is open, warnings and log records are written above it rather than glued to its line.
 """
 
@@ -15,7 +16,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from tqdm import tqdm
-from tqdm.contrib.logging import logging_redirect_tqdm
+from tqdm.std import TqdmWarning
+
+# tqdm.auto picks the notebook widget in Jupyter when ipywidgets is installed, else the text bar; without
+# ipywidgets it warns "IProgress not found" at import (tqdm.contrib imports it too): a text bar is what
+# such a notebook gets, and nothing to warn about.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
+    from tqdm.auto import tqdm as auto_tqdm
+    from tqdm.contrib.logging import logging_redirect_tqdm
 
 log = logging.getLogger("biasdask")
 
@@ -28,22 +37,6 @@ def wanted(progress: bool | None) -> bool:
     return bool(progress)
 
 
-def _in_jupyter() -> bool:
-    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    return type(shell).__name__ == "ZMQInteractiveShell"
-
-
-def _bar_class() -> type[tqdm]:
-    if _in_jupyter():
-        try:
-            import ipywidgets  # noqa: F401
-            from tqdm.notebook import tqdm as notebook_tqdm
-        except ImportError:
-            return tqdm
-        return notebook_tqdm
-    return tqdm
-
-
 @contextlib.contextmanager
 def progress_bar(progress: bool | None, **kwargs: Any) -> Iterator[tqdm]:
     """A tqdm bar for one long step (disabled unless :func:`wanted`), closed on exit.
@@ -52,7 +45,7 @@ def progress_bar(progress: bool | None, **kwargs: Any) -> Iterator[tqdm]:
     ``tqdm.write``, i.e. on their own line above the bar.
     """
     show = wanted(progress)
-    cls = _bar_class() if show else tqdm
+    cls = auto_tqdm if show else tqdm
     kwargs.setdefault("file", sys.stderr)
     bar = cls(disable=not show, dynamic_ncols=True, **kwargs)
     if not show:

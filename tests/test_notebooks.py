@@ -232,9 +232,13 @@ def test_quickstart(request, dask_client, tmp_path, notebook_env, kernel_spec_ma
     vec = real if real is not None else tmp_path / "probe-copy.vec"
     assert Path(probe["vec"]) == (real if real is not None else Path(probe["workdir"]) / "quickstart-sample.vec")
     check_quickstart(nb, probe, vec)
-    # nothing left behind: not in the working directory (but the probe's copy), not in a temporary directory
-    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if real is not None else ["probe-copy.vec"])
+    # nothing left behind but the report the notebook asks the reader to open (and the probe's copy)
+    kept = ["biasdask-quickstart-report"] + ([] if real is not None else ["probe-copy.vec"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == kept
+    assert (tmp_path / "biasdask-quickstart-report" / "index.html").stat().st_size > 10_000
     assert not Path(probe["workdir"]).exists()
+    # no warning about missing notebook widgets (tqdm's "IProgress not found") in any output
+    assert not [o for c in nb.cells for o in c.get("outputs", []) if "IProgress" in o.get("text", "")]
     # the in-memory path (a gensim KeyedVectors, no client yet) found the planted career/family bias
     in_memory = probe["in_memory"]
     assert in_memory["weat"]["effect_size"] > 1 and in_memory["weat"]["pvalue"] < 0.01
