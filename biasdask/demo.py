@@ -136,7 +136,6 @@ def demo(
             "tests": ["gender"],
             "n_permutations": n_permutations,
             "seed": seed,
-            "alternative": "auto",  # seed 000's rule, reproduced on purpose
         }
         (out / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=False), encoding="utf-8")
         results = run(study, client=c, overwrite=True, progress=progress)
