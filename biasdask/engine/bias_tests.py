@@ -71,7 +71,9 @@ def full_vocabulary_test(
         ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (seed 000's rule: the tail s
         points to, chosen after seeing s; type-I rate about 2α).
     seed
-        Integer seed; the same seed gives bit-identical results on any number of workers.
+        Non-negative integer seed; the same seed gives bit-identical results on any scheduler and number of
+        workers. ``None`` (the default) draws a fresh seed, recorded in the result's ``seed``: pass it back
+        to reproduce the result bit for bit.
     max_words
         Keep the ``max_words`` most frequent words.
     exclude_attributes, exclude_words

@@ -105,7 +105,8 @@ def permutation_test(
         rule, whose type-I rate is about 2α since the tail is chosen after seeing s).
     seed
         Non-negative integer; permutation i draws from ``SeedSequence(seed, spawn_key=(i,))``.
-        ``None`` draws fresh entropy, reported as ``result.seed``.
+        ``None`` (the default) draws fresh entropy, recorded in the result's ``seed``: pass it back to
+        reproduce the result bit for bit.
     client
         Dask client to run on; default the current ``distributed`` client, else Dask's default
         scheduler (threads). No cluster is started here.

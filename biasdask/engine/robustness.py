@@ -29,6 +29,7 @@ from biasdask.engine.scores import (
 from biasdask.engine.words import word_list
 from biasdask.errors import MissingWordsError
 from biasdask.lexicon import AttributeTerm
+from biasdask.stats.permutation import resolve_seed
 
 __all__ = ["attribute_sensitivity"]
 
@@ -41,7 +42,7 @@ def attribute_sensitivity(
     n_permutations: int = 9999,
     *,
     alternative: str = "two-sided",
-    seed: int | None = 0,
+    seed: int | None = None,
     max_words: int | None = None,
     exclude_attributes: bool = False,
     exclude_words: str | Sequence[str] = (),
@@ -63,7 +64,9 @@ def attribute_sensitivity(
     method
         ``"uniform"``, ``"zipf"`` or ``"frequency"``.
     n_permutations, alternative, seed
-        As for :func:`biasdask.full_vocabulary_test`; every row uses the same seed (default 0).
+        As for :func:`biasdask.full_vocabulary_test`; every row uses the same seed. ``None`` (the
+        default) draws a fresh seed, recorded in the result's ``seed`` attr: pass it back to reproduce
+        the result bit for bit.
     max_words, exclude_attributes, exclude_words, dedupe_vectors
         As for :func:`biasdask.scores`. With ``exclude_attributes`` a left-out word is still excluded
         from the targets, so the targets are the same in every row.
@@ -110,6 +113,7 @@ def attribute_sensitivity(
             graphs.append(scores(emb, va, vb, **opts))
         except MissingWordsError:  # the left-out word was its set's only usable word
             graphs.append(None)
+    seed = resolve_seed(seed)
     n = len(variants)
     out = {k: np.full(n, math.nan) for k in ("statistic", "effect_size", "z_score", "p_value")}
     n_a, n_b = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
@@ -131,6 +135,6 @@ def attribute_sensitivity(
     )
     ds.attrs.update(
         language=str(emb.attrs.get("language", "")), method=method, alternative=alternative,
-        seed=-1 if seed is None else int(seed), n_permutations=int(n_permutations),
+        seed=seed, n_permutations=int(n_permutations),
     )
     return ds

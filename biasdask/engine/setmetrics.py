@@ -190,7 +190,9 @@ def set_metric_test(
         ``"two-sided"`` (|v_i - mean null| >= |v - mean null|), ``"greater"``, ``"less"``, or ``"auto"``
         (the side of the null mean the value lies on, chosen after seeing it).
     seed
-        Non-negative integer seed of the relabellings.
+        Non-negative integer seed of the relabellings (bit-identical results on any scheduler). ``None``
+        (the default) draws a fresh seed, recorded in the result's ``seed``: pass it back to reproduce the
+        result bit for bit.
     client
         Dask client (default: the current one, else Dask's default scheduler).
     min_coverage

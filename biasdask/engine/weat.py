@@ -284,7 +284,9 @@ def weat(
         ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (the direction of the sign of
         s, chosen after seeing s; type-I rate about 2α).
     seed
-        Integer seed of the sampled permutations.
+        Non-negative integer seed of the sampled permutations (bit-identical results on any scheduler).
+        ``None`` (the default) draws a fresh seed, recorded in the result's ``seed``: pass it back to
+        reproduce the result bit for bit.
     client
         Dask client (default: the current ``distributed`` client, else Dask's default scheduler; no
         cluster is started).
@@ -434,7 +436,8 @@ def career_family_test(
         Which translation lists: ``"cc"`` (fastText Common Crawl, the embeddings of seed 000), ``"wiki"``
         or ``"subt"``; Lewis & Lupyan chose tokens per model.
     n_permutations, alternative, seed, client, return_null, storage_options, batch_size, progress
-        As in :func:`weat`.
+        As in :func:`weat`; in particular ``seed=None`` (the default) draws a fresh seed, recorded in the
+        result's ``seed``.
     min_coverage
         Each category must have at least this share of its eight English words found (a word is found
         when a token of one of its translations is in the embedding; a word without a translation is

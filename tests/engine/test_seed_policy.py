@@ -1,0 +1,43 @@
+"""Every test function without a seed draws a fresh one, records it, and reproduces itself with it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import biasdask
+
+WORDS = ["he", "she", "man", "woman", "math", "art", "x1", "x2", "y1", "y2", *(f"w{i}" for i in range(300))]
+A, B = ["he", "man"], ["she", "woman"]
+
+
+@pytest.fixture(scope="module")
+def emb():
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((len(WORDS), 8)).astype(np.float32)
+    return xr.DataArray(vectors, dims=("word", "dim"), coords={"word": WORDS}, attrs={"language": "en"})
+
+
+def _values(result):
+    if isinstance(result, xr.Dataset):
+        return {k: result[k].values.tolist() for k in result.data_vars}, result.attrs["seed"]
+    return (result.statistic, result.pvalue), result.seed
+
+
+CALLS = {
+    "permutation_test": lambda e, **kw: biasdask.permutation_test(np.arange(60.0) % 7, np.arange(40.0) % 5, n_permutations=99, **kw),
+    "full_vocabulary_test": lambda e, **kw: biasdask.full_vocabulary_test(e, A, B, n_permutations=99, **kw),
+    "weat": lambda e, **kw: biasdask.weat(e, ["x1", "x2", "math"], ["y1", "y2", "art"], A, B, n_permutations=99, **kw),
+    "set_metric_test": lambda e, **kw: biasdask.set_metric_test(e, "rnd", ["x1", "x2", "math", "art"], A, B, n_permutations=99, **kw),
+    "attribute_sensitivity": lambda e, **kw: biasdask.attribute_sensitivity(e, A, B, n_permutations=99, progress=False, **kw),
+}
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_no_seed_draws_a_fresh_one_that_reproduces_the_result(emb, name):
+    first, seed = _values(CALLS[name](emb))
+    second, other = _values(CALLS[name](emb))
+    assert seed != other  # a fresh seed each time (128 bits of entropy: never equal by chance)
+    again, same = _values(CALLS[name](emb, seed=seed))
+    assert same == seed and again == first
