@@ -192,9 +192,10 @@ def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client)
     pairs = [p for p in candidates if p[0] in found and p[1] in found]
     replacements: dict[str, np.ndarray] = {}
     for p, q in pairs:
-        # the equalise step sees the vectors after neutralisation, as in debiaswe
-        before = sdb.neutralize(np.stack([found[p], found[q]]), g, neutral=[p not in specific, q not in specific])
-        replacements[p], replacements[q] = sdb.equalize(before[0], before[1], g)
+        # the equalise step sees the vectors after neutralisation, as in debiaswe, but each word keeps the
+        # side it had before it (debiaswe's sign, taken after, is random for pairs not gender-specific)
+        neutralized = sdb.neutralize(np.stack([found[p], found[q]]), g, neutral=[p not in specific, q not in specific])
+        replacements[p], replacements[q] = sdb.equalize(neutralized[0], neutralized[1], g, side=(found[p], found[q]))
     words = np.asarray(src["word"].values).astype(object)
     neutral = ~pd.Index(words).isin(list(specific))
     rows = positions(src, list(replacements))

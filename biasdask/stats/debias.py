@@ -9,7 +9,9 @@ pairs) and ``drop(v) = v - <v, g> g`` (the rejection of v from g):
   component and are scaled to unit length again; zero vectors stay zero;
 - :func:`equalize`: Bolukbasi's *equalise* step for one pair (a, b) of unit vectors: with
   mu = (a + b) / 2, y = drop(mu) and z = sqrt(1 - |y|^2), a' = y + z g and b' = y - z g, z taking
-  the sign of <a - b, g> so that each word stays on its side. a' and b' are unit vectors that differ
+  the sign of <a - b, g> of the pair *before* neutralisation (``side``), so that each word stays on
+  the side it had. (debiaswe takes it after neutralisation, where a pair whose words are not
+  gender-specific has <a - b, g> = 0 up to rounding, and lands on a side at random.) a' and b' are unit vectors that differ
   only along g, so every vector orthogonal to g (every neutralised word) is equidistant from them.
 
 Functions take arrays of shape (n, D) and never embedding stores; results are float64.
@@ -103,7 +105,9 @@ def _scale_to_unit(v: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.divide(v, norms, out=np.zeros_like(v), where=norms > 1e-12)
 
 
-def equalize(a: ArrayLike, b: ArrayLike, g: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def equalize(
+    a: ArrayLike, b: ArrayLike, g: ArrayLike, *, side: tuple[ArrayLike, ArrayLike] | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Bolukbasi's equalise step for one pair (debiaswe's ``debias``, second loop).
 
     Parameters
@@ -112,12 +116,15 @@ def equalize(a: ArrayLike, b: ArrayLike, g: ArrayLike) -> tuple[NDArray[np.float
         The pair's vectors (scaled to unit length here, as in the normalised embedding).
     g : array_like, shape (D,)
         The bias direction.
+    side : (array_like, array_like), optional
+        The pair's vectors before neutralisation, whose <â - b̂, ĝ> gives each word its side (default:
+        ``a`` and ``b``).
 
     Returns
     -------
     (ndarray, ndarray)
         a' = y + z ĝ and b' = y - z ĝ, with y = mu - <mu, ĝ> ĝ, mu = (â + b̂) / 2 and
-        z = ±sqrt(1 - |y|^2), positive when <â - b̂, ĝ> >= 0.
+        z = ±sqrt(1 - |y|^2), positive when <â - b̂, ĝ> >= 0 (â, b̂ of ``side`` when given).
 
     Examples
     --------
@@ -134,6 +141,14 @@ def equalize(a: ArrayLike, b: ArrayLike, g: ArrayLike) -> tuple[NDArray[np.float
     mu = (au + bu) / 2
     y = mu - (mu @ gu) * gu
     z = np.sqrt(max(0.0, 1.0 - float(y @ y)))
-    if (au - bu) @ gu < 0:
+    if side is not None:
+        ref = np.stack([np.asarray(v, dtype=np.float64) for v in side])
+        ref_norms = np.linalg.norm(ref, axis=1, keepdims=True)
+        if not np.all(ref_norms > 0):
+            raise ValueError("an equalise pair holds a zero vector")
+        au_side, bu_side = ref / ref_norms
+    else:
+        au_side, bu_side = au, bu
+    if (au_side - bu_side) @ gu < 0:
         z = -z
     return y + z * gu, y - z * gu
