@@ -27,6 +27,8 @@ from typing import Any
 import jsonschema
 import kubernetes_validate
 import pytest
+
+import biasdask
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -46,7 +48,7 @@ DOCKERIGNORE = DEPLOY / "docker" / "Dockerfile.dockerignore"
 K8S = DEPLOY / "k8s"
 DASKHUB_VALUES = DEPLOY / "helm" / "daskhub-values.yaml"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-VERSION = PYPROJECT["project"]["version"]
+VERSION = biasdask.__version__
 # What `docker build -t biasdask:<version>` produces, optionally pushed under a registry prefix.
 IMAGE = re.compile(rf"^(?:[^/\s]+/)*biasdask:{re.escape(VERSION)}$")
 # The oldest Kubernetes minor release the manifests are meant for, and the newest with schemas.

@@ -26,7 +26,8 @@ def _race(sources, dest, storage_options=None):
         language, src = sources[i]
         barrier.wait()
         try:
-            ingest(src, dest, language, chunk_words=16, client=False, progress=False, storage_options=storage_options)
+            ingest(src, dest, language, chunk_words=16, client=False, progress=False, storage_options=storage_options,
+                   overwrite=True)  # two languages, so that a mixed store would show
             outcomes[i] = "ok"
         except StoreConflictError as exc:
             outcomes[i] = exc

@@ -30,7 +30,7 @@ def test_overwrite_never_deletes_an_embedding_store(tmp_path, cli, on_cluster):
     before = _tree(tmp_path / "emb" / "en.zarr")
     study = write_study(tmp_path, {"en": url})
     code, _, err = cli("run", study, "--output", url, "--overwrite", "--quiet")
-    assert_one_line_error(code, err, "en.zarr", "not a biasdask results store")
+    assert_one_line_error(code, err, "en.zarr is the embedding store of en")
     assert _tree(tmp_path / "emb" / "en.zarr") == before
 
 
