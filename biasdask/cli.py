@@ -128,7 +128,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         help="run a study (languages x methods x tests) into a results store",
         description="Run the study described by CONFIG.yaml on a Dask cluster and write the results cube. "
         "Cluster: --scheduler, else $DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), "
-        "else a local cluster of --workers processes. An interrupted run resumes where it stopped. "
+        "else a local cluster of --workers processes. An interrupted run resumes where it stopped; an edited "
+        "study is refused, naming the changed keys, unless --update (recompute the affected cells) or "
+        "--overwrite (start over). "
         "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
         "xweat1..10, career_family, rnd, rnsb, mac, ect, nas) and associations (the per-word association "
         "of gender and context: cosine, euclidean, ripa, semaxis; each non-cosine one adds a test label "
@@ -139,6 +141,12 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=_workers, metavar="N", help="worker processes of a local cluster")
     p.add_argument("--output", metavar="URL", help="results store URL (overrides the study's 'output')")
     p.add_argument("--overwrite", action="store_true", help="replace a results store written by another study")
+    p.add_argument(
+        "--update", action="store_true",
+        help="apply an edited study to its results: compute the cells of added or changed languages, methods, "
+        "tests and associations, keep every other cell bit for bit (a changed seed, n_permutations, "
+        "alternative... needs --overwrite)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_run)
 
@@ -150,7 +158,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, output=args.output)
     # run checks every store before it finds or starts the cluster: a wrong URL fails in a second
     results = run(cfg, scheduler=args.scheduler, n_workers=args.workers, start_cluster=True,
-                  overwrite=args.overwrite, progress=False if args.quiet else None)
+                  overwrite=args.overwrite, update=args.update, progress=False if args.quiet else None)
     print(format_results(results))
     print(f"\nresults: {cfg.output}")
     return 0

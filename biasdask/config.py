@@ -508,3 +508,73 @@ def _yaml_where(exc: yaml.YAMLError) -> str:
     if mark is None:
         return f" ({problem})"
     return f" at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
+#: canonical keys whose change touches only the labels they name (languages, methods, tests,
+#: associations); a change of any other key changes every cell
+_LABEL_KEYS = ("languages", "methods", "tests", "associations")
+
+
+@dataclass(frozen=True)
+class StudyChanges:
+    """How a study differs from the one that wrote a results store (:func:`study_changes`).
+
+    Attributes
+    ----------
+    keys : tuple of str
+        Every changed key, dotted (``seed``, ``tests``, ``languages.fr.store``, ``languages.de``).
+    global_keys : tuple of str
+        The changed keys that change every cell (``seed``, ``n_permutations``, ...): only starting over
+        (``overwrite``) applies them.
+    changed_languages : frozenset of str
+        Languages in both studies whose settings (store, attribute words) differ: their cells are
+        recomputed.
+    """
+
+    keys: tuple[str, ...]
+    global_keys: tuple[str, ...]
+    changed_languages: frozenset[str]
+
+    @property
+    def updatable(self) -> bool:
+        """Whether recomputing the affected cells only (``update``) applies the change."""
+        return bool(self.keys) and not self.global_keys
+
+
+def study_changes(old: dict[str, Any], new: dict[str, Any]) -> StudyChanges:
+    """Compare two canonical studies (:meth:`StudyConfig.canonical`, or the ``config`` attr of a
+    results store read as YAML).
+
+    Examples
+    --------
+    >>> old = {"seed": 1, "tests": ["gender"], "languages": [{"code": "en", "store": "en.zarr"}]}
+    >>> new = {"seed": 1, "tests": ["gender", "weat7"], "languages": [{"code": "en", "store": "en2.zarr"}]}
+    >>> study_changes(old, new).keys
+    ('languages.en.store', 'tests')
+    """
+    keys: list[str] = []
+    global_keys: list[str] = []
+    changed: set[str] = set()
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if key == "languages":
+            before = {entry["code"]: entry for entry in a or []}
+            after = {entry["code"]: entry for entry in b or []}
+            language_keys: list[str] = []
+            for code in sorted(set(before) | set(after)):
+                if code not in before or code not in after:
+                    language_keys.append(f"languages.{code}")
+                    continue
+                diff = [f"languages.{code}.{k}" for k in sorted(set(before[code]) | set(after[code]))
+                        if before[code].get(k) != after[code].get(k)]
+                if diff:
+                    language_keys += diff
+                    changed.add(code)
+            if not language_keys and [e["code"] for e in a or []] != [e["code"] for e in b or []]:
+                language_keys.append("languages")  # the same languages in another order
+            keys += language_keys
+        elif a != b:
+            keys.append(key)
+            if key not in _LABEL_KEYS:
+                global_keys.append(key)
+    return StudyChanges(tuple(keys), tuple(global_keys), frozenset(changed))

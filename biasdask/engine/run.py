@@ -26,6 +26,7 @@ number of workers.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import contextlib
 import hashlib
 import logging
@@ -47,12 +48,12 @@ import xarray as xr
 from distributed import Client
 from tqdm import tqdm
 
-from biasdask._version import __version__
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load_config, parse_config, split_label
 from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_language
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.scores import as_dataset, attributes_graph, excluded_targets, frequency_unavailable, positions, scores_graph
+from biasdask.engine.update import check_changes, prepare_update, run_attrs
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, ConfigError, CorruptStoreError, MissingWordsError
 from biasdask.io import results as rs
 from biasdask.io.formats import display_url, location_key
@@ -91,6 +92,7 @@ def run(
     n_workers: int | None = None,
     output: str | None = None,
     overwrite: bool = False,
+    update: bool = False,
     progress: bool | None = None,
     start_cluster: bool = False,
 ) -> xr.Dataset:
@@ -112,6 +114,11 @@ def run(
         Overrides the study's ``output`` URL.
     overwrite
         Replace a results store that was written by a different study.
+    update
+        Apply a change of the study to its results store: languages, methods, tests or associations
+        added or removed, a language's store or attribute words changed. The affected and new cells are
+        computed; every other cell is kept bit for bit (see :mod:`biasdask.engine.update`). Without it a
+        changed study is refused, naming the changed keys, before anything starts.
     progress
         Show progress bars (default: only when stderr is a terminal). The dashboard link of a
         cluster is logged at INFO (logger ``biasdask.engine.run``).
@@ -145,6 +152,7 @@ def run(
     # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
     _check_output_apart(cfg)
+    changes = check_changes(cfg, options, overwrite=overwrite, update=update)
     # The stores are checked first (metadata and listings: milliseconds each), in parallel threads.
     # Their words are read by one thread, in the study's order, while the cluster starts and the first
     # languages run; each language starts once its own words are in. (Read first, the seed's 26
@@ -153,6 +161,10 @@ def run(
     # A word chunk failing its checksum then fails that language only.
     with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:
         checked = list(pool.map(lambda lang: _check_language(lang, options), cfg.languages))
+    final, fresh = cfg.output, None
+    if changes is not None:
+        fresh = prepare_update(cfg, options, changes)
+        cfg = dataclasses.replace(cfg, output=fresh)
     opener = concurrent.futures.ThreadPoolExecutor(1)
     try:
         stores = {
@@ -163,9 +175,11 @@ def run(
     finally:
         opener.shutdown(wait=False, cancel_futures=True)
     rs.compact_results(cfg.output, storage_options=options)
+    if fresh is not None:
+        rs.replace_results(fresh, final, storage_options=options)
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
-    return rs.open_results(cfg.output, storage_options=options)
+    return rs.open_results(final, storage_options=options)
 
 
 def _run_checked(cfg: StudyConfig, options: dict, stores: dict, client, scheduler, n_workers, overwrite, progress, start_cluster) -> list[str]:
@@ -183,14 +197,7 @@ def _run_checked(cfg: StudyConfig, options: dict, stores: dict, client, schedule
             languages=[lang.code for lang in cfg.languages],
             methods=list(cfg.methods),
             tests=list(cfg.test_labels()),
-            attrs={
-                "seed": cfg.seed,
-                "alternative": cfg.alternative,
-                "similarity": cfg.similarity,
-                "sd_ddof": 1,
-                "biasdask_version": __version__,
-                "test_associations": {label: split_label(label)[1] for label in cfg.test_labels()},
-            },
+            attrs=run_attrs(cfg),
             config_text=cfg.canonical_yaml(),
             storage_options=options,
             overwrite=overwrite,

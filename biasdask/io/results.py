@@ -69,13 +69,16 @@ __all__ = [
     "CELL_VARIABLES",
     "DIMS",
     "config_hash",
+    "copy_cells",
     "create_results",
     "compact_results",
     "done_cells",
     "open_results",
     "open_scores",
     "read_null",
+    "replace_results",
     "scores_done",
+    "stored_config",
     "write_cell",
     "write_null",
     "write_scores",
@@ -232,6 +235,15 @@ def _open_complete_root(url: str, storage_options: Mapping[str, Any] | None) -> 
             f"{url}: results store whose creation never finished (no config_hash); run again to recreate it"
         )
     return group
+
+
+def stored_config(url: str, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """The canonical study (YAML text) of the results store at ``url``; None where there is no
+    finished-creating results store (nothing there, other data, a creation that was interrupted)."""
+    group = _open_root(url, storage_options)
+    if group is None or group.attrs.get("biasdask_store") != _STORE_KIND or "config_hash" not in group.attrs:
+        return None
+    return str(group.attrs.get("config", ""))
 
 
 def _labels(group: zarr.Group) -> dict[str, list[str]]:
@@ -883,3 +895,63 @@ def read_null(
             f"{url}: no null distribution stored for cell language={language} method={method} test={test}"
         )
     return np.asarray(group["null"][...], dtype=np.float64)
+
+
+def copy_cells(
+    source: str,
+    dest: str,
+    cells: Iterable[tuple[str, str, str]],
+    scores_of: Iterable[str] = (),
+    storage_options: Mapping[str, Any] | None = None,
+) -> int:
+    """Copy finished cells (their values and stored nulls) and languages' per-word scores from the
+    results store ``source`` into ``dest`` (made by :func:`create_results`, other labels allowed).
+
+    Values are copied as stored, bit for bit; a cell not finished in ``source`` is skipped. Returns
+    the number of cells copied.
+    """
+    old = open_results(source, storage_options)
+    fs, src_root = _fs(source, storage_options)
+    _, dst_root = _fs(dest, storage_options)
+    n = 0
+    for language, method, test in cells:
+        cell = old.sel({"language": language, "method": method, "test": test})
+        if not bool(cell[_DONE]):
+            continue
+        write_cell(dest, language, method, test, {name: cell[name].values[()] for name in CELL_VARIABLES},
+                   storage_options)
+        null = _null_path(language, method, test)
+        if fs.exists(f"{src_root}/{null}/zarr.json"):
+            fs.copy(f"{src_root}/{null}", f"{dst_root}/{null}", recursive=True)
+        n += 1
+    for language in scores_of:
+        path = f"scores/{_check_name('language', language)}"
+        if _complete_subgroup(source, storage_options, path) is not None:
+            fs.copy(f"{src_root}/{path}", f"{dst_root}/{path}", recursive=True)
+    fs.invalidate_cache()
+    return n
+
+
+def replace_results(fresh: str, url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Put the results store ``fresh`` (complete) in the place of the results store at ``url``.
+
+    On a local disk two renames (the old store is deleted after); on object stores, which cannot
+    rename, the old store is deleted and every object copied, the root metadata last, so that a copy
+    cut short is no results store at all (never a mixed one) while ``fresh`` still holds everything.
+    """
+    _open_complete_root(fresh, storage_options)  # raises unless fresh is a complete results store
+    fs, src = _fs(fresh, storage_options)
+    _, dst = _fs(url, storage_options)
+    if "://" not in str(url) or str(url).startswith("file://"):
+        old = f"{dst}.replaced-{uuid.uuid4().hex[:12]}"
+        os.replace(dst, old)
+        os.replace(src, dst)
+        fs.rm(old, recursive=True)
+        return
+    fs.rm(dst, recursive=True)
+    root = f"{src}/zarr.json"
+    keys = [key for key in fs.find(src) if key != root]
+    fs.copy(keys, [dst + key[len(src):] for key in keys])
+    fs.copy(root, f"{dst}/zarr.json")  # last: until it is there, no results store is at url
+    fs.rm(src, recursive=True)
+    fs.invalidate_cache()
