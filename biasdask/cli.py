@@ -18,7 +18,8 @@ from collections.abc import Sequence
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError
-from biasdask.report import FORMATS, format_results, write_plots
+from biasdask.report import write_plots
+from biasdask.tables import COLUMNS, FORMATS, format_table
 
 
 
@@ -159,7 +160,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # run checks every store before it finds or starts the cluster: a wrong URL fails in a second
     results = run(cfg, scheduler=args.scheduler, n_workers=args.workers, start_cluster=True,
                   overwrite=args.overwrite, update=args.update, progress=False if args.quiet else None)
-    print(format_results(results))
+    print(format_table(results))
     print(f"\nresults: {cfg.output}")
     return 0
 
@@ -194,7 +195,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         n_workers=args.workers,
         progress=not args.quiet,
     )
-    print(format_results(results))
+    print(format_table(results))
     out = Path(args.output)
     print(f"\nresults: {out / 'results.zarr'}\nplots:   {out / 'plots'}\nreport:  {out / 'report' / 'index.html'}")
     return 0
@@ -267,10 +268,12 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "show",
         help="print the cube of a results store as a table (text, csv, markdown, latex, json)",
-        description="Print every cell of a results store: s, d, z, p (permutation; * exact), p(normal) (written "
-        "as 1e-N from its logarithm where the float underflows), N (words in X), the alternative, the attribute "
-        "words used and missing, and a note for every empty cell (why) or warning. --format csv/json give every "
-        "column at full precision; markdown and latex paste into a paper.",
+        description="Print every cell of a results store: s, d, z, p (permutation; * exact; '≤ 1e-4' at its floor "
+        "1/(m+1)), p(normal) (written as 1e-N from its logarithm where the float underflows), N (words in X), the "
+        "alternative, where the word sets come from and how many target words were found, the words used and "
+        "missing, and a note for every empty cell (why) or warning. table, markdown and latex (a booktabs table "
+        "for a paper) round numbers for print and leave out empty columns; csv and json give every column at full "
+        "precision.",
     )
     p.add_argument("results", metavar="RESULTS", help="results store URL")
     p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
@@ -280,15 +283,22 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
         metavar="DIM=V1,V2",
         help="only these cells, e.g. --sel language=fr,en test=gender (dims: language, method, test)",
     )
+    p.add_argument(
+        "--columns",
+        metavar="C1,C2",
+        help="only these columns, in this order, in every format, e.g. --columns d,z,p,sets; one of "
+        + ", ".join(c.key for c in COLUMNS),
+    )
     p.set_defaults(func=_cmd_show)
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from biasdask.io.results import open_results
-    from biasdask.report import parse_selection, select
+    from biasdask.tables import parse_columns, parse_selection, select
 
     full = open_results(args.results)
-    print(format_results(select(full, parse_selection(args.sel)), args.format))
+    columns = parse_columns(args.columns)
+    print(format_table(select(full, parse_selection(args.sel)), args.format, columns=columns))
     done, total = int(full["done"].values.sum()), int(full["done"].size)
     if done < total:
         print(f"{done} of {total} cells done (run the study again to finish the others)", file=sys.stderr)
@@ -318,7 +328,8 @@ def _add_words(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_words(args: argparse.Namespace) -> int:
-    from biasdask.report import format_words, top_words
+    from biasdask.report import top_words
+    from biasdask.tables import format_words
 
     table = top_words(args.results, args.language, args.n, args.by, method=args.method, association=args.association)
     print(format_words(table, args.format))

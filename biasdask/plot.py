@@ -18,12 +18,14 @@ import xarray as xr
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 from numpy.typing import ArrayLike
 
 from biasdask.stats.frequency import BinProfile
+from biasdask.config import FULL_VOCABULARY_TESTS, split_label
+from biasdask.tables import empty_reason, leaning, word_list_family
 
 __all__ = [
     "plot_attribute_sensitivity",
@@ -60,16 +62,8 @@ def _format_cell(value: float, variable: str) -> str:
 
 
 def _empty_labels(notes: np.ndarray) -> np.ndarray:
-    """A short label per empty cell, from its ``note`` (see :mod:`biasdask.engine.run`)."""
-    def label(note) -> str:
-        note = str(note)
-        for prefix, short in (("not applicable", "n/a"), ("coverage", "coverage"),
-                              ("missing attribute words", "missing words"), ("no observed-frequency", "no freq. list")):
-            if note.startswith(prefix):
-                return short
-        return "not run"
-
-    return np.vectorize(label, otypes=[object])(notes)
+    """A short label per empty cell, from its ``note`` (:func:`biasdask.tables.empty_reason`)."""
+    return np.vectorize(empty_reason, otypes=[object])(notes)
 
 
 def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test: str | None = None) -> Figure:
@@ -95,9 +89,17 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     """
     if variable not in results:
         raise KeyError(f"results has no variable {variable!r}; it has {', '.join(map(str, results.data_vars))}")
+    if variable not in _P_VARIABLES:  # colour by the way a cell leans, in its test's own sign convention
+        lean = xr.DataArray([float(leaning(str(t))) for t in results["test"].values], dims="test",
+                            coords={"test": results["test"]})
+        shade = (results[variable] * lean).where(lean != 0)
+    else:
+        shade = results[variable]
     da = results[variable]
     stat = results["statistic"] if "statistic" in results else da  # a cell ran if it has a statistic
     notes = results["note"] if "note" in results else xr.full_like(stat, "", dtype=object)
+    sets = (results["word_sets"] if "word_sets" in results else xr.full_like(stat, "", dtype=object)).isel(method=0)
+    sets = sets.transpose("language", "test")
     languages = [str(v) for v in results["language"].values]
     methods = [str(v) for v in results["method"].values]
     tests = [str(v) for v in results["test"].values]
@@ -105,26 +107,39 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
         if test not in tests:
             raise KeyError(f"results has no test {test!r}; it has {', '.join(tests)}")
         values = np.asarray(da.sel({"test": test}).transpose("language", "method").values, dtype=np.float64)
+        colour = np.asarray(shade.sel({"test": test}).transpose("language", "method").values, dtype=np.float64)
         ran = np.isfinite(stat.sel({"test": test}).transpose("language", "method").values)
         why = _empty_labels(notes.sel({"test": test}).transpose("language", "method").values)
-        columns, column_axis = methods, "method"
+        sources = np.repeat(sets.sel({"test": test}).values[:, None], len(methods), axis=1)
+        columns, column_axis, column_tests = methods, "method", [test] * len(methods)
     else:
         cube = np.asarray(da.transpose("language", "test", "method").values, dtype=np.float64)
+        shades = np.asarray(shade.transpose("language", "test", "method").values, dtype=np.float64)
         ran = np.isfinite(stat.transpose("language", "test", "method").values)
         why = _empty_labels(notes.transpose("language", "test", "method").values)
         if np.array_equal(cube, np.repeat(cube[..., :1], len(methods), axis=2), equal_nan=True):
             # e.g. d, defined on the unweighted u: one column per test, not the same number per method
-            values, columns, column_axis = cube[..., 0], tests, "test (the same for every weighting)"
+            values, colour, columns, column_axis = cube[..., 0], shades[..., 0], tests, "test (the same for every weighting)"
             ran = ran.any(axis=2)
             why = why[..., 0]
+            sources, column_tests = np.asarray(sets.values), tests
         else:
             values = cube.reshape(len(languages), len(tests) * len(methods))
+            colour = shades.reshape(values.shape)
             ran = ran.reshape(values.shape)
             why = why.reshape(values.shape)
+            sources = np.repeat(np.asarray(sets.values), len(methods), axis=1)
             columns = [f"{t} · {m}" for t in tests for m in methods]
-            column_axis = "test · method"
+            column_axis, column_tests = "test · method", [t for t in tests for _ in methods]
+    # a column whose languages measured different word lists is marked, and its cells say which
+    mixed = [
+        split_label(t)[0] not in FULL_VOCABULARY_TESTS
+        and len({word_list_family(str(src)) for src, ok in zip(sources[:, j], ran[:, j]) if str(src) and ok}) > 1
+        for j, t in enumerate(column_tests)
+    ]
+    columns = [f"{c} †" if m else c for c, m in zip(columns, mixed)]
 
-    finite = values[np.isfinite(values)]
+    finite = colour[np.isfinite(colour)]
     if variable in _P_VARIABLES:
         cmap, norm = mpl.colormaps["viridis"], Normalize(0.0, 1.0)
     else:
@@ -133,15 +148,21 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     cmap = cmap.with_extremes(bad=_NOT_RUN_COLOR)
 
     n_rows, n_cols = values.shape
-    fig = Figure(figsize=(max(5.5, 2.6 + 0.95 * n_cols), 1.8 + 0.34 * n_rows), layout="constrained")
+    fig = Figure(figsize=(max(5.5, 2.6 + 0.95 * n_cols), 1.8 + 0.34 * n_rows + 0.3 * any(mixed)), layout="constrained")
     ax = fig.subplots()
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+    image = ax.imshow(np.ma.masked_invalid(colour), cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
     for i in range(n_rows):
         for j in range(n_cols):
             v = values[i, j]
             if np.isfinite(v):
-                ax.text(j, i, _format_cell(v, variable), ha="center", va="center", fontsize=8,
-                        color=_text_color(cmap(norm(v))))
+                if not np.isfinite(colour[i, j]):  # a value without a direction: on white, not on the scale
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="white", edgecolor="none"))
+                fill = cmap(norm(colour[i, j])) if np.isfinite(colour[i, j]) else (1.0, 1.0, 1.0, 1.0)
+                ax.text(j, i - (0.12 if mixed[j] else 0), _format_cell(v, variable), ha="center", va="center", fontsize=8,
+                        color=_text_color(fill))
+                if mixed[j]:
+                    ax.text(j, i + 0.22, word_list_family(str(sources[i, j])), ha="center", va="center", fontsize=6,
+                            color=_text_color(fill))
             else:
                 ax.text(j, i, "none" if ran[i, j] else why[i, j], ha="center", va="center", fontsize=7,
                         color="#707070", style="italic")
@@ -154,7 +175,14 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     scope = f"test '{test}'" if test is not None else "all tests"
     ax.set_title(f"{label.split(' (')[0]}\nby language and {column_axis.split(' (')[0]}, {scope}")
     bar = fig.colorbar(image, ax=ax, shrink=0.6 if n_rows > 12 else 1.0)
-    bar.set_label(label.replace(" (", "\n("), fontsize=8)  # two lines: never clipped by the figure's edge
+    if variable in _P_VARIABLES:
+        bar.set_label(label.replace(" (", "\n("), fontsize=8)  # two lines: never clipped by the figure's edge
+    else:
+        bar.set_label(f"{label.split(' (')[0]}, coloured by leaning:\nred towards A, blue towards B\n"
+                      "(each test's sign convention)", fontsize=8)
+    if any(mixed):
+        ax.set_xlabel(f"{column_axis}\n† the languages of this column measured different word lists (each cell names "
+                      "its own): their values are not on one scale", fontsize=9)
     return fig
 
 
@@ -231,8 +259,25 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     handles, labels = ax_z.get_legend_handles_labels()
     fig.legend(handles, labels, title="weighting (method)", fontsize=8, title_fontsize=8, loc="outside lower center",
                ncols=len(methods), frameon=False)
-    fig.suptitle(f"Test '{test}': which way each language leans (> 0 towards A), and how surely under each weighting")
+    fig.suptitle(f"Test '{test}': which way each language leans (> 0 towards A), and how surely under each weighting\n"
+                 + _sides(cube), fontsize=10)
     return fig
+
+
+def _sides(cube: xr.Dataset, n: int = 4) -> str:
+    """``"A: he, him, his, … (en); B: she, her, … (en)"``: the attribute words of the first language that
+    has them (every language has its own words; the cube holds them all)."""
+    parts = []
+    for side, variable in (("A", "attribute_words_a"), ("B", "attribute_words_b")):
+        if variable not in cube:
+            continue
+        texts = np.asarray(cube[variable].transpose("language", ...).values).reshape(cube.sizes["language"], -1)
+        for lang, text in ((lang, t) for lang, row in zip(cube["language"].values, texts) for t in row):
+            if str(text):
+                words = str(text).split(", ")
+                parts.append(f"{side}: {', '.join(words[:n])}{', …' if len(words) > n else ''} ({lang})")
+                break
+    return "; ".join(parts) if parts else "A: the first attribute set, B: the second"
 
 
 def plot_null_distribution(
@@ -339,17 +384,11 @@ def _bin_labels(prof: BinProfile) -> list[str]:
     return [f"{lo}–{hi}" for lo, hi in zip(edges[:-1], edges[1:])]
 
 
-def _symlog_ticks(ax: Any, linthresh: float) -> None:
-    """0 and ±10^k on a symlog y axis, at most ~4 per sign, none crowding 0 inside the linear range."""
-    lo, hi = ax.get_ylim()
-    top = max(abs(lo), abs(hi))
-    first = int(np.ceil(np.log10(linthresh) + 0.3))
-    last = int(np.floor(np.log10(top))) if top > 0 else first
-    step = max(1, int(np.ceil((last - first + 1) / 4)))
-    decades = [10.0**k for k in range(last, first - 1, -step)]
-    ticks = sorted([0.0, *(d for d in decades if d <= hi), *(-d for d in decades if -d >= lo)])
-    ax.set_yticks(ticks, [f"{t:.0e}".replace("e-0", "e-").replace("e+0", "e") if t else "0" for t in ticks], fontsize=7)
-    ax.minorticks_off()
+def _spans_decades(sd: ArrayLike) -> bool:
+    """Whether per-bin SDs differ by more than a factor 30 (a weighted score such as Zipf's t)."""
+    sds = np.asarray(sd, dtype=np.float64)
+    sds = sds[np.isfinite(sds) & (sds > 0)]
+    return bool(sds.size > 1 and sds.max() / sds.min() > 30)
 
 
 def plot_frequency_profile(
@@ -365,7 +404,10 @@ def plot_frequency_profile(
 
     Each panel shows one dot per bin, in bin order (rank bins: the most frequent words on the left;
     observed-frequency bins: the most frequent on the right), with an error bar of ±1 SD of the score
-    within the bin and the bin's effect size (mean / SD) written above it in the same colour. The
+    within the bin and the bin's effect size (mean / SD) written above it in the same colour. A score whose
+    spread shrinks by decades from bin to bin (a Zipf-weighted t) is drawn instead as each bin's
+    contribution to s, a signed share of the bins' absolute contributions (red > 0, towards A), so that
+    every panel keeps one linear, readable scale. The
     dashed line marks 0, no bias on average. Rank bins are labelled by their edges, e.g. ``10–100`` for
     ranks 10 to 99 (the last bin includes its upper edge, N).
 
@@ -406,11 +448,26 @@ def plot_frequency_profile(
     fig = Figure(figsize=(width, 1.0 + 2.9 * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, sharey=sharey, squeeze=False).ravel()
 
+    # Weighted scores shrink by decades from bin to bin (Zipf: 1/rank), their spread with them: on a linear
+    # axis every bin after the first two sits on 0, and a logarithmic one is hard to read. Such a score is
+    # drawn as what each bin contributes to s, a share on a linear axis.
+    shares = any(_spans_decades(p.sd) for p in profiles.values())
     for i, (ax, (name, prof)) in enumerate(zip(axes, profiles.items())):
         x = np.arange(prof.n_bins)
         ax.axhline(0, color="#888888", lw=0.8, ls="--", zorder=0)
-        ax.errorbar(x, prof.mean, yerr=np.nan_to_num(prof.sd), fmt="o", color="#1f77b4", ecolor="#6baed6",
-                    elinewidth=1.5, capsize=3, markersize=5, label="mean ± 1 SD")
+        if shares:
+            contribution = np.nan_to_num(prof.mean * prof.count)
+            total = np.abs(contribution).sum()
+            share = 100 * contribution / total if total > 0 else contribution
+            ax.bar(x, share, color=np.where(share >= 0, "#b2182b", "#2166ac"), width=0.7,
+                   label="bin's contribution to s, % of the bins' absolute contributions (red towards A, blue towards B)")
+            low, high = min(float(share.min()), 0.0), max(float(share.max()), 0.0)
+            span = max(high - low, 1.0)
+            ax.set_ylim(low - 0.05 * span, high + 0.18 * span)
+        else:
+            ax.errorbar(x, prof.mean, yerr=np.nan_to_num(prof.sd), fmt="o", color="#1f77b4", ecolor="#6baed6",
+                        elinewidth=1.5, capsize=3, markersize=5, label="mean ± 1 SD")
+            ax.margins(y=0.3)
         top = blended_transform_factory(ax.transData, ax.transAxes)
         for xi, d in zip(x, prof.effect_size):
             if np.isfinite(d):
@@ -419,30 +476,20 @@ def plot_frequency_profile(
         ax.set_xticks(x, _bin_labels(prof), fontsize=7, rotation=45 if prof.n_bins > 4 else 0,
                       ha="right" if prof.n_bins > 4 else "center", rotation_mode="anchor")
         ax.set_xlim(-0.5, prof.n_bins - 0.5)
-        ax.margins(y=0.3)
-        sds = np.asarray(prof.sd, dtype=np.float64)
-        sds = sds[np.isfinite(sds) & (sds > 0)]
-        symlog = sds.size > 1 and sds.max() / sds.min() > 30
-        if symlog:
-            # weighted scores shrink by decades from bin to bin (Zipf: 1/rank), their spread with them: on a
-            # linear axis every bin after the first two would sit on 0. Linear only within a tenth of the
-            # smallest bin's SD, logarithmic beyond.
-            linthresh = float(sds.min()) / 10
-            ax.set_yscale("symlog", linthresh=linthresh)
-            _symlog_ticks(ax, linthresh)
+        ax.tick_params(axis="y", labelsize=7)
         ax.set_title(f"{name}  ({int(prof.count.sum()):,} words)", fontsize=10)
         if i + ncols >= n or not one_key:  # axis titles once per column and row of a grid, not on every panel
             ax.set_xlabel("frequency rank bin (log10, 1 = most frequent)" if prof.key == "rank"
                           else "observed frequency bin (log10)", fontsize=8)
         if i % ncols == 0:
-            ax.set_ylabel(f"mean {score_label}" + (" (symlog axis)" if symlog else ""), fontsize=8)
+            ax.set_ylabel(f"share of s (%), {score_label}" if shares else f"mean {score_label}", fontsize=8)
     for ax in axes[n:]:
         ax.set_visible(False)
 
     handles, labels = axes[0].get_legend_handles_labels()
     handles.append(Line2D([], [], ls="none", marker="$d$", color="#1f77b4", markersize=8))
     labels.append("effect size = mean / SD per bin (numbers at the top)")
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="outside lower center", ncols=1 if shares else 2, fontsize=8, frameon=False)
     fig.suptitle(title or f"Bias {score_label} against word frequency")
     return fig
 

@@ -1,4 +1,4 @@
-"""Faces of a results store: the tables ``biasdask show`` prints, the words behind a number
+"""Faces of a results store beyond its tables (:mod:`biasdask.tables`): the words behind a number
 (``biasdask words``, :func:`top_words`), the figures ``biasdask plot`` draws and the static HTML page
 ``biasdask report`` writes."""
 
@@ -18,266 +18,19 @@ import pandas as pd
 import xarray as xr
 
 from biasdask.errors import BiasdaskError
+from biasdask.config import FULL_VOCABULARY_TESTS, split_label
+from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, word_list_family
 
 __all__ = [
-    "cube_table",
+    "captions",
+    "cells_line",
     "figures",
-    "format_results",
-    "format_table",
     "least_normal_cell",
-    "parse_selection",
+    "summary",
     "top_words",
     "write_plots",
     "write_report",
 ]
-
-Format = Literal["table", "csv", "markdown", "latex", "json"]
-FORMATS: tuple[str, ...] = ("table", "csv", "markdown", "latex", "json")
-
-# cube variable -> column of the table (in this order)
-_COLUMNS = {
-    "statistic": "s",
-    "effect_size": "d",
-    "z_score": "z",
-    "p_value": "p",
-    "exact": "exact",
-    "p_value_normal": "p_normal",
-    "log10_p_normal": "log10_p_normal",
-    "n_x": "N_x",
-    "n_y": "N_y",
-    "n_permutations": "permutations",
-    "alternative": "alternative",
-    "weighting": "weighting",
-    "attribute_words_a": "A",
-    "attribute_words_b": "B",
-    "missing_attribute_words": "missing",
-    "note": "note",
-}
-
-
-def _log10_tail(z: float, alternative: str) -> float:
-    """log10 of the normal tail probability of z for a resolved alternative, finite far beyond underflow."""
-    from scipy.stats import norm
-
-    if not np.isfinite(z) or alternative not in ("greater", "less", "two-sided"):
-        return math.nan
-    if alternative == "greater":
-        log_p = norm.logsf(z)
-    elif alternative == "less":
-        log_p = norm.logcdf(z)
-    else:
-        log_p = min(0.0, math.log(2.0) + norm.logsf(abs(z)))
-    return float(log_p / math.log(10.0))
-
-
-def cube_table(results: xr.Dataset) -> pd.DataFrame:
-    """The cube as a long table: one row per (language, test, method) cell, in cube order.
-
-    Columns: ``s`` (statistic), ``d`` (effect size, ddof 1), ``z``, ``p`` (permutation p-value),
-    ``exact``, ``p_normal`` (normal tail of z) and ``log10_p_normal`` (the same as a base-10
-    logarithm, finite where ``p_normal`` underflows to 0, e.g. at z = 489), ``N_x``, ``N_y`` (words
-    in X and Y), ``permutations``, ``alternative`` (resolved), ``weighting``, ``A`` and ``B`` (the
-    attribute words used), ``missing`` (attribute words asked for but absent) and ``note`` (why a
-    cell is empty, or a warning). Variables a cube lacks (older stores) are left out.
-
-    Parameters
-    ----------
-    results : xarray.Dataset
-        A results cube (:func:`biasdask.open_results`), whole or selected.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by ``language``, ``test``, ``method``.
-    """
-    cube = results.transpose("language", "test", "method")
-    frame = {}
-    for name, column in _COLUMNS.items():
-        if name == "log10_p_normal":
-            if "z_score" in cube and "alternative" in cube:
-                z = cube["z_score"].values.ravel()
-                alt = cube["alternative"].values.ravel()
-                frame[column] = [_log10_tail(float(v), str(a)) for v, a in zip(z, alt)]
-            continue
-        if name in cube:
-            values = cube[name].values.ravel()
-            frame[column] = values.astype(object) if values.dtype.kind in "OTU" else values
-    index = pd.MultiIndex.from_product(
-        [[str(v) for v in cube[d].values] for d in ("language", "test", "method")], names=["language", "test", "method"]
-    )
-    table = pd.DataFrame(frame, index=index)
-    for column in ("A", "B", "missing", "note", "alternative", "weighting"):
-        if column in table:
-            table[column] = table[column].map(str)
-    return table
-
-
-def parse_selection(items: Sequence[str] | None) -> dict[str, list[str]]:
-    """``["language=fr,en", "test=gender"]`` -> ``{"language": ["fr", "en"], "test": ["gender"]}``."""
-    selection: dict[str, list[str]] = {}
-    for item in items or ():
-        dim, sep, values = item.partition("=")
-        if not sep or dim not in ("language", "method", "test") or not values:
-            raise BiasdaskError(f"--sel: expected DIM=V1,V2 with DIM one of language, method, test; got {item!r}")
-        selection.setdefault(dim, []).extend(v for v in values.split(",") if v)
-    return selection
-
-
-def select(results: xr.Dataset, selection: Mapping[str, Sequence[str]]) -> xr.Dataset:
-    """The cells of ``selection`` (dimension -> labels), in the order given; names unknown labels."""
-    for dim, labels in selection.items():
-        have = [str(v) for v in results[dim].values]
-        unknown = [v for v in labels if v not in have]
-        if unknown:
-            raise BiasdaskError(f"--sel: no {dim} {', '.join(unknown)} in the results (has {', '.join(have)})")
-    return results.sel({dim: list(labels) for dim, labels in selection.items()})
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else ""
-    if isinstance(value, (int, np.integer)):
-        return "-" if value < 0 else f"{value}"
-    if isinstance(value, (float, np.floating)):
-        return "-" if not np.isfinite(value) else f"{value:.{digits}g}"
-    return str(value)
-
-
-def _p_normal_text(p: float, log10_p: float) -> str:
-    """p(normal) as a number, or as ``1e-52013`` (from log10 p) where the float underflows."""
-    if np.isfinite(p) and p >= 1e-300:
-        return f"{p:.3g}"
-    if np.isfinite(log10_p):
-        exponent = math.floor(log10_p)
-        return f"{10 ** (log10_p - exponent):.2g}e{exponent}"
-    return "-"
-
-
-def _readable(table: pd.DataFrame) -> pd.DataFrame:
-    """The columns a reader wants, as text: numbers rounded, p(normal) as 1e-N when it underflows."""
-    out = pd.DataFrame(index=table.index)
-    for column in ("s", "d", "z"):
-        if column in table:
-            out[column] = [_num(v) for v in table[column]]
-    if "p" in table:
-        exact = table["exact"] if "exact" in table else [False] * len(table)
-        out["p"] = [_num(v) + ("*" if e and np.isfinite(v) else "") for v, e in zip(table["p"], exact)]
-    if "p_normal" in table:
-        logs = table["log10_p_normal"] if "log10_p_normal" in table else [math.nan] * len(table)
-        out["p(normal)"] = [_p_normal_text(p, lp) for p, lp in zip(table["p_normal"], logs)]
-    if "N_x" in table:
-        out["N"] = [_num(v) for v in table["N_x"]]
-    for column in ("alternative", "A", "B", "missing"):
-        if column in table:
-            out[column] = [v or "" for v in table[column]]
-    return out
-
-
-def _markdown(frame: pd.DataFrame) -> str:
-    def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    header = [*frame.index.names, *frame.columns]
-    rows = [[*(idx if isinstance(idx, tuple) else (idx,)), *row] for idx, row in zip(frame.index, frame.values)]
-    lines = ["| " + " | ".join(map(cell, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with every text cell that a spreadsheet would run as a formula (one beginning with
-    ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, e.g. the word ``=HYPERLINK(...)``) prefixed
-    with ``'``, as OWASP recommends against CSV injection; numbers stay numbers.
-
-    Examples
-    --------
-    >>> spreadsheet_safe(pd.DataFrame({"word": ["=1+1", "he", "-"], "u": [-0.5, 0.1, 0.2]}))
-       word    u
-    0  '=1+1 -0.5
-    1    he  0.1
-    2    '-  0.2
-    """
-
-    def safe(value):
-        return f"'{value}" if isinstance(value, str) and value.startswith(_FORMULA_STARTS) else value
-
-    out = table.copy()
-    for column in out.columns:
-        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
-            out[column] = out[column].map(safe)
-    if isinstance(out.index, pd.MultiIndex):
-        out.index = out.index.set_levels([level.map(safe) if level.dtype == object else level for level in out.index.levels])
-    elif out.index.dtype == object:
-        out.index = out.index.map(safe)
-    return out
-
-
-def format_table(results: xr.Dataset, fmt: Format = "table") -> str:
-    """The cube as text to read, paste into a paper or load into a spreadsheet.
-
-    Parameters
-    ----------
-    results : xarray.Dataset
-        A results cube (whole or selected).
-    fmt : {"table", "csv", "markdown", "latex", "json"}
-        ``table``: aligned text, one block per test, notes as numbered footnotes; ``markdown`` and
-        ``latex``: the same columns with notes in full; ``csv`` and ``json``: every column of
-        :func:`cube_table` with full numeric precision (``json``: one object per cell, NaN as null).
-
-    Returns
-    -------
-    str
-    """
-    if fmt not in FORMATS:
-        raise BiasdaskError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
-    table = cube_table(results)
-    if fmt == "csv":
-        return spreadsheet_safe(table).to_csv()
-    if fmt == "json":
-        records = table.reset_index().to_dict(orient="records")
-        clean = [{k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items()} for r in records]
-        return json.dumps(clean, indent=1, ensure_ascii=False, default=lambda v: v.item() if hasattr(v, "item") else str(v))
-    readable = _readable(table)
-    if fmt in ("markdown", "latex"):
-        readable["note"] = [v or "" for v in table["note"]] if "note" in table else ""
-        if fmt == "markdown":
-            return _markdown(readable)
-        return readable.reset_index().to_latex(
-            index=False,
-            escape=True,
-            caption="biasdask results: s statistic, d effect size (sample SD), z and p(normal) its normal "
-            "approximation, p permutation p-value (* exact), N words in X.",
-            label="tab:biasdask",
-            longtable=len(readable) > 40,
-        )
-    footnotes: dict[str, int] = {}
-    readable["note"] = [
-        "" if not n else f"[{footnotes.setdefault(n, len(footnotes) + 1)}]" for n in table.get("note", [""] * len(table))
-    ]
-    readable = readable.drop(columns=[c for c in ("missing", "note") if not any(readable[c])])
-    for column in ("A", "B", "missing"):  # long word lists in full with --format csv|json|markdown|latex
-        if column in readable:
-            readable[column] = [v if len(v) <= 32 else v[:31] + "…" for v in readable[column]]
-    blocks = []
-    attrs = results.attrs
-    for test in dict.fromkeys(table.index.get_level_values("test")):
-        part = readable.xs(test, level="test")
-        blocks.append(
-            f"test: {test}  (s statistic; d effect size, ddof {attrs.get('sd_ddof', 1)}; z and p(normal): normal "
-            f"approximation; p: permutation p-value, * exact; N: words in X)\n" + part.to_string()
-        )
-    if footnotes:
-        blocks.append("notes:\n" + "\n".join(f"[{i}] {text}" for text, i in footnotes.items()))
-    return "\n\n".join(blocks)
-
-
-def format_results(results: xr.Dataset, fmt: Format = "table") -> str:
-    """What ``biasdask show`` (and ``run``, ``demo``) print: :func:`format_table` of the cube."""
-    return format_table(results, fmt)
-
 
 def _scores_source(results: str | xr.Dataset, language: str, storage_options: dict | None) -> xr.Dataset:
     from biasdask.io.results import open_scores
@@ -399,31 +152,6 @@ def top_words(
     table = pd.DataFrame(rows, columns=["side", "rank", "word", "frequency_rank", "weight", "u", "t", "share_of_s", "attribute"])
     table.attrs.update(language=language, by=by, method=method or "uniform", s=total, association=association)
     return table
-
-
-def format_words(table: pd.DataFrame, fmt: Format = "table") -> str:
-    """:func:`top_words` as text (``table``, ``csv``, ``markdown``, ``latex`` or ``json``)."""
-    if fmt == "csv":
-        return spreadsheet_safe(table).to_csv(index=False)
-    if fmt == "json":
-        return table.to_json(orient="records", force_ascii=False, indent=1)
-    shown = table.assign(
-        weight=[f"{v:.3g}" for v in table["weight"]],
-        u=[f"{v:.3g}" for v in table["u"]],
-        t=[f"{v:.3g}" for v in table["t"]],
-        share_of_s=[f"{100 * v:.2f} %" for v in table["share_of_s"]],
-        attribute=["attribute word" if a else "" for a in table["attribute"]],
-    ).set_index(["side", "rank"])
-    if fmt == "markdown":
-        return _markdown(shown)
-    if fmt == "latex":
-        return shown.reset_index().to_latex(index=False, escape=True)
-    a = table.attrs
-    of = "" if a.get("association", "cosine") == "cosine" else f", association {a.get('association')}"
-    head = (f"language {a.get('language')}: the words carrying the most bias, by "
-            f"{'u' if a.get('by') == 'u' else 't of ' + str(a.get('method'))}{of} (s = {a.get('s', math.nan):.4g}); "
-            "A: towards the first attribute set (s > 0), B: towards the second")
-    return head + "\n" + shown.to_string()
 
 
 def least_normal_cell(results_url: str, storage_options: dict | None = None) -> tuple[tuple[str, str, str], float] | None:
@@ -560,86 +288,155 @@ def _write_pngs(pngs: Mapping[str, bytes], out_dir: str | Path) -> list[Path]:
     return paths
 
 
-_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
-
-_STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
-h1{font-size:1.5em}h2{margin-top:2em;border-bottom:1px solid #ddd}h3{margin-bottom:.3em}
-table{border-collapse:collapse;font-size:.82em;margin:.5em 0}
-th,td{border:1px solid #ddd;padding:2px 6px;text-align:right;vertical-align:top}
-td.text,th.text{text-align:left}th{background:#f4f4f4;position:sticky;top:0}
-#cube th{cursor:pointer;user-select:none}#cube th[aria-sort=ascending]::after{content:" \\25B2"}
-#cube th[aria-sort=descending]::after{content:" \\25BC"}
-tr.empty td{color:#888}td.pos{color:#b2182b}td.neg{color:#2166ac}
-pre{background:#f7f7f7;padding:.8em;overflow:auto;font-size:.85em}
-img{max-width:100%;border:1px solid #eee;margin:.5em 0}
-.words{display:flex;gap:2em;flex-wrap:wrap}.note{color:#8a4b00}
-"""
-
-# Sorts #cube by a clicked header; "#sort=COLUMN" or "#sort=COLUMN:desc" in the URL sorts on load.
-_SCRIPT = """
-(function(){
-var table=document.getElementById('cube'),body=table.tBodies[0],heads=table.tHead.rows[0].cells;
-function key(td){var v=td.getAttribute('data-v');if(v===null||v===''){return null}var x=parseFloat(v);return isNaN(x)?v.toLowerCase():x}
-function sortBy(col,desc){
- var rows=Array.prototype.slice.call(body.rows);
- rows.sort(function(a,b){var x=key(a.cells[col]),y=key(b.cells[col]);
-  if(x===null&&y===null){return 0}if(x===null){return 1}if(y===null){return -1}
-  var c=(typeof x===typeof y)?(x<y?-1:x>y?1:0):(typeof x==='number'?-1:1);return desc?-c:c});
- rows.forEach(function(r){body.appendChild(r)});
- for(var i=0;i<heads.length;i++){heads[i].removeAttribute('aria-sort')}
- heads[col].setAttribute('aria-sort',desc?'descending':'ascending');
- table.setAttribute('data-sorted',heads[col].getAttribute('data-col')+(desc?':desc':':asc'));
-}
-for(var i=0;i<heads.length;i++){(function(i){heads[i].addEventListener('click',function(){
- sortBy(i,heads[i].getAttribute('aria-sort')==='ascending')})})(i)}
-var m=/sort=([^:&]+)(:desc)?/.exec(decodeURIComponent(location.hash));
-if(m){for(var j=0;j<heads.length;j++){if(heads[j].getAttribute('data-col')===m[1]){sortBy(j,!!m[2])}}}
-})();
-"""
-
-
-def _cube_html(table: pd.DataFrame) -> str:
-    readable = _readable(table)
-    columns = ["language", "test", "method", *readable.columns, "note"]
-    numeric = {"s", "d", "z", "p", "p(normal)", "N"}
-    sort_values = {"s": table.get("s"), "d": table.get("d"), "z": table.get("z"), "p": table.get("p"),
-                   "p(normal)": table.get("log10_p_normal"), "N": table.get("N_x")}
-    head = "".join(
-        f'<th data-col="{html.escape(c)}" class="{"" if c in numeric else "text"}" title="click to sort">{html.escape(c)}</th>'
-        for c in columns
-    )
+def _cube_rows(table: pd.DataFrame) -> tuple[list[dict], list[dict]]:
+    """The report's table: the printed columns of :mod:`biasdask.tables` (headers, text) with the raw value
+    of each cell to sort by, and the s, d, z cells coloured by the way they lean (:func:`leaning`)."""
+    readable = printed_cells(table)
+    by_header = {c.header: c for c in COLUMNS}
+    raw_of = {"p(normal)": "log10_p_normal"}
+    columns = [{"key": d, "header": d, "css": "text", "title": d} for d in ("language", "test", "method")]
+    columns += [{"key": by_header[h].key, "header": h, "css": "text" if by_header[h].kind == "text" else "",
+                 "title": by_header[h].description} for h in readable.columns]
+    if "note" not in readable.columns and "note" in table:
+        readable["note"] = table["note"].to_numpy()
+        columns.append({"key": "note", "header": "note", "css": "text", "title": by_header["note"].description})
     rows = []
     for pos, (idx, row) in enumerate(readable.iterrows()):
-        note = str(table["note"].iloc[pos]) if "note" in table else ""
+        lean = leaning(idx[1])
+        cells = [{"text": v, "sort": v, "css": "text"} for v in idx]
+        for col in columns[3:]:
+            column = by_header[col["header"]]
+            text = str(row[col["header"]])
+            if column.kind == "text":
+                cells.append({"text": text, "sort": text, "css": "text" + (" note" if column.key == "note" else "")})
+                continue
+            raw = table[raw_of.get(col["header"], column.key)].iloc[pos]
+            raw = float(raw) if raw is not None else math.nan
+            finite = np.isfinite(raw) and not (column.kind == "count" and raw < 0)
+            css = "num"
+            if column.key in ("s", "d", "z") and finite and raw != 0 and lean:
+                css += " toward-a" if raw * lean > 0 else " toward-b"
+            cells.append({"text": text, "sort": repr(raw) if finite else "", "css": css})
         empty = "s" in table and not np.isfinite(table["s"].iloc[pos])
-        cells = []
-        for c, v in zip(("language", "test", "method"), idx):
-            cells.append(f'<td class="text" data-v="{html.escape(v)}">{html.escape(v)}</td>')
-        for c in readable.columns:
-            text = str(row[c])
-            if c in numeric and sort_values.get(c) is not None:
-                raw = sort_values[c].iloc[pos]
-                raw_text = "" if raw is None or not np.isfinite(float(raw)) or (c == "N" and raw < 0) else repr(float(raw))
-                sign = "" if c not in ("s", "d", "z") or not raw_text else (" pos" if float(raw) > 0 else " neg")
-                cells.append(f'<td class="num{sign}" data-v="{raw_text}">{html.escape(text)}</td>')
+        rows.append({"cells": cells, "empty": empty})
+    return columns, rows
+
+
+def _span(values: np.ndarray) -> str:
+    lo, hi = float(np.min(values)), float(np.max(values))
+    return f"{lo:.2f}" if lo == hi else f"{lo:.2f} to {hi:.2f}"
+
+
+def summary(results: xr.Dataset, alpha: float = 0.05) -> list[str]:
+    """Sentences on a results cube, as the report opens with: how many cells hold a result and why the
+    others are empty; per test (and weighting), which languages lean towards A and which towards B (in
+    the test's own sign convention, :func:`biasdask.tables.leaning`), the range of d, and where p < ``alpha``;
+    and which tests compare different word lists across languages (``word_sets``)."""
+    table = cube_table(results)
+    lines = [cells_line(results)]
+    for test in dict.fromkeys(table.index.get_level_values("test")):
+        part = table.xs(test, level="test")
+        lean = leaning(test)
+        methods = list(dict.fromkeys(part.index.get_level_values("method")))
+        if "weighting" in part and set(part["weighting"]) == {"none"}:
+            methods = methods[:1]  # a classic test: the same values under every weighting
+        for method in methods:
+            cell = part.xs(method, level="method")
+            ok = np.isfinite(cell["s"].to_numpy(dtype=float))
+            if not ok.any():
+                continue
+            label = test if len(methods) == 1 else f"{test} ({method} weighting)"
+            s = cell["s"].to_numpy(dtype=float)
+            langs = np.asarray(cell.index, dtype=object)
+            text = f"{label}: {int(ok.sum())} language(s) with a result"
+            if lean:
+                towards_a = langs[ok & (s * lean > 0)]
+                towards_b = langs[ok & (s * lean < 0)]
+                text += f"; towards A in {', '.join(towards_a) or 'none'}, towards B in {', '.join(towards_b) or 'none'}"
             else:
-                cells.append(f'<td class="text" data-v="{html.escape(text)}">{html.escape(text)}</td>')
-        cells.append(f'<td class="text note" data-v="{html.escape(note)}">{html.escape(note)}</td>')
-        rows.append(f'<tr{" class=empty" if empty else ""}>' + "".join(cells) + "</tr>")
-    return f'<table id="cube"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+                text += f"; values {_span(s[ok])} (no direction)"
+            if "d" in cell and np.isfinite(cell["d"].to_numpy(dtype=float)[ok]).any():
+                d = cell["d"].to_numpy(dtype=float)[ok]
+                text += f"; d {_span(d[np.isfinite(d)])}"
+            if "p" in cell:
+                p = cell["p"].to_numpy(dtype=float)[ok]
+                tested = np.isfinite(p)
+                if tested.any():
+                    text += f"; p < {alpha:g} in {int((p[tested] < alpha).sum())} of {int(tested.sum())}"
+            lines.append(text + ".")
+        if "sets" in part:
+            sources: dict[str, list[str]] = {}
+            for (lang, _), src in part["sets"].items():
+                if src:
+                    sources.setdefault(word_list_family(src), []).append(lang)
+            if len(sources) > 1 and split_label(test)[0] not in FULL_VOCABULARY_TESTS:
+                listed = "; ".join(f"{src} in {', '.join(dict.fromkeys(langs))}" for src, langs in sources.items())
+                lines.append(f"{test} measures different word lists in different languages ({listed}): its values are "
+                             "not on one scale across them.")
+    return lines
 
 
-def _words_html(table: pd.DataFrame, title: str) -> str:
-    rows = "".join(
-        f"<tr><td>{r.side}</td><td>{r.rank}</td><td class=text>{html.escape(r.word)}"
-        f"{' <em>(attribute word)</em>' if r.attribute else ''}</td><td>{r.frequency_rank:,}</td>"
-        f"<td>{r.weight:.3g}</td><td>{r.u:.3g}</td><td>{r.t:.3g}</td><td>{100 * r.share_of_s:.2f} %</td></tr>"
-        for r in table.itertuples()
-    )
-    return (f"<div><h4>{html.escape(title)}</h4><table><thead><tr><th>side</th><th>rank</th><th class=text>word</th>"
-            f"<th>frequency rank</th><th>weight</th><th>u</th><th>t</th><th>share of s</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table></div>")
+def cells_line(results: xr.Dataset) -> str:
+    """``"52 of 70 cells hold a result; 18 are empty: 12 n/a, 4 coverage, 2 missing words"``: cells with
+    a statistic, and why the others have none (:func:`biasdask.tables.empty_reason`)."""
+    stat = np.asarray(results["statistic"].values, dtype=float).ravel()
+    notes = np.asarray(results["note"].values).ravel() if "note" in results else np.full(stat.size, "")
+    done = np.asarray(results["done"].values).ravel() if "done" in results else np.ones(stat.size, bool)
+    reasons: dict[str, int] = {}
+    for s, note, d in zip(stat, notes, done):
+        if not np.isfinite(s):
+            reason = empty_reason(str(note)) if d else "not run"
+            reasons[reason] = reasons.get(reason, 0) + 1
+    n = int(np.isfinite(stat).sum())
+    text = f"{n} of {stat.size} cells hold a result"
+    if reasons:
+        text += f"; {stat.size - n} are empty: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    return text
+
+
+def captions(results: xr.Dataset, names: Sequence[str]) -> dict[str, str]:
+    """What each figure of :func:`figures` shows, in a sentence or two, by name."""
+    a_words = _first_words(results, "attribute_words_a")
+    b_words = _first_words(results, "attribute_words_b")
+    sides = f"A is the first attribute set ({a_words}), B the second ({b_words})" if a_words else "A is the first attribute set, B the second"
+    out = {}
+    for name in names:
+        if name == "overview":
+            tests = [str(t) for t in results["test"].values]
+            test = "gender" if "gender" in tests else tests[0]
+            out[name] = (f"Test {test}, per language: the effect size d (left; > 0 leans towards A) and how far s lies in "
+                         f"its permutation null, z, under each weighting (right; symmetric-log axis, dotted lines at ±1.96). {sides}.")
+        elif name == "effect_sizes":
+            out[name] = ("Effect size d by language and test. Red leans towards A, blue towards B, each in its test's own "
+                         "sign convention; grey cells are empty and say why. A column marked † compares different word "
+                         "lists across languages (its cells are labelled with their source): its values are not on one scale.")
+        elif name.startswith("null_"):
+            out[name] = ("The sampled permutation null of one cell with its observed statistic s: the cell whose null is least "
+                         "normal (Kolmogorov-Smirnov distance), where z and p(normal) deserve the least trust.")
+        elif name == "frequency_profile_u":
+            out[name] = ("Frequency profile: the mean association u of the words in each frequency-rank bin (log10 rank), per "
+                         "language, with the bin's share of s; each panel has its own scale.")
+        elif name.startswith("frequency_profile_t_"):
+            out[name] = (f"Frequency profile of t under the {name.removeprefix('frequency_profile_t_')} weighting: how much "
+                         "each frequency-rank bin contributes to s, per language; each panel has its own scale.")
+        else:
+            out[name] = name
+    return out
+
+
+def _first_words(results: xr.Dataset, variable: str, n: int = 4) -> str:
+    if variable not in results:
+        return ""
+    for lang in results["language"].values:
+        for text in np.asarray(results[variable].sel({"language": lang}).values).ravel():
+            if str(text):
+                words = str(text).split(", ")
+                return f"{lang}: {', '.join(words[:n])}{', …' if len(words) > n else ''}"
+    return ""
+
+
+def _words_rows(table: pd.DataFrame, title: str) -> dict:
+    return {"title": title, "rows": list(table.itertuples())}
 
 
 def write_report(
@@ -654,10 +451,11 @@ def write_report(
 
     One file, nothing to serve and nothing fetched when it is viewed (figures are embedded as
     ``data:`` images, the script and style are inline, and a Content-Security-Policy forbids any
-    request): mail it, or open it from disk. It holds the study's configuration, the cube as a
-    table that sorts on a click (``index.html#sort=d:desc`` sorts on load), the figures of
-    :func:`write_plots`, and per language its notes and the words carrying the most bias
-    (:func:`top_words`, by u and by t of every weighting).
+    request): mail it, or open it from disk. It opens with how many cells hold a result and a short
+    :func:`summary`, then the figures of :func:`write_plots` with captions, then every cell as a table
+    that sorts on a click (``index.html#sort=d:desc`` sorts on load), per language its notes and the
+    words carrying the most bias (:func:`top_words`, by u and by t of every weighting), and the
+    study's configuration.
 
     Parameters
     ----------
@@ -678,56 +476,46 @@ def write_report(
     Path
         The page.
     """
+    import jinja2
+
     from biasdask.io.results import open_results, scores_done
 
     results = open_results(results_url, storage_options=storage_options)
     table = cube_table(results)
-    attrs = results.attrs
     pngs = {name: _png(fig) for name, fig in figures(results_url, storage_options=storage_options).items()}
     if plots_dir is not None:
         _write_pngs(pngs, plots_dir)
-    done, total = int(results["done"].sum()), int(results["done"].size)
-    parts = [
-        f"<h1>biasdask results</h1><p>{done} of {total} cells done · seed {html.escape(str(attrs.get('seed')))} · "
-        f"alternative {html.escape(str(attrs.get('alternative')))} · similarity {html.escape(str(attrs.get('similarity')))} · "
-        f"sample SD (ddof {html.escape(str(attrs.get('sd_ddof', 1)))}) · biasdask {html.escape(str(attrs.get('biasdask_version')))} · "
-        f"created {html.escape(str(attrs.get('created')))}</p>",
-        f"<p>{results.sizes['language']} languages · weightings (methods): {html.escape(', '.join(map(str, results['method'].values)))}"
-        f" · tests: {html.escape(', '.join(map(str, results['test'].values)))} · the full configuration is "
-        "<a href='#configuration'>at the end</a>.</p>",
-        "<h2>Cube</h2><p>s: statistic Σt(X) − Σt(Y); d: effect size on u (the same for every weighting); z and "
-        "p(normal): normal approximation of the permutation null; p: permutation p-value (* exact); N: words in X. "
-        "Click a column to sort.</p>" + _cube_html(table),
-        "<h2>Figures</h2>" + "".join(
-            f'<figure><img alt="{html.escape(name)}" src="{_data_uri(data)}"><figcaption>{html.escape(name)}</figcaption></figure>'
-            for name, data in pngs.items()
-        ),
-        "<h2>Languages</h2><p>Per language: its notes, and the words carrying the most bias on each side "
-        "(A: towards the first attribute set, s &gt; 0; B: towards the second), with their share of s.</p>",
-    ]
+    texts = captions(results, list(pngs))
+    columns, rows = _cube_rows(table)
     methods = [str(m) for m in results["method"].values]
+    languages = []
     for lang in [str(v) for v in results["language"].values]:
         notes = sorted({str(n) for n in np.asarray(results["note"].sel({"language": lang}).values).ravel() if str(n)})
-        block = [f'<h3 id="lang-{html.escape(lang)}">{html.escape(lang)}</h3>']
-        if notes:
-            block.append("<ul>" + "".join(f'<li class="note">{html.escape(n)}</li>' for n in notes) + "</ul>")
+        words = []
         if scores_done(results_url, lang, storage_options=storage_options):
-            lists = [_words_html(top_words(results_url, lang, n_words, "u", storage_options=storage_options), "by u (unweighted)")]
+            words.append(_words_rows(top_words(results_url, lang, n_words, "u", storage_options=storage_options), "by u (unweighted)"))
             for m in methods:
                 if m != "uniform":
-                    words = top_words(results_url, lang, n_words, "t", method=m, storage_options=storage_options)
-                    lists.append(_words_html(words, f"by t ({m} weighting)"))
-            block.append('<div class="words">' + "".join(lists) + "</div>")
-        parts.append("".join(block))
-    parts.append('<h2 id="configuration">Configuration</h2><details open><summary>the study (YAML, canonical)</summary><pre>'
-                 + html.escape(str(attrs.get("config", ""))) + "</pre></details>")
-    page = (
-        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
-        "<meta name=viewport content='width=device-width,initial-scale=1'>"
-        f"<title>biasdask results</title><style>{_STYLE}</style></head><body>"
-        + "".join(parts)
-        + f"<script>{_SCRIPT}</script></body></html>"
+                    words.append(_words_rows(top_words(results_url, lang, n_words, "t", method=m, storage_options=storage_options),
+                                             f"by t ({m} weighting)"))
+        languages.append({"code": lang, "notes": notes, "words": words})
+    legend = "; ".join(f"{c['header']}: {c['title']}" for c in columns[3:] if c["key"] not in ("note",)) + "."
+    env = jinja2.Environment(loader=jinja2.PackageLoader("biasdask", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    attrs = dict(results.attrs)
+    attrs.setdefault("sd_ddof", 1)
+    page = env.get_template("report.html.j2").render(
+        attrs={k: attrs.get(k, "") for k in ("seed", "alternative", "similarity", "sd_ddof", "biasdask_version", "created", "config")},
+        cells_line=cells_line(results),
+        n_languages=results.sizes["language"],
+        methods=methods,
+        tests=[str(t) for t in results["test"].values],
+        summary=summary(results)[1:],
+        figures=[{"name": n, "caption": texts[n], "src": _data_uri(data)} for n, data in pngs.items()],
+        legend=legend,
+        columns=columns,
+        rows=rows,
+        languages=languages,
     )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

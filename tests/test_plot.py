@@ -247,7 +247,8 @@ def test_frequency_profile_by_observed_frequency(tmp_path):
 
 
 def test_frequency_profile_of_zipf_weighted_scores_shows_every_bin(tmp_path):
-    """t = Z(rank) u shrinks by a decade per rank decade: a linear axis would flatten all bins but two."""
+    """t = Z(rank) u shrinks by a decade per rank decade: a linear axis of means would flatten all bins but
+    two, so each bin's share of s is drawn, on one linear scale whose bars a reader can compare."""
     rng = np.random.default_rng(4)
     n = 200_000
     rank = np.arange(1, n + 1)
@@ -256,12 +257,14 @@ def test_frequency_profile_of_zipf_weighted_scores_shows_every_bin(tmp_path):
     fig = plot.plot_frequency_profile({"en": prof})
     _save(fig, tmp_path / "zipf.png")
     (ax,) = fig.axes
-    assert ax.get_yscale() == "symlog" and "symlog" in ax.get_ylabel()
-    # the linear band around 0 is narrower than every bin's spread: each bin is drawn at its own scale
-    assert ax.yaxis.get_transform().linthresh < np.nanmin(prof.sd) / 5
-    assert (np.abs(prof.mean) > ax.yaxis.get_transform().linthresh).all()
-    labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert "0" in labels and len(labels) <= 9
+    assert ax.get_yscale() == "linear" and "share of s (%)" in ax.get_ylabel()
+    heights = np.array([bar.get_height() for bar in ax.patches])
+    contribution = prof.mean * prof.count  # an oracle from the profile itself: the bin sums of t
+    np.testing.assert_allclose(heights, 100 * contribution / np.abs(contribution).sum(), rtol=1e-12)
+    # every bin is visible: the smallest share is more than 1 % of the axis (a mean of t would be ~1e-5 of it)
+    low, high = ax.get_ylim()
+    assert np.abs(heights).min() > 0.01 * (high - low)
+    np.testing.assert_allclose(contribution.sum(), t.sum(), rtol=1e-9)
 
 
 def test_effect_heatmap_says_why_a_cell_is_empty(cube, tmp_path):

@@ -22,7 +22,8 @@ import xarray as xr
 
 import biasdask
 from biasdask.io import results as R
-from biasdask.report import cube_table, format_table, least_normal_cell, top_words
+from biasdask.report import least_normal_cell, top_words
+from biasdask.tables import cube_table, format_table
 
 LANGS, METHODS, TESTS = ["en", "fr", "eu"], ["uniform", "zipf"], ["gender", "weat7"]
 WORDS = ["the", "he", "she", "man", "woman", "king", "queen", "nurse", "soldier", "of"]
@@ -291,3 +292,129 @@ def test_top_words_flag_the_attribute_tokens_of_an_iat_study(tmp_path, shared_da
     assert flagged and flagged <= tokens
     assert {"frère", "fille"} <= flagged  # French tokens of "brother" and "girl"
     assert not flagged & {"famille", "carrière", "male"}  # career/family words and English labels
+
+
+@pytest.fixture(scope="module")
+def mixed_study(tmp_path_factory, shared_data):
+    """A real study whose rnd column mixes word lists: WEAT-7's in English (GloVe vectors of its words),
+    the IAT's career words in French and Chinese (fastText translations); zh has no vector for the
+    catalog's gender words, and misses one career word."""
+    root = tmp_path_factory.mktemp("mixed")
+    stores = {"en": str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt")}
+    stores.update({lang: str(shared_data / "iat" / "cc" / f"{lang}.vec") for lang in ("fr", "zh")})
+    for lang, source in stores.items():
+        biasdask.ingest(source, str(root / f"{lang}.zarr"), language=lang, progress=False)
+    out = str(root / "r.zarr")
+    study = {"output": out, "languages": {lang: {"store": str(root / f"{lang}.zarr")} for lang in stores},
+             "methods": ["uniform", "zipf"], "tests": ["gender", "rnd", "career_family"], "n_permutations": 999,
+             "seed": 3, "min_coverage": 0.5}
+    from biasdask.errors import BiasdaskError
+
+    with pytest.raises(BiasdaskError, match="zh"):  # zh's gender cells cannot run: the run says so at its end
+        biasdask.run(study, progress=False)
+    return out
+
+
+def test_cells_record_their_word_lists_and_the_faces_show_them(mixed_study, tmp_path):
+    from biasdask.lexicon import iat_words, weat_test
+    from biasdask.plot import plot_effect_heatmap
+    from biasdask.report import cells_line, summary
+
+    res = biasdask.open_results(mixed_study)
+    cell = res.sel({"method": "uniform"})
+    sets = {(str(lang), str(t)): str(cell["word_sets"].sel(language=lang, test=t).values)
+            for lang in res["language"].values for t in res["test"].values}
+    assert sets[("en", "rnd")] == "weat7" and sets[("fr", "rnd")] == "iat:career:fr (cc)"
+    assert sets[("zh", "career_family")] == "iat:career,family:zh (cc)" and sets[("en", "gender")] == "catalog"
+    # the tokens used: English words of WEAT-7, the translations of the IAT's career words
+    assert str(cell["target_words_x"].sel(language="en", test="rnd").values).split(", ") == list(weat_test(7).x)
+    career_fr = {t for e in iat_words("cc", "fr") if e.category == "career" for t in e.tokens}
+    used_fr = str(cell["target_words_x"].sel(language="fr", test="rnd").values)
+    assert "executive (cadre)" in used_fr and sum(t in used_fr for t in career_fr) >= 8
+    # partial coverage: the missing word and the share found (7 of 8 career words in zh)
+    assert str(cell["missing_target_words"].sel(language="zh", test="rnd").values) == "X: professional"
+    assert float(cell["target_coverage"].sel(language="zh", test="rnd")) == 7 / 8
+
+    text = format_table(res.sel({"test": ["rnd"]}))
+    assert "word sets" in text and "iat:career:zh (cc)" in text and "88 %" in text and "X: professional" in text
+
+    # the header counts empty cells honestly: zh's two gender cells hold nothing
+    stat = res["statistic"].values
+    # (and en's career_family cells: the GloVe file holds none of its career words)
+    assert cells_line(res) == (f"{int(np.isfinite(stat).sum())} of {stat.size} cells hold a result; "
+                               "4 are empty: coverage 2, missing words 2")
+    lines = summary(res)
+    assert any(line.startswith("rnd measures different word lists in different languages (weat7 in en; iat:career (cc) in fr, zh)")
+               for line in lines), lines
+    assert not any(line.startswith("career_family measures") for line in lines)  # one list, translated
+    # the heatmap of s marks the mixed column (and only it), and names each cell's lists
+    fig = plot_effect_heatmap(res, "statistic")
+    fig.savefig(tmp_path / "s.png")
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert [t for t in ticks if t.endswith("†")] == ["rnd · uniform †", "rnd · zipf †"]
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts.count("weat7") == 2 and texts.count("iat:career (cc)") == 4
+    assert "not on one scale" in fig.axes[0].get_xlabel()
+
+
+def test_report_colours_follow_each_tests_direction(mixed_study, tmp_path):
+    """Red means towards A whatever the test: a positive rnd (S closer to B) is blue, a positive gender s red."""
+    from biasdask.report import write_report
+    from biasdask.tables import leaning
+
+    page = write_report(mixed_study, tmp_path).read_text(encoding="utf-8")
+    assert page.index('id="summary"') < page.index('id="figures"') < page.index('id="cube-table"')
+    assert "<figcaption><strong>Figure 1.</strong> Test gender" in page and "A is the first attribute set (en:" in page
+    res = biasdask.open_results(mixed_study)
+    row = re.compile(r'<tr[^>]*><td class="text" data-v="(\w+)">\w+</td><td class="text" data-v="([\w.]+)">[\w.]+</td>'
+                     r'<td class="text" data-v="(\w+)">\w+</td><td class="num([^"]*)" data-v="([^"]*)">')
+    seen = set()
+    for lang, test, method, css, s in row.findall(page):
+        value = float(res["statistic"].sel({"language": lang, "test": test, "method": method}))
+        if not np.isfinite(value):
+            assert s == "" and css == ""
+            continue
+        assert float(s) == value
+        expected = "" if leaning(test) == 0 or value == 0 else (" toward-a" if value * leaning(test) > 0 else " toward-b")
+        assert css == expected, (lang, test, method, value)
+        seen.add((test, css))
+    assert {("rnd", " toward-a"), ("rnd", " toward-b")} & seen and any(t == "gender" for t, _ in seen)
+
+
+def test_show_latex_is_a_booktabs_table_that_compiles(mixed_study, tmp_path, capsys):
+    from biasdask.cli import main
+
+    def show(*args):
+        capsys.readouterr()
+        assert main(["show", mixed_study, *args]) == 0
+        return capsys.readouterr().out
+
+    res = biasdask.open_results(mixed_study)
+    latex = show("--format", "latex", "--columns", "z,p,d,sets,coverage")
+    header = next(line for line in latex.splitlines() if line.startswith("language &"))
+    assert header == r"language & test & method & z & p & d & word sets & coverage \\"
+    assert latex.count(r"\toprule") == latex.count(r"\midrule") == latex.count(r"\bottomrule") == 1
+    assert r"career\_family" in latex and r"\%" in latex and "≤" not in latex
+    # p at its floor 1/(m+1) is a bound, not a value; every such cell of the cube says so
+    floor = (res["p_value"] * (res["n_permutations"] + 1) == 1) & ~res["exact"]
+    assert latex.count(r"$\leq 10^{-3}$") == int(floor.sum()) > 0
+    # a column empty in every row is left out: set metrics have no effect size
+    rnd = show("--format", "latex", "--sel", "test=rnd", "--columns", "d,z,p")
+    assert next(line for line in rnd.splitlines() if line.startswith("language &")) == r"language & test & method & z & p \\"
+    rows = list(csv.reader(io.StringIO(show("--format", "csv", "--columns", "d,sets"))))
+    assert rows[0] == ["language", "test", "method", "d", "sets"]
+    bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "show", mixed_study, "--columns", "d,bogus"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "bogus" in bad.stderr and bad.stderr.count("\n") == 1
+
+    pdflatex = shutil.which("pdflatex")
+    if pdflatex is None:
+        pytest.skip("no pdflatex on this machine; .ci/run installs Debian's texlive when it can")
+    doc = tmp_path / "t.tex"
+    doc.write_text("\\documentclass{article}\\usepackage[utf8]{inputenc}\\usepackage{booktabs}\\usepackage{longtable}"
+                   "\\begin{document}\n" + show("--format", "latex", "--sel", "language=en,fr")
+                   + "\n\\end{document}\n", encoding="utf-8")
+    out = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert (tmp_path / "t.pdf").stat().st_size > 1000

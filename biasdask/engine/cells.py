@@ -6,7 +6,9 @@ variables a finished (or skipped) test writes into the results cube.
 - :func:`run_cell`: one classic test or set-level metric of a study on one language's store.
 - :func:`cell_words`: the vocabulary tokens whose rows :func:`run_cell` reads (a study's task reads
   only those).
-- :func:`cell_values`: the ONE builder of a cube cell's variables (SPEC §2) from any test result.
+- :func:`cell_word_sets`: where a cell's word sets come from (``weat7``, ``xweat7:de``, ...), recorded
+  with it so that cells of one test column built from different lists are not compared unawares.
+- :func:`cell_values`: the one builder of a cube cell's variables from any test result.
 """
 
 from __future__ import annotations
@@ -24,13 +26,77 @@ from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import available_tests, iat_languages, iat_words, weat_test, xweat_test
 
-__all__ = ["cell_values", "cell_words", "run_cell", "tests_for_language"]
+__all__ = ["cell_values", "cell_word_sets", "cell_words", "coverage_values", "run_cell", "tests_for_language"]
 
 _NUMBERS = ("statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std")
 
 
+def _joined(words: Sequence[str]) -> str:
+    return ", ".join(words)
+
+
+def coverage_values(coverage) -> dict[str, str | float]:
+    """The words a classic cell used and missed, by role (``x``, ``y`` targets; ``a``, ``b`` attributes;
+    :class:`~biasdask.engine.weat.SetCoverage` each), as the cube's text variables, and the share of
+    its target words found (``target_coverage``)."""
+    def side(roles: str) -> str:
+        return "; ".join(f"{r.upper()}: {_joined(coverage[r].missing)}" for r in roles if r in coverage and coverage[r].missing)
+
+    targets = [coverage[r] for r in "xy" if r in coverage]
+    requested = sum(len(c.requested) for c in targets)
+    values: dict[str, str | float] = {
+        f"{kind}_words_{r}": _joined(coverage[r].used()) if r in coverage else ""
+        for kind, roles in (("target", "xy"), ("attribute", "ab")) for r in roles
+    }
+    values["missing_target_words"] = side("xy")
+    values["missing_attribute_words"] = side("ab")
+    values["target_coverage"] = sum(len(c.found) for c in targets) / requested if requested else math.nan
+    return values
+
+
+def cell_word_sets(
+    test: str,
+    language: str,
+    *,
+    model: str = "cc",
+    attribute_set: str = "catalog",
+    set_metric_words: object = None,
+) -> str:
+    """Where the word sets of a cell come from, as the cube's ``word_sets`` variable records it.
+
+    ``weat7`` (Caliskan et al. 2017's lists, English), ``xweat7:de`` (their translation by Lauscher &
+    Glavaš 2019), ``iat:career,family:fr (cc)`` (Lewis & Lupyan 2020's IAT translations of that model),
+    ``study`` (words the study names); a full-vocabulary cell (``gender``, ``context``...) records its
+    attribute words' source (``catalog``, ``iat``, ``explicit``). Cells of one test with different sources
+    measured different words: their values are not on one scale.
+
+    Examples
+    --------
+    >>> cell_word_sets("rnd", "de"), cell_word_sets("rnd", "fr"), cell_word_sets("weat7", "en")
+    ('xweat7:de', 'iat:career:fr (cc)', 'weat7')
+    """
+    from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
+
+    if test in SET_METRICS:
+        if set_metric_words is not None:
+            return "study"
+        sets = set_metric_sets(language, model)
+        if sets is None:
+            return ""
+        test = {"weat7": "weat7", "xweat7": "xweat7", "career_family": "career"}[sets]
+    if test == "career_family":
+        return f"iat:career,family:{language} ({model})"
+    if test == "career":
+        return f"iat:career:{language} ({model})"
+    if test.startswith("xweat"):
+        return f"{test}:{language}"
+    if test.startswith("weat"):
+        return test
+    return attribute_set
+
+
 def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
-    """The variables of one results-cube cell (SPEC §2), named as :mod:`biasdask.io.results` stores them.
+    """The variables of one results-cube cell, named as :mod:`biasdask.io.results` stores them.
 
     Parameters
     ----------
@@ -49,7 +115,8 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
         ``alternative`` (as resolved; not for a skipped cell), ``statistic``, ``effect_size``,
         ``p_value``, ``z_score``, ``p_value_normal``, ``null_mean``, ``null_std`` (NaN where the test has
         none), ``n_permutations`` (-1 where it has none), ``exact``, ``n_x``, ``n_y``, ``n_a``, ``n_b``
-        (-1 where unknown), then ``extra``.
+        (-1 where unknown); for a result with word sets (classic tests, set metrics, a skipped cell) the
+        words used and missed (:func:`coverage_values`); then ``extra``.
     """
     if isinstance(result, CoverageError):
         values: dict = dict.fromkeys(_NUMBERS, math.nan)
@@ -69,6 +136,8 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
             "n_a": getattr(result, "n_a", -1),
             "n_b": getattr(result, "n_b", -1),
         }
+    if getattr(result, "coverage", None):
+        values.update(coverage_values(result.coverage))
     values.update(extra)
     return values
 

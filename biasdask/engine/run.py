@@ -49,7 +49,7 @@ from distributed import Client
 from tqdm import tqdm
 
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load_config, parse_config, split_label
-from biasdask.engine.cells import cell_values, cell_words, run_cell, tests_for_language
+from biasdask.engine.cells import cell_values, cell_word_sets, cell_words, run_cell, tests_for_language
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.scores import as_dataset, attributes_graph, excluded_targets, frequency_unavailable, positions, scores_graph
@@ -707,7 +707,7 @@ def _cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_w
     return emb.isel(word=np.unique(pos[pos >= 0]))
 
 
-def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, options: dict) -> tuple[dict, Any]:
+def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, word_sets: str, options: dict) -> tuple[dict, Any]:
     """Task: one classic test of a language (seeded by its uniform cell) on the rows it reads (see
     :func:`_cell_rows`): its cells' values and null. Its permutations run in the task (a few words)."""
     from biasdask.engine.weat import CoverageError
@@ -720,19 +720,9 @@ def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, opti
             values["note"] = f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
         elif math.isnan(res.statistic):  # undefined is not significant: p is NaN (ECT on one word, NAS with no spread)
             values["note"] = f"no p-value: {test} is undefined (NaN) on these words (one word, words sharing one vector, or no spread)"
-        coverage = res.coverage
     except CoverageError as err:  # logged by the client (this may run on a worker)
         values, null = cell_values(err, note=f"coverage: {err}"), None
-        coverage = err.coverage
-    values.update(
-        weighting="none",
-        u_association="none",
-        attribute_words_a=_words(coverage["a"].found) if "a" in coverage else "",
-        attribute_words_b=_words(coverage["b"].found) if "b" in coverage else "",
-        missing_attribute_words=_missing_words(
-            coverage["a"].missing if "a" in coverage else (), coverage["b"].missing if "b" in coverage else ()
-        ),
-    )
+    values.update(weighting="none", u_association="none", word_sets=word_sets)
     return values, null
 
 
@@ -849,7 +839,8 @@ class _Stream:
             rows = self.tasks.load(_cell_rows(emb, plan.classic, lang.code, cfg, lang.set_metric_words), priority=rank)
         for test, methods in plan.classic.items():
             seed = cell_seed(cfg.seed, lang.code, "uniform", test)
-            self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, {**options, "seed": seed},
+            word_sets = cell_word_sets(test, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words)
+            self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, word_sets, {**options, "seed": seed},
                               tag=("classic", lang.code, test, methods), priority=rank)
             self._count(lang.code)
 
@@ -906,7 +897,8 @@ class _Stream:
             log.warning("%s: %s test not run: %s", lang.code, label, exc)
             for method in gender:
                 self.write(lang.code, method, label, {"weighting": method, "u_association": association,
-                                                      "attribute_set": lang.attribute_set, "note": note})
+                                                      "attribute_set": lang.attribute_set,
+                                                      "word_sets": lang.attribute_set, "note": note})
             self._fail(lang.code, exc)
             self._scores_part(lang.code, label, None)
             return
@@ -917,6 +909,7 @@ class _Stream:
         values = {
             "u_association": association,
             "attribute_set": lang.attribute_set,
+            "word_sets": lang.attribute_set,
             "attribute_words_a": _words(set_a.used),
             "attribute_words_b": _words(set_b.used),
             "missing_attribute_words": missing,

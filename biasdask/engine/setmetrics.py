@@ -31,7 +31,7 @@ from distributed import Client
 from biasdask.engine.cluster import active_client, compute, n_slots
 from biasdask.engine.permutation import Alternative
 from biasdask.engine.scores import as_dataset, read_rows
-from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, SetCoverage, _check_coverage, _coverage
+from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, _check_coverage, _coverage, iat_coverage
 from biasdask.engine.words import _language, word_list
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
@@ -251,15 +251,12 @@ def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> 
     entries = iat_words(model, language)
     categories = iat_categories()
     with contextlib.nullcontext(active_client(common["client"])) as c:
-        wv = _word_vectors(entries, read_rows(emb, [t for e in entries for t in e.tokens], c))
+        vectors = read_rows(emb, [t for e in entries for t in e.tokens], c)
+        wv = _word_vectors(entries, vectors)
         coverage, matrices = {}, {}
         for role, category in zip(_ROLES, ("career", "male", "female")):
-            words = categories[category]
-            found = tuple(w for w in words if (category, w) in wv)
-            coverage[role] = SetCoverage(
-                role, category, words, found, tuple(w for w in words if (category, w) not in wv)
-            )
-            matrices[role] = np.array([wv[(category, w)] for w in found])
+            coverage[role] = iat_coverage(role, category, categories[category], entries, vectors)
+            matrices[role] = np.array([wv[(category, w)] for w in coverage[role].found])
         _check_coverage(coverage, min_coverage, metric, language)
         return _test(metric, matrices, coverage, **{**common, "client": c}, test=metric, language=language)
 

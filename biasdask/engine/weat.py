@@ -105,6 +105,9 @@ class SetCoverage:
         Those with a non-zero vector in the embedding.
     missing
         Those absent from the vocabulary or stored as a zero vector.
+    tokens
+        Word -> the vocabulary tokens that stand for it, where they differ from the word itself (a
+        translated IAT word: ``{"man": ("homme",)}``).
     """
 
     role: str
@@ -112,6 +115,13 @@ class SetCoverage:
     requested: tuple[str, ...]
     found: tuple[str, ...]
     missing: tuple[str, ...]
+    tokens: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    def used(self) -> tuple[str, ...]:
+        """The words found, each followed by its tokens where they differ: ``man (homme)``."""
+        return tuple(
+            f"{w} ({', '.join(self.tokens[w])})" if self.tokens.get(w, (w,)) != (w,) else w for w in self.found
+        )
 
     @property
     def fraction(self) -> float:
@@ -230,6 +240,24 @@ def _coverage(role: str, name: str, words: Sequence[str], vectors: Mapping[str, 
         requested=requested,
         found=tuple(w for w in requested if w in vectors),
         missing=tuple(w for w in requested if w not in vectors),
+    )
+
+
+def iat_coverage(role: str, category: str, words: Sequence[str], entries, vectors: Mapping[str, np.ndarray]) -> SetCoverage:
+    """Which English words of an IAT ``category`` have a translation token in ``vectors`` (``entries``:
+    :func:`biasdask.lexicon.iat_words`), with the tokens found for each."""
+    tokens: dict[str, list[str]] = {}
+    for e in entries:
+        if e.category == category:
+            found = tokens.setdefault(e.word, [])
+            found += [t for t in e.tokens if t in vectors and t not in found]
+    return SetCoverage(
+        role=role,
+        name=category,
+        requested=tuple(words),
+        found=tuple(w for w in words if tokens.get(w)),
+        missing=tuple(w for w in words if not tokens.get(w)),
+        tokens={w: tuple(ts) for w, ts in tokens.items() if ts},
     )
 
 
@@ -462,17 +490,10 @@ def career_family_test(
     categories = iat_categories()
     with contextlib.nullcontext(active_client(client)) as c:
         vectors = read_rows(emb, [t for e in entries for t in e.tokens], c)
-        covered = {e.word for e in entries if any(t in vectors for t in e.tokens)}
-        coverage = {}
-        for role, category in zip(_ROLES, ("male", "female", "career", "family")):
-            words = categories[category]
-            coverage[role] = SetCoverage(
-                role=role,
-                name=category,
-                requested=words,
-                found=tuple(w for w in words if w in covered),
-                missing=tuple(w for w in words if w not in covered),
-            )
+        coverage = {
+            role: iat_coverage(role, category, categories[category], entries, vectors)
+            for role, category in zip(_ROLES, ("male", "female", "career", "family"))
+        }
         _check_coverage(coverage, min_coverage, "career_family", language)
         effect = career_family_effect(entries, vectors)
         res = permutation_test(

@@ -9,8 +9,10 @@ Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)`` and, sub
         n_permutations n_x n_y n_a n_b                                            int64, fill -1
         exact                   bool, fill False
         alternative weighting attribute_words_a attribute_words_b missing_attribute_words note attribute_set
-                                str, fill "" (what the cell was computed with; why it is empty; gender
-                                cells' attribute set: catalog, iat or explicit)
+        u_association word_sets target_words_x target_words_y missing_target_words
+                                str, fill "" (what the cell was computed with, the words it used and
+                                missed, where its word sets come from; why it is empty)
+        target_coverage         float64, fill NaN: share of a classic cell's target words found
         done                    bool, fill False: the cell's completion flag
     attrs: seed, alternative, similarity, sd_ddof, biasdask_version, config (YAML text), config_hash,
            created, biasdask_store ("results"), store_id (new at every creation)
@@ -113,6 +115,11 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "note": (str, "", "why the cell holds no result, or a warning about it; empty otherwise"),
     "attribute_set": (str, "", "attribute words of a gender cell: catalog, iat or explicit (study option attributes)"),
     "u_association": (str, "", "per-word association u of a gender or context cell: cosine, euclidean, ripa or semaxis; none for classic tests"),
+    "word_sets": (str, "", "source of the cell's word sets: weat7, xweat7:de, iat:career:fr (cc), study; catalog, iat or explicit attribute words of a full-vocabulary cell"),
+    "target_words_x": (str, "", "target words of X found and used (classic tests; S of a set metric), comma-separated"),
+    "target_words_y": (str, "", "target words of Y found and used (classic tests), comma-separated"),
+    "missing_target_words": (str, "", "target words asked for but absent, e.g. 'X: foo; Y: bar'"),
+    "target_coverage": (_FLOAT, np.nan, "share of the target words asked for that were found (classic tests)"),
 }
 NOT_RUN = "not run (the run has not reached this cell, or stopped before it)"
 _DONE = "done"

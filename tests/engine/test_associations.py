@@ -178,7 +178,9 @@ def test_study_records_the_association_of_every_cell(tmp_path, glove):
     top = biasdask.top_words(str(tmp_path / "r.zarr"), "en", n=5, by="t", method="zipf", association="ripa")
     best = int(np.nanargmax(t))
     assert top["word"].iloc[0] == words[best] and top["t"].iloc[0] == pytest.approx(t[best], rel=1e-6)
-    assert "by t of zipf, association ripa" in biasdask.report.format_words(top).splitlines()[0]
+    from biasdask.tables import format_words
+
+    assert "by t of zipf, association ripa" in format_words(top).splitlines()[0]
     with pytest.raises(BiasdaskError, match="no association 'semaxis' .*has cosine, ripa, euclidean"):
         biasdask.top_words(str(tmp_path / "r.zarr"), "en", association="semaxis")
     from biasdask.cli import main

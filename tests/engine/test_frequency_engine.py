@@ -175,7 +175,7 @@ def test_profiles_plot_per_language(vocab, tmp_path):
     assert path.read_bytes().startswith(PNG_MAGIC)
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title().split()[0] for ax in axes] == ["xx", "yy"]
-    assert all(ax.get_ylabel().startswith("mean t (zipf weight × u)") for ax in axes)  # one column
+    assert all(ax.get_ylabel().startswith("share of s (%), t (zipf weight × u)") for ax in axes)  # one column
     assert axes[0].get_xlabel() == "" and axes[1].get_xlabel().startswith("frequency rank bin")  # under the column
     assert fig.get_suptitle() == "Bias t (zipf weight × u) against word frequency"
     assert [t.get_text() for t in axes[0].get_xticklabels()] == ["1–10", "10–100", "100–350"]

@@ -124,7 +124,7 @@ def test_an_undefined_metric_has_a_nan_p_value_and_a_note_in_its_cell(n_ab):
     assert math.isnan(res.statistic) and math.isnan(res.pvalue)
     assert math.isnan(res.z_score) and math.isnan(res.p_value_normal)
     assert res.exact == (n_ab == 2)
-    values, _ = _classic_cell(as_dataset(emb), "ect", "xx", (s[:1], a[:n_ab], b[:n_ab]),
+    values, _ = _classic_cell(as_dataset(emb), "ect", "xx", (s[:1], a[:n_ab], b[:n_ab]), "study",
                               dict(n_permutations=199, seed=1))
     assert math.isnan(values["p_value"]) and "undefined (NaN)" in values["note"]
 
