@@ -9,6 +9,7 @@ inline backend is active (``%matplotlib inline``, or after any ``import matplotl
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,7 +135,7 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     # a column whose languages measured different word lists is marked, and its cells say which
     mixed = [
         split_label(t)[0] not in FULL_VOCABULARY_TESTS
-        and len({word_list_family(str(src)) for src, ok in zip(sources[:, j], ran[:, j]) if str(src) and ok}) > 1
+        and len({word_list_family(str(src)) for src, v in zip(sources[:, j], values[:, j]) if str(src) and np.isfinite(v)}) > 1
         for j, t in enumerate(column_tests)
     ]
     columns = [f"{c} †" if m else c for c, m in zip(columns, mixed)]
@@ -181,8 +182,10 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
         bar.set_label(f"{label.split(' (')[0]}, coloured by leaning:\nred towards A, blue towards B\n"
                       "(each test's sign convention)", fontsize=8)
     if any(mixed):
-        ax.set_xlabel(f"{column_axis}\n† the languages of this column measured different word lists (each cell names "
-                      "its own): their values are not on one scale", fontsize=9)
+        note = ("† the languages of this column measured different word lists (each cell names its own): their "
+                "values are not on one scale")
+        width = int(fig.get_figwidth() * 10)  # characters of 9 pt text across the figure, with margins
+        ax.set_xlabel(f"{column_axis}\n" + "\n".join(textwrap.wrap(note, width)), fontsize=9)
     return fig
 
 
@@ -197,7 +200,7 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     permutation null in null SDs, one bar per weighting (method): it differs between weightings
     (seed 000's point: the Zipf weights let the most frequent words decide, and s may even change
     sign). The z axis is symmetric-log (linear within ±2) so that z = 3 and z = 500 are both
-    readable; dotted lines at ±1.96. Languages are sorted by d; cells not run are left blank and
+    readable; dotted lines at ±1.96. Languages are sorted by d; empty cells are left blank and
     marked.
 
     Parameters
@@ -225,9 +228,11 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     colors = ["#b2182b" if v > 0 else "#2166ac" for v in d[order]]
     ax_d.barh(y, np.nan_to_num(d[order]), color=colors, height=0.7)
     ax_d.axvline(0, color="#555555", lw=0.8)
-    for yi, v in zip(y, d[order]):
+    notes = (np.asarray(cube["note"].transpose("language", "method").values)[:, 0] if "note" in cube
+             else np.full(n, "", dtype=object))
+    for yi, v, note in zip(y, d[order], notes[order]):
         if not np.isfinite(v):
-            ax_d.text(0, yi, " not run", va="center", fontsize=7, color="#707070", style="italic")
+            ax_d.text(0, yi, f" {empty_reason(str(note))}", va="center", fontsize=7, color="#707070", style="italic")
     ax_d.set_yticks(y, [languages[i] for i in order], fontsize=8)
     ax_d.set_ylim(-0.6, n - 0.4)
     ax_d.set_xlabel("effect size d = (mean u(X) − mean u(Y)) / SD\n(sample SD, ddof = 1; > 0: towards A)", fontsize=8)
