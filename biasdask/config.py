@@ -13,6 +13,8 @@ Example::
     min_coverage: 0.8            # classic tests: skip a test whose word set is found below 80 %
     iat_model: cc                # career_family translations: cc | wiki | subt
     alternative: two-sided       # default; auto = seed 000's rule (type-I rate about 2α)
+    correction: holm             # of p over each family of languages: holm (default) | bh | by | none
+    alpha: 0.05                  # the level the correction, the report and the figures use
     attributes: iat              # catalog (default) | iat | {a: [...], b: [...]}; also per language
     exclude_words: gender_specific   # or a list of words
     dedupe_vectors: true         # score each distinct vector once (its first, most frequent word)
@@ -72,7 +74,7 @@ _KEYS = {
     "output", "embeddings", "languages", "methods", "tests", "n_permutations", "seed", "alternative",
     "similarity", "max_words", "exclude_attributes", "exclude_words", "batch_size", "storage_options",
     "save_scores", "save_null", "min_coverage", "iat_model", "attributes", "dedupe_vectors", "set_metric_words",
-    "associations",
+    "associations", "correction", "alpha",
 }
 ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
@@ -144,6 +146,8 @@ class StudyConfig:
     min_coverage: float = 0.8
     iat_model: str = "cc"
     associations: tuple[str, ...] = ("cosine",)
+    correction: str = "holm"
+    alpha: float = 0.05
 
     def test_labels(self) -> tuple[str, ...]:
         """The cube's test labels: each full-vocabulary test once per association, the others once."""
@@ -156,7 +160,8 @@ class StudyConfig:
     def canonical(self) -> dict[str, Any]:
         """Everything that determines the results (not where they go, nor credentials)."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}  # not asdict: it would deep-copy in-memory stores
-        for volatile in ("output", "storage_options", "batch_size", "save_scores", "save_null"):
+        # not the cells' values: the correction of p over the cube is recomputed at the end of every run
+        for volatile in ("output", "storage_options", "batch_size", "save_scores", "save_null", "correction", "alpha"):
             d.pop(volatile)
         if self.associations == ("cosine",):
             d.pop("associations")  # the default leaves the hash of studies written before the option
@@ -238,6 +243,22 @@ def _fraction(raw: dict, key: str, default: float) -> float:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ConfigError(f"{key}: expected a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _correction(raw: dict) -> str:
+    from biasdask.stats.multitest import CORRECTIONS
+
+    value = raw.get("correction", "holm")
+    if value not in (*CORRECTIONS, "none"):
+        raise ConfigError(f"correction: {value!r} is not one of {[*CORRECTIONS, 'none']}")
+    return value
+
+
+def _alpha(raw: dict) -> float:
+    value = raw.get("alpha", 0.05)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ConfigError(f"alpha: expected a number strictly between 0 and 1, got {value!r}")
     return float(value)
 
 
@@ -454,6 +475,8 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         min_coverage=_fraction(raw, "min_coverage", 0.8),
         iat_model=iat_model,
         associations=associations,
+        correction=_correction(raw),
+        alpha=_alpha(raw),
     )
 
 

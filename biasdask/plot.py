@@ -240,10 +240,16 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     ax_d.tick_params(axis="x", labelsize=8)
     ax_d.set_ylabel("language (sorted by d)")
     height = 0.8 / max(1, len(methods))
+    adjusted, correction, alpha = _adjusted(cube)
     for k, m in enumerate(methods):
         zs = z[order, k]
         ax_z.barh(y - 0.4 + height * (k + 0.5), np.nan_to_num(zs), height=height,
                   color=_METHOD_COLORS.get(m, f"C{k}"), label=m)
+        if adjusted is not None:  # a star beyond the bar of each cell significant after correction
+            for yi, zi, pi in zip(y - 0.4 + height * (k + 0.5), zs, adjusted[order, k]):
+                if np.isfinite(zi) and pi < alpha:
+                    ax_z.text(zi, yi, " ★ " if zi >= 0 else " ★ ", ha="left" if zi >= 0 else "right", va="center",
+                              fontsize=7, color="#222222")
     ax_z.set_xscale("symlog", linthresh=2.0)
     ax_z.axvline(0, color="#555555", lw=0.8)
     for x in (-1.96, 1.96):
@@ -262,11 +268,27 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     ax_z.set_title("z: how far s is in its null's tail, per weighting", fontsize=9)
     ax_z.tick_params(axis="y", labelleft=False, length=0)
     handles, labels = ax_z.get_legend_handles_labels()
+    if adjusted is not None:
+        handles.append(Line2D([], [], ls="none", marker="$★$", color="#222222", markersize=8))
+        labels.append(f"p < {alpha:g} after {correction} correction over the languages")
     fig.legend(handles, labels, title="weighting (method)", fontsize=8, title_fontsize=8, loc="outside lower center",
-               ncols=len(methods), frameon=False)
+               ncols=len(labels), frameon=False)
     fig.suptitle(f"Test '{test}': which way each language leans (> 0 towards A), and how surely under each weighting\n"
                  + _sides(cube), fontsize=10)
     return fig
+
+
+def _adjusted(cube: xr.Dataset) -> tuple[np.ndarray | None, str, float]:
+    """The corrected p-values of a test's cells (language × method), the correction and its alpha; None
+    when the cube has none (no correction, or a store written before corrections)."""
+    if "p_value_adjusted" not in cube:
+        return None, "", 0.05
+    attrs = cube["p_value_adjusted"].attrs
+    correction = str(attrs.get("correction", ""))
+    if correction in ("", "none"):
+        return None, correction, 0.05
+    values = np.asarray(cube["p_value_adjusted"].transpose("language", "method").values, dtype=np.float64)
+    return values, correction, float(attrs.get("alpha", 0.05))
 
 
 def _sides(cube: xr.Dataset, n: int = 4) -> str:

@@ -327,12 +327,16 @@ def _span(values: np.ndarray) -> str:
     return f"{lo:.2f}" if lo == hi else f"{lo:.2f} to {hi:.2f}"
 
 
-def summary(results: xr.Dataset, alpha: float = 0.05) -> list[str]:
+def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
     """Sentences on a results cube, as the report opens with: how many cells hold a result and why the
     others are empty; per test (and weighting), which languages lean towards A and which towards B (in
-    the test's own sign convention, :func:`biasdask.tables.leaning`), the range of d, and where p < ``alpha``;
-    and which tests compare different word lists across languages (``word_sets``)."""
+    the test's own sign convention, :func:`biasdask.tables.leaning`), the range of d, where p < ``alpha``
+    and where its corrected p is (default ``alpha``: the study's, else 0.05); and which tests compare
+    different word lists across languages (``word_sets``)."""
     table = cube_table(results)
+    correction = results["p_value_adjusted"].attrs.get("correction") if "p_value_adjusted" in results else None
+    if alpha is None:
+        alpha = float(results["p_value_adjusted"].attrs.get("alpha", 0.05)) if correction else 0.05
     lines = [cells_line(results)]
     for test in dict.fromkeys(table.index.get_level_values("test")):
         part = table.xs(test, level="test")
@@ -363,11 +367,14 @@ def summary(results: xr.Dataset, alpha: float = 0.05) -> list[str]:
                 tested = np.isfinite(p)
                 if tested.any():
                     text += f"; p < {alpha:g} in {int((p[tested] < alpha).sum())} of {int(tested.sum())}"
+                if correction and correction != "none" and "p_adj" in cell:
+                    adj = cell["p_adj"].to_numpy(dtype=float)[ok]
+                    text += f" ({int((adj[np.isfinite(adj)] < alpha).sum())} after {correction} correction)"
             lines.append(text + ".")
         if "sets" in part:
             sources: dict[str, list[str]] = {}
-            for (lang, _), src in part["sets"].items():
-                if src:
+            for ((lang, _), src), value in zip(part["sets"].items(), part["s"].to_numpy(dtype=float)):
+                if src and np.isfinite(value):  # the lists of cells that hold a value
                     sources.setdefault(word_list_family(src), []).append(lang)
             if len(sources) > 1 and split_label(test)[0] not in FULL_VOCABULARY_TESTS:
                 listed = "; ".join(f"{src} in {', '.join(dict.fromkeys(langs))}" for src, langs in sources.items())

@@ -78,6 +78,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("d", "effect_size", "d", "d", "effect size (sample SD, ddof 1)"),
     Column("z", "z_score", "z", "z", "s in SDs of its permutation null"),
     Column("p", "p_value", "p", "p", "permutation p-value (*: every split enumerated; ≤: at its floor 1/(m+1))"),
+    Column("p_adj", "p_value_adjusted", "p (adj.)", "p", "p corrected over the languages of its test and weighting"),
     Column("exact", "exact", "exact", "flag", "every split was enumerated", printed=False),
     Column("p_normal", "p_value_normal", "p(normal)", "p", "p of z, normal approximation"),
     Column("log10_p_normal", "", "log10 p(normal)", "number", "log10 of p(normal), finite where it underflows",
@@ -285,7 +286,7 @@ def printed_cells(table: pd.DataFrame, columns: Sequence[str] | None = None, *, 
         if key not in table:
             continue
         if col.kind == "p":
-            m = table["permutations"] if "permutations" in table and key == "p" else [-1] * n
+            m = table["permutations"] if "permutations" in table and key in ("p", "p_adj") else [-1] * n
             exact = table["exact"] if "exact" in table and key == "p" else [False] * n
             logs = table["log10_p_normal"] if "log10_p_normal" in table and key == "p_normal" else [math.nan] * n
             texts = [p_text(float(v), n_permutations=int(k), exact=bool(e), log10_p=float(lp), latex=latex)

@@ -51,6 +51,7 @@ from tqdm import tqdm
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, cube_label, load_config, parse_config, split_label
 from biasdask.engine.cells import cell_values, cell_word_sets, cell_words, run_cell, tests_for_language
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
+from biasdask.engine.inference import adjusted_pvalues, correction_warning
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.scores import as_dataset, attributes_graph, excluded_targets, frequency_unavailable, positions, scores_graph
 from biasdask.engine.update import check_changes, prepare_update, run_attrs
@@ -153,6 +154,9 @@ def run(
     check_n_workers(n_workers)
     _check_output_apart(cfg)
     changes = check_changes(cfg, options, overwrite=overwrite, update=update)
+    weak = correction_warning(len(cfg.languages), cfg.n_permutations, correction=cfg.correction, alpha=cfg.alpha)
+    if weak:
+        log.warning("%s", weak)
     # The stores are checked first (metadata and listings: milliseconds each), in parallel threads.
     # Their words are read by one thread, in the study's order, while the cluster starts and the first
     # languages run; each language starts once its own words are in. (Read first, the seed's 26
@@ -175,11 +179,22 @@ def run(
     finally:
         opener.shutdown(wait=False, cancel_futures=True)
     rs.compact_results(cfg.output, storage_options=options)
+    _write_adjusted(cfg, options)
     if fresh is not None:
         rs.replace_results(fresh, final, storage_options=options)
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
     return rs.open_results(final, storage_options=options)
+
+
+def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
+    """The cube's p-values corrected over their families (:mod:`biasdask.engine.inference`), written whole."""
+    cube = rs.open_results(cfg.output, storage_options=options)
+    adjusted = adjusted_pvalues(cube, "p_value", correction=cfg.correction)
+    rs.write_cube_variable(
+        cfg.output, "p_value_adjusted", adjusted.transpose(*rs.DIMS).values,
+        {"correction": cfg.correction, "alpha": cfg.alpha}, storage_options=options,
+    )
 
 
 def _run_checked(cfg: StudyConfig, options: dict, stores: dict, client, scheduler, n_workers, overwrite, progress, start_cluster) -> list[str]:

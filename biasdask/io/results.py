@@ -68,6 +68,7 @@ from biasdask.errors import BiasdaskError, ConfigError, IncompleteStoreError, St
 from biasdask.io.formats import storage_options_for
 
 __all__ = [
+    "DERIVED_VARIABLES",
     "CELL_VARIABLES",
     "DIMS",
     "config_hash",
@@ -82,6 +83,7 @@ __all__ = [
     "scores_done",
     "stored_config",
     "write_cell",
+    "write_cube_variable",
     "write_null",
     "write_scores",
 ]
@@ -120,7 +122,10 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "target_words_y": (str, "", "target words of Y found and used (classic tests), comma-separated"),
     "missing_target_words": (str, "", "target words asked for but absent, e.g. 'X: foo; Y: bar'"),
     "target_coverage": (_FLOAT, np.nan, "share of the target words asked for that were found (classic tests)"),
+    "p_value_adjusted": (_FLOAT, np.nan, "p_value adjusted for multiple testing over its family of languages (its attrs: correction, alpha)"),
 }
+#: variables computed from the whole cube at the end of a run (:func:`write_cube_variable`), not by a cell
+DERIVED_VARIABLES: tuple[str, ...] = ("p_value_adjusted",)
 NOT_RUN = "not run (the run has not reached this cell, or stopped before it)"
 _DONE = "done"
 _DONE_DESCRIPTION = "completion flag of the cell, written after its values"
@@ -626,6 +631,40 @@ def compact_results(url: str, storage_options: Mapping[str, Any] | None = None) 
 
     _zarr_sync(fold())
     return len(records)
+
+
+def write_cube_variable(
+    url: str,
+    name: str,
+    values: np.ndarray,
+    attrs: Mapping[str, Any] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Write a variable computed from the whole cube (one of :data:`DERIVED_VARIABLES`), whole, with ``attrs``
+    added to its attributes; a store of an older biasdask that lacks it gets it.
+
+    Call it after :func:`compact_results`, with no cell being written: records never hold these variables.
+    """
+    if name not in DERIVED_VARIABLES:
+        raise ValueError(f"{name!r} is not a derived cube variable ({', '.join(DERIVED_VARIABLES)})")
+    dtype, fill, description = CELL_VARIABLES[name]
+    target, kw = _target(url, storage_options)
+
+    async def write() -> None:
+        root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
+        shape = tuple([(await root.getitem(d)).shape[0] for d in DIMS])
+        data = np.asarray(values, dtype=dtype)
+        if data.shape != shape:
+            raise ValueError(f"{name}: values of shape {data.shape} for a cube of shape {shape}")
+        if await root.contains(name):
+            array = await root.getitem(name)
+        else:
+            array = await root.create_array(name, shape=shape, dtype=dtype, fill_value=fill, chunks=shape,
+                                            dimension_names=DIMS, attributes={"description": description})
+        await array.setitem(..., data)
+        await array.update_attributes(dict(attrs or {}))
+
+    _zarr_sync(write())
 
 
 def done_cells(url: str, storage_options: Mapping[str, Any] | None = None) -> set[tuple[str, str, str]]:

@@ -1,0 +1,103 @@
+"""p-values corrected over the cube: the families, against statsmodels, and the warning when the
+permutations cannot reach a family's threshold."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+import biasdask
+from biasdask.engine.inference import adjusted_pvalues, correction_warning, families
+
+STATSMODELS = {"holm": "holm", "bh": "fdr_bh", "by": "fdr_by"}
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, shared_data):
+    root = tmp_path_factory.mktemp("inference")
+    out = {}
+    for lang in ("en", "de", "fr", "es"):
+        out[lang] = str(root / f"{lang}.zarr")
+        biasdask.ingest(str(shared_data / "iat" / "cc" / f"{lang}.vec"), out[lang], language=lang, progress=False)
+    return root, out
+
+
+def _study(root, stores, **extra):
+    return {"output": str(root / "r.zarr"), "languages": {k: {"store": v} for k, v in stores.items()},
+            "methods": ["uniform", "zipf"], "tests": ["gender", "career_family"], "n_permutations": 199, "seed": 5,
+            **extra}
+
+
+def _oracle(p: np.ndarray, method: str) -> np.ndarray:
+    out = np.full(p.shape, np.nan)
+    finite = np.isfinite(p)
+    out[finite] = multipletests(p[finite], method=STATSMODELS[method])[1]
+    return out
+
+
+@pytest.mark.parametrize("correction", ["holm", "bh", "by"])
+def test_a_run_writes_p_adjusted_over_each_family_as_statsmodels_does(stores, correction):
+    root, paths = stores
+    res = biasdask.run(_study(root, paths, correction=correction), progress=False, overwrite=True)
+    adj = res["p_value_adjusted"]
+    assert adj.attrs["correction"] == correction and adj.attrs["alpha"] == 0.05
+    # the full-vocabulary test: one family per weighting, over the languages
+    for method in ("uniform", "zipf"):
+        p = res["p_value"].sel({"test": "gender", "method": method}).values
+        assert np.isfinite(p).sum() == 4
+        np.testing.assert_allclose(adj.sel({"test": "gender", "method": method}).values, _oracle(p, correction), rtol=1e-12)
+    # a classic test repeats its one result in every method cell: one family of 4, not 8
+    p = res["p_value"].sel({"test": "career_family", "method": "uniform"}).values
+    for method in ("uniform", "zipf"):
+        np.testing.assert_allclose(adj.sel({"test": "career_family", "method": method}).values,
+                                   _oracle(p, correction), rtol=1e-12)
+
+
+def test_the_correction_is_not_part_of_the_study(stores):
+    """Changing the correction re-adjusts the cube at the next run without recomputing (or refusing) it."""
+    root, paths = stores
+    first = biasdask.run(_study(root, paths, correction="holm"), progress=False, overwrite=True)
+    again = biasdask.run(_study(root, paths, correction="none"), progress=False)
+    np.testing.assert_array_equal(again["statistic"].values, first["statistic"].values)
+    assert again["p_value_adjusted"].attrs["correction"] == "none"
+    np.testing.assert_array_equal(again["p_value_adjusted"].values, again["p_value"].values)
+    assert not np.array_equal(first["p_value_adjusted"].values, first["p_value"].values, equal_nan=True)
+
+
+def test_too_few_permutations_for_the_family_are_named_before_the_run(stores, caplog):
+    root, paths = stores
+    with caplog.at_level(logging.WARNING, logger="biasdask"):
+        biasdask.run(_study(root, paths, n_permutations=19), progress=False, overwrite=True)
+    # 4 languages, Holm at 0.05: the smallest p must be at most 0.0125 = 1/80, so 79 permutations
+    assert any("use n_permutations >= 79" in r.getMessage() for r in caplog.records), caplog.text
+    assert correction_warning(4, 79, correction="holm", alpha=0.05) is None
+    assert "n_permutations >= 79" in correction_warning(4, 78, correction="holm", alpha=0.05)
+    assert correction_warning(4, 19, correction="none", alpha=0.05) is None
+
+
+def test_a_test_without_weighting_counts_once():
+    """Its method cells are copies: the family has as many members as languages (3), not cells (6)."""
+    import xarray as xr
+
+    p = np.array([0.01, 0.02, 0.04])
+    cube = xr.Dataset(
+        {"p_value": (("language", "method", "test"), np.repeat(p[:, None, None], 2, axis=1)),
+         "weighting": (("language", "method", "test"), np.full((3, 2, 1), "none", dtype=object))},
+        coords={"language": ["a", "b", "c"], "method": ["uniform", "zipf"], "test": ["weat7"]},
+    )
+    adjusted = adjusted_pvalues(cube, correction="holm")
+    np.testing.assert_allclose(adjusted.sel({"method": "zipf", "test": "weat7"}).values, [0.03, 0.04, 0.04])
+    np.testing.assert_allclose(adjusted.sel({"method": "uniform", "test": "weat7"}).values, _oracle(p, "holm"))
+    weighted = cube.assign(weighting=cube["weighting"].where(False, "zipf"))
+    assert families(weighted) == [("weat7", ("uniform",)), ("weat7", ("zipf",))]
+
+
+def test_families_and_unknown_corrections(stores):
+    root, paths = stores
+    cube = biasdask.run(_study(root, paths), progress=False, overwrite=True)
+    assert families(cube) == [("gender", ("uniform",)), ("gender", ("zipf",)), ("career_family", ("uniform", "zipf"))]
+    with pytest.raises(ValueError, match="correction must be one of"):
+        adjusted_pvalues(cube, correction="bonferroni")
