@@ -76,6 +76,7 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     Column("s", "statistic", "s", "number", "statistic"),
     Column("d", "effect_size", "d", "d", "effect size (sample SD, ddof 1)"),
+    Column("d_w", "effect_size_weighted", "d (weighted)", "d", "weighted effect size under the cell's weighting (sign of s)"),
     Column("z", "z_score", "z", "z", "s in SDs of its permutation null"),
     Column("p", "p_value", "p", "p", "permutation p-value (*: every split enumerated; ≤: at its floor 1/(m+1))"),
     Column("p_adj", "p_value_adjusted", "p (adj.)", "p", "p corrected over the languages of its test and weighting"),

@@ -61,6 +61,7 @@ from biasdask.io.formats import display_url, location_key
 from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
 from biasdask.lexicon import AttributeTerm
 from biasdask.progress import progress_bar
+from biasdask.stats.placebo import weighted_effect_size
 
 log = logging.getLogger(__name__)
 
@@ -692,23 +693,44 @@ class _Family:
 
 def _family_pools(rows: list[int], n_permutations: int, alternative: str, seed: int, *pieces):
     """Task: the family's pool from its scores (the chunks of u stacked on t), on a worker that computed
-    some; None if no word is usable."""
+    some, and each weighting's weighted effect size (:func:`weighted_effect_sizes`); None if no word is
+    usable."""
     ut = _joined(pieces)
     u, t = ut[0], ut[1:]
     keep = np.isfinite(u)
     if not keep.any():
         return None
-    return prepare_pools(t[rows][:, keep], int(keep.sum()), n_permutations, alternative, seed, effect_x=u[keep])
+    pools = prepare_pools(t[rows][:, keep], int(keep.sum()), n_permutations, alternative, seed, effect_x=u[keep])
+    return pools, weighted_effect_sizes(u[keep], t[rows][:, keep])
 
 
-def _family_batch(pools, start: int, stop: int):
+def weighted_effect_sizes(u: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The weighted effect size of each weighting (rows of ``t`` = z·u, float32 as the scores hold them)
+    of a full-vocabulary test: X's u with weights z against the dummy language (zeros carrying X's
+    weights), :func:`biasdask.stats.placebo.weighted_effect_size`; its sign is that of s = Σ t.
+
+    The weights are recovered as t/u in float64 (relative error of float32, ~6e-8); a word whose u is
+    exactly 0 (its t is 0 too) keeps weight 1 in a row equal to u (``uniform``), else 0.
+    """
+    u64 = u.astype(np.float64)
+    out = np.empty(t.shape[0])
+    nonzero = u64 != 0
+    for k, row in enumerate(t.astype(np.float64)):
+        uniform = np.array_equal(row, u64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(nonzero, row / np.where(nonzero, u64, 1.0), 1.0 if uniform else 0.0)
+        out[k] = weighted_effect_size(u64, z, np.zeros_like(u64), z)
+    return out
+
+
+def _family_batch(pool, start: int, stop: int):
     """Task: permutations [start, stop) of a family's pool (None: no usable word)."""
-    return None if pools is None else pools_batch(pools, start, stop)
+    return None if pool is None else pools_batch(pool[0], start, stop)
 
 
-def _family_cells(pools, *batches, return_null: bool):
-    """Task: the family's results from its batches (None: no usable word)."""
-    return None if pools is None else finish_pools(pools, *batches, return_null=return_null)
+def _family_cells(pool, *batches, return_null: bool):
+    """Task: the family's results from its batches, and its weighted effect sizes (None: no usable word)."""
+    return None if pool is None else (finish_pools(pool[0], *batches, return_null=return_null), pool[1])
 
 
 def _cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:
@@ -1033,13 +1055,14 @@ class _Stream:
             self.tasks.release([future, *tag[2]])
         elif kind == "cells":
             family = self.families.pop((code, tag[2]))
-            results = future.result()
+            done = future.result()
             self.tasks.release([*family.futures, future])
-            if results is None:
+            if done is None:
                 self._fail(code, BiasdaskError("no word has a usable vector"))
                 return
-            for method, res in zip(family.methods, results):
-                values = cell_values(res, **{**family.values, "weighting": method})
+            results, weighted = done
+            for method, res, d_w in zip(family.methods, results, weighted):
+                values = cell_values(res, **{**family.values, "weighting": method, "effect_size_weighted": float(d_w)})
                 self.write(code, method, tag[2], values, res.null_distribution)
         else:  # classic
             values, null = future.result()

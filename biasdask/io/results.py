@@ -98,6 +98,7 @@ _BOOL = np.dtype("bool")
 CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "statistic": (_FLOAT, np.nan, "test statistic s = sum t(X) - sum t(Y)"),
     "effect_size": (_FLOAT, np.nan, "effect size d (sample SD, ddof = sd_ddof)"),
+    "effect_size_weighted": (_FLOAT, np.nan, "full-vocabulary tests: weighted mean difference / weighted SD under the cell's weighting (sign of s)"),
     "p_value": (_FLOAT, np.nan, "permutation p-value, (1 + #extreme) / (m + 1) when sampled"),
     "z_score": (_FLOAT, np.nan, "z of s under the closed-form permutation null"),
     "p_value_normal": (_FLOAT, np.nan, "tail probability of z (normal approximation)"),

@@ -101,3 +101,27 @@ def test_families_and_unknown_corrections(stores):
     assert families(cube) == [("gender", ("uniform",)), ("gender", ("zipf",)), ("career_family", ("uniform", "zipf"))]
     with pytest.raises(ValueError, match="correction must be one of"):
         adjusted_pvalues(cube, correction="bonferroni")
+
+
+def test_weighted_effect_size_has_the_sign_of_s_and_matches_a_plain_computation(stores):
+    """On real vectors: d_w from the scores with Zipf weights computed here (1/rank over H_N), in numpy."""
+    root, paths = stores
+    res = biasdask.run(_study(root, paths, tests=["gender"]), progress=False, overwrite=True)
+    for lang in paths:
+        sc = biasdask.open_scores(str(root / "r.zarr"), lang)
+        u = sc["u"].values.astype(np.float64)
+        rank = sc["rank"].values.astype(np.float64)
+        keep = np.isfinite(u)
+        n = u.size
+        for method in ("uniform", "zipf"):
+            z = np.ones(n) if method == "uniform" else (1 / rank) / np.sum(1 / np.arange(1, n + 1))
+            x, w = u[keep], z[keep]
+            pooled, weights = np.r_[x, np.zeros_like(x)], np.r_[w, w]
+            mean = np.sum(weights * pooled) / weights.sum()
+            var = np.sum(weights * (pooled - mean) ** 2) / (weights.sum() - np.sum(weights**2) / weights.sum())
+            expected = (np.sum(w * x) / w.sum()) / np.sqrt(var)
+            cell = res.sel({"language": lang, "method": method, "test": "gender"})
+            assert float(cell["effect_size_weighted"]) == pytest.approx(expected, rel=1e-6)
+            assert np.sign(float(cell["effect_size_weighted"])) == np.sign(float(cell["statistic"]))
+            if method == "uniform":  # all weights 1: the unweighted d
+                assert float(cell["effect_size_weighted"]) == pytest.approx(float(cell["effect_size"]), rel=1e-9)

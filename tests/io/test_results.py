@@ -31,9 +31,12 @@ METHODS = ["uniform", "zipf"]
 TESTS = ["gender", "weat1", "weat10"]
 ATTRS = {"seed": 20240917, "alternative": "auto", "similarity": "cosine"}
 CONFIG = "languages: [en, de, pt_BR]\nmethods: [uniform, zipf]\nn_permutations: 9999\nseed: 20240917\n"
-FLOATS = ["statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std"]
+FLOATS = ["statistic", "effect_size", "effect_size_weighted", "p_value", "z_score", "p_value_normal", "null_mean", "null_std",
+          "target_coverage"]
+DERIVED = ["p_value_adjusted"]  # written whole at the end of a run, not by a cell
 INTS = ["n_permutations", "n_x", "n_y", "n_a", "n_b"]
-STRINGS = ["alternative", "weighting", "attribute_words_a", "attribute_words_b", "missing_attribute_words", "attribute_set", "u_association", "note"]
+STRINGS = ["alternative", "weighting", "attribute_words_a", "attribute_words_b", "missing_attribute_words", "attribute_set",
+           "u_association", "word_sets", "target_words_x", "target_words_y", "missing_target_words", "note"]  # note last
 
 
 def _cell_values(i, j, k):
@@ -133,7 +136,7 @@ def test_layout_as_plain_xarray_reads_it(tmp_path):
         assert ds[name].encoding["chunks"] == (3, 2, 3), name  # one object per variable
     for name in STRINGS:
         assert ds[name].dims == R.DIMS and ds[name].dtype.kind in "OTU", name
-    assert set(ds.data_vars) == set(expected) | set(STRINGS)
+    assert set(ds.data_vars) == set(expected) | set(STRINGS) | set(DERIVED)
 
     assert ds.attrs["seed"] == ATTRS["seed"]
     assert ds.attrs["alternative"] == "auto"
