@@ -37,6 +37,7 @@ _EXPORTS = {
     "indirect_bias": "biasdask.engine.directions",
     "frequency_profile": "biasdask.engine.frequency",
     "load_config": "biasdask.config",
+    "meta_analysis": "biasdask.engine.inference",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -363,8 +363,9 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
         help="write PNG figures of a results store",
         description="Write the overview (per language d beside z of every weighting), a d heatmap (language x "
         "test), the null distribution of one cell with its observed statistic (default: the cell whose null is "
-        "least normal) and, when the store holds per-word scores, the bias per log10-rank bin of every language "
-        "(seed 003, Figure 1).",
+        "least normal), a forest plot of each test whose effect size has intervals in two languages or more (biasdask "
+        "meta) and, when the store holds per-word scores, the bias per log10-rank bin of every language "
+        "(Valentini et al. 2022, Figure 1).",
     )
     p.add_argument("results", metavar="RESULTS", help="results store URL")
     p.add_argument("--out", required=True, metavar="DIR", help="directory for the PNG files")
@@ -381,6 +382,59 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_meta(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "meta",
+        help="pool one test's effect size across the languages of a results store",
+        description="A random-effects meta-analysis of one test's effect size d over the languages of a results "
+        "store, each weighted by the variance of its interval (classic tests: a bootstrap of the target words): "
+        "the pooled d with its confidence and prediction intervals, tau^2, I^2 and Cochran's Q, and per language "
+        "d, its interval and weight. --covariate adds a meta-regression on a column of the language catalog.",
+    )
+    p.add_argument("results", metavar="RESULTS", help="results store URL")
+    p.add_argument("--test", required=True, help="the test label (e.g. career_family, weat7, gender)")
+    p.add_argument("--method", help="the weighting (default: the store's first)")
+    p.add_argument("--association", help="the association of a full-vocabulary test (e.g. ripa)")
+    p.add_argument("--estimator", choices=["REML", "DL", "PM"], default="REML", help="tau^2 estimator (default: %(default)s)")
+    p.add_argument("--hartung-knapp", action="store_true", help="Hartung-Knapp variance and t intervals")
+    p.add_argument("--covariate", metavar="COLUMN", help="meta-regression on a catalog column (family, branch)")
+    p.add_argument("--plot", metavar="PNG", help="also write the forest plot there")
+    p.set_defaults(func=_cmd_meta)
+
+
+def _cmd_meta(args: argparse.Namespace) -> int:
+    from biasdask.engine.inference import meta_analysis
+    from biasdask.io.results import open_results
+
+    meta = meta_analysis(open_results(args.results), test=args.test, method=args.method, association=args.association,
+                         estimator=args.estimator, hartung_knapp=args.hartung_knapp, covariate=args.covariate)
+    r = meta.pooled
+    table = meta.studies.assign(weight=[f"{100 * w:.1f} %" for w in meta.studies["weight"]]).round(3)
+    print(f"test {meta.test} ({meta.method}): random effects ({r.method}{', Hartung-Knapp' if r.hartung_knapp else ''}), "
+          f"{r.k} languages")
+    print(table.to_string())
+    print(f"pooled d = {r.estimate:.3f} (SE {r.se:.3f}), {100 * r.level:.0f} % CI [{r.ci_low:.3f}, {r.ci_high:.3f}], "
+          f"prediction interval [{r.pi_low:.3f}, {r.pi_high:.3f}], p = {r.p_value:.3g}")
+    print(f"heterogeneity: tau^2 = {r.tau2:.4g}, I^2 = {100 * r.i2:.1f} %, Q = {r.q:.2f} (df {r.df}, p = {r.q_p_value:.3g})")
+    if meta.dropped:
+        print("left out: " + ", ".join(meta.dropped))
+    if meta.regression is not None:
+        reg = meta.regression
+        import pandas as pd
+
+        coefficients = pd.DataFrame({"estimate": reg.coefficients, "se": reg.se, "p": reg.p_values, "ci_low": reg.ci_low,
+                                     "ci_high": reg.ci_high}, index=pd.Index(reg.names, name="coefficient")).round(3)
+        print(f"meta-regression on {meta.covariate} ({reg.k} languages): residual tau^2 = {reg.tau2:.4g}, "
+              f"R^2 = {100 * reg.r2:.0f} %, test of the moderator QM = {reg.qm:.2f} (p = {reg.qm_p_value:.3g})")
+        print(coefficients.to_string())
+    if args.plot:
+        from biasdask.plot import plot_forest
+
+        plot_forest(meta).savefig(args.plot, dpi=120)
+        print(args.plot)
+    return 0
+
+
 def _add_languages(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("languages", help="the catalog of seed 000's 26 languages", description="List the language catalog: code, name, family, branch and the translations of male and female.")
     p.set_defaults(func=_cmd_languages)
@@ -393,7 +447,8 @@ def _cmd_languages(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = [_add_ingest, _add_debias, _add_run, _add_demo, _add_show, _add_words, _add_plot, _add_report, _add_languages]
+_COMMANDS = [_add_ingest, _add_debias, _add_run, _add_demo, _add_show, _add_words, _add_plot, _add_report, _add_meta,
+             _add_languages]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ Example::
     alternative: two-sided       # default; auto = seed 000's rule (type-I rate about 2α)
     correction: holm             # of p over each family of languages: holm (default) | bh | by | none
     alpha: 0.05                  # the level the correction, the report and the figures use
+    ci_level: 0.95               # effect size intervals (classic tests: bootstrap of target words); null: none
     attributes: iat              # catalog (default) | iat | {a: [...], b: [...]}; also per language
     exclude_words: gender_specific   # or a list of words
     dedupe_vectors: true         # score each distinct vector once (its first, most frequent word)
@@ -74,7 +75,7 @@ _KEYS = {
     "output", "embeddings", "languages", "methods", "tests", "n_permutations", "seed", "alternative",
     "similarity", "max_words", "exclude_attributes", "exclude_words", "batch_size", "storage_options",
     "save_scores", "save_null", "min_coverage", "iat_model", "attributes", "dedupe_vectors", "set_metric_words",
-    "associations", "correction", "alpha",
+    "associations", "correction", "alpha", "ci_level",
 }
 ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
@@ -148,6 +149,7 @@ class StudyConfig:
     associations: tuple[str, ...] = ("cosine",)
     correction: str = "holm"
     alpha: float = 0.05
+    ci_level: float | None = 0.95
 
     def test_labels(self) -> tuple[str, ...]:
         """The cube's test labels: each full-vocabulary test once per association, the others once."""
@@ -165,6 +167,8 @@ class StudyConfig:
             d.pop(volatile)
         if self.associations == ("cosine",):
             d.pop("associations")  # the default leaves the hash of studies written before the option
+        if self.ci_level == 0.95:
+            d.pop("ci_level")  # likewise
         d["languages"] = [
             {
                 "code": s.code,
@@ -259,6 +263,15 @@ def _alpha(raw: dict) -> float:
     value = raw.get("alpha", 0.05)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
         raise ConfigError(f"alpha: expected a number strictly between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _ci_level(raw: dict) -> float | None:
+    value = raw.get("ci_level", 0.95)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ConfigError(f"ci_level: expected a confidence level strictly between 0 and 1 (or null for none), got {value!r}")
     return float(value)
 
 
@@ -477,6 +490,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         associations=associations,
         correction=_correction(raw),
         alpha=_alpha(raw),
+        ci_level=_ci_level(raw),
     )
 
 

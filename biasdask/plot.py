@@ -31,6 +31,7 @@ from biasdask.tables import empty_reason, leaning, word_list_family
 __all__ = [
     "plot_attribute_sensitivity",
     "plot_effect_heatmap",
+    "plot_forest",
     "plot_frequency_profile",
     "plot_gender_form_bias",
     "plot_null_distribution",
@@ -637,4 +638,50 @@ def plot_attribute_sensitivity(sensitivity: xr.Dataset, *, alpha: float = 0.05, 
     attrs = ds.attrs
     fig.suptitle(title or f"Leave one attribute word out · {attrs.get('language', '')} · {attrs.get('method', '')} · "
                  f"{attrs.get('alternative', '')}", fontsize=10)
+    return fig
+
+
+def plot_forest(meta: Any, *, title: str = "") -> Figure:
+    """Forest plot of a pooled effect size across languages (:func:`biasdask.meta_analysis`).
+
+    One row per language: its d (a square sized by its weight in the pooled estimate) and its interval;
+    below them the pooled estimate as a diamond spanning its confidence interval, and the prediction
+    interval (where a new language's d would fall) as a line through it. τ², I² and Cochran's Q are
+    written under the axis. Languages are sorted by d.
+
+    Parameters
+    ----------
+    meta : MetaAnalysis
+        From :func:`biasdask.meta_analysis`.
+    title : str
+        Figure title (default: the test, the weighting and the model).
+    """
+    studies = meta.studies.sort_values("effect_size")
+    pooled = meta.pooled
+    n = len(studies)
+    fig = Figure(figsize=(7.5, 1.9 + 0.3 * (n + 2)), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(n, 0, -1, dtype=float) + 1.5
+    low = np.where(np.isfinite(studies["ci_low"]), studies["ci_low"], studies["effect_size"] - 1.96 * studies["se"])
+    high = np.where(np.isfinite(studies["ci_high"]), studies["ci_high"], studies["effect_size"] + 1.96 * studies["se"])
+    ax.hlines(y, low, high, color="#4d4d4d", lw=1.2)
+    sizes = 30 + 400 * studies["weight"].to_numpy() / max(float(studies["weight"].max()), 1e-12)
+    ax.scatter(studies["effect_size"], y, s=sizes, marker="s", color="#2166ac", zorder=3, label="language: d and its interval")
+    if np.isfinite(pooled.pi_low) and np.isfinite(pooled.pi_high):
+        ax.hlines(0.5, pooled.pi_low, pooled.pi_high, color="#b2182b", lw=1.2, label="prediction interval")
+    diamond = np.array([[pooled.ci_low, 0.5], [pooled.estimate, 0.85], [pooled.ci_high, 0.5], [pooled.estimate, 0.15]])
+    ax.add_patch(mpl.patches.Polygon(diamond, closed=True, color="#b2182b", zorder=4, label="pooled d and its CI"))
+    ax.axvline(0, color="#888888", lw=0.8, ls="--")
+    ax.set_yticks([*y, 0.5], [*studies.index, "pooled"], fontsize=8)
+    ax.set_ylim(-0.2, n + 2.3)
+    ax.set_xlabel(f"effect size d ({100 * pooled.level:.0f} % intervals)\n"
+                  f"pooled d = {pooled.estimate:.2f} [{pooled.ci_low:.2f}, {pooled.ci_high:.2f}], "
+                  f"τ² = {pooled.tau2:.3g}, I² = {100 * pooled.i2:.0f} %, Q = {pooled.q:.1f} (df {pooled.df}, "
+                  f"p = {pooled.q_p_value:.2g})", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=3, frameon=False, markerscale=0.4)
+    model = f"{pooled.method}" + (", Hartung-Knapp" if pooled.hartung_knapp else "")
+    ax.set_title(title or f"Test '{meta.test}' ({meta.method}): d per language and pooled (random effects, {model})",
+                 fontsize=10)
     return fig

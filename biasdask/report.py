@@ -205,6 +205,7 @@ def figures(
     out["overview"] = plot.plot_overview(results, test=test)
     if len(tests) > 1:
         out["effect_sizes"] = plot.plot_effect_heatmap(results)
+    out.update(_forests(results))
     distance = None
     if cell is None:
         found = least_normal_cell(results_url, storage_options)
@@ -243,6 +244,25 @@ def figures(
         for score in ["u", *(f"t_{m}" for m in results["method"].values if m != "uniform")]:
             if all(score in [str(s) for s in p["score"].values] for p in profiles.values()):
                 out[f"frequency_profile_{score}"] = plot.plot_frequency_profile(profiles, score=score)
+    return out
+
+
+def _forests(results: xr.Dataset) -> dict[str, Any]:
+    """A forest plot of every test whose effect size has an interval in at least two languages."""
+    from biasdask import plot
+    from biasdask.engine.inference import meta_analysis
+
+    out: dict[str, Any] = {}
+    if "effect_size_se" not in results:
+        return out
+    for test in (str(t) for t in results["test"].values):
+        se = np.asarray(results["effect_size_se"].sel({"test": test}).isel(method=0).values, dtype=np.float64)
+        if np.count_nonzero(np.isfinite(se) & (se > 0)) < 2:
+            continue
+        try:
+            out[f"forest_{test}"] = plot.plot_forest(meta_analysis(results, test=test))
+        except BiasdaskError:
+            continue  # e.g. a model that cannot be fitted: the table still shows every interval
     return out
 
 
@@ -417,6 +437,10 @@ def captions(results: xr.Dataset, names: Sequence[str]) -> dict[str, str]:
             out[name] = ("Effect size d by language and test. Red leans towards A, blue towards B, each in its test's own "
                          "sign convention; grey cells are empty and say why. A column marked † compares different word "
                          "lists across languages (its cells are labelled with their source): its values are not on one scale.")
+        elif name.startswith("forest_"):
+            out[name] = (f"Forest plot of test {name.removeprefix('forest_')}: each language's effect size d with its interval "
+                         "(square sized by its weight), and the random-effects pooled d (diamond: its confidence interval; "
+                         "line: the prediction interval for another language), with τ², I² and Q.")
         elif name.startswith("null_"):
             out[name] = ("The sampled permutation null of one cell with its observed statistic s: the cell whose null is least "
                          "normal (Kolmogorov-Smirnov distance), where z and p(normal) deserve the least trust.")

@@ -76,6 +76,11 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     Column("s", "statistic", "s", "number", "statistic"),
     Column("d", "effect_size", "d", "d", "effect size (sample SD, ddof 1)"),
+    Column("d_ci", "", "d CI", "text", "interval of d at ci_level (classic tests: bootstrap of the target words)"),
+    Column("ci_low", "effect_size_ci_low", "d low", "d", "lower end of d's interval", printed=False),
+    Column("ci_high", "effect_size_ci_high", "d high", "d", "upper end of d's interval", printed=False),
+    Column("se", "effect_size_se", "SE(d)", "number", "standard error of d", printed=False),
+    Column("ci_level", "ci_level", "level", "number", "confidence level of d's interval", printed=False),
     Column("d_w", "effect_size_weighted", "d (weighted)", "d", "weighted effect size under the cell's weighting (sign of s)"),
     Column("z", "z_score", "z", "z", "s in SDs of its permutation null"),
     Column("p", "p_value", "p", "p", "permutation p-value (*: every split enumerated; ≤: at its floor 1/(m+1))"),
@@ -147,6 +152,10 @@ def cube_table(results: xr.Dataset) -> pd.DataFrame:
                 z = cube["z_score"].values.ravel()
                 alt = cube["alternative"].values.ravel()
                 frame[col.key] = [_log10_tail(float(v), str(a)) for v, a in zip(z, alt)]
+        elif col.key == "d_ci":
+            if "effect_size_ci_low" in cube:
+                bounds = zip(cube["effect_size_ci_low"].values.ravel(), cube["effect_size_ci_high"].values.ravel())
+                frame[col.key] = [f"[{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "" for lo, hi in bounds]
         elif col.variable in cube:
             values = cube[col.variable].values.ravel()
             frame[col.key] = [str(v) for v in values] if col.kind == "text" else values

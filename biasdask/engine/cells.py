@@ -138,6 +138,9 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
         }
     if getattr(result, "coverage", None):
         values.update(coverage_values(result.coverage))
+    for name in ("effect_size_ci_low", "effect_size_ci_high", "effect_size_se", "ci_level", "ci_method"):
+        if hasattr(result, name):
+            values[name] = getattr(result, name)
     values.update(extra)
     return values
 
@@ -219,6 +222,7 @@ def run_cell(
     progress: bool = False,
     storage_options: dict | None = None,
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
+    ci_level: float | None = 0.95,
 ) -> ClassicTestResult:
     """Run one classic test of a study on one language's store.
 
@@ -238,6 +242,9 @@ def run_cell(
         IAT translation lists for ``career_family`` (``cc`` for Common Crawl stores).
     set_metric_words
         The words (S, A, B) of a set-level metric, when the study names them.
+    ci_level
+        Confidence level of the effect size's bootstrap interval (WEAT, XWEAT, career_family; the
+        set-level metrics have no effect size); None for none.
 
     Returns
     -------
@@ -279,7 +286,7 @@ def run_cell(
     if test == "career_family":
         if similarity != "cosine":
             raise BiasdaskError(f"test 'career_family' is defined with cosine similarity, not {similarity!r}")
-        return career_family_test(emb, language, model, **common)
+        return career_family_test(emb, language, model, **common, ci_level=ci_level)
     sets = weat_test(test) if test.startswith("weat") else xweat_test(language, test)
     return weat(
         emb,
@@ -291,4 +298,5 @@ def run_cell(
         names=(sets.x_name, sets.y_name, sets.a_name, sets.b_name),
         test=test,
         **common,
+        ci_level=ci_level,
     )

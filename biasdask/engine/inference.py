@@ -1,4 +1,5 @@
-"""Inference over a whole results cube: p-values corrected for multiple testing over families of cells.
+"""Inference over a whole results cube: p-values corrected for multiple testing over families of cells,
+and a pooled effect across languages (:func:`meta_analysis`).
 
 A study tests one hypothesis per cell. The family a correction runs over is the languages of one
 weighting (``method``) × test label (a test with its association: ``gender``, ``gender.ripa``): the
@@ -12,12 +13,18 @@ p-value (empty, or an undefined statistic) is not a hypothesis tested and does n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
+import pandas as pd
 import xarray as xr
 
+from biasdask.stats.meta import MetaRegressionResult, RandomEffectsResult, meta_regression, random_effects
 from biasdask.stats.multitest import CORRECTIONS, adjust_pvalues, first_threshold, min_permutations
 
-__all__ = ["adjusted_pvalues", "correction_warning", "families"]
+__all__ = ["MetaAnalysis", "adjusted_pvalues", "correction_warning", "families", "meta_analysis"]
 
 
 def _has_weighting(cube: xr.Dataset, test: str) -> bool:
@@ -103,3 +110,151 @@ def correction_warning(n_languages: int, n_permutations: int, *, correction: str
         f"and the smallest p of {n_permutations} permutations is 1/{n_permutations + 1} = "
         f"{1.0 / (n_permutations + 1):.3g}: no cell can be significant after correction; use n_permutations >= {need}"
     )
+
+
+@dataclass(frozen=True)
+class MetaAnalysis:
+    """A pooled effect size of one test across the languages of a results cube (:func:`meta_analysis`).
+
+    Attributes
+    ----------
+    test, method : str
+        The cube cells pooled: one test label, under one weighting.
+    pooled : RandomEffectsResult
+        The random-effects model (:func:`biasdask.stats.random_effects`): ``estimate``, ``se``,
+        ``ci_low``, ``ci_high``, ``pi_low``, ``pi_high``, ``tau2``, ``q``, ``i2``...
+    studies : pandas.DataFrame
+        One row per language used: ``effect_size``, ``se``, ``ci_low``, ``ci_high`` (its own interval)
+        and ``weight`` (its share of the pooled estimate).
+    dropped : tuple of str
+        Languages left out, each with why (no effect size, or no standard error).
+    regression : MetaRegressionResult or None
+        The meta-regression on ``covariate``, when asked for.
+    covariate : str
+        The moderator's name ("" without one).
+    """
+
+    test: str
+    method: str
+    pooled: RandomEffectsResult
+    studies: pd.DataFrame
+    dropped: tuple[str, ...]
+    regression: MetaRegressionResult | None = None
+    covariate: str = ""
+
+
+def meta_analysis(
+    results: xr.Dataset,
+    *,
+    test: str,
+    method: str | None = None,
+    association: str | None = None,
+    estimator: Literal["DL", "REML", "PM"] = "REML",
+    hartung_knapp: bool = False,
+    level: float = 0.95,
+    covariate: str | Mapping[str, object] | None = None,
+) -> MetaAnalysis:
+    """Pool one test's effect size d across the languages of a cube with a random-effects model.
+
+    Each language contributes its d and the variance SE(d)² of its cell's interval
+    (``effect_size_se``: for the classic tests a bootstrap of the target words); a language without
+    either is left out and named in ``dropped``.
+
+    Parameters
+    ----------
+    results : xarray.Dataset
+        A results cube (:func:`biasdask.open_results`).
+    test : str
+        The test label (``career_family``, ``weat7``, ``gender``...).
+    method : str, optional
+        The weighting (default: the cube's first; a classic test is the same in every one).
+    association : str, optional
+        With a full-vocabulary test, its association (``gender`` with ``"ripa"`` is the label
+        ``gender.ripa``).
+    estimator : {"DL", "REML", "PM"}
+        τ² estimator (DerSimonian & Laird 1986, REML as metafor's default, Paule & Mandel 1982).
+    hartung_knapp : bool
+        Hartung & Knapp 2001's variance and t intervals.
+    level : float
+        Confidence level of the pooled intervals.
+    covariate : str or mapping, optional
+        A meta-regression moderator: a column of the language catalog (``family``, ``branch``;
+        :func:`biasdask.lexicon.languages`) or a mapping language -> value of one's own.
+
+    Returns
+    -------
+    MetaAnalysis
+
+    Examples
+    --------
+    >>> cube = biasdask.open_results("results.zarr")  # doctest: +SKIP
+    >>> meta = biasdask.meta_analysis(cube, test="career_family")  # doctest: +SKIP
+    >>> meta.pooled.estimate, meta.pooled.i2  # doctest: +SKIP
+    """
+    from biasdask.config import cube_label
+    from biasdask.errors import BiasdaskError
+
+    label = cube_label(test, association) if association else test
+    tests = [str(t) for t in results["test"].values]
+    if label not in tests:
+        raise BiasdaskError(f"meta_analysis: no test {label!r} in the results (has {', '.join(tests)})")
+    methods = [str(m) for m in results["method"].values]
+    method = method or methods[0]
+    if method not in methods:
+        raise BiasdaskError(f"meta_analysis: no method {method!r} in the results (has {', '.join(methods)})")
+    cells = results.sel({"test": label, "method": method})
+    languages = [str(v) for v in cells["language"].values]
+    d = np.asarray(cells["effect_size"].values, dtype=np.float64)
+    se = (np.asarray(cells["effect_size_se"].values, dtype=np.float64) if "effect_size_se" in cells
+          else np.full(d.shape, np.nan))
+    low = np.asarray(cells["effect_size_ci_low"].values, dtype=np.float64) if "effect_size_ci_low" in cells else se * np.nan
+    high = np.asarray(cells["effect_size_ci_high"].values, dtype=np.float64) if "effect_size_ci_high" in cells else se * np.nan
+    keep = np.isfinite(d) & np.isfinite(se) & (se > 0)
+    why = (np.asarray(cells["ci_method"].values, dtype=object) if "ci_method" in cells
+           else np.full(d.shape, "", dtype=object))
+    dropped = tuple(
+        f"{lang} ({'no effect size' if not np.isfinite(e) else 'no interval' + (': ' + str(w).removeprefix('none: ') if str(w) else '')})"
+        for lang, e, k, w in zip(languages, d, keep, why) if not k
+    )
+    if keep.sum() < 2:
+        raise BiasdaskError(
+            f"meta_analysis: {label} ({method}) has {int(keep.sum())} language(s) with an effect size and a standard "
+            f"error; at least 2 are needed" + (f" (left out: {', '.join(dropped)})" if dropped else "")
+        )
+    try:
+        pooled = random_effects(d[keep], se[keep] ** 2, method=estimator, hartung_knapp=hartung_knapp, level=level)
+    except ValueError as exc:
+        raise BiasdaskError(f"meta_analysis: {label} ({method}): {exc}") from None
+    used = [lang for lang, k in zip(languages, keep) if k]
+    studies = pd.DataFrame(
+        {"effect_size": d[keep], "se": se[keep], "ci_low": low[keep], "ci_high": high[keep], "weight": pooled.weights},
+        index=pd.Index(used, name="language"),
+    )
+    regression, name = None, ""
+    if covariate is not None:
+        values, name = _covariate(covariate, used)
+        try:
+            regression = meta_regression(d[keep], se[keep] ** 2, {name: values}, method=estimator,
+                                         hartung_knapp=hartung_knapp, level=level)
+        except ValueError as exc:
+            raise BiasdaskError(f"meta_analysis: the meta-regression on {name}: {exc}") from None
+    return MetaAnalysis(label, method, pooled, studies, dropped, regression, name)
+
+
+def _covariate(covariate: str | Mapping[str, object], languages: list[str]) -> tuple[np.ndarray, str]:
+    from biasdask.errors import BiasdaskError
+    from biasdask.lexicon import languages as catalog
+
+    if isinstance(covariate, str):
+        table = catalog().set_index("code")
+        if covariate not in table.columns or covariate in ("male", "female", "name"):
+            raise BiasdaskError(f"meta_analysis: covariate {covariate!r} is not a column of the language catalog "
+                                "(family, branch); or give a mapping language -> value")
+        values = [table[covariate].get(lang) for lang in languages]
+        return np.array(values, dtype=object), covariate
+    missing = [lang for lang in languages if lang not in covariate]
+    if missing:
+        raise BiasdaskError(f"meta_analysis: the covariate has no value for {', '.join(missing)}")
+    values = [covariate[lang] for lang in languages]
+    numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values)
+    return np.array(values, dtype=np.float64 if numeric else object), "covariate"

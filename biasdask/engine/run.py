@@ -870,6 +870,7 @@ class _Stream:
         options = dict(
             n_permutations=cfg.n_permutations, similarity=cfg.similarity, min_coverage=cfg.min_coverage,
             model=cfg.iat_model, alternative=cfg.alternative, batch_size=cfg.batch_size, return_null=cfg.save_null,
+            ci_level=cfg.ci_level,
         )
         rank = self.priority[lang.code]
         if plan.classic:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -55,6 +56,7 @@ __all__ = [
     "ClassicTestResult",
     "CoverageError",
     "SetCoverage",
+    "effect_size_interval",
     "career_family_test",
     "cross_lingual_weat",
     "weat",
@@ -196,6 +198,15 @@ class ClassicTestResult(PermutationTestResult):
         How s, its sign and the effect size are defined (the direction convention for a distance).
     coverage
         Role (``x``, ``y``, ``a``, ``b``) -> :class:`SetCoverage`.
+    effect_size_ci_low, effect_size_ci_high, effect_size_se
+        A bootstrap interval of d at ``ci_level`` and its standard error: the target words X and Y
+        resampled apart with replacement, the attribute words fixed
+        (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`, BCa, seeded by the test's ``seed``);
+        NaN where there is none (``ci_method`` says why).
+    ci_level
+        The interval's confidence level (NaN when none was asked for).
+    ci_method
+        How the interval was made, or why there is none.
     """
 
     n_a: int
@@ -205,12 +216,45 @@ class ClassicTestResult(PermutationTestResult):
     similarity: str
     convention: str
     coverage: dict[str, SetCoverage]
+    effect_size_ci_low: float = math.nan
+    effect_size_ci_high: float = math.nan
+    effect_size_se: float = math.nan
+    ci_level: float = math.nan
+    ci_method: str = ""
 
 def _result(res: PermutationTestResult, coverage: dict[str, SetCoverage], **extra) -> ClassicTestResult:
     values = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
     values.update(n_a=len(coverage["a"].found), n_b=len(coverage["b"].found), coverage=coverage)
     values.update(extra)  # may override the permutation test's numbers (e.g. career_family's effect size)
     return ClassicTestResult(**values)
+
+
+#: resamples of a classic test's bootstrap interval
+CI_RESAMPLES = 9999
+
+
+def effect_size_interval(s_x: np.ndarray, s_y: np.ndarray, *, seed: int, level: float | None,
+                         effect_size: float | None = None) -> dict[str, float | str]:
+    """The interval fields of a :class:`ClassicTestResult` from its per-word scores (nothing for
+    ``level`` None). ``effect_size``: the test's own d, when it is not d of ``s_x``, ``s_y`` (Lewis &
+    Lupyan's two-run d of a language with grammatical gender): then no interval, saying why."""
+    from biasdask.stats.bootstrap import bootstrap_effect_size
+
+    if level is None:
+        return {}
+    interval = bootstrap_effect_size(s_x, s_y, seed=seed, level=level, n_resamples=CI_RESAMPLES)
+    if effect_size is not None and not math.isclose(interval.effect_size, effect_size, rel_tol=1e-12, abs_tol=1e-15):
+        return {"ci_level": float(level), "ci_method": "none: the effect size of two runs (grammatical gender) is not "
+                "resampled"}
+    if interval.note:
+        return {"ci_level": float(level), "ci_method": f"none: {interval.note}"}
+    return {
+        "effect_size_ci_low": interval.ci_low,
+        "effect_size_ci_high": interval.ci_high,
+        "effect_size_se": interval.se,
+        "ci_level": float(level),
+        "ci_method": f"{interval.method} bootstrap of the target words ({interval.n_resamples} resamples)",
+    }
 
 
 def _check_coverage(coverage: dict[str, SetCoverage], min_coverage: float, test: str, language: str) -> None:
@@ -285,6 +329,7 @@ def weat(
     test: str = "weat",
     batch_size: int | None = None,
     progress: bool | None = None,
+    ci_level: float | None = 0.95,
 ) -> ClassicTestResult:
     """The Word Embedding Association Test (Caliskan et al. 2017; seed 002 eqs. 1-3) on a stored embedding.
 
@@ -336,6 +381,10 @@ def weat(
         Permutations per Dask task (default chosen by the engine).
     progress
         Show a progress bar for the permutations.
+    ci_level
+        Confidence level of the effect size's bootstrap interval (``effect_size_ci_low``,
+        ``effect_size_ci_high``: X and Y resampled apart, BCa, seeded by the result's ``seed``); None
+        for none.
 
     Returns
     -------
@@ -401,7 +450,8 @@ def weat(
             progress=progress,
         )
     return _result(
-        res, coverage, test=test, language=language, similarity=similarity, convention=_CONVENTIONS[similarity]
+        res, coverage, test=test, language=language, similarity=similarity, convention=_CONVENTIONS[similarity],
+        **effect_size_interval(s_x, s_y, seed=res.seed, level=ci_level),
     )
 
 
@@ -441,6 +491,7 @@ def career_family_test(
     *,
     batch_size: int | None = None,
     progress: bool | None = None,
+    ci_level: float | None = 0.95,
 ) -> ClassicTestResult:
     """Lewis & Lupyan 2020's career/family IAT test in one language, on a stored embedding.
 
@@ -463,9 +514,10 @@ def career_family_test(
     model
         Which translation lists: ``"cc"`` (fastText Common Crawl, the embeddings of seed 000), ``"wiki"``
         or ``"subt"``; Lewis & Lupyan chose tokens per model.
-    n_permutations, alternative, seed, client, return_null, storage_options, batch_size, progress
+    n_permutations, alternative, seed, client, return_null, storage_options, batch_size, progress, ci_level
         As in :func:`weat`; in particular ``seed=None`` (the default) draws a fresh seed, recorded in the
-        result's ``seed``.
+        result's ``seed``. A language with grammatical gender has no interval (its d is not a d of
+        the scores that are resampled; ``ci_method`` says so).
     min_coverage
         Each category must have at least this share of its eight English words found (a word is found
         when a token of one of its translations is in the embedding; a word without a translation is
@@ -515,4 +567,5 @@ def career_family_test(
         language=language,
         similarity="cosine",
         convention=_CAREER_FAMILY_CONVENTION,
+        **effect_size_interval(effect.s_x, effect.s_y, seed=res.seed, level=ci_level, effect_size=effect.effect_size),
     )

@@ -123,7 +123,12 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "target_words_y": (str, "", "target words of Y found and used (classic tests), comma-separated"),
     "missing_target_words": (str, "", "target words asked for but absent, e.g. 'X: foo; Y: bar'"),
     "target_coverage": (_FLOAT, np.nan, "share of the target words asked for that were found (classic tests)"),
-    "p_value_adjusted": (_FLOAT, np.nan, "p_value adjusted for multiple testing over its family of languages (its attrs: correction, alpha)"),
+    "effect_size_ci_low": (_FLOAT, np.nan, "lower end of the effect size's interval at ci_level (classic tests: a bootstrap of the target words)"),
+    "effect_size_ci_high": (_FLOAT, np.nan, "upper end of the effect size's interval at ci_level"),
+    "effect_size_se": (_FLOAT, np.nan, "standard error of the effect size (the bootstrap distribution's SD)"),
+    "ci_level": (_FLOAT, np.nan, "confidence level of the effect size's interval"),
+    "ci_method": (str, "", "how the effect size's interval was made, or why there is none"),
+    "p_value_adjusted": (_FLOAT, np.nan, "p_value adjusted for multiple comparisons over its family of languages (its attrs: correction, alpha)"),
 }
 #: variables computed from the whole cube at the end of a run (:func:`write_cube_variable`), not by a cell
 DERIVED_VARIABLES: tuple[str, ...] = ("p_value_adjusted",)

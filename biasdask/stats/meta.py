@@ -278,9 +278,15 @@ def _tau2_reml(y: NDArray, v: NDArray, x: NDArray) -> float:
         pm = _residual_maker(1.0 / (v + tau2), x)
         py = pm @ y
         step = (float(py @ py) - float(np.trace(pm))) / float(np.sum(pm * pm))
-        while tau2 + step < 0.0:
-            step /= 2.0
-        tau2 += step
+        if tau2 == 0.0 and step <= 0.0:  # the likelihood falls from the boundary: τ² = 0
+            break
+        new = max(tau2 + step, 0.0)  # a step past 0 stops on the boundary (metafor truncates at 0 likewise)
+        # a Fisher step may overshoot the maximum (and then oscillate about it): halve it until the
+        # restricted likelihood does not fall
+        current = _reml_loglik(tau2, y, v, x)
+        while _reml_loglik(new, y, v, x) < current and abs(new - tau2) > _REML_TOL:
+            new = tau2 + (new - tau2) / 2.0
+        step, tau2 = new - tau2, new
         if abs(step) <= _REML_TOL:
             break
     else:

@@ -125,3 +125,82 @@ def test_weighted_effect_size_has_the_sign_of_s_and_matches_a_plain_computation(
             assert np.sign(float(cell["effect_size_weighted"])) == np.sign(float(cell["statistic"]))
             if method == "uniform":  # all weights 1: the unweighted d
                 assert float(cell["effect_size_weighted"]) == pytest.approx(float(cell["effect_size"]), rel=1e-9)
+
+
+# --------------------------------------------------------------------------------------------------
+# Intervals of classic cells, and the pooled effect across languages
+
+META_LANGUAGES = ("en", "zh", "ja", "ko", "tr", "fi", "id", "ro", "de")  # de: grammatical gender, no interval
+
+
+@pytest.fixture(scope="module")
+def career_study(tmp_path_factory, shared_data):
+    root = tmp_path_factory.mktemp("career")
+    for lang in META_LANGUAGES:
+        biasdask.ingest(str(shared_data / "iat" / "cc" / f"{lang}.vec"), str(root / f"{lang}.zarr"), language=lang,
+                        progress=False)
+    study = {"output": str(root / "r.zarr"), "attributes": "iat", "methods": ["uniform", "zipf"],
+             "languages": {lang: {"store": str(root / f"{lang}.zarr")} for lang in META_LANGUAGES},
+             "tests": ["career_family"], "n_permutations": 199, "seed": 11}
+    return biasdask.run(study, progress=False), str(root / "r.zarr")
+
+
+def test_classic_cells_carry_a_bootstrap_interval_of_d(career_study, shared_data, tmp_path):
+    from biasdask.stats.bootstrap import bootstrap_effect_size
+    from biasdask.stats.weat import weat_scores
+
+    res, _ = career_study
+    cell = res.sel({"test": "career_family", "method": "zipf"})
+    for lang in META_LANGUAGES:
+        c = cell.sel(language=lang)
+        if lang == "de":
+            assert np.isnan(float(c["effect_size_ci_low"])) and "grammatical gender" in str(c["ci_method"].values)
+            continue
+        low, high, d = float(c["effect_size_ci_low"]), float(c["effect_size_ci_high"]), float(c["effect_size"])
+        assert low < d < high and float(c["ci_level"]) == 0.95 and "BCa" in str(c["ci_method"].values)
+    # the Python API's result carries the same interval, from the scores of the target words
+    store = str(tmp_path / "en.zarr")
+    biasdask.ingest(str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en",
+                    progress=False)
+    r = biasdask.weat(store, "weat7", seed=4, n_permutations=99)
+    emb = biasdask.open_embeddings(store)
+    from biasdask.lexicon import weat_test
+
+    sets = weat_test(7)
+    rows = {w: emb["vectors"].sel(word=w).values for w in (*sets.x, *sets.y, *sets.a, *sets.b)}
+    s_x, s_y = weat_scores(*(np.array([rows[w] for w in ws]) for ws in (sets.x, sets.y, sets.a, sets.b)), "cosine")
+    expected = bootstrap_effect_size(s_x, s_y, seed=4)
+    assert (r.effect_size_ci_low, r.effect_size_ci_high) == pytest.approx((expected.ci_low, expected.ci_high), rel=1e-6)
+    assert r.effect_size == pytest.approx(1.055, abs=5e-4)  # Caliskan et al. 2017's 1.06, with the sample SD
+    assert biasdask.weat(store, "weat7", seed=4, n_permutations=99, ci_level=None).ci_method == ""
+
+
+def test_meta_analysis_of_a_cube_agrees_with_statsmodels(career_study, tmp_path):
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    res, url = career_study
+    meta = biasdask.meta_analysis(res, test="career_family", estimator="DL")
+    assert list(meta.studies.index) == [lang for lang in META_LANGUAGES if lang != "de"]
+    assert meta.dropped == ("de (no interval: the effect size of two runs (grammatical gender) is not resampled)",)
+    cell = res.sel({"test": "career_family", "method": "uniform", "language": list(meta.studies.index)})
+    d, se = cell["effect_size"].values, cell["effect_size_se"].values
+    oracle = combine_effects(d, se**2, method_re="chi2")  # DerSimonian-Laird
+    assert meta.pooled.estimate == pytest.approx(oracle.mean_effect_re, rel=1e-9)
+    assert meta.pooled.tau2 == pytest.approx(oracle.tau2, rel=1e-9, abs=1e-12)
+    assert meta.pooled.q == pytest.approx(oracle.q, rel=1e-9)
+    assert meta.studies["weight"].sum() == pytest.approx(1.0)
+    # the CLI prints the pooled d and writes the forest plot; a test without intervals is one line, exit 2
+    import subprocess
+    import sys
+
+    png = tmp_path / "forest.png"
+    out = subprocess.run([sys.executable, "-m", "biasdask.cli", "meta", url, "--test", "career_family",
+                          "--estimator", "DL", "--plot", str(png)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert f"pooled d = {meta.pooled.estimate:.3f}" in out.stdout and png.read_bytes()[:4] == b"\x89PNG"
+    bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "meta", url, "--test", "weat7"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "weat7" in bad.stderr and bad.stderr.count("\n") == 1
+    from biasdask.report import write_plots
+
+    names = [p.name for p in write_plots(url, tmp_path / "plots")]
+    assert "forest_career_family.png" in names

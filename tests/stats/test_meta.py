@@ -319,3 +319,23 @@ def test_meta_regression_validates_its_design():
         meta_regression(yi, vi, ablat[:12])
     with pytest.raises(TypeError, match="one per column"):
         meta_regression(yi, vi, np.array([["a", "b"]] * 13))
+
+
+def test_reml_where_fisher_scoring_overshoots_finds_the_maximum():
+    """Effects whose REML maximum lies just above 0: unguarded Fisher steps jump between 0 and 0.125
+    for ever; the estimate must be the restricted likelihood's maximum (found here by a bounded search)."""
+    from scipy.optimize import minimize_scalar
+
+    from biasdask.stats.meta import _reml_loglik
+
+    y = np.array([0.386, 0.213, -0.085, -0.062, 0.120, -0.002, -0.042, 0.246, 0.123, 0.495, 1.077, 0.081])
+    v = np.array([0.484, 0.500, 0.526, 0.501, 0.502, 0.499, 0.503, 0.484, 0.499, 0.455, 0.296, 0.495]) ** 2
+    x = np.ones((y.size, 1))
+    best = minimize_scalar(lambda t: -_reml_loglik(t, y, v, x), bounds=(0.0, 2.0), method="bounded",
+                           options={"xatol": 1e-10})
+    res = random_effects(y, v, method="REML")
+    if best.x < 1e-6:  # the maximum on the boundary
+        assert res.tau2 == 0.0
+    else:
+        assert res.tau2 == pytest.approx(best.x, abs=1e-4)
+    assert _reml_loglik(res.tau2, y, v, x) >= -best.fun - 1e-9
