@@ -6,6 +6,7 @@ Nothing numeric lives here: u and t come from :mod:`biasdask.engine.scores`, the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,6 +48,8 @@ def full_vocabulary_test(
     progress: bool | None = None,
     storage_options: dict | None = None,
     association: Association = "cosine",
+    placebo: int | None = None,
+    placebo_exclude: Sequence[str] = (),
 ) -> PermutationTestResult:
     """The seed-000 test: the whole vocabulary against an equally sized unbiased dummy language.
 
@@ -96,6 +99,14 @@ def full_vocabulary_test(
         The per-word association u that t weights: ``"cosine"`` (seed 000), ``"euclidean"``,
         ``"ripa"`` (a and b paired by position) or ``"semaxis"``; see
         :func:`biasdask.engine.scores.scores`. The dummy language has u = 0 whichever is chosen.
+    placebo
+        Also compare s with P = ``placebo`` random attribute pairs of the same sizes and word frequencies
+        (:mod:`biasdask.engine.placebo`; linear associations, single-language tests): the result's
+        ``p_value_placebo``, ``z_placebo`` and ``effect_size_placebo_percentile`` answer whether the
+        association is larger than that of a random pair of words, which the dummy-language p-value does
+        not. Seeded by the test's seed.
+    placebo_exclude
+        Words no placebo pair may use, besides the attribute words and the known gendered words.
 
     Returns
     -------
@@ -128,7 +139,7 @@ def full_vocabulary_test(
         u_y, t_y = compute(sy["u"].data, sy["t"].data[0], client=client)
         keep_y = np.isfinite(u_y)
         y, effect_y = t_y[keep_y], u_y[keep_y]
-    return permutation_test(
+    res = permutation_test(
         t_x[keep],
         y,
         n_permutations=n_permutations,
@@ -140,4 +151,16 @@ def full_vocabulary_test(
         effect_x=u_x[keep],
         effect_y=effect_y,
         progress=progress,
+    )
+    if not placebo:
+        return res
+    if other is not None:
+        raise BiasdaskError("placebo: the placebo null compares attribute pairs within one language; give no other")
+    from biasdask.engine.placebo import placebo_test
+
+    found = placebo_test(emb, sx, u_x, t_x[None, :], a, b, n=int(placebo), seed=res.seed,
+                         alternative=res.alternative, exclude=placebo_exclude, client=client)
+    return dataclasses.replace(
+        res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]),
+        effect_size_placebo_percentile=found.effect_size_percentile, n_placebo=found.n,
     )

@@ -170,6 +170,12 @@ class PermutationTestResult:
         The s_i (float64) when requested: sampled ones in permutation order, or all C(M, |X|) splits
         when exact (grouped by the number of nonzero items in X_i, combinations in lexicographic
         order, each repeated once per placement of the zeros).
+    p_value_placebo, z_placebo, effect_size_placebo_percentile : float
+        Against random attribute pairs of the same word frequencies (a full-vocabulary test with
+        ``placebo``): (1 + #placebo statistics at least as extreme)/(P + 1), (s - mean)/SD of the
+        placebo statistics, and d's percentile among the placebo pairs' d; NaN without a placebo.
+    n_placebo : int
+        P, the placebo pairs (0 without).
     """
 
     statistic: float
@@ -186,6 +192,10 @@ class PermutationTestResult:
     n_y: int
     seed: int
     null_distribution: np.ndarray | None = None
+    p_value_placebo: float = float("nan")
+    z_placebo: float = float("nan")
+    effect_size_placebo_percentile: float = float("nan")
+    n_placebo: int = 0
 
 
 @dataclass(frozen=True)

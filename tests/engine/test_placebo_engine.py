@@ -1,0 +1,85 @@
+"""The placebo null of the full-vocabulary test: each placebo statistic equals the test run on that
+pair's words, the draws avoid gendered words, and on real vectors the placebo p-value is calibrated
+where the dummy-language p-value is not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import biasdask
+from biasdask.engine.placebo import gendered_words, placebo_test
+from biasdask.engine.scores import scores
+
+
+def _anisotropic(n=3000, dim=16, seed=0):
+    """Word vectors sharing a common mean direction (as real embeddings do), ranked by row."""
+    rng = np.random.default_rng(seed)
+    v = 3 * rng.normal(size=dim) + rng.normal(size=(n, dim)) * np.linspace(2.0, 0.3, dim)
+    words = np.array([f"w{i}" for i in range(n)], dtype=object)
+    words[:4] = ["he", "she", "man", "woman"]
+    return xr.DataArray(v.astype(np.float32), dims=("word", "dim"), coords={"word": words})
+
+
+@pytest.mark.parametrize("association", ["cosine", "semaxis", "ripa"])
+@pytest.mark.parametrize("exclude_attributes", [False, True])
+def test_each_placebo_statistic_is_the_test_of_its_pair(association, exclude_attributes):
+    emb = biasdask.as_embeddings(_anisotropic(), language="en")
+    a, b = ["w10", "w500"], ["w20", "w900"]
+    sc = scores(emb, a, b, methods=("uniform", "zipf"), association=association, exclude_attributes=exclude_attributes)
+    u, t = sc["u"].values, sc["t"].values
+    found = placebo_test(emb, sc, u, t, a, b, n=40, seed=7, alternative="two-sided")
+    assert found.words.shape == (40, 4) and found.statistics.shape == (40, 2)
+    assert not set(found.words.ravel()) & {"he", "she", "man", "woman", *a, *b}  # never a gendered or attribute word
+    for i in range(0, 40, 8):  # oracle: the pair's own scores, computed word by word
+        pa, pb = list(found.words[i, :2]), list(found.words[i, 2:])
+        # on the test's own targets: when it left its attribute words out, they stay out, and the pair's
+        # words leave too
+        own = scores(emb, pa, pb, methods=("uniform", "zipf"), association=association,
+                     exclude_attributes=exclude_attributes, exclude_words=[*a, *b] if exclude_attributes else ())
+        ou = own["u"].values.astype(np.float64)
+        keep = np.isfinite(ou)
+        s = np.nansum(own["t"].values.astype(np.float64), axis=1)
+        np.testing.assert_allclose(found.statistics[i], s, rtol=2e-5)
+        pooled = np.r_[ou[keep], np.zeros(keep.sum())]
+        d = ou[keep].mean() / pooled.std(ddof=1)
+        assert found.effect_sizes[i] == pytest.approx(d, rel=2e-5)
+
+
+def test_draws_are_frequency_matched_and_seeded():
+    emb = biasdask.as_embeddings(_anisotropic(), language="en")
+    a, b = ["w5", "w2000"], ["w6", "w2500"]
+    sc = scores(emb, a, b, methods=("uniform",))
+    u, t = sc["u"].values, sc["t"].values
+    one = placebo_test(emb, sc, u, t, a, b, n=30, seed=3, alternative="greater")
+    again = placebo_test(emb, sc, u, t, a, b, n=30, seed=3, alternative="greater")
+    np.testing.assert_array_equal(one.statistics, again.statistics)
+    rows = np.vectorize(lambda w: int(w[1:]))(one.words)
+    # within 50 candidates of each attribute word's rank (log-rank neighbourhood)
+    for j, rank in enumerate([5, 2000, 6, 2500]):
+        assert np.all(np.abs(rows[:, j] - rank) <= 60), (j, rows[:, j])
+    assert {"he", "she", "man", "woman"} <= gendered_words("en")
+
+
+@pytest.mark.slow
+def test_placebo_is_calibrated_on_real_vectors_where_the_dummy_language_is_not(shared_data, tmp_path):
+    """Random non-gendered GloVe words as A and B (200 pairs): the placebo p rejects at about 5 % at
+    alpha 0.05, the dummy-language p almost always."""
+    store = str(tmp_path / "glove.zarr")
+    biasdask.ingest(str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en",
+                    progress=False)
+    emb = biasdask.open_embeddings(store)
+    words = [str(w) for w in emb["word"].values]
+    neutral = [w for w in words if w not in gendered_words("en")]
+    rng = np.random.default_rng(2024)
+    rejected_placebo = rejected_dummy = 0
+    n_pairs = 200
+    for _ in range(n_pairs):
+        a, b = rng.choice(neutral, size=2, replace=False)
+        res = biasdask.full_vocabulary_test(emb, [a], [b], "uniform", n_permutations=199, seed=int(rng.integers(2**31)),
+                                            placebo=199, exclude_attributes=True)
+        rejected_placebo += res.p_value_placebo <= 0.05
+        rejected_dummy += res.pvalue <= 0.05
+    assert rejected_placebo / n_pairs <= 0.08, rejected_placebo
+    assert rejected_dummy / n_pairs >= 0.5, rejected_dummy
