@@ -16,6 +16,7 @@ Example::
     correction: holm             # of p over each family of languages: holm (default) | bh | by | none
     alpha: 0.05                  # the level the correction, the report and the figures use
     ci_level: 0.95               # effect size intervals (classic tests: bootstrap of target words); null: none
+    placebo: {n: 1000, exclude: [], match: rank}  # the gender test against random word pairs (default off)
     attributes: iat              # catalog (default) | iat | {a: [...], b: [...]}; also per language
     exclude_words: gender_specific   # or a list of words
     dedupe_vectors: true         # score each distinct vector once (its first, most frequent word)
@@ -75,7 +76,7 @@ _KEYS = {
     "output", "embeddings", "languages", "methods", "tests", "n_permutations", "seed", "alternative",
     "similarity", "max_words", "exclude_attributes", "exclude_words", "batch_size", "storage_options",
     "save_scores", "save_null", "min_coverage", "iat_model", "attributes", "dedupe_vectors", "set_metric_words",
-    "associations", "correction", "alpha", "ci_level",
+    "associations", "correction", "alpha", "ci_level", "placebo",
 }
 ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
@@ -150,6 +151,8 @@ class StudyConfig:
     correction: str = "holm"
     alpha: float = 0.05
     ci_level: float | None = 0.95
+    placebo: int = 0
+    placebo_exclude: tuple[str, ...] = ()
 
     def test_labels(self) -> tuple[str, ...]:
         """The cube's test labels: each full-vocabulary test once per association, the others once."""
@@ -169,6 +172,11 @@ class StudyConfig:
             d.pop("associations")  # the default leaves the hash of studies written before the option
         if self.ci_level == 0.95:
             d.pop("ci_level")  # likewise
+        exclude = d.pop("placebo_exclude")
+        if self.placebo:
+            d["placebo"] = {"n": self.placebo, "exclude": list(exclude), "match": "rank"}
+        else:
+            d.pop("placebo")
         d["languages"] = [
             {
                 "code": s.code,
@@ -273,6 +281,28 @@ def _ci_level(raw: dict) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
         raise ConfigError(f"ci_level: expected a confidence level strictly between 0 and 1 (or null for none), got {value!r}")
     return float(value)
+
+
+def _placebo(raw: dict) -> dict[str, Any]:
+    value = raw.get("placebo", False)
+    if value is False or value is None:
+        return {"placebo": 0, "placebo_exclude": ()}
+    if value is True:
+        value = {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"placebo: expected a mapping {{n: 1000, exclude: [...], match: rank}} or false, got {value!r}")
+    unknown = set(value) - {"n", "exclude", "match"}
+    if unknown:
+        raise ConfigError(f"placebo: unknown key(s) {sorted(unknown)}; allowed: exclude, match, n")
+    n = value.get("n", 1000)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
+        raise ConfigError(f"placebo.n: expected a number of placebo pairs from 1 to 1,000,000, got {n!r}")
+    if value.get("match", "rank") != "rank":
+        raise ConfigError(f"placebo.match: only 'rank' (frequency-rank neighbourhoods) is implemented, got {value['match']!r}")
+    exclude = value.get("exclude") or []
+    if not isinstance(exclude, list) or not all(isinstance(w, str) for w in exclude):
+        raise ConfigError("placebo.exclude: expected a list of words")
+    return {"placebo": n, "placebo_exclude": tuple(exclude)}
 
 
 def _bool(raw: dict, key: str, default: bool) -> bool:
@@ -491,6 +521,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         correction=_correction(raw),
         alpha=_alpha(raw),
         ci_level=_ci_level(raw),
+        **_placebo(raw),
     )
 
 

@@ -85,6 +85,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("z", "z_score", "z", "z", "s in SDs of its permutation null"),
     Column("p", "p_value", "p", "p", "permutation p-value (*: every split enumerated; ≤: at its floor 1/(m+1))"),
     Column("p_adj", "p_value_adjusted", "p (adj.)", "p", "p corrected over the languages of its test and weighting"),
+    Column("p_placebo", "p_value_placebo", "p (placebo)", "p", "p against random word pairs of the attribute words' frequencies"),
+    Column("p_placebo_adj", "p_value_placebo_adjusted", "p (placebo, adj.)", "p", "the placebo p, corrected like p"),
+    Column("z_placebo", "z_placebo", "z (placebo)", "z", "s in SDs of its placebo distribution"),
+    Column("d_percentile", "effect_size_placebo_percentile", "d %ile", "number", "d's percentile among the placebo pairs' d"),
+    Column("n_placebo", "n_placebo", "P", "count", "placebo pairs drawn", printed=False),
     Column("exact", "exact", "exact", "flag", "every split was enumerated", printed=False),
     Column("p_normal", "p_value_normal", "p(normal)", "p", "p of z, normal approximation"),
     Column("log10_p_normal", "", "log10 p(normal)", "number", "log10 of p(normal), finite where it underflows",
@@ -296,7 +301,8 @@ def printed_cells(table: pd.DataFrame, columns: Sequence[str] | None = None, *, 
         if key not in table:
             continue
         if col.kind == "p":
-            m = table["permutations"] if "permutations" in table and key in ("p", "p_adj") else [-1] * n
+            counts = "permutations" if key in ("p", "p_adj") else "n_placebo" if key.startswith("p_placebo") else ""
+            m = table[counts] if counts in table else [-1] * n
             exact = table["exact"] if "exact" in table and key == "p" else [False] * n
             logs = table["log10_p_normal"] if "log10_p_normal" in table and key == "p_normal" else [math.nan] * n
             texts = [p_text(float(v), n_permutations=int(k), exact=bool(e), log10_p=float(lp), latex=latex)

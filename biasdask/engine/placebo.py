@@ -38,7 +38,7 @@ from biasdask.stats.placebo import (
     rank_matched_words,
 )
 
-__all__ = ["PlaceboResult", "gendered_words", "placebo_test", "weights_from_scores"]
+__all__ = ["PlaceboResult", "gendered_words", "placebo_test", "summarise", "weights_from_scores"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,8 @@ class PlaceboResult:
         P, the placebo pairs drawn.
     words : ndarray of str, shape (P, n_a + n_b)
         Each placebo pair's words, A' then B'.
+    observed_statistic, observed_effect_size
+        The test's own s (per weighting) and d, from the same moments.
     """
 
     p_value: np.ndarray
@@ -69,6 +71,13 @@ class PlaceboResult:
     effect_sizes: np.ndarray
     n: int
     words: np.ndarray
+    observed_statistic: np.ndarray
+    observed_effect_size: float
+
+    def with_alternative(self, alternative: str | Sequence[str]) -> PlaceboResult:
+        """The same draws summarised for another (resolved) alternative."""
+        return summarise(self.observed_statistic, self.observed_effect_size, self.statistics, self.effect_sizes,
+                         self.words, alternative)
 
 
 @functools.lru_cache(maxsize=64)
@@ -127,7 +136,7 @@ def _term_tokens(words: Sequence[str | AttributeTerm], used: Iterable[str]) -> l
 
 def placebo_test(
     emb: xr.Dataset,
-    sc: xr.Dataset,
+    sc: xr.Dataset | None,
     u: np.ndarray,
     t: np.ndarray,
     a: Sequence[str | AttributeTerm],
@@ -138,6 +147,8 @@ def placebo_test(
     alternative: str | Sequence[str],
     exclude: Iterable[str] = (),
     client=None,
+    used: tuple[Sequence[str], Sequence[str]] | None = None,
+    association: str | None = None,
 ) -> PlaceboResult:
     """The placebo distribution of a full-vocabulary test whose scores are ``sc`` (:func:`biasdask.scores`,
     computed: ``u`` and ``t`` (K, N) its values, the words of the test those with finite u).
@@ -147,7 +158,8 @@ def placebo_test(
     emb
         The embedding the scores come from (its vectors are read once more, chunk by chunk).
     sc
-        The scores Dataset (attributes ``used_a``, ``used_b``, ``association``, ``language``).
+        The scores Dataset (attributes ``used_a``, ``used_b``, ``association``); None when ``used``
+        and ``association`` are given (the words and ranks then come from ``emb``).
     u, t
         Its computed u (N,) and t (K, N).
     a, b
@@ -168,16 +180,17 @@ def placebo_test(
     BiasdaskError
         A non-linear association (``euclidean``), or too few candidate words.
     """
-    kind = str(sc.attrs.get("association", "cosine"))
+    kind = str(association or sc.attrs.get("association", "cosine"))
     if kind not in LINEAR_ASSOCIATIONS:
         raise BiasdaskError(f"placebo: association {kind!r} is not linear in a direction; the placebo null needs "
                             f"one of {', '.join(LINEAR_ASSOCIATIONS)}")
     n_words = u.size
-    words = np.asarray(sc["word"].values).astype(object)
-    ranks = np.asarray(sc["rank"].values, dtype=np.int64)
-    used_a, used_b = list(sc.attrs["used_a"]), list(sc.attrs["used_b"])
+    source = sc if sc is not None else emb.isel(word=slice(0, n_words))
+    words = np.asarray(source["word"].values).astype(object)
+    ranks = np.asarray(source["rank"].values, dtype=np.int64)
+    used_a, used_b = (list(used[0]), list(used[1])) if used is not None else (list(sc.attrs["used_a"]), list(sc.attrs["used_b"]))
     tokens = _term_tokens(a, used_a) + _term_tokens(b, used_b)
-    forbidden = set(gendered_words(str(sc.attrs.get("language", "")))) | set(exclude)
+    forbidden = set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude)
     forbidden.update(tok for group in tokens for tok in group)
     emb = emb.isel(word=slice(0, n_words))  # the words the scores cover (max_words)
     position = {w: i for i, w in reversed(list(enumerate(words)))}
@@ -222,16 +235,25 @@ def placebo_test(
     placebo = evaluate_moments(moments, directions, exclude_v=exclude_v, exclude_z=exclude_z)
     observed_direction = np.asarray(_observed_direction(emb, a, b, kind, used_a, used_b), dtype=np.float64)
     observed = evaluate_moments(moments, observed_direction)
-    summary = placebo_summary(observed.statistic[0], placebo.statistic, alternative=np.asarray(alternative))
-    d = placebo_summary(observed.effect_size[0], placebo.effect_size, alternative="two-sided")
+    return summarise(observed.statistic[0], float(observed.effect_size[0]), placebo.statistic, placebo.effect_size,
+                     words[draws], alternative)
+
+
+def summarise(observed_s: np.ndarray, observed_d: float, statistics: np.ndarray, effect_sizes: np.ndarray,
+              words: np.ndarray, alternative: str | Sequence[str]) -> PlaceboResult:
+    """The :class:`PlaceboResult` of observed statistics (one per weighting) and d against placebo ones."""
+    summary = placebo_summary(observed_s, statistics, alternative=np.asarray(alternative))
+    d = placebo_summary(observed_d, effect_sizes, alternative="two-sided")
     return PlaceboResult(
         p_value=summary.p_value,
         z=summary.z,
         effect_size_percentile=float(d.percentile),
-        statistics=placebo.statistic,
-        effect_sizes=placebo.effect_size,
-        n=int(n),
-        words=words[draws],
+        statistics=statistics,
+        effect_sizes=effect_sizes,
+        n=int(statistics.shape[0]),
+        words=words,
+        observed_statistic=np.asarray(observed_s, dtype=np.float64),
+        observed_effect_size=observed_d,
     )
 
 

@@ -53,6 +53,7 @@ from biasdask.engine.cells import cell_values, cell_word_sets, cell_words, run_c
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.inference import adjusted_pvalues, correction_warning
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
+from biasdask.engine.placebo import PlaceboResult
 from biasdask.engine.scores import as_dataset, attributes_graph, excluded_targets, frequency_unavailable, positions, scores_graph
 from biasdask.engine.update import check_changes, prepare_update, run_attrs
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, ConfigError, CorruptStoreError, MissingWordsError
@@ -191,11 +192,12 @@ def run(
 def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
     """The cube's p-values corrected over their families (:mod:`biasdask.engine.inference`), written whole."""
     cube = rs.open_results(cfg.output, storage_options=options)
-    adjusted = adjusted_pvalues(cube, "p_value", correction=cfg.correction)
-    rs.write_cube_variable(
-        cfg.output, "p_value_adjusted", adjusted.transpose(*rs.DIMS).values,
-        {"correction": cfg.correction, "alpha": cfg.alpha}, storage_options=options,
-    )
+    for variable in ("p_value", "p_value_placebo"):
+        adjusted = adjusted_pvalues(cube, variable, correction=cfg.correction)
+        rs.write_cube_variable(
+            cfg.output, f"{variable}_adjusted", adjusted.transpose(*rs.DIMS).values,
+            {"correction": cfg.correction, "alpha": cfg.alpha}, storage_options=options,
+        )
 
 
 def _run_checked(cfg: StudyConfig, options: dict, stores: dict, client, scheduler, n_workers, overwrite, progress, start_cluster) -> list[str]:
@@ -335,9 +337,11 @@ class _CellWriter:
     def __init__(self, cfg: StudyConfig, options: dict, bar: tqdm) -> None:
         self.cfg, self.options, self.bar = cfg, options, bar
 
-    def __call__(self, language: str, method: str, test: str, values: dict, null=None) -> None:
+    def __call__(self, language: str, method: str, test: str, values: dict, null=None, placebo=None) -> None:
         if self.cfg.save_null and null is not None:
             rs.write_null(self.cfg.output, language, method, test, null, storage_options=self.options)
+        if self.cfg.save_null and placebo is not None:
+            rs.write_null(self.cfg.output, language, method, test, placebo, storage_options=self.options, kind="placebo")
         rs.write_cell(self.cfg.output, language, method, test, values, storage_options=self.options)
         self.bar.update()
 
@@ -728,9 +732,46 @@ def _family_batch(pool, start: int, stop: int):
     return None if pool is None else pools_batch(pool[0], start, stop)
 
 
-def _family_cells(pool, *batches, return_null: bool):
-    """Task: the family's results from its batches, and its weighted effect sizes (None: no usable word)."""
-    return None if pool is None else (finish_pools(pool[0], *batches, return_null=return_null), pool[1])
+def _family_cells(pool, placebo, *batches, return_null: bool):
+    """Task: the family's results from its batches, its weighted effect sizes, and its placebo comparison
+    for each result's resolved alternative (None: no usable word)."""
+    if pool is None:
+        return None
+    results = finish_pools(pool[0], *batches, return_null=return_null)
+    if isinstance(placebo, PlaceboResult):
+        placebo = placebo.with_alternative([r.alternative for r in results])
+    return results, pool[1], placebo
+
+
+def _placebo_job(emb: xr.Dataset, lang, association: str, used_a, used_b, cfg: StudyConfig) -> dict | str:
+    """What a family's placebo task needs (the seed is added by the family), or why it cannot run."""
+    from biasdask.stats.association import LINEAR_ASSOCIATIONS
+
+    if association not in LINEAR_ASSOCIATIONS:
+        return f"association {association!r} is not linear in a direction (placebo pairs need {', '.join(LINEAR_ASSOCIATIONS)})"
+    stored = stored_vectors(emb["vectors"].data)
+    source = ("store", stored.url, stored.storage_options) if stored is not None else emb
+    return {"source": source, "a": lang.a, "b": lang.b, "used": (list(used_a), list(used_b)), "association": association,
+            "n": cfg.placebo, "exclude": cfg.placebo_exclude}
+
+
+def _family_placebo(job: dict, rows: list[int], *pieces):
+    """Task: the family's placebo statistics (:func:`biasdask.engine.placebo.placebo_test`) from its scores
+    (the chunks of u stacked on t) and one more pass over the vectors; the reason as text where there
+    can be none."""
+    from biasdask.engine.placebo import placebo_test
+
+    ut = _joined(pieces)
+    u, t = ut[0], ut[1:][rows]
+    source = job["source"]
+    emb = open_embeddings(source[1], storage_options=source[2]) if isinstance(source, tuple) else source
+    try:
+        with dask.config.set(scheduler="synchronous"):
+            return placebo_test(emb, None, u, t, job["a"], job["b"], n=job["n"], seed=job["seed"],
+                                alternative="two-sided", exclude=job["exclude"], used=job["used"],
+                                association=job["association"])
+    except BiasdaskError as exc:
+        return str(exc)
 
 
 def _cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:
@@ -955,7 +996,14 @@ class _Stream:
         if missing and gender:
             log.warning("%s: attribute words not in the vocabulary, left out: %s", lang.code, missing)
             values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
-        computed = self._start_family(lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used))
+        job = None
+        if self.cfg.placebo and gender:
+            job = _placebo_job(emb, lang, association, set_a.used, set_b.used, self.cfg)
+            if isinstance(job, str):  # the placebo cannot apply here (a non-linear association): say so in the cells
+                values["note"] = "; ".join(v for v in (values.get("note", ""), f"no placebo: {job}") if v)
+                job = None
+        computed = self._start_family(lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used),
+                                      placebo=job)
         if plan.need_scores:  # written by a task where they were computed, once every association's are submitted
             self._scores_part(lang.code, label, (_ScoresPart.of(sc, emb), computed))
 
@@ -991,7 +1039,8 @@ class _Stream:
                                   tag=("written", code, computed))
             self._count(code)
 
-    def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b):
+    def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b,
+                      placebo: dict | None = None):
         """Submit the scores graph (``stacked``: u stacked on t, as :func:`scores_graph` builds it;
         None: from ``sc``; with ``meta``, the delayed attributes of gender scores) and, for ``methods``,
         the pool, its permutation batches and its cells; return the futures of the chunks of u stacked
@@ -1023,7 +1072,11 @@ class _Stream:
             self.tasks.submit(_family_batch, family.pool, a, b, priority=rank)
             for a, b in batch_plan(words * len(methods), self.cfg.n_permutations, self.cfg.batch_size, spread)
         ]
-        cells = self.tasks.submit(_family_cells, family.pool, *parts, return_null=self.cfg.save_null,
+        placebo_future = None
+        if placebo is not None:  # the same placebo pairs for every weighting of the family, seeded by it
+            placebo_future = self.tasks.submit(_family_placebo, {**placebo, "seed": seed}, rows, *pieces, priority=rank)
+            family.futures.append(placebo_future)
+        cells = self.tasks.submit(_family_cells, family.pool, placebo_future, *parts, return_null=self.cfg.save_null,
                                   tag=("cells", code, test), priority=rank)
         family.futures += [family.pool, *parts, cells]
         self.families[(code, test)] = family
@@ -1061,10 +1114,17 @@ class _Stream:
             if done is None:
                 self._fail(code, BiasdaskError("no word has a usable vector"))
                 return
-            results, weighted = done
-            for method, res, d_w in zip(family.methods, results, weighted):
+            results, weighted, placebo = done
+            for k, (method, res, d_w) in enumerate(zip(family.methods, results, weighted)):
                 values = cell_values(res, **{**family.values, "weighting": method, "effect_size_weighted": float(d_w)})
-                self.write(code, method, tag[2], values, res.null_distribution)
+                draws = None
+                if isinstance(placebo, PlaceboResult):
+                    values.update(p_value_placebo=float(placebo.p_value[k]), z_placebo=float(placebo.z[k]),
+                                  effect_size_placebo_percentile=placebo.effect_size_percentile, n_placebo=placebo.n)
+                    draws = placebo.statistics[:, k]
+                elif isinstance(placebo, str):
+                    values["note"] = "; ".join(v for v in (values.get("note", ""), f"no placebo: {placebo}") if v)
+                self.write(code, method, tag[2], values, res.null_distribution, draws)
         else:  # classic
             values, null = future.result()
             if str(values.get("note", "")).startswith("coverage: "):

@@ -52,7 +52,7 @@ import re
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import fsspec
 import numpy as np
@@ -128,10 +128,15 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "effect_size_se": (_FLOAT, np.nan, "standard error of the effect size (the bootstrap distribution's SD)"),
     "ci_level": (_FLOAT, np.nan, "confidence level of the effect size's interval"),
     "ci_method": (str, "", "how the effect size's interval was made, or why there is none"),
+    "p_value_placebo": (_FLOAT, np.nan, "p of s against its placebo distribution (random attribute pairs of the same word frequencies)"),
+    "z_placebo": (_FLOAT, np.nan, "(s - mean) / SD of the placebo statistics"),
+    "effect_size_placebo_percentile": (_FLOAT, np.nan, "percentile of d among the placebo pairs' d"),
+    "n_placebo": (_INT, -1, "placebo pairs drawn"),
     "p_value_adjusted": (_FLOAT, np.nan, "p_value adjusted for multiple comparisons over its family of languages (its attrs: correction, alpha)"),
+    "p_value_placebo_adjusted": (_FLOAT, np.nan, "p_value_placebo adjusted like p_value_adjusted"),
 }
 #: variables computed from the whole cube at the end of a run (:func:`write_cube_variable`), not by a cell
-DERIVED_VARIABLES: tuple[str, ...] = ("p_value_adjusted",)
+DERIVED_VARIABLES: tuple[str, ...] = ("p_value_adjusted", "p_value_placebo_adjusted")
 NOT_RUN = "not run (the run has not reached this cell, or stopped before it)"
 _DONE = "done"
 _DONE_DESCRIPTION = "completion flag of the cell, written after its values"
@@ -866,8 +871,14 @@ def open_scores(url: str, language: str, storage_options: Mapping[str, Any] | No
     return xr.open_zarr(target, group=path, consolidated=False, zarr_format=3, **kw)
 
 
-def _null_path(language: str, method: str, test: str) -> str:
-    return f"null/{language}/{method}/{test}"
+#: the distributions a cell may store: its permutation null, and its placebo statistics
+_DISTRIBUTIONS = {"null": "permutation", "placebo": "draw"}
+
+
+def _null_path(language: str, method: str, test: str, kind: str = "null") -> str:
+    if kind not in _DISTRIBUTIONS:
+        raise ValueError(f"kind must be one of {', '.join(_DISTRIBUTIONS)}, got {kind!r}")
+    return f"{kind}/{language}/{method}/{test}"
 
 
 def write_null(
@@ -877,8 +888,11 @@ def write_null(
     test: str,
     null: np.ndarray,
     storage_options: Mapping[str, Any] | None = None,
+    *,
+    kind: Literal["null", "placebo"] = "null",
 ) -> None:
-    """Store the sampled null distribution of one cell in ``null/<language>/<method>/<test>``.
+    """Store the sampled null distribution of one cell in ``null/<language>/<method>/<test>`` (or its
+    placebo statistics, ``kind="placebo"``: ``placebo/<language>/<method>/<test>``, dim ``draw``).
 
     Parameters
     ----------
@@ -899,26 +913,30 @@ def write_null(
     if values.ndim != 1:
         raise ValueError(f"write_null: null distribution must be 1-D, got shape {values.shape}")
     target, kw = _target(url, storage_options)
-    _zarr_sync(_write_null_async(target, kw, url, (language, method, test), values))
+    _zarr_sync(_write_null_async(target, kw, url, (language, method, test), values, kind))
 
 
-async def _write_null_async(target: str, kw: dict[str, Any], url: str, cell: tuple[str, str, str], values: np.ndarray) -> None:
+async def _write_null_async(
+    target: str, kw: dict[str, Any], url: str, cell: tuple[str, str, str], values: np.ndarray, kind: str = "null"
+) -> None:
     """:func:`write_null` as one coroutine: one trip into zarr's event loop, not one per step."""
     root, _, _ = await _writer_root(target, kw, url, cell)
-    group = await zarr_async.create_group(store=root.store_path.store, path=_null_path(*cell), overwrite=True, zarr_format=3)
+    group = await zarr_async.create_group(store=root.store_path.store, path=_null_path(*cell, kind), overwrite=True,
+                                          zarr_format=3)
     await group.create_array(
-        "null",
+        kind,
         data=values,
         chunks=(min(_NULL_CHUNK, max(1, values.size)),),
-        dimension_names=("permutation",),
+        dimension_names=(_DISTRIBUTIONS[kind],),
     )
     await group.update_attributes({_COMPLETE: True})
 
 
 def read_null(
-    url: str, language: str, method: str, test: str, storage_options: Mapping[str, Any] | None = None
+    url: str, language: str, method: str, test: str, storage_options: Mapping[str, Any] | None = None,
+    *, kind: Literal["null", "placebo"] = "null",
 ) -> np.ndarray:
-    """Read the null distribution stored by :func:`write_null`.
+    """Read the null distribution (or the placebo statistics) stored by :func:`write_null`.
 
     Parameters
     ----------
@@ -941,12 +959,11 @@ def read_null(
     """
     cell = (language, method, test)
     _check_cell(url, storage_options, cell)
-    group = _complete_subgroup(url, storage_options, _null_path(*cell))
+    group = _complete_subgroup(url, storage_options, _null_path(*cell, kind))
     if group is None:
-        raise IncompleteStoreError(
-            f"{url}: no null distribution stored for cell language={language} method={method} test={test}"
-        )
-    return np.asarray(group["null"][...], dtype=np.float64)
+        what = "null distribution" if kind == "null" else "placebo distribution"
+        raise IncompleteStoreError(f"{url}: no {what} stored for cell language={language} method={method} test={test}")
+    return np.asarray(group[kind][...], dtype=np.float64)
 
 
 def copy_cells(
@@ -972,9 +989,10 @@ def copy_cells(
             continue
         write_cell(dest, language, method, test, {name: cell[name].values[()] for name in CELL_VARIABLES},
                    storage_options)
-        null = _null_path(language, method, test)
-        if fs.exists(f"{src_root}/{null}/zarr.json"):
-            fs.copy(f"{src_root}/{null}", f"{dst_root}/{null}", recursive=True)
+        for kind in _DISTRIBUTIONS:
+            null = _null_path(language, method, test, kind)
+            if fs.exists(f"{src_root}/{null}/zarr.json"):
+                fs.copy(f"{src_root}/{null}", f"{dst_root}/{null}", recursive=True)
         n += 1
     for language in scores_of:
         path = f"scores/{_check_name('language', language)}"

@@ -83,3 +83,45 @@ def test_placebo_is_calibrated_on_real_vectors_where_the_dummy_language_is_not(s
         rejected_dummy += res.pvalue <= 0.05
     assert rejected_placebo / n_pairs <= 0.08, rejected_placebo
     assert rejected_dummy / n_pairs >= 0.5, rejected_dummy
+
+
+def _vec_file(path, emb: xr.DataArray) -> str:
+    lines = [f"{emb.sizes['word']} {emb.sizes['dim']}"]
+    lines += [f"{w} " + " ".join(f"{x:.6g}" for x in row) for w, row in zip(emb["word"].values, emb.values)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identically(tmp_path):
+    from distributed import LocalCluster
+
+    from biasdask.engine.run import family_seed
+    from biasdask.io.results import read_null
+
+    store = str(tmp_path / "en.zarr")
+    biasdask.ingest(_vec_file(tmp_path / "en.vec", _anisotropic(n=4000)), store, language="en", progress=False)
+    a, b = ["w7", "w300", "w1200"], ["w8", "w310", "w1500"]
+    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": store, "a": a, "b": b}},
+             "methods": ["uniform", "zipf"], "tests": ["gender"], "n_permutations": 199, "seed": 9,
+             "placebo": {"n": 300, "exclude": ["w9"]}}
+    res = biasdask.run(study, progress=False)
+    emb = biasdask.open_embeddings(store)
+    sc = scores(emb, a, b, methods=("uniform", "zipf"))
+    oracle = placebo_test(emb, sc, sc["u"].values, sc["t"].values, a, b, n=300, seed=family_seed(9, "en", "gender"),
+                          alternative="two-sided", exclude=["w9"])
+    cells = res.sel({"language": "en", "test": "gender"})
+    np.testing.assert_array_equal(cells["p_value_placebo"].values, oracle.p_value)
+    np.testing.assert_array_equal(cells["z_placebo"].values, oracle.z)
+    assert (cells["n_placebo"].values == 300).all() and "w9" not in oracle.words
+    for k, method in enumerate(("uniform", "zipf")):
+        np.testing.assert_array_equal(read_null(study["output"], "en", method, "gender", kind="placebo"),
+                                      oracle.statistics[:, k])
+    assert np.isfinite(res["p_value_placebo_adjusted"].values).all()
+    # the same bits from worker processes
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        from distributed import Client
+
+        with Client(cluster) as client:
+            again = biasdask.run({**study, "output": str(tmp_path / "r2.zarr")}, client=client, progress=False)
+    for name in ("p_value_placebo", "z_placebo", "effect_size_placebo_percentile", "statistic", "p_value"):
+        np.testing.assert_array_equal(again[name].values, res[name].values)

@@ -32,9 +32,10 @@ TESTS = ["gender", "weat1", "weat10"]
 ATTRS = {"seed": 20240917, "alternative": "auto", "similarity": "cosine"}
 CONFIG = "languages: [en, de, pt_BR]\nmethods: [uniform, zipf]\nn_permutations: 9999\nseed: 20240917\n"
 FLOATS = ["statistic", "effect_size", "effect_size_weighted", "p_value", "z_score", "p_value_normal", "null_mean", "null_std",
-          "target_coverage", "effect_size_ci_low", "effect_size_ci_high", "effect_size_se", "ci_level"]
-DERIVED = ["p_value_adjusted"]  # written whole at the end of a run, not by a cell
-INTS = ["n_permutations", "n_x", "n_y", "n_a", "n_b"]
+          "target_coverage", "effect_size_ci_low", "effect_size_ci_high", "effect_size_se", "ci_level", "p_value_placebo",
+          "z_placebo", "effect_size_placebo_percentile"]
+DERIVED = ["p_value_adjusted", "p_value_placebo_adjusted"]  # written whole at the end of a run, not by a cell
+INTS = ["n_permutations", "n_x", "n_y", "n_a", "n_b", "n_placebo"]
 STRINGS = ["alternative", "weighting", "attribute_words_a", "attribute_words_b", "missing_attribute_words", "attribute_set",
            "u_association", "word_sets", "target_words_x", "target_words_y", "missing_target_words", "ci_method", "note"]  # note last
 
