@@ -104,7 +104,9 @@ def full_vocabulary_test(
         (:mod:`biasdask.engine.placebo`; linear associations, single-language tests): the result's
         ``p_value_placebo``, ``z_placebo`` and ``effect_size_placebo_percentile`` answer whether the
         association is larger than that of a random pair of words, which the dummy-language p-value does
-        not. Seeded by the test's seed.
+        not. Seeded by the test's seed. The same pass gives an interval of d over the resampled attribute
+        words (``effect_size_ci_low``, ``effect_size_ci_high``, ``effect_size_se``; BCa, 95 %; NaN with a
+        ``ci_method`` saying why when a side has one word).
     placebo_exclude
         Words no placebo pair may use, besides the attribute words and the known gendered words.
 
@@ -162,5 +164,5 @@ def full_vocabulary_test(
                          alternative=res.alternative, exclude=placebo_exclude, client=client)
     return dataclasses.replace(
         res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]),
-        effect_size_placebo_percentile=found.effect_size_percentile, n_placebo=found.n,
+        effect_size_placebo_percentile=found.effect_size_percentile, n_placebo=found.n, **found.interval,
     )

@@ -17,6 +17,7 @@ the weights of the other words are those of the observed test.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ import xarray as xr
 from biasdask.errors import BiasdaskError
 from biasdask.lexicon import AttributeTerm, bolukbasi, context_words, iat_words, languages
 from biasdask.stats.association import LINEAR_ASSOCIATIONS, linear_directions
+from biasdask.stats.bootstrap import attribute_bootstrap_interval
 from biasdask.stats.placebo import (
     LinearMoments,
     evaluate_moments,
@@ -62,6 +64,11 @@ class PlaceboResult:
         Each placebo pair's words, A' then B'.
     observed_statistic, observed_effect_size
         The test's own s (per weighting) and d, from the same moments.
+    interval : dict
+        The interval fields of the test's d over its resampled attribute words
+        (:func:`biasdask.stats.bootstrap.attribute_bootstrap_interval`, BCa, seeded like the draws):
+        ``effect_size_ci_low``, ``effect_size_ci_high``, ``effect_size_se``, ``ci_level``,
+        ``ci_method``; empty without ``ci_level``.
     """
 
     p_value: np.ndarray
@@ -73,11 +80,13 @@ class PlaceboResult:
     words: np.ndarray
     observed_statistic: np.ndarray
     observed_effect_size: float
+    interval: dict = dataclasses.field(default_factory=dict)
 
     def with_alternative(self, alternative: str | Sequence[str]) -> PlaceboResult:
         """The same draws summarised for another (resolved) alternative."""
-        return summarise(self.observed_statistic, self.observed_effect_size, self.statistics, self.effect_sizes,
-                         self.words, alternative)
+        out = summarise(self.observed_statistic, self.observed_effect_size, self.statistics, self.effect_sizes,
+                        self.words, alternative)
+        return dataclasses.replace(out, interval=self.interval)
 
 
 @functools.lru_cache(maxsize=64)
@@ -149,6 +158,7 @@ def placebo_test(
     client=None,
     used: tuple[Sequence[str], Sequence[str]] | None = None,
     association: str | None = None,
+    ci_level: float | None = 0.95,
 ) -> PlaceboResult:
     """The placebo distribution of a full-vocabulary test whose scores are ``sc`` (:func:`biasdask.scores`,
     computed: ``u`` and ``t`` (K, N) its values, the words of the test those with finite u).
@@ -174,6 +184,8 @@ def placebo_test(
         Further words no placebo may use.
     client
         Dask client (default: the current one, else Dask's default scheduler).
+    ci_level
+        Also an interval of d over the resampled attribute words at this level (None: none).
 
     Raises
     ------
@@ -233,10 +245,27 @@ def placebo_test(
         exclude_v = np.stack([moment_rows(kind, v) for v in placebo_vectors])
         exclude_z = weights_from_scores(u[draws.ravel()], t[:, draws.ravel()]).reshape(t.shape[0], *draws.shape).transpose(1, 0, 2)
     placebo = evaluate_moments(moments, directions, exclude_v=exclude_v, exclude_z=exclude_z)
-    observed_direction = np.asarray(_observed_direction(emb, a, b, kind, used_a, used_b), dtype=np.float64)
-    observed = evaluate_moments(moments, observed_direction)
-    return summarise(observed.statistic[0], float(observed.effect_size[0]), placebo.statistic, placebo.effect_size,
-                     words[draws], alternative)
+    va, vb = _observed_vectors(emb, a, b, kind)
+    observed = evaluate_moments(moments, linear_directions(kind, va, vb))
+    out = summarise(observed.statistic[0], float(observed.effect_size[0]), placebo.statistic, placebo.effect_size,
+                    words[draws], alternative)
+    return dataclasses.replace(out, interval=_interval(moments, va, vb, kind, seed, ci_level))
+
+
+def _interval(moments: LinearMoments, va: np.ndarray, vb: np.ndarray, kind: str, seed: int, level: float | None) -> dict:
+    """The interval fields of a full-vocabulary test's d over its resampled attribute words."""
+    if level is None:
+        return {}
+    found = attribute_bootstrap_interval(moments, va, vb, seed=seed, association=kind, level=level)
+    if found.note:
+        return {"ci_level": float(level), "ci_method": f"none: {found.note}"}
+    return {
+        "effect_size_ci_low": found.ci_low,
+        "effect_size_ci_high": found.ci_high,
+        "effect_size_se": found.se,
+        "ci_level": float(level),
+        "ci_method": f"{found.method} bootstrap of the attribute words ({found.n_resamples} resamples)",
+    }
 
 
 def summarise(observed_s: np.ndarray, observed_d: float, statistics: np.ndarray, effect_sizes: np.ndarray,
@@ -257,12 +286,9 @@ def summarise(observed_s: np.ndarray, observed_d: float, statistics: np.ndarray,
     )
 
 
-def _observed_direction(emb, a, b, kind, used_a, used_b) -> np.ndarray:
-    """The test's own direction δ, from its attribute sets as the scores used them."""
-    from biasdask.engine.scores import _attribute_vectors, attribute_set
+def _observed_vectors(emb, a, b, kind) -> tuple[np.ndarray, np.ndarray]:
+    """The attribute vectors the test's own direction is made of, as the scores used them."""
+    from biasdask.engine.scores import _attribute_vectors, as_terms, attribute_set
 
     set_a, set_b = attribute_set(emb, a, "A"), attribute_set(emb, b, "B")
-    from biasdask.engine.scores import as_terms
-
-    va, vb = _attribute_vectors(kind, as_terms(a), as_terms(b), set_a, set_b, str(emb.attrs.get("language", "?")))
-    return linear_directions(kind, va, vb)
+    return _attribute_vectors(kind, as_terms(a), as_terms(b), set_a, set_b, str(emb.attrs.get("language", "?")))

@@ -752,7 +752,7 @@ def _placebo_job(emb: xr.Dataset, lang, association: str, used_a, used_b, cfg: S
     stored = stored_vectors(emb["vectors"].data)
     source = ("store", stored.url, stored.storage_options) if stored is not None else emb
     return {"source": source, "a": lang.a, "b": lang.b, "used": (list(used_a), list(used_b)), "association": association,
-            "n": cfg.placebo, "exclude": cfg.placebo_exclude}
+            "n": cfg.placebo, "exclude": cfg.placebo_exclude, "ci_level": cfg.ci_level}
 
 
 def _family_placebo(job: dict, rows: list[int], *pieces):
@@ -769,7 +769,7 @@ def _family_placebo(job: dict, rows: list[int], *pieces):
         with dask.config.set(scheduler="synchronous"):
             return placebo_test(emb, None, u, t, job["a"], job["b"], n=job["n"], seed=job["seed"],
                                 alternative="two-sided", exclude=job["exclude"], used=job["used"],
-                                association=job["association"])
+                                association=job["association"], ci_level=job["ci_level"])
     except BiasdaskError as exc:
         return str(exc)
 
@@ -1120,7 +1120,8 @@ class _Stream:
                 draws = None
                 if isinstance(placebo, PlaceboResult):
                     values.update(p_value_placebo=float(placebo.p_value[k]), z_placebo=float(placebo.z[k]),
-                                  effect_size_placebo_percentile=placebo.effect_size_percentile, n_placebo=placebo.n)
+                                  effect_size_placebo_percentile=placebo.effect_size_percentile, n_placebo=placebo.n,
+                                  **placebo.interval)
                     draws = placebo.statistics[:, k]
                 elif isinstance(placebo, str):
                     values["note"] = "; ".join(v for v in (values.get("note", ""), f"no placebo: {placebo}") if v)

@@ -198,15 +198,10 @@ class ClassicTestResult(PermutationTestResult):
         How s, its sign and the effect size are defined (the direction convention for a distance).
     coverage
         Role (``x``, ``y``, ``a``, ``b``) -> :class:`SetCoverage`.
-    effect_size_ci_low, effect_size_ci_high, effect_size_se
-        A bootstrap interval of d at ``ci_level`` and its standard error: the target words X and Y
-        resampled apart with replacement, the attribute words fixed
-        (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`, BCa, seeded by the test's ``seed``);
-        NaN where there is none (``ci_method`` says why).
-    ci_level
-        The interval's confidence level (NaN when none was asked for).
-    ci_method
-        How the interval was made, or why there is none.
+
+    The interval fields (``effect_size_ci_low``...) hold a bootstrap interval of d over the target
+    words X and Y, resampled apart with replacement, the attribute words fixed
+    (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`, BCa, seeded by the test's ``seed``).
     """
 
     n_a: int
@@ -216,11 +211,6 @@ class ClassicTestResult(PermutationTestResult):
     similarity: str
     convention: str
     coverage: dict[str, SetCoverage]
-    effect_size_ci_low: float = math.nan
-    effect_size_ci_high: float = math.nan
-    effect_size_se: float = math.nan
-    ci_level: float = math.nan
-    ci_method: str = ""
 
 def _result(res: PermutationTestResult, coverage: dict[str, SetCoverage], **extra) -> ClassicTestResult:
     values = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}

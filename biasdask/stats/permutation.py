@@ -176,6 +176,14 @@ class PermutationTestResult:
         placebo statistics, and d's percentile among the placebo pairs' d; NaN without a placebo.
     n_placebo : int
         P, the placebo pairs (0 without).
+    effect_size_ci_low, effect_size_ci_high, effect_size_se : float
+        An interval of d at ``ci_level`` and its standard error (classic tests: a bootstrap of the
+        target words; a full-vocabulary test with ``placebo``: of the attribute words); NaN where there
+        is none (``ci_method`` says why).
+    ci_level : float
+        The interval's confidence level (NaN when none was made).
+    ci_method : str
+        How the interval was made, or why there is none.
     """
 
     statistic: float
@@ -196,6 +204,11 @@ class PermutationTestResult:
     z_placebo: float = float("nan")
     effect_size_placebo_percentile: float = float("nan")
     n_placebo: int = 0
+    effect_size_ci_low: float = float("nan")
+    effect_size_ci_high: float = float("nan")
+    effect_size_se: float = float("nan")
+    ci_level: float = float("nan")
+    ci_method: str = ""
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,24 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
         np.testing.assert_array_equal(read_null(study["output"], "en", method, "gender", kind="placebo"),
                                       oracle.statistics[:, k])
     assert np.isfinite(res["p_value_placebo_adjusted"].values).all()
+    # the interval of d over the resampled attribute words, against the core on moments summed in one block
+    from biasdask.stats.bootstrap import attribute_bootstrap_interval
+    from biasdask.stats.placebo import linear_moments, moment_rows
+
+    u = sc["u"].values
+    keep = np.isfinite(u)
+    vectors = emb["vectors"].values.astype(np.float64)
+    z = oracle.statistics.shape[1]  # weightings: uniform (1) and Zipf (1/rank / H_N)
+    ranks = np.arange(1, u.size + 1)
+    weights = np.stack([np.ones(u.size), (1 / ranks) / np.sum(1 / ranks)])[:z][:, keep]
+    moments = linear_moments(moment_rows("cosine", vectors[keep]), weights)
+    rows = {w: vectors[i] for i, w in enumerate(emb["word"].values)}
+    core = attribute_bootstrap_interval(moments, [rows[w] for w in a], [rows[w] for w in b], seed=family_seed(9, "en", "gender"))
+    for method in ("uniform", "zipf"):
+        cell = cells.sel({"method": method})
+        assert float(cell["effect_size_ci_low"]) == pytest.approx(core.ci_low, rel=1e-6)
+        assert float(cell["effect_size_ci_high"]) == pytest.approx(core.ci_high, rel=1e-6)
+        assert "attribute words" in str(cell["ci_method"].values)
     # the same bits from worker processes
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         from distributed import Client
