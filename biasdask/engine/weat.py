@@ -320,6 +320,8 @@ def weat(
     batch_size: int | None = None,
     progress: bool | None = None,
     ci_level: float | None = 0.95,
+    placebo: int | None = None,
+    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """The Word Embedding Association Test (Caliskan et al. 2017; seed 002 eqs. 1-3) on a stored embedding.
 
@@ -375,6 +377,13 @@ def weat(
         Confidence level of the effect size's bootstrap interval (``effect_size_ci_low``,
         ``effect_size_ci_high``: X and Y resampled apart, BCa, seeded by the result's ``seed``); None
         for none.
+    placebo
+        Also compare s with P = ``placebo`` WEATs whose attribute words are replaced by random words of
+        about the same frequency ranks (never a test word or a known gendered word;
+        :func:`biasdask.engine.placebo.weat_placebo`): ``p_value_placebo``, ``z_placebo``,
+        ``effect_size_placebo_percentile`` of the result. Seeded by the test's seed; single-store tests.
+    placebo_exclude
+        Words no placebo set may use, besides the test's words and the known gendered words.
 
     Returns
     -------
@@ -439,9 +448,20 @@ def weat(
             return_null=return_null,
             progress=progress,
         )
+    extra = {}
+    if placebo:
+        if attributes_from is not None:
+            raise BiasdaskError("placebo: a cross-lingual WEAT draws no placebo attribute words (give no attributes_from)")
+        from biasdask.engine.placebo import weat_placebo
+
+        found = weat_placebo(emb, matrices["x"], matrices["y"], coverage["a"].found, coverage["b"].found,
+                             target_words=[*coverage["x"].found, *coverage["y"].found], similarity=similarity,
+                             n=int(placebo), seed=res.seed, alternative=res.alternative, exclude=placebo_exclude)
+        extra = dict(p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]),
+                     effect_size_placebo_percentile=found.effect_size_percentile, n_placebo=found.n)
     return _result(
         res, coverage, test=test, language=language, similarity=similarity, convention=_CONVENTIONS[similarity],
-        **effect_size_interval(s_x, s_y, seed=res.seed, level=ci_level),
+        **effect_size_interval(s_x, s_y, seed=res.seed, level=ci_level), **extra,
     )
 
 
