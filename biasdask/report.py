@@ -390,6 +390,10 @@ def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
                 if correction and correction != "none" and "p_adj" in cell:
                     adj = cell["p_adj"].to_numpy(dtype=float)[ok]
                     text += f" ({int((adj[np.isfinite(adj)] < alpha).sum())} after {correction} correction)"
+            if "p_placebo" in cell and np.isfinite(cell["p_placebo"].to_numpy(dtype=float)[ok]).any():
+                pp = cell["p_placebo"].to_numpy(dtype=float)[ok]
+                text += (f"; against random word pairs of the same frequencies (placebo) p < {alpha:g} in "
+                         f"{int((pp[np.isfinite(pp)] < alpha).sum())} of {int(np.isfinite(pp).sum())}")
             lines.append(text + ".")
         if "sets" in part:
             sources: dict[str, list[str]] = {}

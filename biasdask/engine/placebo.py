@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import dask
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from biasdask.errors import BiasdaskError
@@ -213,7 +214,7 @@ def placebo_test(
     for group in tokens:
         found = [position[tok] for tok in group if tok in position]
         attribute_ranks.append(int(ranks[min(found)]) if found else 1)
-    candidates = np.flatnonzero(np.isfinite(u) & ~np.isin(words, list(forbidden)))
+    candidates = np.flatnonzero(np.isfinite(u) & ~pd.Index(words).isin(list(forbidden)))
     if candidates.size < len(tokens) + 1:
         raise BiasdaskError(f"placebo: {candidates.size} candidate words, too few for {len(tokens)} attribute words")
     draws = candidates[rank_matched_words(attribute_ranks, ranks[candidates], n=n, seed=seed)]  # (P, k) rows
@@ -325,7 +326,7 @@ def weat_placebo(
     position = {w: i for i, w in reversed(list(enumerate(words)))}
     forbidden = set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude)
     forbidden.update(a_words, b_words, target_words)
-    candidates = np.flatnonzero((norms > 0) & ~np.isin(words, list(forbidden)))
+    candidates = np.flatnonzero((norms > 0) & ~pd.Index(words).isin(list(forbidden)))
     attribute = [*a_words, *b_words]
     if candidates.size < len(attribute) + 1:
         raise BiasdaskError(f"placebo: {candidates.size} candidate words, too few for {len(attribute)} attribute words")

@@ -53,7 +53,7 @@ from biasdask.engine.cells import cell_values, cell_word_sets, cell_words, run_c
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.inference import adjusted_pvalues, correction_warning
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
-from biasdask.engine.placebo import PlaceboResult
+from biasdask.engine.placebo import PlaceboResult, weights_from_scores
 from biasdask.engine.scores import as_dataset, attributes_graph, excluded_targets, frequency_unavailable, positions, scores_graph
 from biasdask.engine.update import check_changes, prepare_update, run_attrs
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, ConfigError, CorruptStoreError, MissingWordsError
@@ -710,21 +710,11 @@ def _family_pools(rows: list[int], n_permutations: int, alternative: str, seed: 
 
 def weighted_effect_sizes(u: np.ndarray, t: np.ndarray) -> np.ndarray:
     """The weighted effect size of each weighting (rows of ``t`` = z·u, float32 as the scores hold them)
-    of a full-vocabulary test: X's u with weights z against the dummy language (zeros carrying X's
-    weights), :func:`biasdask.stats.placebo.weighted_effect_size`; its sign is that of s = Σ t.
-
-    The weights are recovered as t/u in float64 (relative error of float32, ~6e-8); a word whose u is
-    exactly 0 (its t is 0 too) keeps weight 1 in a row equal to u (``uniform``), else 0.
-    """
+    of a full-vocabulary test: X's u with weights z (:func:`biasdask.engine.placebo.weights_from_scores`)
+    against the dummy language (zeros carrying X's weights),
+    :func:`biasdask.stats.placebo.weighted_effect_size`; its sign is that of s = Σ t."""
     u64 = u.astype(np.float64)
-    out = np.empty(t.shape[0])
-    nonzero = u64 != 0
-    for k, row in enumerate(t.astype(np.float64)):
-        uniform = np.array_equal(row, u64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(nonzero, row / np.where(nonzero, u64, 1.0), 1.0 if uniform else 0.0)
-        out[k] = weighted_effect_size(u64, z, np.zeros_like(u64), z)
-    return out
+    return np.array([weighted_effect_size(u64, z, np.zeros_like(u64), z) for z in weights_from_scores(u64, t)])
 
 
 def _family_batch(pool, start: int, stop: int):

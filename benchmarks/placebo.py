@@ -1,0 +1,120 @@
+"""The placebo null on a large synthetic anisotropic embedding: its calibration, and what it costs a study.
+
+1. Calibration: random non-gendered words of a synthetic embedding (a common mean direction plus
+   dimensions of decreasing variance, as real embeddings have) used as A and B: how often the
+   dummy-language p-value and the placebo p-value reject at alpha (a calibrated test: about alpha).
+2. Cost: one study (the ``gender`` test, uniform and Zipf weightings) of the same store with and
+   without ``placebo``, in this process on Dask's threaded scheduler, best of ``--repeats``; the ratio
+   is what the placebo pass adds to a study's time.
+
+Run ``python benchmarks/placebo.py --help`` for the sizes. Prints the date, the CPU model and the load
+average beside the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def write_store(root: Path, n_words: int, dim: int, seed: int) -> str:
+    """A synthetic anisotropic embedding of ``n_words`` words, ingested into a store."""
+    import biasdask
+
+    rng = np.random.default_rng(seed)
+    mean = 3.0 * rng.normal(size=dim)
+    scale = np.linspace(2.0, 0.2, dim)
+    path = root / "synthetic.vec"
+    with path.open("w", encoding="utf-8") as f:
+        f.write(f"{n_words} {dim}\n")
+        for start in range(0, n_words, 50_000):
+            block = (mean + rng.normal(size=(min(50_000, n_words - start), dim)) * scale).astype(np.float32)
+            for i, row in enumerate(block, start):
+                f.write(f"w{i} " + " ".join(f"{x:.5f}" for x in row) + "\n")
+    store = str(root / "en.zarr")
+    biasdask.ingest(str(path), store, language="en", progress=False)
+    return store
+
+
+def calibration(store: str, pairs: int, placebo: int, alpha: float, seed: int) -> tuple[float, float]:
+    """Rejection rates (dummy-language p, placebo p) at ``alpha`` over random single-word pairs."""
+    import biasdask
+
+    emb = biasdask.open_embeddings(store)
+    n = emb.sizes["word"]
+    rng = np.random.default_rng(seed)
+    dummy = placebo_hits = 0
+    for _ in range(pairs):
+        a, b = rng.choice(np.arange(100, n), size=2, replace=False)
+        res = biasdask.full_vocabulary_test(emb, [f"w{a}"], [f"w{b}"], "zipf", n_permutations=199,
+                                            seed=int(rng.integers(2**31)), placebo=placebo, exclude_attributes=True)
+        dummy += res.pvalue <= alpha
+        placebo_hits += res.p_value_placebo <= alpha
+    return dummy / pairs, placebo_hits / pairs
+
+
+def study_time(store: str, root: Path, placebo: int, repeats: int) -> float:
+    """Best wall time of a one-language gender study with (``placebo`` > 0) or without the placebo pass."""
+    import biasdask
+
+    best = float("inf")
+    for r in range(repeats):
+        study = {"output": str(root / f"r-{placebo}-{r}.zarr"),
+                 "languages": {"en": {"store": store, "a": ["w10", "w700"], "b": ["w20", "w900"]}},
+                 "methods": ["uniform", "zipf"], "tests": ["gender"], "n_permutations": 999, "seed": r,
+                 **({"placebo": {"n": placebo}} if placebo else {})}
+        start = time.perf_counter()
+        biasdask.run(study, progress=False)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--words", type=int, default=200_000, help="vocabulary size (default: %(default)s)")
+    parser.add_argument("--dim", type=int, default=100, help="dimensions (default: %(default)s)")
+    parser.add_argument("--pairs", type=int, default=200, help="random word pairs for the calibration (default: %(default)s)")
+    parser.add_argument("--calibration-words", type=int, default=20_000,
+                        help="vocabulary of the calibration store (default: %(default)s)")
+    parser.add_argument("--placebo", type=int, default=1000, help="placebo pairs per test (default: %(default)s)")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    print(f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {_cpu()} · {os.cpu_count()} logical CPUs · "
+          f"load {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "cal").mkdir()
+        small = write_store(root / "cal", args.calibration_words, args.dim, seed=1)
+        dummy, placebo = calibration(small, args.pairs, min(args.placebo, 199), args.alpha, seed=2)
+        print(f"calibration ({args.pairs} random word pairs as A and B, {args.calibration_words:,} words × {args.dim}, "
+              f"Zipf weighting, alpha {args.alpha:g}): dummy-language p rejects {100 * dummy:.1f} %, placebo p "
+              f"{100 * placebo:.1f} %")
+        (root / "big").mkdir()
+        store = write_store(root / "big", args.words, args.dim, seed=3)
+        without = study_time(store, root, 0, args.repeats)
+        with_placebo = study_time(store, root, args.placebo, args.repeats)
+        print(f"study time ({args.words:,} words × {args.dim}, gender test, two weightings, 999 permutations, "
+              f"threaded scheduler): {without:.2f} s without placebo, {with_placebo:.2f} s with {args.placebo} placebo "
+              f"pairs: ratio {with_placebo / without:.2f}")
+
+
+if __name__ == "__main__":
+    main()
