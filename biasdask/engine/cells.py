@@ -141,6 +141,9 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
     for name in ("effect_size_ci_low", "effect_size_ci_high", "effect_size_se", "ci_level", "ci_method"):
         if hasattr(result, name):
             values[name] = getattr(result, name)
+    if getattr(result, "n_placebo", 0):
+        values.update({name: getattr(result, name) for name in
+                       ("p_value_placebo", "z_placebo", "effect_size_placebo_percentile", "n_placebo")})
     values.update(extra)
     return values
 
@@ -223,6 +226,8 @@ def run_cell(
     storage_options: dict | None = None,
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
     ci_level: float | None = 0.95,
+    placebo: int | None = None,
+    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """Run one classic test of a study on one language's store.
 
@@ -245,6 +250,9 @@ def run_cell(
     ci_level
         Confidence level of the effect size's bootstrap interval (WEAT, XWEAT, career_family; the
         set-level metrics have no effect size); None for none.
+    placebo, placebo_exclude
+        WEAT and XWEAT: the placebo comparison of :func:`weat` (``emb`` must then be the whole
+        vocabulary, where the placebo words are drawn). The other tests have none.
 
     Returns
     -------
@@ -299,4 +307,6 @@ def run_cell(
         test=test,
         **common,
         ci_level=ci_level,
+        placebo=placebo,
+        placebo_exclude=placebo_exclude,
     )

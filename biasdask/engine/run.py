@@ -733,15 +733,19 @@ def _family_cells(pool, placebo, *batches, return_null: bool):
     return results, pool[1], placebo
 
 
+def _vector_source(emb: xr.Dataset):
+    """How a task reaches a language's vectors: its store (URL and options), else the in-memory Dataset."""
+    stored = stored_vectors(emb["vectors"].data)
+    return ("store", stored.url, stored.storage_options) if stored is not None else emb
+
+
 def _placebo_job(emb: xr.Dataset, lang, association: str, used_a, used_b, cfg: StudyConfig) -> dict | str:
     """What a family's placebo task needs (the seed is added by the family), or why it cannot run."""
     from biasdask.stats.association import LINEAR_ASSOCIATIONS
 
     if association not in LINEAR_ASSOCIATIONS:
         return f"association {association!r} is not linear in a direction (placebo pairs need {', '.join(LINEAR_ASSOCIATIONS)})"
-    stored = stored_vectors(emb["vectors"].data)
-    source = ("store", stored.url, stored.storage_options) if stored is not None else emb
-    return {"source": source, "a": lang.a, "b": lang.b, "used": (list(used_a), list(used_b)), "association": association,
+    return {"source": _vector_source(emb), "a": lang.a, "b": lang.b, "used": (list(used_a), list(used_b)), "association": association,
             "n": cfg.placebo, "exclude": cfg.placebo_exclude, "ci_level": cfg.ci_level}
 
 
@@ -780,6 +784,9 @@ def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, word
     :func:`_cell_rows`): its cells' values and null. Its permutations run in the task (a few words)."""
     from biasdask.engine.weat import CoverageError
 
+    source = options.pop("source", None)
+    if source is not None:  # a placebo needs the whole vocabulary: the test reads its rows there too
+        rows = open_embeddings(source[1], storage_options=source[2]) if isinstance(source, tuple) else source
     try:
         with dask.config.set(scheduler="synchronous"):
             res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
@@ -909,7 +916,11 @@ class _Stream:
         for test, methods in plan.classic.items():
             seed = cell_seed(cfg.seed, lang.code, "uniform", test)
             word_sets = cell_word_sets(test, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words)
-            self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, word_sets, {**options, "seed": seed},
+            extra = {}
+            if cfg.placebo and test.startswith(("weat", "xweat")):  # placebo words come from the whole vocabulary
+                extra = {"placebo": cfg.placebo, "placebo_exclude": cfg.placebo_exclude, "source": _vector_source(emb)}
+            self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, word_sets,
+                              {**options, "seed": seed, **extra},
                               tag=("classic", lang.code, test, methods), priority=rank)
             self._count(lang.code)
 

@@ -171,3 +171,18 @@ def test_weat_placebo_sets_are_weats_of_their_own(shared_data, tmp_path):
                             ci_level=None)
         assert found.statistics[i, 0] == pytest.approx(own.statistic, rel=1e-6)
         assert found.effect_sizes[i] == pytest.approx(own.effect_size, rel=1e-6)
+
+
+def test_a_study_with_placebo_gives_its_weat_cells_the_placebo_of_weat(shared_data, tmp_path):
+    store = str(tmp_path / "en.zarr")
+    biasdask.ingest(str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en",
+                    progress=False)
+    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": store}}, "methods": ["uniform"],
+             "tests": ["weat1", "career_family"], "n_permutations": 199, "seed": 2, "placebo": {"n": 99}}
+    res = biasdask.run(study, progress=False)
+    from biasdask.engine.run import cell_seed
+
+    own = biasdask.weat(store, "weat1", n_permutations=199, seed=cell_seed(2, "en", "uniform", "weat1"), placebo=99)
+    cell = res.sel({"language": "en", "method": "uniform", "test": "weat1"})
+    assert float(cell["p_value_placebo"]) == own.p_value_placebo and int(cell["n_placebo"]) == 99
+    assert float(cell["z_placebo"]) == own.z_placebo
