@@ -251,8 +251,9 @@ def run_cell(
         Confidence level of the effect size's bootstrap interval (WEAT, XWEAT, career_family; the
         set-level metrics have no effect size); None for none.
     placebo, placebo_exclude
-        WEAT and XWEAT: the placebo comparison of :func:`weat` (``emb`` must then be the whole
-        vocabulary, where the placebo words are drawn). The other tests have none.
+        WEAT, XWEAT and the set-level metrics on WEAT-7's or the study's sets: the placebo comparison of
+        :func:`weat` and :func:`~biasdask.engine.setmetrics.set_metric_test` (``emb`` must then be the
+        whole vocabulary, where the placebo words are drawn). career_family has none.
 
     Returns
     -------
@@ -274,6 +275,7 @@ def run_cell(
             test, emb, language=language, n_permutations=n_permutations, alternative=alternative, seed=seed,
             client=client, min_coverage=min_coverage, model=model, return_null=return_null, batch_size=batch_size,
             progress=progress, storage_options=storage_options, set_metric_words=set_metric_words,
+            placebo=placebo, placebo_exclude=placebo_exclude,
         )
     tests = available_tests()
     if test not in tests:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import dask
@@ -41,7 +41,7 @@ from biasdask.stats.placebo import (
     rank_matched_words,
 )
 
-__all__ = ["PlaceboResult", "gendered_words", "placebo_test", "summarise", "weat_placebo", "weights_from_scores"]
+__all__ = ["PlaceboResult", "attribute_placebo", "gendered_words", "placebo_test", "summarise", "weights_from_scores"]
 
 
 @dataclass(frozen=True)
@@ -295,31 +295,29 @@ def _observed_vectors(emb, a, b, kind) -> tuple[np.ndarray, np.ndarray]:
     return _attribute_vectors(kind, as_terms(a), as_terms(b), set_a, set_b, str(emb.attrs.get("language", "?")))
 
 
-def weat_placebo(
+def attribute_placebo(
     emb: xr.Dataset,
-    x: np.ndarray,
-    y: np.ndarray,
     a_words: Sequence[str],
     b_words: Sequence[str],
+    statistic: Callable[[np.ndarray, np.ndarray], tuple[float, float]],
     *,
     target_words: Iterable[str],
-    similarity: str,
     n: int,
     seed: int,
     alternative: str,
     exclude: Iterable[str] = (),
 ) -> PlaceboResult:
-    """The placebo distribution of a WEAT: its statistic with rank-matched random words in place of the
-    attribute words ``a_words``, ``b_words`` (the target rows ``x``, ``y`` fixed), each placebo set's
-    words drawn from the vocabulary minus the test's words and the known gendered words.
+    """The placebo distribution of a test on word sets (WEAT, a set-level metric): ``statistic(A, B)``
+    (the test's value and its effect size, NaN for none, given the attribute rows) with rank-matched
+    random words in place of the attribute words ``a_words``, ``b_words``; the target words stay. Each
+    placebo set's words come from the vocabulary minus the test's words (``target_words`` too), the known
+    gendered words and ``exclude``, and zero vectors.
 
     Raises
     ------
     BiasdaskError
         Too few candidate words.
     """
-    from biasdask.stats.weat import weat_effect_size, weat_scores, weat_statistic
-
     words = np.asarray(emb["word"].values).astype(object)
     ranks = np.asarray(emb["rank"].values, dtype=np.int64)
     norms = np.asarray(emb["norm"].values, dtype=np.float64) if "norm" in emb else np.ones(words.size)
@@ -332,7 +330,7 @@ def weat_placebo(
         raise BiasdaskError(f"placebo: {candidates.size} candidate words, too few for {len(attribute)} attribute words")
     attribute_ranks = [int(ranks[position[w]]) for w in attribute]
     draws = candidates[rank_matched_words(attribute_ranks, ranks[candidates], n=n, seed=seed)]
-    rows_needed = np.unique(draws)
+    rows_needed = np.unique(np.concatenate([draws.ravel(), [position[w] for w in attribute]]))
     picked = np.asarray(emb["vectors"].isel(word=rows_needed).values, dtype=np.float64)
     lookup = {int(r): i for i, r in enumerate(rows_needed)}
     vectors = picked[np.vectorize(lookup.__getitem__)(draws)]  # (P, k, D)
@@ -340,11 +338,7 @@ def weat_placebo(
     statistics = np.empty((n, 1))
     effect_sizes = np.empty(n)
     for i, draw in enumerate(vectors):
-        s_x, s_y = weat_scores(x, y, draw[:n_a], draw[n_a:], similarity)
-        statistics[i, 0] = weat_statistic(s_x, s_y)
-        effect_sizes[i] = weat_effect_size(s_x, s_y)
-    a_rows = np.asarray(emb["vectors"].isel(word=[position[w] for w in a_words]).values, dtype=np.float64)
-    b_rows = np.asarray(emb["vectors"].isel(word=[position[w] for w in b_words]).values, dtype=np.float64)
-    s_x, s_y = weat_scores(x, y, a_rows, b_rows, similarity)
-    return summarise(np.array([weat_statistic(s_x, s_y)]), weat_effect_size(s_x, s_y), statistics, effect_sizes,
-                     words[draws], [alternative])
+        statistics[i, 0], effect_sizes[i] = statistic(draw[:n_a], draw[n_a:])
+    own = picked[[lookup[position[w]] for w in attribute]]
+    observed, observed_d = statistic(own[:n_a], own[n_a:])
+    return summarise(np.array([observed]), observed_d, statistics, effect_sizes, words[draws], [alternative])

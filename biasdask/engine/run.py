@@ -55,6 +55,7 @@ from biasdask.engine.inference import adjusted_pvalues, correction_warning
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.placebo import PlaceboResult, weights_from_scores
 from biasdask.engine.scores import as_dataset, attributes_graph, excluded_targets, frequency_unavailable, positions, scores_graph
+from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 from biasdask.engine.update import check_changes, prepare_update, run_attrs
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, ConfigError, CorruptStoreError, MissingWordsError
 from biasdask.io import results as rs
@@ -917,7 +918,10 @@ class _Stream:
             seed = cell_seed(cfg.seed, lang.code, "uniform", test)
             word_sets = cell_word_sets(test, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words)
             extra = {}
-            if cfg.placebo and test.startswith(("weat", "xweat")):  # placebo words come from the whole vocabulary
+            with_placebo = test.startswith(("weat", "xweat")) or (
+                test in SET_METRICS and (lang.set_metric_words or set_metric_sets(lang.code, cfg.iat_model) != "career_family")
+            )
+            if cfg.placebo and with_placebo:  # placebo words come from the whole vocabulary
                 extra = {"placebo": cfg.placebo, "placebo_exclude": cfg.placebo_exclude, "source": _vector_source(emb)}
             self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, word_sets,
                               {**options, "seed": seed, **extra},

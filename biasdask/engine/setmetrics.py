@@ -20,6 +20,7 @@ reproduce; XWEAT-7's translations in de, es, hr, it, ru, tr; elsewhere Lewis & L
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Literal
@@ -169,6 +170,8 @@ def set_metric_test(
     test: str | None = None,
     batch_size: int | None = None,
     progress: bool | None = None,
+    placebo: int | None = None,
+    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """One set-level metric on three word sets of a stored embedding, with its relabelling p-value.
 
@@ -204,6 +207,12 @@ def set_metric_test(
         Names of the three sets (for messages and coverage); default ``S``, ``A``, ``B``.
     test
         Label recorded in the result (default the metric's name).
+    placebo, placebo_exclude
+        Also compare the value with P = ``placebo`` values of the metric whose group words A and B are
+        replaced by random words of about the same frequency ranks (S fixed; never a test word or a known
+        gendered word; :func:`biasdask.engine.placebo.attribute_placebo`), seeded by the test's seed:
+        ``p_value_placebo``, ``z_placebo`` of the result (two-sided about the placebo mean unless
+        ``alternative`` says a side). ``placebo_exclude``: words no placebo set may use.
 
     Returns
     -------
@@ -231,7 +240,7 @@ def set_metric_test(
         coverage = {role: _coverage(role, label, sets[role], vectors) for role, label in zip(_ROLES, labels)}
         _check_coverage(coverage, min_coverage, test, language)
         matrices = {r: np.array([vectors[w] for w in coverage[r].found]) for r in _ROLES}
-        return _test(
+        res = _test(
             metric,
             matrices,
             coverage,
@@ -245,6 +254,17 @@ def set_metric_test(
             test=test,
             language=language,
         )
+    if not placebo:
+        return res
+    from biasdask.engine.placebo import attribute_placebo
+
+    def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
+        return _value(metric, {"x": matrices["x"], "a": a_rows, "b": b_rows}), math.nan
+
+    found = attribute_placebo(emb, coverage["a"].found, coverage["b"].found, statistic, target_words=coverage["x"].found,
+                              n=int(placebo), seed=res.seed, alternative=res.alternative, exclude=placebo_exclude)
+    return dataclasses.replace(res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]),
+                               n_placebo=found.n)
 
 
 def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> ClassicTestResult:
@@ -290,12 +310,14 @@ def run_set_cell(
     progress: bool = False,
     storage_options: dict | None = None,
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
+    placebo: int | None = None,
+    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """Run the study test ``rnd``, ``rnsb``, ``mac``, ``ect`` or ``nas`` on ``language``'s gender word sets.
 
     The sets are the study's ``set_metric_words`` (S, A, B) when given, else :func:`set_metric_sets`'s;
-    ``model`` chooses the IAT translations where those are used. Other parameters as in
-    :func:`biasdask.engine.cells.run_cell`.
+    ``model`` chooses the IAT translations where those are used (they have no placebo). Other parameters
+    as in :func:`biasdask.engine.cells.run_cell`.
 
     Raises
     ------
@@ -315,9 +337,10 @@ def run_set_cell(
         batch_size=batch_size,
         progress=progress,
     )
+    placebos = dict(placebo=placebo, placebo_exclude=placebo_exclude)
     if set_metric_words is not None:
         s, a, b = set_metric_words
-        return set_metric_test(emb, test, s, a, b, min_coverage=min_coverage, test=test, **common)
+        return set_metric_test(emb, test, s, a, b, min_coverage=min_coverage, test=test, **common, **placebos)
     sets = set_metric_sets(language, model)
     if sets is None:
         raise BiasdaskError(f"test {test!r}: no gender word sets for language {language!r}")
@@ -334,4 +357,5 @@ def run_set_cell(
         names=(ws.x_name, ws.a_name, ws.b_name),
         test=test,
         **common,
+        **placebos,
     )

@@ -49,7 +49,7 @@ from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import iat_categories, iat_words, weat_test, xweat_test
 from biasdask.stats.permutation import PermutationTestResult
-from biasdask.stats.weat import SIMILARITIES, career_family_effect, weat_scores
+from biasdask.stats.weat import SIMILARITIES, career_family_effect, weat_effect_size, weat_scores, weat_statistic
 
 __all__ = [
     "DEFAULT_MIN_COVERAGE",
@@ -380,7 +380,7 @@ def weat(
     placebo
         Also compare s with P = ``placebo`` WEATs whose attribute words are replaced by random words of
         about the same frequency ranks (never a test word or a known gendered word;
-        :func:`biasdask.engine.placebo.weat_placebo`): ``p_value_placebo``, ``z_placebo``,
+        :func:`biasdask.engine.placebo.attribute_placebo`): ``p_value_placebo``, ``z_placebo``,
         ``effect_size_placebo_percentile`` of the result. Seeded by the test's seed; single-store tests.
     placebo_exclude
         Words no placebo set may use, besides the test's words and the known gendered words.
@@ -452,11 +452,15 @@ def weat(
     if placebo:
         if attributes_from is not None:
             raise BiasdaskError("placebo: a cross-lingual WEAT draws no placebo attribute words (give no attributes_from)")
-        from biasdask.engine.placebo import weat_placebo
+        from biasdask.engine.placebo import attribute_placebo
 
-        found = weat_placebo(emb, matrices["x"], matrices["y"], coverage["a"].found, coverage["b"].found,
-                             target_words=[*coverage["x"].found, *coverage["y"].found], similarity=similarity,
-                             n=int(placebo), seed=res.seed, alternative=res.alternative, exclude=placebo_exclude)
+        def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
+            px, py = weat_scores(matrices["x"], matrices["y"], a_rows, b_rows, similarity)
+            return weat_statistic(px, py), weat_effect_size(px, py)
+
+        found = attribute_placebo(emb, coverage["a"].found, coverage["b"].found, statistic,
+                                  target_words=[*coverage["x"].found, *coverage["y"].found], n=int(placebo),
+                                  seed=res.seed, alternative=res.alternative, exclude=placebo_exclude)
         extra = dict(p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]),
                      effect_size_placebo_percentile=found.effect_size_percentile, n_placebo=found.n)
     return _result(

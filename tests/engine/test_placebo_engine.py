@@ -148,7 +148,7 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
 def test_weat_placebo_sets_are_weats_of_their_own(shared_data, tmp_path):
     """Each placebo statistic is the WEAT run with that draw's words as A and B; the real WEAT-1 (flowers,
     insects × pleasant, unpleasant) stands out from its placebo sets, as Caliskan et al.'s d = 1.50 does."""
-    from biasdask.engine.placebo import weat_placebo
+    from biasdask.engine.placebo import attribute_placebo
     from biasdask.lexicon import weat_test
 
     store = str(tmp_path / "glove.zarr")
@@ -161,8 +161,14 @@ def test_weat_placebo_sets_are_weats_of_their_own(shared_data, tmp_path):
     rows = {str(w): np.asarray(v, dtype=np.float64) for w, v in zip(emb["word"].values, emb["vectors"].values)}
     x = np.array([rows[w] for w in sets.x if w in rows])
     y = np.array([rows[w] for w in sets.y if w in rows])
-    found = weat_placebo(emb, x, y, [w for w in sets.a if w in rows], [w for w in sets.b if w in rows],
-                         target_words=[*sets.x, *sets.y], similarity="cosine", n=60, seed=4, alternative="two-sided")
+    from biasdask.stats.weat import weat_effect_size, weat_scores, weat_statistic
+
+    def statistic(a_rows, b_rows):
+        sx, sy = weat_scores(x, y, a_rows, b_rows, "cosine")
+        return weat_statistic(sx, sy), weat_effect_size(sx, sy)
+
+    found = attribute_placebo(emb, [w for w in sets.a if w in rows], [w for w in sets.b if w in rows], statistic,
+                              target_words=[*sets.x, *sets.y], n=60, seed=4, alternative="two-sided")
     n_a = len([w for w in sets.a if w in rows])
     assert not set(found.words.ravel()) & {*sets.x, *sets.y, *sets.a, *sets.b}
     for i in range(0, 60, 15):
@@ -186,3 +192,22 @@ def test_a_study_with_placebo_gives_its_weat_cells_the_placebo_of_weat(shared_da
     cell = res.sel({"language": "en", "method": "uniform", "test": "weat1"})
     assert float(cell["p_value_placebo"]) == own.p_value_placebo and int(cell["n_placebo"]) == 99
     assert float(cell["z_placebo"]) == own.z_placebo
+
+
+def test_set_metric_placebo_in_the_api_and_in_a_study(shared_data, tmp_path):
+    from biasdask.engine.run import cell_seed
+    from biasdask.lexicon import weat_test
+
+    store = str(tmp_path / "en.zarr")
+    biasdask.ingest(str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en",
+                    progress=False)
+    w = weat_test(7)
+    res = biasdask.set_metric_test(store, "rnd", w.x, w.a, w.b, seed=1, n_permutations=99, placebo=99)
+    assert res.statistic == pytest.approx(-1.147534, abs=1e-6) and res.n_placebo == 99
+    assert 0 < res.p_value_placebo <= 1 and np.isfinite(res.z_placebo)
+    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": store}}, "methods": ["uniform"],
+             "tests": ["rnd"], "n_permutations": 99, "seed": 3, "placebo": {"n": 99}}
+    cube = biasdask.run(study, progress=False)
+    own = biasdask.set_metric_test(store, "rnd", w.x, w.a, w.b, seed=cell_seed(3, "en", "uniform", "rnd"),
+                                   n_permutations=99, placebo=99)
+    assert float(cube["p_value_placebo"].sel({"language": "en", "method": "uniform", "test": "rnd"})) == own.p_value_placebo
