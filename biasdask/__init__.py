@@ -1,6 +1,6 @@
 """biasdask: social bias in word embeddings of many languages, over whole vocabularies, on Dask.
 
-The public names (SPEC §3) are imported lazily, so ``import biasdask`` and ``biasdask --help`` stay
+The public names are imported lazily, so ``import biasdask`` and ``biasdask --help`` stay
 fast; each one lives in exactly one module, named below. Importing the package registers its defaults
 (``biasdask.yaml``) under the ``biasdask`` key of ``dask.config``.
 """

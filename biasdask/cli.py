@@ -436,7 +436,7 @@ def _cmd_meta(args: argparse.Namespace) -> int:
 
 
 def _add_languages(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("languages", help="the catalog of seed 000's 26 languages", description="List the language catalog: code, name, family, branch and the translations of male and female.")
+    p = sub.add_parser("languages", help="the catalog of 26 languages", description="List the language catalog: code, name, family, branch and the translations of male and female.")
     p.set_defaults(func=_cmd_languages)
 
 

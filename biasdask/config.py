@@ -12,7 +12,7 @@ Example::
     seed: 20240601
     min_coverage: 0.8            # classic tests: skip a test whose word set is found below 80 %
     iat_model: cc                # career_family translations: cc | wiki | subt
-    alternative: two-sided       # default; auto = seed 000's rule (type-I rate about 2α)
+    alternative: two-sided       # default; auto = the full-vocabulary test's original rule (type-I rate about 2α)
     correction: holm             # of p over each family of languages: holm (default) | bh | by | none
     alpha: 0.05                  # the level the correction, the report and the figures use
     ci_level: 0.95               # effect size intervals (classic tests: bootstrap of target words); null: none
@@ -25,7 +25,7 @@ Example::
       key: ${AWS_ACCESS_KEY_ID}                       # read from the environment at run time
       secret: ${AWS_SECRET_ACCESS_KEY}
 
-Tests: ``gender`` (seed 000's full-vocabulary test), ``context`` (seed 003's context words, English),
+Tests: ``gender`` (the full-vocabulary test), ``context`` (Valentini et al. 2022's context words, English),
 ``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr), ``career_family``
 (languages with IAT translations) and the set-level metrics ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas``
 (on WEAT-7's sets in English, XWEAT-7's in de, es, hr, it, ru, tr, the IAT words elsewhere; or the
@@ -34,7 +34,7 @@ written as "not applicable" (NaN, with a ``note``). Classic tests have no weight
 the same in every ``method`` cell.
 
 Associations: the full-vocabulary tests (``gender``, ``context``) run once per association of
-``associations`` (:data:`biasdask.stats.association.ASSOCIATIONS`: ``cosine``, seed 000's u and the
+``associations`` (:data:`biasdask.stats.association.ASSOCIATIONS`: ``cosine``, the full-vocabulary test's u and the
 default; ``euclidean``, ``ripa``, ``semaxis``). In the results cube the ``cosine`` run keeps the test's
 label (``gender``) and every other gets its own (``gender.ripa``), with the cube coordinate
 ``association`` along ``test`` saying which (``none`` for the classic tests, to which associations do
@@ -43,7 +43,7 @@ have equal lengths.
 
 ``languages`` may also map codes to settings: ``{en: {store: ..., a: [male, man], b: [female, woman]}}``
 or ``{fr: {attributes: iat}}``. The attribute words of the ``gender`` test (``attributes``, for all
-languages or per language): ``catalog`` (default; seed 000's translations of *male* and *female* from
+languages or per language): ``catalog`` (default; the catalog's translations of *male* and *female* from
 ``biasdask languages``), ``iat`` (the 8 male and 8 female terms of Lewis & Lupyan 2020 in the
 ``iat_model``'s translations, masculine/feminine forms as in the IAT test) or explicit lists
 ``{a: [...], b: [...]}``; each cell records which (``attribute_set``). Validation happens before any work starts and every error names the offending key.
@@ -82,7 +82,7 @@ ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
 
 def known_tests() -> tuple[str, ...]:
-    """Every test label a study may name: ``gender`` (seed 000), ``context`` (seed 003), the classic
+    """Every test label a study may name: ``gender`` (the full-vocabulary test), ``context`` (Valentini et al. 2022), the classic
     tests of the lexicon (``weat1``..``weat10``, ``xweat1``..``xweat10``, ``career_family``) and the
     set-level metrics ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas``."""
     from biasdask.lexicon import available_tests

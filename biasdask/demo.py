@@ -1,6 +1,6 @@
 """``biasdask demo``: the main job on an embedded default, with no download.
 
-It generates a multilingual embedding set (26 languages of seed 000's catalog, frequency-ordered
+It generates a multilingual embedding set (26 languages of the catalog, frequency-ordered
 vocabularies) with a planted gender direction whose strength differs per language, writes each as a
 word2vec binary file, ingests them to Zarr, runs both methods of the full-vocabulary test on a
 ``LocalCluster``, writes the results store; the CLI then prints the table (``biasdask show``), and the

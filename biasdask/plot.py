@@ -80,7 +80,7 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     Parameters
     ----------
     results : xarray.Dataset
-        A results cube with dims ``language``, ``method``, ``test`` (SPEC §2), e.g. from
+        A results cube with dims ``language``, ``method``, ``test``, e.g. from
         ``biasdask.open_results``.
     variable : str
         Which variable to show (default the effect size).
@@ -199,7 +199,7 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     Left: d (mean difference of u over its sample SD), defined on the unweighted u and so the same
     for every weighting. Right: z = (s − E s_i) / SD(s_i), the statistic's distance from its
     permutation null in null SDs, one bar per weighting (method): it differs between weightings
-    (seed 000's point: the Zipf weights let the most frequent words decide, and s may even change
+    (the point of the weightings: the Zipf weights let the most frequent words decide, and s may even change
     sign). The z axis is symmetric-log (linear within ±2) so that z = 3 and z = 500 are both
     readable; dotted lines at ±1.96. Languages are sorted by d; empty cells are left blank and
     marked.
@@ -428,7 +428,7 @@ def plot_frequency_profile(
     sharey: bool = False,
     title: str = "",
 ) -> Figure:
-    """Mean bias per log10 frequency bin, one panel per language (like seed 003, Figure 1).
+    """Mean bias per log10 frequency bin, one panel per language (like Valentini et al. 2022, Figure 1).
 
     Each panel shows one dot per bin, in bin order (rank bins: the most frequent words on the left;
     observed-frequency bins: the most frequent on the right), with an error bar of ±1 SD of the score
@@ -531,7 +531,7 @@ _FORM_BIAS_AXIS = {
 
 
 def plot_gender_form_bias(results: Mapping[str, Any], *, title: str = "") -> Figure:
-    """Per-target bias of the BAD test or MWEAT, sorted from lowest to highest (like seed 004, Figures 1-2).
+    """Per-target bias of the BAD test or MWEAT, sorted from lowest to highest (as in the BAD study's Figures 1-2).
 
     One panel per result: a horizontal bar per target word (labelled ``masculine/feminine``, or the one
     form of an unmarked word) giving the score of its masculine form minus that of its feminine form,

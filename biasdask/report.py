@@ -276,13 +276,13 @@ def write_plots(
     """Write the figures of a results store as PNG files and return their paths.
 
     - ``overview.png``: per language, the effect size d (defined on u, the same for every
-      weighting) beside z of every weighting, which differs between them (seed 000's point);
+      weighting) beside z of every weighting, which differs between them (the point of the weightings);
     - ``effect_sizes.png`` (several tests): language × test heatmap of d;
     - ``null_<lang>_<method>_<test>.png``: the sampled null distribution of one cell with its
       observed statistic; by default the cell whose null is least normal (Kolmogorov-Smirnov
       distance to a normal), where z and p(normal) deserve the least trust;
     - ``frequency_profile_u.png`` and ``frequency_profile_t_<method>.png`` (every method but
-      ``uniform``, whose t is u): per language, the mean bias per log10-rank bin (seed 003,
+      ``uniform``, whose t is u): per language, the mean bias per log10-rank bin (Valentini et al. 2022,
       Figure 1), when the store holds per-word scores.
     """
     figs = figures(results_url, cell=cell, storage_options=storage_options)

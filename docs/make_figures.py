@@ -57,7 +57,7 @@ def screenshot(page: Path, png: Path) -> None:
 
 
 def gender_form_figure(shared: Path, workdir: Path) -> None:
-    """BAD and MWEAT on the Spanish IAT forms (seed 004), drawn side by side."""
+    """BAD and MWEAT on the Spanish IAT forms (the BAD test and MWEAT of Zhou et al. 2019), drawn side by side."""
     import biasdask
     from biasdask import plot
     from biasdask.engine import grammatical

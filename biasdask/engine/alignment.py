@@ -1,4 +1,4 @@
-"""Cross-lingual alignment (seed 002 §3) of stored embeddings by orthogonal Procrustes.
+"""Cross-lingual alignment (Lauscher & Glavaš 2019 §3) of stored embeddings by orthogonal Procrustes.
 
 - :func:`fit_alignment`: the orthogonal map between two stores over a bilingual dictionary
   (:func:`biasdask.stats.procrustes.procrustes_map`);
@@ -191,7 +191,7 @@ def align(
 
     W is learnt by :func:`fit_alignment` over the dictionary pairs found in both stores; every chunk of
     source vectors v becomes ``v @ W.T`` in one Dask task that writes the matching chunk of ``dest``
-    (the store layout of SPEC §2, chunked as the source). Words, ranks and the source's attrs are kept;
+    (the store layout, chunked as the source). Words, ranks and the source's attrs are kept;
     ``norm`` is the length of the aligned vector (the source's length, as W is orthogonal). The attrs
     gain ``aligned_to`` (the target's language), ``aligned_to_source``, ``alignment_pairs`` and
     ``alignment_method``; the completion marker is written last, and a failed run leaves no store.

@@ -51,7 +51,7 @@ def full_vocabulary_test(
     placebo: int | None = None,
     placebo_exclude: Sequence[str] = (),
 ) -> PermutationTestResult:
-    """The seed-000 test: the whole vocabulary against an equally sized unbiased dummy language.
+    """The full-vocabulary test: the whole vocabulary against an equally sized unbiased dummy language.
 
     X is every word in use (zero vectors and excluded words left out), Y a dummy language of |X| words
     with u ≡ 0, s = Σ_X t. With ``other`` the test is pairwise instead: Y is a second real language,
@@ -71,7 +71,7 @@ def full_vocabulary_test(
     other, other_a, other_b
         The second language of a pairwise test and its attribute words (default: ``a``, ``b``).
     alternative
-        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (seed 000's rule: the tail s
+        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (the full-vocabulary test's original rule: the tail s
         points to, chosen after seeing s; type-I rate about 2α).
     seed
         Non-negative integer seed; the same seed gives bit-identical results on any scheduler and number of
@@ -96,7 +96,7 @@ def full_vocabulary_test(
     storage_options
         fsspec options for store URLs.
     association
-        The per-word association u that t weights: ``"cosine"`` (seed 000), ``"euclidean"``,
+        The per-word association u that t weights: ``"cosine"`` (the full-vocabulary test), ``"euclidean"``,
         ``"ripa"`` (a and b paired by position) or ``"semaxis"``; see
         :func:`biasdask.engine.scores.scores`. The dummy language has u = 0 whichever is chosen.
     placebo

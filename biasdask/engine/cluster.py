@@ -3,7 +3,7 @@
 The Python API never starts a cluster: :func:`active_client` and :func:`compute` run graphs on the
 ``client=`` given, else the current ``distributed`` client, else Dask's default scheduler (threads
 unless ``dask.config`` says otherwise). Starting one is the job of :func:`get_client` /
-:func:`client_scope`, used by ``biasdask run`` and the CLI (SPEC §3), in this order: an explicit
+:func:`client_scope`, used by ``biasdask run`` and the CLI, in this order: an explicit
 ``client``; an explicit scheduler address; the current ``distributed`` client;
 ``DASK_SCHEDULER_ADDRESS`` (set by the Dask operator inside a ``DaskJob``); Dask Gateway when
 ``DASK_GATEWAY__ADDRESS`` is set (as daskhub sets it); else a ``LocalCluster`` of worker processes.

@@ -3,7 +3,7 @@
 :func:`debias` finds the bias direction from the few rows it needs (:func:`biasdask.direction`), then
 maps one Dask task over each chunk of the source's vectors; each task applies the formulas of
 :mod:`biasdask.stats.debias` and writes the matching chunk of the destination with
-:func:`biasdask.io.store.write_block` (the store layout of SPEC §2, chunked as the source). The
+:func:`biasdask.io.store.write_block` (the store layout, chunked as the source). The
 destination's attrs record where it came from and what was done (``debias_*``); its completion marker
 is written last, and a failed run leaves no store.
 """
@@ -86,7 +86,7 @@ def debias(
     scaled to unit length and every word not in :func:`gender_specific_words` loses its g component
     (neutralise); each of :func:`equalize_candidates` with both words present is replaced by two unit
     vectors that differ only along g (equalise). ``method="project"`` removes the direction g = unit
-    vector along mean_a â - mean_b b̂ (seed 001's d_AB normalised, the axis of the ``gender`` test)
+    vector along mean_a â - mean_b b̂ (WEAT's d_AB normalised, the axis of the ``gender`` test)
     from every vector, keeping the rest of its length.
 
     Parameters

@@ -1,4 +1,4 @@
-"""Bias directions and the measures built on them (seed 001; Bolukbasi et al. 2016) on stores.
+"""Bias directions and the measures built on them (Bolukbasi et al. 2016) on stores.
 
 The formulas live in :mod:`biasdask.stats.directions`; this module finds the words in an embedding
 store, reads only the rows it needs (:mod:`biasdask.engine.words`), and hands plain arrays to them.
@@ -60,7 +60,7 @@ def direction(
     method
         ``"pca"`` (Bolukbasi: first principal component of the pair-centred pairs, oriented so that the
         first words project positively on average), ``"sum"`` (unit vector along mean_a â - mean_b b̂,
-        seed 001's d_AB up to its length) or ``"pair"`` ((â - b̂) / |â - b̂|).
+        WEAT's d_AB up to its length) or ``"pair"`` ((â - b̂) / |â - b̂|).
     storage_options
         fsspec options when ``emb`` is a URL.
 
@@ -154,7 +154,7 @@ def direct_bias(
     neutral_words
         Gender-neutral words; default :func:`neutral_professions`. Missing ones are skipped.
     c
-        Strictness (>= 0); 1 gives seed 001's DirectBias.
+        Strictness (>= 0); 1 gives Bolukbasi et al.'s DirectBias.
     storage_options
         fsspec options when ``emb`` is a URL.
 
@@ -198,7 +198,7 @@ def indirect_bias(
     w, v
         The two words.
     normalized
-        ``True``: Bolukbasi's beta (the renormalised rejections); ``False``: seed 001's
+        ``True``: Bolukbasi's beta (the renormalised rejections); ``False``: the unnormalised
         <g, v><g, w>/<v, w>. See :func:`biasdask.stats.directions.indirect_bias`.
     storage_options
         fsspec options when ``emb`` is a URL.

@@ -1,4 +1,4 @@
-"""Bias against frequency (seed 003) on stores: frequency profiles and the context-word test.
+"""Bias against frequency (Valentini et al. 2022) on stores: frequency profiles and the context-word test.
 
 The formulas live in :mod:`biasdask.stats.frequency`.
 
@@ -8,7 +8,7 @@ The formulas live in :mod:`biasdask.stats.frequency`.
   :func:`frequency_profiles` for every language of a results store. :func:`profile_for_plot` turns one
   of its scores into the :class:`~biasdask.stats.frequency.BinProfile` that
   :func:`biasdask.plot.plot_frequency_profile` draws.
-- :func:`context_scores`, :func:`context_test`: seed 003's female and male context words as the
+- :func:`context_scores`, :func:`context_test`: Valentini et al. 2022's female and male context words as the
   attribute sets of the full-vocabulary test (test label :data:`CONTEXT_TEST`).
 """
 
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 CONTEXT_TEST = "context"
-"""Test label of seed 003's context-word test in a results cube."""
+"""Test label of Valentini et al. 2022's context-word test in a results cube."""
 
 def _score_names(ds: xr.Dataset) -> list[str]:
     names = ["u", *sorted(str(v) for v in ds.data_vars if str(v).startswith("u_"))]  # other associations' u
@@ -62,7 +62,7 @@ def frequency_profile(
     b: Sequence[str] | None = None,
     storage_options: dict | None = None,
 ) -> xr.Dataset:
-    """Per-word bias binned by log10 frequency rank or observed frequency (seed 003, Figure 1, Table 3).
+    """Per-word bias binned by log10 frequency rank or observed frequency (Valentini et al. 2022, Figure 1, Table 3).
 
     For u and for each method's t: the number of words in each bin, their mean, sample SD (ddof = 1)
     and effect size mean / SD (:func:`biasdask.stats.frequency.bin_profile`). Words with a NaN score
@@ -166,7 +166,7 @@ def frequency_profile(
             "language": lang,
             "n_words": int(keys.size),
             "sd_ddof": 1,
-            "description": "per-bin count, mean, sample SD and mean/SD of per-word bias (seed 003)",
+            "description": "per-bin count, mean, sample SD and mean/SD of per-word bias (Valentini et al. 2022)",
         },
     )
 
@@ -253,7 +253,7 @@ def context_scores(
     storage_options: dict | None = None,
     association: Association = "cosine",
 ) -> xr.Dataset:
-    """Per-word female bias of seed 003 (its eq. 1) over a whole vocabulary: the input of its Figure 1.
+    """Per-word female bias of Valentini et al. 2022 (their eq. 1) over a whole vocabulary: the input of their Figure 1.
 
     u(w) = mean cos(w, female context words) - mean cos(w, male context words), with A = {female,
     woman, girl, sister, she, her, hers, daughter} and B = {male, man, boy, brother, he, him, his, son}
@@ -273,7 +273,7 @@ def context_scores(
     storage_options
         fsspec options when ``emb`` is a URL.
     association
-        The per-word association (:func:`biasdask.engine.scores.scores`); cosine is seed 003's u.
+        The per-word association (:func:`biasdask.engine.scores.scores`); cosine is Valentini et al. 2022's u.
     """
     female, male, excluded = _context_words(exclude_context)
     return scores(emb, female, male, methods, max_words=max_words, exclude_words=excluded,
@@ -298,8 +298,8 @@ def context_test(
 ) -> PermutationTestResult:
     """Seed 003's female/male context words as a named test (label :data:`CONTEXT_TEST`).
 
-    The seed-000 full-vocabulary test (:func:`biasdask.engine.bias_tests.full_vocabulary_test`) with
-    A = seed 003's female context words and B = its male ones: X is the vocabulary (without the 16
+    The full-vocabulary test (:func:`biasdask.engine.bias_tests.full_vocabulary_test`) with
+    A = Valentini et al. 2022's female context words and B = its male ones: X is the vocabulary (without the 16
     context words by default), Y an equally sized dummy language with u = 0, s = sum_X t. s > 0 means
     the vocabulary leans female on average, s < 0 male; the seed reports that embeddings give frequent
     words male bias, which the ``"zipf"`` weighting stresses. Pair it with :func:`frequency_profile` of

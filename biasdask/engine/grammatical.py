@@ -1,4 +1,4 @@
-"""Grammatical gender (seed 004) on stores: the BAD test and MWEAT with their paired t-tests.
+"""Grammatical gender on stores: the BAD test and MWEAT (Zhou et al. 2019) with their paired t-tests.
 
 The formulas live in :mod:`biasdask.stats.grammatical`. :func:`bad_test` and :func:`mweat_test` run
 on the masculine and feminine forms held by a store; :func:`iat_gender_forms` and
@@ -281,7 +281,7 @@ def bad_test(
     alternative: str = "two-sided",
     storage_options: dict | None = None,
 ) -> GenderFormsResult:
-    """The BAD test (seed 004 eq. 4-5) and its paired t-test on the forms a store holds.
+    """The BAD test (the BAD study's eq. 4-5) and its paired t-test on the forms a store holds.
 
     Parameters
     ----------
@@ -333,7 +333,7 @@ def mweat_test(
     alternative: str = "two-sided",
     storage_options: dict | None = None,
 ) -> GenderFormsResult:
-    """MWEAT (seed 004 eq. 3, Zhou et al. 2019) and the paired t-test of masculine vs feminine forms.
+    """MWEAT (Zhou et al. 2019) and the paired t-test of masculine vs feminine forms.
 
     Parameters
     ----------

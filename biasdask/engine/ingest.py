@@ -122,7 +122,7 @@ def ingest(
     progress: bool | None = None,
     overwrite: bool = False,
 ) -> xr.Dataset:
-    """Read an embedding file into an embedding store (SPEC §2) and open it.
+    """Read an embedding file into an embedding store and open it.
 
     Parameters
     ----------

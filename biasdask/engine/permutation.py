@@ -1,4 +1,4 @@
-"""Permutation tests whose batches are ordinary Dask tasks (SPEC §1).
+"""Permutation tests whose batches are ordinary Dask tasks.
 
 :func:`permutation_test` validates the inputs and computes s, the effect size and the closed-form
 null moments in this process (:func:`biasdask.stats.permutation.prepare_test`). When the number of
@@ -95,13 +95,13 @@ def permutation_test(
     x
         Scores t of X, 1-D (kept as float32, the precision of stored scores).
     y
-        Scores of Y, or an ``int`` n meaning n dummy items scoring 0 (seed 000's dummy language).
+        Scores of Y, or an ``int`` n meaning n dummy items scoring 0 (the dummy language of the full-vocabulary test).
     n_permutations
         Splits to sample uniformly without replacement. When C(|X|+|Y|, |X|) is at most this, every
         split is enumerated instead and the p-value is exact (``exact=True``).
     alternative
         ``"two-sided"`` (default: |s_i - E s_i| against |s - E s_i|), ``"greater"``, ``"less"``, or
-        ``"auto"`` (``"greater"`` if s > 0, ``"less"`` if s < 0, ``"two-sided"`` if s = 0: seed 000's
+        ``"auto"`` (``"greater"`` if s > 0, ``"less"`` if s < 0, ``"two-sided"`` if s = 0: the full-vocabulary test's
         rule, whose type-I rate is about 2α since the tail is chosen after seeing s).
     seed
         Non-negative integer; permutation i draws from ``SeedSequence(seed, spawn_key=(i,))``.

@@ -2,7 +2,7 @@
 
 For each attribute word (of A, then of B) the scores are built without it, all of them computed in
 one Dask computation (each left-out word its own graph of one matrix-vector product per chunk of the
-store), then the seed-000 test is run on each with the same seed, so the rows differ only by the
+store), then the full-vocabulary test is run on each with the same seed, so the rows differ only by the
 attribute set. The first row (``left_out = ""``) is the test with every attribute word.
 """
 

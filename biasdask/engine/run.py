@@ -111,7 +111,7 @@ def run(
     client, scheduler, n_workers
         Where to run. By default the ``client`` given, else the current ``distributed`` client, else
         Dask's default scheduler (threads): no cluster is started. With ``scheduler`` or ``n_workers``
-        a cluster is found or started in SPEC §3's order (:func:`biasdask.get_client`: scheduler
+        a cluster is found or started in this order (:func:`biasdask.get_client`: scheduler
         address, ``DASK_SCHEDULER_ADDRESS``, Dask Gateway, else a ``LocalCluster`` of ``n_workers``
         processes) and closed at the end; ``biasdask run`` always does this.
     output

@@ -28,7 +28,7 @@ from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
 from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 
-#: The weightings of t (SPEC §1).
+#: The weightings of t.
 Method = Literal["uniform", "zipf", "frequency"]
 
 
@@ -205,7 +205,7 @@ def stored_association(url: str, storage_options: dict | None, chunk: int, kind:
 
 
 def score_rows(u: np.ndarray, start: int, n: int, methods: Sequence[str], **extras: np.ndarray) -> np.ndarray:
-    """The rows u, t(method)... of the words ``start:start + len(u)`` of a vocabulary of ``n`` (SPEC §1).
+    """The rows u, t(method)... of the words ``start:start + len(u)`` of a vocabulary of ``n``.
 
     ``extras``: ``mask`` (False: excluded, u and t NaN), ``rank`` (default: ``start + 1``...), and
     ``frequency`` (the renormalised observed frequencies) of these words. Float32 rows, each t the
@@ -349,7 +349,7 @@ def scores(
         whatever ``max_words``. Absent ones and ones stored as zero vectors are skipped and recorded
         in ``attrs["missing_a"]``, ``attrs["zero_a"]`` (and ``_b``); a set left empty is an error.
     methods
-        Any of ``"uniform"``, ``"zipf"``, ``"frequency"`` (SPEC §1).
+        Any of ``"uniform"``, ``"zipf"``, ``"frequency"``.
     max_words
         Use only the ``max_words`` most frequent words (the top of the file) as targets; N is then
         ``max_words``.
@@ -369,7 +369,7 @@ def scores(
         fsspec options when ``emb`` is a URL.
     association
         The per-word association u (:mod:`biasdask.stats.association`; > 0 always means closer to A):
-        ``"cosine"`` (seed 000: mean cos with A - mean cos with B), ``"euclidean"`` (relative norm
+        ``"cosine"`` (the full-vocabulary test: mean cos with A - mean cos with B), ``"euclidean"`` (relative norm
         distance of the unit vector to the two sets' means), ``"ripa"`` (projection of the raw vector on
         the relational vector of the PAIRS (a[i], b[i]); a pair with a word missing is dropped, and
         ``a`` and ``b`` of different lengths are refused) or ``"semaxis"`` (cosine with the axis

@@ -74,7 +74,7 @@ _CONVENTIONS = {
     ),
     "euclidean": (
         "f(w, a) = -|w/|w| - a/|a||, minus the Euclidean distance of the unit vectors, so s > 0 means X is "
-        "closer to A (and Y to B), as with cosine; p = P[s_i >= s] here is seed 002's P[s_i < s] (footnote 3) "
+        "closer to A (and Y to B), as with cosine; p = P[s_i >= s] here is Lauscher & Glavaš 2019's P[s_i < s] (footnote 3) "
         "on the distance itself; effect size with the sample SD (ddof = 1)"
     ),
 }
@@ -323,7 +323,7 @@ def weat(
     placebo: int | None = None,
     placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
-    """The Word Embedding Association Test (Caliskan et al. 2017; seed 002 eqs. 1-3) on a stored embedding.
+    """The Word Embedding Association Test (Caliskan et al. 2017; Lauscher & Glavaš 2019 eqs. 1-3) on a stored embedding.
 
     s(X, Y, A, B) = Σ_x s(x, A, B) - Σ_y s(y, A, B), s(w, A, B) = mean_a f(w, a) - mean_b f(w, b); the
     p-value comes from the permutation engine over the equal-size splits of X ∪ Y (exact when
@@ -341,7 +341,7 @@ def weat(
         Attribute words.
     similarity
         ``"cosine"``, or ``"euclidean"``: f = minus the distance between unit vectors, so the direction
-        of the test is the same as with cosine (s > 0: X closer to A), which is seed 002's flipped
+        of the test is the same as with cosine (s > 0: X closer to A), which is Lauscher & Glavaš 2019's flipped
         direction for a distance (footnote 3). ``result.convention`` states it.
     n_permutations
         Number of random splits; all splits are enumerated when there are at most this many.
@@ -478,7 +478,7 @@ def cross_lingual_weat(
     b: Sequence[str],
     **kwargs,
 ) -> ClassicTestResult:
-    """Cross-lingual WEAT (seed 002 §3): targets X, Y from one language, attributes A, B from another.
+    """Cross-lingual WEAT (Lauscher & Glavaš 2019 §3): targets X, Y from one language, attributes A, B from another.
 
     The two stores must share one space, e.g. the source store written by :func:`align` and its
     target store. Same as ``weat(target_emb, x, y, a, b, attributes_from=attribute_emb, **kwargs)``;
@@ -526,7 +526,7 @@ def career_family_test(
     language
         Language code of the translations (default: the store's ``language`` attribute).
     model
-        Which translation lists: ``"cc"`` (fastText Common Crawl, the embeddings of seed 000), ``"wiki"``
+        Which translation lists: ``"cc"`` (fastText Common Crawl, Grave et al. 2018), ``"wiki"``
         or ``"subt"``; Lewis & Lupyan chose tokens per model.
     n_permutations, alternative, seed, client, return_null, storage_options, batch_size, progress, ci_level
         As in :func:`weat`; in particular ``seed=None`` (the default) draws a fresh seed, recorded in the

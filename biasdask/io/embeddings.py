@@ -1,4 +1,4 @@
-"""Any embedding a researcher holds, as a Dataset in the store layout (SPEC §2).
+"""Any embedding a researcher holds, as a Dataset in the store layout.
 
 Every public function that takes an embedding accepts what :func:`as_embeddings` accepts:
 

@@ -1,4 +1,4 @@
-"""The results cube (SPEC §2): a Zarr v3 group indexed by ``language``, ``method`` and ``test``.
+"""The results cube: a Zarr v3 group indexed by ``language``, ``method`` and ``test``.
 
 Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)`` and, subgroups included, by
 ``xarray.open_datatree(url, engine="zarr", consolidated=False)``::

@@ -1,4 +1,4 @@
-"""The embedding store (SPEC §2): one Zarr v3 group per language at any fsspec URL.
+"""The embedding store: one Zarr v3 group per language at any fsspec URL.
 
 Layout, as ``xarray.open_zarr(url, consolidated=False)`` shows it:
 

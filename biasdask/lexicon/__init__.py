@@ -6,7 +6,7 @@ reference files of the shared data and checked against them by the test suite); 
 
 - :func:`weat_test`: Caliskan et al. 2017, WEAT 1-10 (targets X, Y; attributes A, B), with the words the
   paper removed from its GloVe replication.
-- :func:`xweat_test`, :func:`xweat_translations`: XWEAT (Lauscher & Glavaš 2019, seed 002), the WEAT lists in
+- :func:`xweat_test`, :func:`xweat_translations`: XWEAT (Lauscher & Glavaš 2019), the WEAT lists in
   de, es, hr, it, ru, tr with masculine and feminine forms.
 - :func:`iat_words`: the career/family IAT words of Lewis & Lupyan 2020 with their translations per
   embedding model (``cc``, ``wiki``, ``subt``) and language.
@@ -14,8 +14,8 @@ reference files of the shared data and checked against them by the test suite); 
   (:class:`AttributeTerm`) for the full-vocabulary test.
 - :func:`bolukbasi`: Bolukbasi et al. 2016 definitional and equalize pairs, gender-specific words,
   professions.
-- :func:`languages`: the 26 languages of seed 000 with their translations of *male* and *female*.
-- :func:`context_words`: the female and male context words of seed 003.
+- :func:`languages`: the 26 languages of the catalog (Grave et al. 2018's fastText embeddings) with their translations of *male* and *female*.
+- :func:`context_words`: the female and male context words of Valentini et al. 2022.
 - :func:`available_tests`: the test labels and the languages each applies to.
 """
 
@@ -218,7 +218,7 @@ def xweat_translations(lang: str) -> dict[str, tuple[str, ...]]:
 def xweat_test(lang: str, n: int | str) -> WordSets:
     """WEAT test ``n`` translated into ``lang`` with XWEAT's conventions.
 
-    XWEAT's rules (its code and seed 002 §2.2): every word of Caliskan's lists is translated (including the
+    XWEAT's rules (its code and Lauscher & Glavaš 2019 §2.2): every word of Caliskan's lists is translated (including the
     words Caliskan removed); a word whose translation marks gender contributes both the masculine and the
     feminine form; proper names and other capitalised words (*NASA*, *Einstein*, first names) are not
     translated and stay in English; a word is looked up in lower case; repeated forms within a set count
@@ -322,7 +322,7 @@ def iat_words(model: str, language: str) -> tuple[IATTranslation, ...]:
     Parameters
     ----------
     model
-        ``cc`` (fastText Common Crawl, the embeddings of seed 000), ``wiki`` or ``subt``.
+        ``cc`` (fastText Common Crawl, Grave et al. 2018), ``wiki`` or ``subt``.
     language
         A code of :func:`iat_languages` for that model.
 
@@ -493,7 +493,7 @@ class ContextWords:
 
 
 def context_words() -> ContextWords:
-    """The female and male context words of seed 003 (Valentini et al. 2022, Appendix B)."""
+    """The female and male context words of Valentini et al. 2022 (Appendix B)."""
     data = _load("context_words.json")
     return ContextWords(
         female=tuple(data["female"]),

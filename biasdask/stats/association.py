@@ -1,4 +1,4 @@
-"""Association of words with two attribute sets (SPEC §1; seed 000 eq. u, seed 002 eq. 2).
+"""Association of words with two attribute sets (the full-vocabulary test's u; Lauscher & Glavaš 2019 eq. 2).
 
 u(w) = mean_a cos(w, a) - mean_b cos(w, b) = ŵ · (mean_a â - mean_b b̂), so over a whole vocabulary the
 association is one matrix-vector product with the *attribute direction* followed by a division by the
@@ -7,7 +7,7 @@ word norms.
 The per-word association is a choice (:data:`ASSOCIATIONS`); each is computed by the same compiled
 matrix-vector kernel, one pass over a block of raw word vectors, with > 0 meaning "closer to A":
 
-- ``"cosine"``: u(w) above (seed 000), the default.
+- ``"cosine"``: u(w) above (the full-vocabulary test's), the default.
 - ``"euclidean"``: the relative norm distance of one word (the summand of Garg et al. 2018's RND),
   ``|ŵ - mean_b b̂| - |ŵ - mean_a â|`` on unit vectors: > 0 when ŵ is closer to A's mean (RND's
   summand is ``|s - mean A| - |s - mean B|``, the opposite sign).
@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
-#: The per-word associations (the study option ``associations``); ``"cosine"`` is seed 000's u.
+#: The per-word associations (the study option ``associations``); ``"cosine"`` is the full-vocabulary test's u.
 Association = Literal["cosine", "euclidean", "ripa", "semaxis"]
 ASSOCIATIONS: tuple[str, ...] = ("cosine", "euclidean", "ripa", "semaxis")
 

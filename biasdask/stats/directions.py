@@ -1,4 +1,4 @@
-"""Bias directions and the measures built on them (seed 001; Bolukbasi et al. 2016).
+"""Bias directions and the measures built on them (Bolukbasi et al. 2016).
 
 Seed 001 rewrites WEAT with directions. For unit vectors and N = |A| = |B|::
 
@@ -79,7 +79,7 @@ def d_ab(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
 
 
 def weat_statistic_from_directions(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
-    """WEAT's statistic written with directions: s(X, Y, A, B) = <d_XY, d_AB> / N (seed 001).
+    """WEAT's statistic written with directions: s(X, Y, A, B) = <d_XY, d_AB> / N.
 
     Valid only when N = |A| = |B| (the seed's assumption); the vectors are scaled to unit length, so the
     value equals sum_x s(x, A, B) - sum_y s(y, A, B) with cosine similarity.
@@ -96,7 +96,7 @@ def weat_statistic_from_directions(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: 
 
 
 def pair_direction(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
-    """Direction from one word at each end: (â - b̂) / |â - b̂| (seed 001, method 1; e.g. she - he).
+    """Direction from one word at each end: (â - b̂) / |â - b̂| (method 1; e.g. she - he).
 
     Parameters
     ----------
@@ -109,9 +109,9 @@ def pair_direction(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
 
 
 def sets_direction(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
-    """Direction from two sets: unit vector along mean_a â - mean_b b̂ (seed 001, method 2).
+    """Direction from two sets: unit vector along mean_a â - mean_b b̂ (method 2).
 
-    This is the direction of the association u(w) = ŵ · (mean_a â - mean_b b̂) of SPEC §1; with
+    This is the direction of the association u(w) = ŵ · (mean_a â - mean_b b̂) of the full-vocabulary test; with
     |A| = |B| it equals d_AB / |d_AB|.
     """
     am, bm = _as_matrix(a, "a"), _as_matrix(b, "b")
@@ -198,7 +198,7 @@ def cosine_to_direction(vectors: ArrayLike, g: ArrayLike) -> NDArray[np.float64]
 def direct_bias(neutral: ArrayLike, g: ArrayLike, c: float = 1.0) -> float:
     """Bolukbasi's DirectBias_c = mean over neutral words w of |cos(w, g)|^c.
 
-    With c = 1 this is seed 001's DirectBias(d, W) = 1/|W| sum_w |<d, w>| on unit vectors. Larger c
+    With c = 1 this is Bolukbasi et al.'s DirectBias(d, W) = 1/|W| sum_w |<d, w>| on unit vectors. Larger c
     is stricter: only words with a large projection count. For c = 0 the term is 1 unless w is exactly
     orthogonal to g, where it is 0 (Bolukbasi's reading; numpy's 0**0 = 1 would say otherwise).
 
@@ -226,7 +226,7 @@ def indirect_bias(w: ArrayLike, v: ArrayLike, g: ArrayLike, *, normalized: bool 
       beta(w, v) = (w·v - w⊥·v⊥ / (|w⊥| |v⊥|)) / (w·v),
       the share of the similarity of w and v that goes away when the g component is removed and the
       remainders are renormalised;
-    - ``normalized=False`` (seed 001's form): <g, v> <g, w> / <v, w> = (w·v - w⊥·v⊥) / (w·v), the same
+    - ``normalized=False`` (Bolukbasi et al.'s form): <g, v> <g, w> / <v, w> = (w·v - w⊥·v⊥) / (w·v), the same
       without renormalising w⊥ and v⊥.
 
     Parameters

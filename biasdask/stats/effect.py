@@ -1,6 +1,6 @@
-"""Effect size and the closed-form moments of the permutation null (SPEC §1).
+"""Effect size and the closed-form moments of the permutation null.
 
-Both accept the second group as an ``int`` n, meaning n items whose value is exactly 0 (the seed-000
+Both accept the second group as an ``int`` n, meaning n items whose value is exactly 0 (the full-vocabulary
 dummy language), and never materialise those zeros.
 
 - :func:`effect_size`: d = (mean_X u - mean_Y u) / sd_{X∪Y} u with the **sample** SD (ddof = 1), the

@@ -1,9 +1,9 @@
-"""Bias against frequency: per-bin profiles of a per-word score (seed 003, Valentini et al. 2022).
+"""Bias against frequency: per-bin profiles of a per-word score (Valentini et al. 2022).
 
 Words are grouped into bins of log10 frequency rank (the seed's Figure 1: the most frequent words in the
 leftmost bin) or of log10 observed frequency (the seed's Table 3 and Figures 2-3). For every bin the
 profile gives the number of words, the mean score, its sample SD (ddof = 1) and the effect size mean/SD,
-"Cohen's d of the bin's mean under the null hypothesis of no bias on average" (seed 003, §2). The score
+"Cohen's d of the bin's mean under the null hypothesis of no bias on average" (Valentini et al. 2022, §2). The score
 is any per-word array, typically the association u or a weighted score t; call once per score.
 
 Bin conventions:
@@ -130,7 +130,7 @@ def frequency_bin_edges(frequencies: ArrayLike, step: float = 0.5) -> NDArray[np
     frequencies : array_like
         Observed frequencies (counts or relative); zeros and non-finite values are ignored.
     step : float
-        Width of a bin in log10 units (seed 003 Table 3 uses 0.5).
+        Width of a bin in log10 units (Valentini et al. 2022, Table 3, uses 0.5).
     """
     if not step > 0:
         raise ValueError(f"step must be > 0, got {step}")
@@ -217,7 +217,7 @@ def profile_by_rank(
     step: float = 1.0,
     edges: ArrayLike | None = None,
 ) -> BinProfile:
-    """Profile of ``scores`` over bins of log10 frequency rank (seed 003, Figure 1).
+    """Profile of ``scores`` over bins of log10 frequency rank (Valentini et al. 2022, Figure 1).
 
     Parameters
     ----------
@@ -244,7 +244,7 @@ def profile_by_frequency(
     step: float = 0.5,
     edges: ArrayLike | None = None,
 ) -> BinProfile:
-    """Profile of ``scores`` over bins of log10 observed frequency (seed 003, Table 3, Figures 2-3).
+    """Profile of ``scores`` over bins of log10 observed frequency (Valentini et al. 2022, Table 3, Figures 2-3).
 
     Words without a frequency (0 or NaN) are left out and counted in ``n_outside``.
 

@@ -1,6 +1,7 @@
-"""Tests for languages with grammatical gender (seed 004): the BAD test and MWEAT.
+"""Tests for languages with grammatical gender: the BAD test and MWEAT (Zhou et al. 2019).
 
-Equations of seed 004 (cos = cosine similarity):
+Equations of the BAD study ("Explicit Linguistic Markers of Implicit Social Biases: Gender Biases in
+Adjectives with Grammatical Gender"; cos = cosine similarity):
 
 - eq. 1-2, WEAT (Caliskan et al. 2017):
   s(w, A, B) = 1/|A| sum_a cos(w, a) - 1/|B| sum_b cos(w, b)  (:func:`weat_association`);
@@ -16,7 +17,7 @@ Equations of seed 004 (cos = cosine similarity):
 The seed's Experiment 1 asks whether the masculine and feminine scores of the same targets differ with
 a two-tailed paired t-test (:func:`paired_t_test`, :func:`scipy.stats.ttest_rel`): for BAD the pairs
 are (s(x_i, A), s(y_i, B)); for MWEAT (s(x_i, A, B), s(y_i, A, B)). Positive BAD values mean a
-masculine bias, negative a feminine one (seed 004, Experiment 2).
+masculine bias, negative a feminine one (the BAD study's Experiment 2).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def weat_association(w: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.flo
 
 
 def paired_t_test(masculine: ArrayLike, feminine: ArrayLike, alternative: str = "two-sided") -> tuple[float, float]:
-    """Paired t-test of masculine vs feminine scores of the same targets (seed 004, Experiment 1).
+    """Paired t-test of masculine vs feminine scores of the same targets (the BAD study's Experiment 1).
 
     Thin wrapper of :func:`scipy.stats.ttest_rel` (t = mean(d) / (sd(d) / sqrt(n)), d = masculine -
     feminine, sd with ddof = 1, n - 1 degrees of freedom).
@@ -104,7 +105,7 @@ def _paired_effect_size(diff: NDArray[np.float64]) -> float:
 
 @dataclass(frozen=True)
 class BADResult:
-    """The BAD test (seed 004 eq. 4-5) with its paired t-test.
+    """The BAD test (the BAD study's eq. 4-5) with its paired t-test.
 
     Attributes
     ----------
@@ -156,7 +157,7 @@ def bad_statistic(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> flo
 
 
 def bad_test(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike, *, alternative: str = "two-sided") -> BADResult:
-    """The Binary Association Difference test (seed 004 eq. 4-5) and its paired t-test.
+    """The Binary Association Difference test (the BAD study's eq. 4-5) and its paired t-test.
 
     Parameters
     ----------
@@ -183,7 +184,7 @@ def bad_test(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike, *, alternat
 
 @dataclass(frozen=True)
 class MWEATResult:
-    """MWEAT (seed 004 eq. 3, Zhou et al. 2019) with the paired t-test of the two forms.
+    """MWEAT (Zhou et al. 2019) with the paired t-test of the two forms.
 
     Attributes
     ----------
@@ -220,7 +221,7 @@ def mweat_statistic(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> f
 def mweat_test(
     x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike, *, alternative: str = "two-sided"
 ) -> MWEATResult:
-    """MWEAT (seed 004 eq. 3) and the paired t-test of masculine vs feminine target forms.
+    """MWEAT (Zhou et al. 2019) and the paired t-test of masculine vs feminine target forms.
 
     Parameters
     ----------

@@ -1,10 +1,10 @@
-"""Permutation test of s = Σ_X t - Σ_Y t: compiled kernel, exact enumeration, p-values (SPEC §1).
+"""Permutation test of s = Σ_X t - Σ_Y t: compiled kernel, exact enumeration, p-values.
 
 Pure numbers (numpy, numba, scipy); :mod:`biasdask.engine.permutation` runs the batches on Dask and
 :func:`permutation_test_local` runs them in this process.
 
 Pool and zeros
-    X ∪ Y is pooled; items whose score is exactly 0 (the dummy language of seed 000, and any zero
+    X ∪ Y is pooled; items whose score is exactly 0 (the dummy language of the full-vocabulary test, and any zero
     scores in X or Y) contribute nothing to either sum, so they are removed from the pool and only
     counted. A uniformly random split (X_i, Y_i) with |X_i| = |X| then reduces to: k = the number of
     nonzero items landing in X_i, drawn from the exact hypergeometric distribution
@@ -1082,7 +1082,7 @@ def permutation_test_local(
         Permutations to sample; if C(|X|+|Y|, |X|) is not larger (and at most
         :data:`MAX_EXACT_SPLITS`), every split is enumerated instead.
     alternative
-        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (seed 000's rule: the
+        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (the full-vocabulary test's original rule: the
         tail that s points to, chosen after seeing s; its type-I rate is about 2α).
     seed
         SeedSequence entropy (non-negative int); ``None`` draws one and reports it in the result.

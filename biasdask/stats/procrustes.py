@@ -1,4 +1,4 @@
-"""Orthogonal Procrustes alignment of two embedding spaces (seed 002 §3; Smith et al. 2017).
+"""Orthogonal Procrustes alignment of two embedding spaces (Lauscher & Glavaš 2019 §3; Smith et al. 2017).
 
 Given the vectors of the dictionary pairs, one pair per row, X_S (source language) and X_T (target
 language), the orthogonal map W that minimises Σ_i |W x_S,i - x_T,i|² is W = U Vᵀ where U Σ Vᵀ is the SVD of

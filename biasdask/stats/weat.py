@@ -1,4 +1,4 @@
-"""The numbers of WEAT-style tests on small word sets (seed 002 eqs. 1-3; Caliskan et al. 2017).
+"""The numbers of WEAT-style tests on small word sets (Caliskan et al. 2017; Lauscher & Glavaš 2019 eqs. 1-3).
 
 - :func:`similarity_matrix`: cosine similarity, or the *negative* Euclidean distance between unit
   vectors. Seed 002 (footnote 3) flips the direction of the test for a distance (p = P[s_i < s]); biasdask
@@ -80,7 +80,7 @@ def similarity_matrix(w: ArrayLike, a: ArrayLike, similarity: str = "cosine") ->
 
 
 def word_association(w: ArrayLike, a: ArrayLike, b: ArrayLike, similarity: str = "cosine") -> NDArray[np.float64]:
-    """s(w, A, B) = mean_a f(w, a) - mean_b f(w, b) for each row of ``w`` (seed 002 eq. 2).
+    """s(w, A, B) = mean_a f(w, a) - mean_b f(w, b) for each row of ``w`` (Lauscher & Glavaš 2019 eq. 2).
 
     Parameters
     ----------
@@ -107,12 +107,12 @@ def weat_scores(
 
 
 def weat_statistic(s_x: ArrayLike, s_y: ArrayLike) -> float:
-    """s(X, Y, A, B) = Σ_x s(x, A, B) - Σ_y s(y, A, B) (seed 002 eq. 1)."""
+    """s(X, Y, A, B) = Σ_x s(x, A, B) - Σ_y s(y, A, B) (Lauscher & Glavaš 2019 eq. 1)."""
     return float(np.sum(s_x, dtype=np.float64) - np.sum(s_y, dtype=np.float64))
 
 
 def weat_effect_size(s_x: ArrayLike, s_y: ArrayLike, ddof: int = 1) -> float:
-    """(mean_X s - mean_Y s) / sd_{X∪Y} s (seed 002 eq. 3), by default with the sample SD (ddof = 1).
+    """(mean_X s - mean_Y s) / sd_{X∪Y} s (Lauscher & Glavaš 2019 eq. 3), by default with the sample SD (ddof = 1).
 
     Returns NaN when the pooled SD is 0 or undefined (fewer than ddof + 1 words).
     """

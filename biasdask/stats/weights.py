@@ -1,7 +1,7 @@
-"""Word weights Z of the weighted score t(w) = Z(rank(w), N) · u(w) (SPEC §1, seed 000).
+"""Word weights Z of the weighted score t(w) = Z(rank(w), N) · u(w).
 
-- ``uniform`` (seed 000, Method 1): Z = 1.
-- ``zipf`` (seed 000, Method 2): Z(k, N) = (1/k) / H_N with H_N = Σ_{n=1..N} 1/n.
+- ``uniform`` (Method 1 of the full-vocabulary test): Z = 1.
+- ``zipf`` (Method 2): Z(k, N) = (1/k) / H_N with H_N = Σ_{n=1..N} 1/n.
 - ``frequency``: the observed relative frequency, renormalised to sum 1 over words that have one;
   words without a frequency get 0.
 """
