@@ -66,7 +66,10 @@ def main() -> None:
     s_w = lambda m: (m @ a.T).mean(1) - (m @ b.T).mean(1)  # noqa: E731
     pooled = np.concatenate([s_w(x), s_w(y)])
     rng = np.random.default_rng(1)
-    null = [pooled[p[: len(x)]].sum() - pooled[p[len(x):]].sum() for p in (rng.permutation(len(pooled)) for _ in range(9999))]
+    null = [
+        pooled[p[: len(x)]].sum() - pooled[p[len(x) :]].sum()
+        for p in (rng.permutation(len(pooled)) for _ in range(9999))
+    ]
     t_numpy, c_numpy = time.perf_counter() - t, time.process_time() - c
     assert len(null) == 9999
 
@@ -75,13 +78,19 @@ def main() -> None:
     from numba.core.dispatcher import Dispatcher
 
     loaded = sorted(d.py_func.__qualname__ for d in gc.get_objects() if isinstance(d, Dispatcher) and d.signatures)
-    print(f"load average {os.getloadavg()[0]:.1f}; model {type(model).__name__} {len(words):,} x {args.dim}; "
-          f"import {t_import:.2f} s (not in the calls); compiled kernels loaded: {', '.join(loaded) or 'none'}")
-    print(f"weat7 first call  {t_first * 1e3:8.1f} ms wall {c_first * 1e3:8.1f} ms CPU  (target < 300 ms)   "
-          f"d = {first.effect_size:+.3f}")
+    print(
+        f"load average {os.getloadavg()[0]:.1f}; model {type(model).__name__} {len(words):,} x {args.dim}; "
+        f"import {t_import:.2f} s (not in the calls); compiled kernels loaded: {', '.join(loaded) or 'none'}"
+    )
+    print(
+        f"weat7 first call  {t_first * 1e3:8.1f} ms wall {c_first * 1e3:8.1f} ms CPU  (target < 300 ms)   "
+        f"d = {first.effect_size:+.3f}"
+    )
     print(f"weat7 second call {t_second * 1e3:8.1f} ms wall {c_second * 1e3:8.1f} ms CPU  (target < 20 ms)")
-    print(f"numpy baseline    {t_numpy * 1e3:8.1f} ms wall {c_numpy * 1e3:8.1f} ms CPU  "
-          f"ratio second/numpy = {t_second / t_numpy:.2f}")
+    print(
+        f"numpy baseline    {t_numpy * 1e3:8.1f} ms wall {c_numpy * 1e3:8.1f} ms CPU  "
+        f"ratio second/numpy = {t_second / t_numpy:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -90,10 +90,14 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--words", type=int, default=200_000, help="words of the generated file (default 200000)")
     parser.add_argument("--dim", type=int, default=300, help="dimension (default 300)")
-    parser.add_argument("--baseline-words", type=int, default=20_000, help="lines parsed by gensim and pandas (default 20000)")
+    parser.add_argument(
+        "--baseline-words", type=int, default=20_000, help="lines parsed by gensim and pandas (default 20000)"
+    )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local Dask workers (default: cores)")
     parser.add_argument("--dir", help="working directory (default: a temporary one)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each ingest and of gensim, the best kept (default 3)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="timed runs of each ingest and of gensim, the best kept (default 3)"
+    )
     args = parser.parse_args(argv)
 
     import pandas as pd
@@ -109,7 +113,9 @@ def main(argv=None) -> None:
         t0 = time.perf_counter()
         generate(src, args.words, args.dim)
         size = src.stat().st_size
-        print(f"generated {src.name}: {args.words} x {args.dim}, {size / 1e6:.0f} MB in {time.perf_counter() - t0:.0f} s")
+        print(
+            f"generated {src.name}: {args.words} x {args.dim}, {size / 1e6:.0f} MB in {time.perf_counter() - t0:.0f} s"
+        )
         base = tmp / "base.vec"
         head(src, base, min(args.baseline_words, args.words))
         base_size = base.stat().st_size
@@ -126,7 +132,10 @@ def main(argv=None) -> None:
         encoding = open_embeddings(tmp / "seq.zarr").attrs["vector_encoding"]
         chunks = open_embeddings(tmp / "seq.zarr").vectors.data.numblocks[0]
 
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster) as client:
+        with (
+            LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") as cluster,
+            Client(cluster) as client,
+        ):
             # every worker loads the compiled parser before the clock starts
             warm_chunk = max(1, min(args.baseline_words, args.words) // (4 * args.workers))
             ingest(base, tmp / "warm2.zarr", "en", client=client, chunk_words=warm_chunk, progress=False)
@@ -168,8 +177,12 @@ def main(argv=None) -> None:
     for name, core, wall in rows:
         ratio = (core or wall) / gensim_core
         print(f"{name:48s} {core or float('nan'):9.1f} {wall or float('nan'):9.1f} {ratio:9.1f}")
-    print(f"  ({os.cpu_count()} cores; gensim and pandas are single-threaded: their figure is also their all-cores figure)")
-    print(f"  store encoding chosen: {encoding}, {chunks} chunks; load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(
+        f"  ({os.cpu_count()} cores; gensim and pandas are single-threaded: their figure is also their all-cores figure)"
+    )
+    print(
+        f"  store encoding chosen: {encoding}, {chunks} chunks; load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}"
+    )
     ratios = [size / w / mb / seq_wall for w, *_ in runs]
     print(f"\nper core vs gensim: {seq_core / gensim_core:.1f}x (target >= 40x)")
     print(

@@ -58,7 +58,9 @@ def bench_kernel(x: np.ndarray, n_permutations: int) -> Rate:
     return Rate("biasdask kernel, 1 core", x.size, n_permutations / wall, n_permutations / cpu)
 
 
-def bench_rows(x: np.ndarray, n_permutations: int, rows: tuple[int, ...] = (1, 2, 3), repeats: int = 3) -> dict[int, float]:
+def bench_rows(
+    x: np.ndarray, n_permutations: int, rows: tuple[int, ...] = (1, 2, 3), repeats: int = 3
+) -> dict[int, float]:
     """CPU seconds (this thread, best of ``repeats``) of ``n_permutations`` splits evaluating k
     weightings of x on each, for every k in ``rows``: one pass over a (k, N) pool per split.
 
@@ -107,9 +109,13 @@ def bench_cluster(x: np.ndarray, n_permutations: int, n_workers: int) -> Rate:
         with Client(cluster) as client:
             client.wait_for_workers(n_workers)
             # Warm every worker (imports, the cached compiled kernel) outside the timing.
-            permutation_test(x[:1000], 1000, n_permutations=4 * n_workers, batch_size=1, seed=2, client=client, progress=False)
+            permutation_test(
+                x[:1000], 1000, n_permutations=4 * n_workers, batch_size=1, seed=2, client=client, progress=False
+            )
             before = client.run(time.process_time)
-            _, wall, _ = _timed(permutation_test, x, x.size, n_permutations=n_permutations, seed=1, client=client, progress=False)
+            _, wall, _ = _timed(
+                permutation_test, x, x.size, n_permutations=n_permutations, seed=1, client=client, progress=False
+            )
             after = client.run(time.process_time)
     worker_cpu = sum(after[w] - before[w] for w in before)
     return Rate(f"biasdask engine, {n_workers} workers", x.size, n_permutations / wall, n_permutations / worker_cpu)
@@ -249,8 +255,12 @@ def bench_scores(n_words: int, dim: int, workdir: str) -> None:
     matvec = min(_timed(lambda: (matrix @ direction) / norms)[1] for _ in range(5))
     print(f"scores, N = {n_words:,} x {dim} ({mb:.0f} MB float32, threads of this process):")
     print(f"  plain read of the Zarr chunks   {read:8.3f} s  ({mb / read:7.0f} MB/s)")
-    print(f"  biasdask scores (u)             {score:8.3f} s  ({mb / score:7.0f} MB/s)   {score / read:5.2f}x the plain read")
-    print(f"  numpy matvec in memory          {matvec:8.3f} s  ({mb / matvec:7.0f} MB/s)   scores = {score / matvec:5.1f}x it")
+    print(
+        f"  biasdask scores (u)             {score:8.3f} s  ({mb / score:7.0f} MB/s)   {score / read:5.2f}x the plain read"
+    )
+    print(
+        f"  numpy matvec in memory          {matvec:8.3f} s  ({mb / matvec:7.0f} MB/s)   scores = {score / matvec:5.1f}x it"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -264,7 +274,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cluster-seconds", type=float, default=10.0, help="target duration of each cluster run")
     parser.add_argument("--scipy-size", type=int, default=10_000, help="N for the scipy comparison (0 skips it)")
     parser.add_argument("--scipy-resamples", type=int, default=2000, help="resamples for scipy")
-    parser.add_argument("--scores-words", type=int, default=500_000, help="vocabulary of the scores benchmark (0 skips it)")
+    parser.add_argument(
+        "--scores-words", type=int, default=500_000, help="vocabulary of the scores benchmark (0 skips it)"
+    )
     parser.add_argument("--scores-dim", type=int, default=300, help="dimensions of the scores benchmark")
     args = parser.parse_args(argv)
 

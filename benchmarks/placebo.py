@@ -63,8 +63,16 @@ def calibration(store: str, pairs: int, placebo: int, alpha: float, seed: int) -
     dummy = placebo_hits = 0
     for _ in range(pairs):
         a, b = rng.choice(np.arange(100, n), size=2, replace=False)
-        res = biasdask.full_vocabulary_test(emb, [f"w{a}"], [f"w{b}"], "zipf", n_permutations=199,
-                                            seed=int(rng.integers(2**31)), placebo=placebo, exclude_attributes=True)
+        res = biasdask.full_vocabulary_test(
+            emb,
+            [f"w{a}"],
+            [f"w{b}"],
+            "zipf",
+            n_permutations=199,
+            seed=int(rng.integers(2**31)),
+            placebo=placebo,
+            exclude_attributes=True,
+        )
         dummy += res.pvalue <= alpha
         placebo_hits += res.p_value_placebo <= alpha
     return dummy / pairs, placebo_hits / pairs
@@ -76,10 +84,15 @@ def study_time(store: str, root: Path, placebo: int, repeats: int) -> float:
 
     best = float("inf")
     for r in range(repeats):
-        study = {"output": str(root / f"r-{placebo}-{r}.zarr"),
-                 "languages": {"en": {"store": store, "a": ["w10", "w700"], "b": ["w20", "w900"]}},
-                 "methods": ["uniform", "zipf"], "tests": ["gender"], "n_permutations": 999, "seed": r,
-                 **({"placebo": {"n": placebo}} if placebo else {})}
+        study = {
+            "output": str(root / f"r-{placebo}-{r}.zarr"),
+            "languages": {"en": {"store": store, "a": ["w10", "w700"], "b": ["w20", "w900"]}},
+            "methods": ["uniform", "zipf"],
+            "tests": ["gender"],
+            "n_permutations": 999,
+            "seed": r,
+            **({"placebo": {"n": placebo}} if placebo else {}),
+        }
         start = time.perf_counter()
         biasdask.run(study, progress=False)
         best = min(best, time.perf_counter() - start)
@@ -90,30 +103,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--words", type=int, default=200_000, help="vocabulary size (default: %(default)s)")
     parser.add_argument("--dim", type=int, default=100, help="dimensions (default: %(default)s)")
-    parser.add_argument("--pairs", type=int, default=200, help="random word pairs for the calibration (default: %(default)s)")
-    parser.add_argument("--calibration-words", type=int, default=20_000,
-                        help="vocabulary of the calibration store (default: %(default)s)")
+    parser.add_argument(
+        "--pairs", type=int, default=200, help="random word pairs for the calibration (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--calibration-words",
+        type=int,
+        default=20_000,
+        help="vocabulary of the calibration store (default: %(default)s)",
+    )
     parser.add_argument("--placebo", type=int, default=1000, help="placebo pairs per test (default: %(default)s)")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
-    print(f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {_cpu()} · {os.cpu_count()} logical CPUs · "
-          f"load {os.getloadavg()[0]:.2f}")
+    print(
+        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {_cpu()} · {os.cpu_count()} logical CPUs · "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "cal").mkdir()
         small = write_store(root / "cal", args.calibration_words, args.dim, seed=1)
         dummy, placebo = calibration(small, args.pairs, min(args.placebo, 199), args.alpha, seed=2)
-        print(f"calibration ({args.pairs} random word pairs as A and B, {args.calibration_words:,} words × {args.dim}, "
-              f"Zipf weighting, alpha {args.alpha:g}): dummy-language p rejects {100 * dummy:.1f} %, placebo p "
-              f"{100 * placebo:.1f} %")
+        print(
+            f"calibration ({args.pairs} random word pairs as A and B, {args.calibration_words:,} words × {args.dim}, "
+            f"Zipf weighting, alpha {args.alpha:g}): dummy-language p rejects {100 * dummy:.1f} %, placebo p "
+            f"{100 * placebo:.1f} %"
+        )
         (root / "big").mkdir()
         store = write_store(root / "big", args.words, args.dim, seed=3)
         without = study_time(store, root, 0, args.repeats)
         with_placebo = study_time(store, root, args.placebo, args.repeats)
-        print(f"study time ({args.words:,} words × {args.dim}, gender test, two weightings, 999 permutations, "
-              f"threaded scheduler): {without:.2f} s without placebo, {with_placebo:.2f} s with {args.placebo} placebo "
-              f"pairs: ratio {with_placebo / without:.2f}")
+        print(
+            f"study time ({args.words:,} words × {args.dim}, gender test, two weightings, 999 permutations, "
+            f"threaded scheduler): {without:.2f} s without placebo, {with_placebo:.2f} s with {args.placebo} placebo "
+            f"pairs: ratio {with_placebo / without:.2f}"
+        )
 
 
 if __name__ == "__main__":

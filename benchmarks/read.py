@@ -43,17 +43,43 @@ def write_store(url: str, vectors: np.ndarray, encoding: str) -> None:
 
     n, dim = vectors.shape
     chunk = store.default_chunk_words(dim)
-    store.prepare_store(url, None, language="en", source="bench", format="vec", dim=dim, chunk_words=chunk, n_words=n, vector_encoding=encoding)
+    store.prepare_store(
+        url,
+        None,
+        language="en",
+        source="bench",
+        format="vec",
+        dim=dim,
+        chunk_words=chunk,
+        n_words=n,
+        vector_encoding=encoding,
+    )
     words = np.array([f"w{i}" for i in range(n)], dtype=object)
     norms = np.sqrt(np.square(vectors, dtype=np.float64).sum(axis=1)).astype(np.float32)
     for start in range(0, n, chunk):
         rows = slice(start, start + chunk)
         store.write_block(url, None, start, words[rows], vectors[rows], norms[rows])
-    store.finish_store(url, None, {"n_words": n, "n_duplicates": 0, "n_nfc_merged": 0, "n_invalid_utf8": 0, "n_zero_vectors": 0, "n_duplicate_vectors": 0})
+    store.finish_store(
+        url,
+        None,
+        {
+            "n_words": n,
+            "n_duplicates": 0,
+            "n_nfc_merged": 0,
+            "n_invalid_utf8": 0,
+            "n_zero_vectors": 0,
+            "n_duplicate_vectors": 0,
+        },
+    )
 
 
 def stored_bytes(url: str) -> int:
-    return sum(f.stat().st_size for name in ("vectors", "negative_zero") for f in (Path(url) / name / "c").rglob("*") if f.is_file())
+    return sum(
+        f.stat().st_size
+        for name in ("vectors", "negative_zero")
+        for f in (Path(url) / name / "c").rglob("*")
+        if f.is_file()
+    )
 
 
 def plain_read(url: str, threads: int) -> None:
@@ -111,7 +137,9 @@ def main(argv=None) -> None:
                 for name, job in jobs.items():
                     times[name].append(timed(job))
             results = {name: min(t) for name, t in times.items()}
-        print(f"\n{args.words:,} words x {args.dim} ({mb:.0f} MB as float32), {args.threads} threads, best of {args.repeats}")
+        print(
+            f"\n{args.words:,} words x {args.dim} ({mb:.0f} MB as float32), {args.threads} threads, best of {args.repeats}"
+        )
         print(f"{'':34s} {'bytes/word':>10s} {'plain read':>11s} {'u':>8s} {'u / plain':>10s} {'MB/s (u)':>9s}")
         for encoding, url in urls.items():
             plain, u = results[f"plain {encoding}"], results[f"u {encoding}"]

@@ -45,25 +45,41 @@ def main() -> None:
     tests = [f"t{k}" for k in range(args.tests)]
     with tempfile.TemporaryDirectory() as tmp:
         url = str(Path(tmp) / "results.zarr")
-        R.create_results(url, langs, methods, tests, {"seed": 1, "alternative": "two-sided", "similarity": "cosine"}, "x: 1\n")
+        R.create_results(
+            url, langs, methods, tests, {"seed": 1, "alternative": "two-sided", "similarity": "cosine"}, "x: 1\n"
+        )
         rng = np.random.default_rng(0)
         for lang in langs:
             for m in methods:
                 for t in tests:
-                    R.write_cell(url, lang, m, t, {"statistic": float(rng.normal()), "n_x": 1000, "alternative": "greater",
-                                                   "note": "", "attribute_words_a": "male"})
+                    R.write_cell(
+                        url,
+                        lang,
+                        m,
+                        t,
+                        {
+                            "statistic": float(rng.normal()),
+                            "n_x": 1000,
+                            "alternative": "greater",
+                            "note": "",
+                            "attribute_words_a": "male",
+                        },
+                    )
         R.compact_results(url)
         cube = xr.open_zarr(url, consolidated=False).load()
         baseline = str(Path(tmp) / "per_cell.zarr")
-        cube.to_zarr(baseline, consolidated=False, zarr_format=3,
-                     encoding={v: {"chunks": (1, 1, 1)} for v in cube.data_vars})
+        cube.to_zarr(
+            baseline, consolidated=False, zarr_format=3, encoding={v: {"chunks": (1, 1, 1)} for v in cube.data_vars}
+        )
 
         t_new = _best_of(lambda: xr.open_zarr(url, consolidated=False).load())
         t_old = _best_of(lambda: xr.open_zarr(baseline, consolidated=False).load())
         t_api = _best_of(lambda: R.open_results(url))
         print(f"cube {len(langs)} x {len(methods)} x {len(tests)}, {len(cube.data_vars)} variables")
         print(f"objects: compacted {_objects(Path(url))}, one per cell {_objects(Path(baseline))}")
-        print(f"xr.open_zarr(...).load(): compacted {t_new:.3f} s, one object per cell {t_old:.3f} s, ratio {t_old / t_new:.0f}x")
+        print(
+            f"xr.open_zarr(...).load(): compacted {t_new:.3f} s, one object per cell {t_old:.3f} s, ratio {t_old / t_new:.0f}x"
+        )
         print(f"open_results: {t_api:.3f} s")
 
 

@@ -117,7 +117,9 @@ def compute_spans(stream: list[dict]) -> dict[str, dict[str, float]]:
         for ss in task.get("startstops", ()):
             if ss.get("action") != "compute":
                 continue
-            s = out.setdefault(stage_of(task["key"]), {"seconds": 0.0, "start": math.inf, "stop": -math.inf, "tasks": 0})
+            s = out.setdefault(
+                stage_of(task["key"]), {"seconds": 0.0, "start": math.inf, "stop": -math.inf, "tasks": 0}
+            )
             s["seconds"] += ss["stop"] - ss["start"]
             s["start"] = min(s["start"], ss["start"])
             s["stop"] = max(s["stop"], ss["stop"])
@@ -128,6 +130,7 @@ def compute_spans(stream: list[dict]) -> dict[str, dict[str, float]]:
 def workers_cpu(client) -> float:
     """CPU-seconds the worker processes have used so far (all their threads: zarr decompresses in its
     own, so a task thread's CPU time would miss it)."""
+
     def used(dask_worker) -> float:
         import psutil
 
@@ -138,8 +141,9 @@ def workers_cpu(client) -> float:
 
 
 def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
-    import biasdask
     from distributed import get_task_stream
+
+    import biasdask
 
     client = biasdask.get_client(n_workers=n_workers, threads_per_worker=1)
     try:
@@ -183,11 +187,21 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
     first = min(ss["start"] for task in run_stream.data for ss in task.get("startstops", ()))
     stream_wall = max(writes["last"], max(v["stop"] for v in spans.values())) - first
     return {
-        "label": label, "threads": threads, "ingest_wall": ingest_wall, "ingest_cpu": ingest_cpu,
-        "run_wall": run_wall, "spans": spans, "writes": writes, "busy": computed / (threads * stream_wall),
-        "busy_call": computed / (threads * run_wall), "stream_wall": stream_wall, "lead_in": first - called,
-        "store_bytes": sum(_tree_bytes(Path(url)) for url in stores.values()), "cpu": cpu,
-        "results": study["output"], "stores": stores,
+        "label": label,
+        "threads": threads,
+        "ingest_wall": ingest_wall,
+        "ingest_cpu": ingest_cpu,
+        "run_wall": run_wall,
+        "spans": spans,
+        "writes": writes,
+        "busy": computed / (threads * stream_wall),
+        "busy_call": computed / (threads * run_wall),
+        "stream_wall": stream_wall,
+        "lead_in": first - called,
+        "store_bytes": sum(_tree_bytes(Path(url)) for url in stores.values()),
+        "cpu": cpu,
+        "results": study["output"],
+        "stores": stores,
     }
 
 
@@ -199,8 +213,10 @@ def report(r: dict, args, total_bytes: int) -> None:
     n_words = args.languages * args.words
     n_perm_values = args.languages * 2 * args.permutations * args.words  # weightings x permutations x pooled words
     print(f"\n== {r['label']}: {r['threads']} single-thread workers ==")
-    print(f"ingest        {r['ingest_wall']:7.2f} s wall  {total_bytes / 1e6 / r['ingest_wall']:7.1f} MB/s"
-          f"  (workers' compute {r['ingest_cpu']:.1f} s)")
+    print(
+        f"ingest        {r['ingest_wall']:7.2f} s wall  {total_bytes / 1e6 / r['ingest_wall']:7.1f} MB/s"
+        f"  (workers' compute {r['ingest_cpu']:.1f} s)"
+    )
     for stage in ("scores", "permutations"):
         s = r["spans"].get(stage)
         if s is None:
@@ -208,17 +224,25 @@ def report(r: dict, args, total_bytes: int) -> None:
             continue
         rate = n_words / s["seconds"] if stage == "scores" else n_perm_values / s["seconds"]
         unit = "words/s per busy thread" if stage == "scores" else "permutation x words/s per busy thread"
-        print(f"{stage:13s} {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute "
-              f"({r['cpu'].get(stage, math.nan):.2f} s CPU)  {s['tasks']:5d} tasks  {rate:,.0f} {unit}")
+        print(
+            f"{stage:13s} {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute "
+            f"({r['cpu'].get(stage, math.nan):.2f} s CPU)  {s['tasks']:5d} tasks  {rate:,.0f} {unit}"
+        )
     s = r["spans"].get("writes")
     if s is not None:
-        print(f"writes        {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute "
-              f"({r['cpu'].get('writes', math.nan):.2f} s CPU)  {s['tasks']:5d} tasks  (per-word scores, written by tasks)")
+        print(
+            f"writes        {s['stop'] - s['start']:7.2f} s span  {s['seconds']:7.2f} s compute "
+            f"({r['cpu'].get('writes', math.nan):.2f} s CPU)  {s['tasks']:5d} tasks  (per-word scores, written by tasks)"
+        )
     w = r["writes"]
     print(f"cell writes   {w['seconds']:7.2f} s in the client ({w['calls']} calls of biasdask.io.results.write*)")
-    print(f"run           {r['run_wall']:7.2f} s wall (first task after {r['lead_in']:.2f} s); stream {r['stream_wall']:.2f} s "
-          f"(first task to last write)")
-    print(f"busy fraction {100 * r['busy']:5.1f} % of the stream (target >= 85 %); {100 * r['busy_call']:5.1f} % of the whole call")
+    print(
+        f"run           {r['run_wall']:7.2f} s wall (first task after {r['lead_in']:.2f} s); stream {r['stream_wall']:.2f} s "
+        f"(first task to last write)"
+    )
+    print(
+        f"busy fraction {100 * r['busy']:5.1f} % of the stream (target >= 85 %); {100 * r['busy_call']:5.1f} % of the whole call"
+    )
 
 
 def baseline(sources: dict, args, sample: int) -> dict:
@@ -302,8 +326,11 @@ def kernel_at_seed_size(n_words: int = SEED_WORDS, permutations: int = 200) -> d
     c = time.process_time()
     pools_batch(pools, 0, permutations)
     per_permutation = (time.process_time() - c) / permutations
-    return {"prepare": prepare, "per_permutation": per_permutation,
-            "per_language": prepare + SEED_PERMUTATIONS * per_permutation}
+    return {
+        "prepare": prepare,
+        "per_permutation": per_permutation,
+        "per_language": prepare + SEED_PERMUTATIONS * per_permutation,
+    }
 
 
 def scores_write(results_url: str, store_url: str, args) -> dict:
@@ -315,8 +342,14 @@ def scores_write(results_url: str, store_url: str, args) -> dict:
     sc = rs.open_scores(results_url, CODES[0]).load()
     out = results_url + ".rewrite"
     langs = list(CODES[: args.languages])
-    rs.create_results(out, languages=langs, methods=["uniform", "zipf"], tests=["gender"],
-                      attrs={"seed": 0, "alternative": "two-sided", "similarity": "cosine"}, config_text="benchmark")
+    rs.create_results(
+        out,
+        languages=langs,
+        methods=["uniform", "zipf"],
+        tests=["gender"],
+        attrs={"seed": 0, "alternative": "two-sided", "similarity": "cosine"},
+        config_text="benchmark",
+    )
     t = time.perf_counter()
     rs.write_scores(out, CODES[0], sc.drop_vars("word"), words_from=vocabulary_files(store_url, None, sc.sizes["word"]))
     seconds = time.perf_counter() - t
@@ -326,13 +359,19 @@ def scores_write(results_url: str, store_url: str, args) -> dict:
 def seed_000(results: list[dict], args, kernel: dict) -> None:
     """The seed-000 rerun on two cores from each stage's measured throughput, with its breakdown."""
     cores = 2
-    print(f"\n== seed-000 rerun on stored embeddings, extrapolated: {SEED_LANGUAGES} x {SEED_WORDS:,} x {SEED_DIM}, "
-          f"uniform+zipf, {SEED_PERMUTATIONS:,} permutations, {cores} cores ==")
-    print(f"permutation kernel at N = {SEED_WORDS:,} (two weightings on common splits, one core, this process): "
-          f"{1 / kernel['per_permutation']:,.0f} permutations/s, pool prepared in {kernel['prepare']:.2f} s "
-          f"-> {kernel['per_language']:.1f} CPU-s per language")
-    print(f"writing one language's scores alone (this process, no workers): {kernel['write']:.2f} s for "
-          f"{args.words:,} words -> {kernel['write_per_word'] * SEED_WORDS * SEED_DIM / args.dim:.1f} s per seed language")
+    print(
+        f"\n== seed-000 rerun on stored embeddings, extrapolated: {SEED_LANGUAGES} x {SEED_WORDS:,} x {SEED_DIM}, "
+        f"uniform+zipf, {SEED_PERMUTATIONS:,} permutations, {cores} cores =="
+    )
+    print(
+        f"permutation kernel at N = {SEED_WORDS:,} (two weightings on common splits, one core, this process): "
+        f"{1 / kernel['per_permutation']:,.0f} permutations/s, pool prepared in {kernel['prepare']:.2f} s "
+        f"-> {kernel['per_language']:.1f} CPU-s per language"
+    )
+    print(
+        f"writing one language's scores alone (this process, no workers): {kernel['write']:.2f} s for "
+        f"{args.words:,} words -> {kernel['write_per_word'] * SEED_WORDS * SEED_DIM / args.dim:.1f} s per seed language"
+    )
     seed_words = SEED_LANGUAGES * SEED_WORDS * SEED_DIM / args.dim  # words x (dims relative to the measured)
     words = args.languages * args.words
     for r in results:
@@ -344,16 +383,21 @@ def seed_000(results: list[dict], args, kernel: dict) -> None:
         read_rate = r["store_bytes"] / scores_cpu  # stored bytes per CPU-second (whole stores: vectors dominate)
         scores_seed = r["store_bytes"] / words * seed_words / read_rate
         perms_seed = SEED_LANGUAGES * kernel["per_language"]
-        perms_cluster = r["cpu"].get("permutations", math.nan) * (SEED_LANGUAGES * SEED_PERMUTATIONS * SEED_WORDS) / (
-            args.languages * args.permutations * args.words)
+        perms_cluster = (
+            r["cpu"].get("permutations", math.nan)
+            * (SEED_LANGUAGES * SEED_PERMUTATIONS * SEED_WORDS)
+            / (args.languages * args.permutations * args.words)
+        )
         writes_seed = kernel["write_per_word"] * seed_words  # per-word scores dominate (written by tasks)
         total = scores_seed + perms_seed + writes_seed
         used = min(1.0, r["busy"] * r["threads"] / cores)  # over-subscribed threads share the cores
-        print(f"{r['label']}: scores {scores_seed:,.0f} CPU-s ({read_rate / 1e6:,.0f} MB of store per CPU-s) + "
-              f"permutations {perms_seed:,.0f} + writes {writes_seed:,.0f} = {total:,.0f} CPU-s "
-              f"-> {total / cores:,.0f} s if the cores are always busy, {total / (cores * max(used, 1e-9)):,.0f} s "
-              f"with them {100 * used:.0f} % busy as here (target <= 60 s); "
-              f"[permutations scaled from this run's tasks at N = {args.words:,} instead: {perms_cluster:,.0f} CPU-s]")
+        print(
+            f"{r['label']}: scores {scores_seed:,.0f} CPU-s ({read_rate / 1e6:,.0f} MB of store per CPU-s) + "
+            f"permutations {perms_seed:,.0f} + writes {writes_seed:,.0f} = {total:,.0f} CPU-s "
+            f"-> {total / cores:,.0f} s if the cores are always busy, {total / (cores * max(used, 1e-9)):,.0f} s "
+            f"with them {100 * used:.0f} % busy as here (target <= 60 s); "
+            f"[permutations scaled from this run's tasks at N = {args.words:,} instead: {perms_cluster:,.0f} CPU-s]"
+        )
 
 
 def main(argv=None) -> None:
@@ -361,7 +405,9 @@ def main(argv=None) -> None:
     parser.add_argument("--languages", type=int, default=4, help=f"languages (default 4, at most {len(CODES)})")
     parser.add_argument("--words", type=int, default=200_000, help="words per language (default 200,000)")
     parser.add_argument("--dim", type=int, default=300, help="dimensions (default 300)")
-    parser.add_argument("--permutations", type=int, default=10_000, help="permutations per cell (default 10,000, the seed's)")
+    parser.add_argument(
+        "--permutations", type=int, default=10_000, help="permutations per cell (default 10,000, the seed's)"
+    )
     parser.add_argument("--baseline-words", type=int, default=20_000, help="lines gensim loads for the baseline")
     parser.add_argument("--configurations", default="2,8", help="worker counts to run (default 2,8)")
     parser.add_argument("--skip-first-task", action="store_true", help="skip the cold/warm first-task measurement")
@@ -375,8 +421,10 @@ def main(argv=None) -> None:
         t = time.perf_counter()
         sources = {code: work / f"{code}.vec" for code in CODES[: args.languages]}
         total_bytes = sum(generate(path, args.words, args.dim, seed=i) for i, path in enumerate(sources.values()))
-        print(f"generated {args.languages} x {args.words:,} x {args.dim} .vec ({total_bytes / 1e6:,.0f} MB) "
-              f"in {time.perf_counter() - t:.1f} s (not timed below)")
+        print(
+            f"generated {args.languages} x {args.words:,} x {args.dim} .vec ({total_bytes / 1e6:,.0f} MB) "
+            f"in {time.perf_counter() - t:.1f} s (not timed below)"
+        )
 
         results = []
         for n in (int(v) for v in args.configurations.split(",")):
@@ -384,10 +432,14 @@ def main(argv=None) -> None:
             report(results[-1], args, total_bytes)
 
         base = baseline(sources, args, min(args.baseline_words, args.words))
-        print(f"\n== without biasdask (one core; sample of {min(args.baseline_words, args.words):,} lines, extrapolated) ==")
-        print(f"gensim load {base['load']:.1f} s, numpy matvec {base['matvec']:.2f} s per language; "
-              f"rng.permutation loop {1e3 * base['per_permutation']:.1f} ms per permutation; "
-              f"whole study {base['total']:,.0f} s")
+        print(
+            f"\n== without biasdask (one core; sample of {min(args.baseline_words, args.words):,} lines, extrapolated) =="
+        )
+        print(
+            f"gensim load {base['load']:.1f} s, numpy matvec {base['matvec']:.2f} s per language; "
+            f"rng.permutation loop {1e3 * base['per_permutation']:.1f} ms per permutation; "
+            f"whole study {base['total']:,.0f} s"
+        )
         for r in results:
             ours = r["ingest_wall"] + r["run_wall"]
             print(f"biasdask ({r['label']}, ingest + run) {ours:.1f} s: {base['total'] / ours:,.0f}x faster")
@@ -407,8 +459,10 @@ def main(argv=None) -> None:
                 ):
                     m = first_task(mode, cache)
                     warm = f"; the plugin loaded the kernels in {m['warm']:.2f} s as it joined" if m["warm"] else ""
-                    print(f"{label:55s} first task {m['compute']:6.2f} s compute, {m['wall']:6.2f} s wall "
-                          f"(cluster ready after {m['ready']:.1f} s{warm})")
+                    print(
+                        f"{label:55s} first task {m['compute']:6.2f} s compute, {m['wall']:6.2f} s wall "
+                        f"(cluster ready after {m['ready']:.1f} s{warm})"
+                    )
             finally:
                 shutil.rmtree(cold_cache, ignore_errors=True)
         print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from biasdask import _dask_config  # noqa: F401  (registers the "biasdask" namespace of dask.config)
-from biasdask import _numba_cache  # noqa: F401  (compiled kernels are cached per user, not in the package)
+from biasdask import (
+    _dask_config,  # noqa: F401  (registers the "biasdask" namespace of dask.config)
+    _numba_cache,  # noqa: F401  (compiled kernels are cached per user, not in the package)
+)
 from biasdask._version import __version__
 
 _EXPORTS = {

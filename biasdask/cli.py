@@ -22,7 +22,6 @@ from biasdask.report import write_plots
 from biasdask.tables import COLUMNS, FORMATS, format_table
 
 
-
 def _workers(text: str) -> int:
     """``--workers``: an integer from 0 to ``biasdask.engine.run.MAX_LOCAL_WORKERS`` (4 per core)."""
     from biasdask.engine.run import check_n_workers
@@ -56,7 +55,11 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("source", metavar="SOURCE", help="path or URL of the embedding file")
-    p.add_argument("dest", metavar="DEST", help="path or URL of the Zarr store to write (a store of the same language there is replaced)")
+    p.add_argument(
+        "dest",
+        metavar="DEST",
+        help="path or URL of the Zarr store to write (a store of the same language there is replaced)",
+    )
     p.add_argument("--language", required=True, metavar="CODE", help="language code, e.g. en or pt-BR")
     p.add_argument(
         "--format",
@@ -65,7 +68,12 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         help="file format (default: detected from the content)",
     )
     p.add_argument("--max-words", type=int, metavar="N", help="keep only the first N (most frequent) words")
-    p.add_argument("--chunk-words", type=int, metavar="N", help="words per Zarr chunk (default: at most 32 MiB of vectors, an even number of equal chunks)")
+    p.add_argument(
+        "--chunk-words",
+        type=int,
+        metavar="N",
+        help="words per Zarr chunk (default: at most 32 MiB of vectors, an even number of equal chunks)",
+    )
     p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to parse on")
     p.add_argument(
         "--workers",
@@ -143,7 +151,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", metavar="URL", help="results store URL (overrides the study's 'output')")
     p.add_argument("--overwrite", action="store_true", help="replace a results store written by another study")
     p.add_argument(
-        "--update", action="store_true",
+        "--update",
+        action="store_true",
         help="apply an edited study to its results: compute the cells of added or changed languages, methods, "
         "tests and associations, keep every other cell bit for bit (a changed seed, n_permutations, "
         "alternative... needs --overwrite)",
@@ -158,8 +167,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, output=args.output)
     # run checks every store before it finds or starts the cluster: a wrong URL fails in a second
-    results = run(cfg, scheduler=args.scheduler, n_workers=args.workers, start_cluster=True,
-                  overwrite=args.overwrite, update=args.update, progress=False if args.quiet else None)
+    results = run(
+        cfg,
+        scheduler=args.scheduler,
+        n_workers=args.workers,
+        start_cluster=True,
+        overwrite=args.overwrite,
+        update=args.update,
+        progress=False if args.quiet else None,
+    )
     print(format_table(results))
     print(f"\nresults: {cfg.output}")
     return 0
@@ -226,7 +242,9 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
         "--gender-specific", metavar="FILE", help="hard: words not neutralised, one a line (default: Bolukbasi's)"
     )
     p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to run on")
-    p.add_argument("--workers", type=int, metavar="N", help="worker processes of a local cluster (default: this process)")
+    p.add_argument(
+        "--workers", type=int, metavar="N", help="worker processes of a local cluster (default: this process)"
+    )
     p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
     p.set_defaults(func=_cmd_debias)
 
@@ -234,9 +252,8 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
 def _cmd_debias(args: argparse.Namespace) -> int:
     import contextlib
 
-    from biasdask.engine.debias import debias
-
     from biasdask.engine.alignment import _read_dictionary
+    from biasdask.engine.debias import debias
 
     words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
     for key in ("definitional", "equalize"):
@@ -247,7 +264,9 @@ def _cmd_debias(args: argparse.Namespace) -> int:
             with open(args.gender_specific, encoding="utf-8") as f:
                 words["gender_specific"] = [w.strip() for w in f.read().split("\n") if w.strip()]
         except (OSError, UnicodeDecodeError) as exc:
-            raise BiasdaskError(f"{args.gender_specific}: cannot read the word list ({exc.__class__.__name__})") from None
+            raise BiasdaskError(
+                f"{args.gender_specific}: cannot read the word list ({exc.__class__.__name__})"
+            ) from None
     if args.scheduler or args.workers:
         from biasdask.engine.cluster import client_scope
 
@@ -316,10 +335,14 @@ def _add_words(sub: argparse._SubParsersAction) -> None:
     p.add_argument("results", metavar="RESULTS", help="results store URL")
     p.add_argument("language", metavar="LANG", help="language code")
     p.add_argument("-n", type=int, default=30, help="words per side (default: %(default)s)")
-    p.add_argument("--by", choices=["u", "t"], default="u", help="rank by u or by the weighted t (default: %(default)s)")
+    p.add_argument(
+        "--by", choices=["u", "t"], default="u", help="rank by u or by the weighted t (default: %(default)s)"
+    )
     p.add_argument("--method", metavar="M", help="weighting of t for --by t (default: zipf)")
     p.add_argument(
-        "--association", metavar="NAME", default="cosine",
+        "--association",
+        metavar="NAME",
+        default="cosine",
         help="per-word association whose scores are ranked: cosine (default), or another of the study's "
         "associations (euclidean, ripa, semaxis)",
     )
@@ -369,7 +392,9 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("results", metavar="RESULTS", help="results store URL")
     p.add_argument("--out", required=True, metavar="DIR", help="directory for the PNG files")
-    p.add_argument("--cell", metavar="LANG,METHOD,TEST", help="cell of the null-distribution plot (default: the least normal null)")
+    p.add_argument(
+        "--cell", metavar="LANG,METHOD,TEST", help="cell of the null-distribution plot (default: the least normal null)"
+    )
     p.set_defaults(func=_cmd_plot)
 
 
@@ -395,7 +420,9 @@ def _add_meta(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--test", required=True, help="the test label (e.g. career_family, weat7, gender)")
     p.add_argument("--method", help="the weighting (default: the store's first)")
     p.add_argument("--association", help="the association of a full-vocabulary test (e.g. ripa)")
-    p.add_argument("--estimator", choices=["REML", "DL", "PM"], default="REML", help="tau^2 estimator (default: %(default)s)")
+    p.add_argument(
+        "--estimator", choices=["REML", "DL", "PM"], default="REML", help="tau^2 estimator (default: %(default)s)"
+    )
     p.add_argument("--hartung-knapp", action="store_true", help="Hartung-Knapp variance and t intervals")
     p.add_argument("--covariate", metavar="COLUMN", help="meta-regression on a catalog column (family, branch)")
     p.add_argument("--plot", metavar="PNG", help="also write the forest plot there")
@@ -406,26 +433,49 @@ def _cmd_meta(args: argparse.Namespace) -> int:
     from biasdask.engine.inference import meta_analysis
     from biasdask.io.results import open_results
 
-    meta = meta_analysis(open_results(args.results), test=args.test, method=args.method, association=args.association,
-                         estimator=args.estimator, hartung_knapp=args.hartung_knapp, covariate=args.covariate)
+    meta = meta_analysis(
+        open_results(args.results),
+        test=args.test,
+        method=args.method,
+        association=args.association,
+        estimator=args.estimator,
+        hartung_knapp=args.hartung_knapp,
+        covariate=args.covariate,
+    )
     r = meta.pooled
     table = meta.studies.assign(weight=[f"{100 * w:.1f} %" for w in meta.studies["weight"]]).round(3)
-    print(f"test {meta.test} ({meta.method}): random effects ({r.method}{', Hartung-Knapp' if r.hartung_knapp else ''}), "
-          f"{r.k} languages")
+    print(
+        f"test {meta.test} ({meta.method}): random effects ({r.method}{', Hartung-Knapp' if r.hartung_knapp else ''}), "
+        f"{r.k} languages"
+    )
     print(table.to_string())
-    print(f"pooled d = {r.estimate:.3f} (SE {r.se:.3f}), {100 * r.level:.0f} % CI [{r.ci_low:.3f}, {r.ci_high:.3f}], "
-          f"prediction interval [{r.pi_low:.3f}, {r.pi_high:.3f}], p = {r.p_value:.3g}")
-    print(f"heterogeneity: tau^2 = {r.tau2:.4g}, I^2 = {100 * r.i2:.1f} %, Q = {r.q:.2f} (df {r.df}, p = {r.q_p_value:.3g})")
+    print(
+        f"pooled d = {r.estimate:.3f} (SE {r.se:.3f}), {100 * r.level:.0f} % CI [{r.ci_low:.3f}, {r.ci_high:.3f}], "
+        f"prediction interval [{r.pi_low:.3f}, {r.pi_high:.3f}], p = {r.p_value:.3g}"
+    )
+    print(
+        f"heterogeneity: tau^2 = {r.tau2:.4g}, I^2 = {100 * r.i2:.1f} %, Q = {r.q:.2f} (df {r.df}, p = {r.q_p_value:.3g})"
+    )
     if meta.dropped:
         print("left out: " + ", ".join(meta.dropped))
     if meta.regression is not None:
         reg = meta.regression
         import pandas as pd
 
-        coefficients = pd.DataFrame({"estimate": reg.coefficients, "se": reg.se, "p": reg.p_values, "ci_low": reg.ci_low,
-                                     "ci_high": reg.ci_high}, index=pd.Index(reg.names, name="coefficient")).round(3)
-        print(f"meta-regression on {meta.covariate} ({reg.k} languages): residual tau^2 = {reg.tau2:.4g}, "
-              f"R^2 = {100 * reg.r2:.0f} %, test of the moderator QM = {reg.qm:.2f} (p = {reg.qm_p_value:.3g})")
+        coefficients = pd.DataFrame(
+            {
+                "estimate": reg.coefficients,
+                "se": reg.se,
+                "p": reg.p_values,
+                "ci_low": reg.ci_low,
+                "ci_high": reg.ci_high,
+            },
+            index=pd.Index(reg.names, name="coefficient"),
+        ).round(3)
+        print(
+            f"meta-regression on {meta.covariate} ({reg.k} languages): residual tau^2 = {reg.tau2:.4g}, "
+            f"R^2 = {100 * reg.r2:.0f} %, test of the moderator QM = {reg.qm:.2f} (p = {reg.qm_p_value:.3g})"
+        )
         print(coefficients.to_string())
     if args.plot:
         from biasdask.plot import plot_forest
@@ -436,7 +486,11 @@ def _cmd_meta(args: argparse.Namespace) -> int:
 
 
 def _add_languages(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("languages", help="the catalog of 26 languages", description="List the language catalog: code, name, family, branch and the translations of male and female.")
+    p = sub.add_parser(
+        "languages",
+        help="the catalog of 26 languages",
+        description="List the language catalog: code, name, family, branch and the translations of male and female.",
+    )
     p.set_defaults(func=_cmd_languages)
 
 
@@ -447,8 +501,18 @@ def _cmd_languages(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = [_add_ingest, _add_debias, _add_run, _add_demo, _add_show, _add_words, _add_plot, _add_report, _add_meta,
-             _add_languages]
+_COMMANDS = [
+    _add_ingest,
+    _add_debias,
+    _add_run,
+    _add_demo,
+    _add_show,
+    _add_words,
+    _add_plot,
+    _add_report,
+    _add_meta,
+    _add_languages,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -458,9 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Social bias in word embeddings of many languages, over whole vocabularies, on Dask.",
     )
     parser.add_argument("--version", action="version", version=f"biasdask {__version__}")
-    parser.add_argument(
-        "--debug", action="store_true", help="show the traceback of an error (also: BIASDASK_DEBUG=1)"
-    )
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error (also: BIASDASK_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in _COMMANDS:
         add(sub)

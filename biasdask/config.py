@@ -73,10 +73,32 @@ from biasdask.stats.weights import METHODS
 IAT_MODELS = ("cc", "wiki", "subt")
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _KEYS = {
-    "output", "embeddings", "languages", "methods", "tests", "n_permutations", "seed", "alternative",
-    "similarity", "max_words", "exclude_attributes", "exclude_words", "batch_size", "storage_options",
-    "save_scores", "save_null", "min_coverage", "iat_model", "attributes", "dedupe_vectors", "set_metric_words",
-    "associations", "correction", "alpha", "ci_level", "placebo",
+    "output",
+    "embeddings",
+    "languages",
+    "methods",
+    "tests",
+    "n_permutations",
+    "seed",
+    "alternative",
+    "similarity",
+    "max_words",
+    "exclude_attributes",
+    "exclude_words",
+    "batch_size",
+    "storage_options",
+    "save_scores",
+    "save_null",
+    "min_coverage",
+    "iat_model",
+    "attributes",
+    "dedupe_vectors",
+    "set_metric_words",
+    "associations",
+    "correction",
+    "alpha",
+    "ci_level",
+    "placebo",
 }
 ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
@@ -188,7 +210,9 @@ class StudyConfig:
             }
             for s in self.languages
         ]
-        for key in ("methods", "tests", *(("associations",) if "associations" in d else ())) + (() if isinstance(self.exclude_words, str) else ("exclude_words",)):
+        for key in ("methods", "tests", *(("associations",) if "associations" in d else ())) + (
+            () if isinstance(self.exclude_words, str) else ("exclude_words",)
+        ):
             d[key] = list(d[key])
         return d
 
@@ -208,8 +232,7 @@ class StudyConfig:
 def _plain(words: tuple[str | AttributeTerm, ...]) -> list:
     """Attribute words as YAML-safe values (a term as ``{term: label, translations: [[tokens]]}``)."""
     return [
-        w if isinstance(w, str) else {"term": w.label, "translations": [list(t) for t in w.translations]}
-        for w in words
+        w if isinstance(w, str) else {"term": w.label, "translations": [list(t) for t in w.translations]} for w in words
     ]
 
 
@@ -232,7 +255,9 @@ def _words(value: Any, key: str) -> tuple[str, ...]:
     if isinstance(value, str):  # a str is not a word list: never read "male" as m, a, l, e
         from biasdask.engine.words import list_syntax
 
-        raise ConfigError(f"{key}: expected a list of words, got the string {value!r}: write {list_syntax(value, 'yaml')}")
+        raise ConfigError(
+            f"{key}: expected a list of words, got the string {value!r}: write {list_syntax(value, 'yaml')}"
+        )
     if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
         raise ConfigError(f"{key}: expected a non-empty list of words")
     return tuple(value)
@@ -279,7 +304,9 @@ def _ci_level(raw: dict) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ConfigError(f"ci_level: expected a confidence level strictly between 0 and 1 (or null for none), got {value!r}")
+        raise ConfigError(
+            f"ci_level: expected a confidence level strictly between 0 and 1 (or null for none), got {value!r}"
+        )
     return float(value)
 
 
@@ -290,7 +317,9 @@ def _placebo(raw: dict) -> dict[str, Any]:
     if value is True:
         value = {}
     if not isinstance(value, dict):
-        raise ConfigError(f"placebo: expected a mapping {{n: 1000, exclude: [...], match: rank}} or false, got {value!r}")
+        raise ConfigError(
+            f"placebo: expected a mapping {{n: 1000, exclude: [...], match: rank}} or false, got {value!r}"
+        )
     unknown = set(value) - {"n", "exclude", "match"}
     if unknown:
         raise ConfigError(f"placebo: unknown key(s) {sorted(unknown)}; allowed: exclude, match, n")
@@ -298,7 +327,9 @@ def _placebo(raw: dict) -> dict[str, Any]:
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
         raise ConfigError(f"placebo.n: expected a number of placebo pairs from 1 to 1,000,000, got {n!r}")
     if value.get("match", "rank") != "rank":
-        raise ConfigError(f"placebo.match: only 'rank' (frequency-rank neighbourhoods) is implemented, got {value['match']!r}")
+        raise ConfigError(
+            f"placebo.match: only 'rank' (frequency-rank neighbourhoods) is implemented, got {value['match']!r}"
+        )
     exclude = value.get("exclude") or []
     if not isinstance(exclude, list) or not all(isinstance(w, str) for w in exclude):
         raise ConfigError("placebo.exclude: expected a list of words")
@@ -430,7 +461,9 @@ def _is_embedding_object(value: Any) -> bool:
     """An in-memory embedding given from Python (Dataset, DataArray, KeyedVectors-like)."""
     import xarray as xr
 
-    return isinstance(value, (xr.Dataset, xr.DataArray)) or (hasattr(value, "index_to_key") and hasattr(value, "vectors"))
+    return isinstance(value, (xr.Dataset, xr.DataArray)) or (
+        hasattr(value, "index_to_key") and hasattr(value, "vectors")
+    )
 
 
 def _store_label(store: Any) -> str:
@@ -544,7 +577,7 @@ def load_config(path: str | Path, *, output: str | None = None) -> StudyConfig:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); save the study file as UTF-8"
+            f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r}); save the study file as UTF-8"
         ) from None
     try:
         raw = yaml.load(text, Loader=_StudyLoader)  # noqa: S506 - a SafeLoader
@@ -633,8 +666,11 @@ def study_changes(old: dict[str, Any], new: dict[str, Any]) -> StudyChanges:
                 if code not in before or code not in after:
                     language_keys.append(f"languages.{code}")
                     continue
-                diff = [f"languages.{code}.{k}" for k in sorted(set(before[code]) | set(after[code]))
-                        if before[code].get(k) != after[code].get(k)]
+                diff = [
+                    f"languages.{code}.{k}"
+                    for k in sorted(set(before[code]) | set(after[code]))
+                    if before[code].get(k) != after[code].get(k)
+                ]
                 if diff:
                     language_keys += diff
                     changed.add(code)

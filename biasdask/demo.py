@@ -38,9 +38,7 @@ def planted_strengths(codes: list[str], seed: int = 7) -> dict[str, float]:
     return {c: float(v) for c, v in zip(codes, values)}
 
 
-def write_language(
-    path: Path, male: str, female: str, strength: float, n_words: int, dim: int, seed: int
-) -> None:
+def write_language(path: Path, male: str, female: str, strength: float, n_words: int, dim: int, seed: int) -> None:
     """Write one synthetic language as a word2vec binary file.
 
     Every word vector is isotropic noise plus ``strength`` times a hidden unit direction g; the

@@ -24,8 +24,8 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 from numpy.typing import ArrayLike
 
-from biasdask.stats.frequency import BinProfile
 from biasdask.config import FULL_VOCABULARY_TESTS, split_label
+from biasdask.stats.frequency import BinProfile
 from biasdask.tables import empty_reason, leaning, word_list_family
 
 __all__ = [
@@ -92,8 +92,9 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     if variable not in results:
         raise KeyError(f"results has no variable {variable!r}; it has {', '.join(map(str, results.data_vars))}")
     if variable not in _P_VARIABLES:  # colour by the way a cell leans, in its test's own sign convention
-        lean = xr.DataArray([float(leaning(str(t))) for t in results["test"].values], dims="test",
-                            coords={"test": results["test"]})
+        lean = xr.DataArray(
+            [float(leaning(str(t))) for t in results["test"].values], dims="test", coords={"test": results["test"]}
+        )
         shade = (results[variable] * lean).where(lean != 0)
     else:
         shade = results[variable]
@@ -121,7 +122,12 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
         why = _empty_labels(notes.transpose("language", "test", "method").values)
         if np.array_equal(cube, np.repeat(cube[..., :1], len(methods), axis=2), equal_nan=True):
             # e.g. d, defined on the unweighted u: one column per test, not the same number per method
-            values, colour, columns, column_axis = cube[..., 0], shades[..., 0], tests, "test (the same for every weighting)"
+            values, colour, columns, column_axis = (
+                cube[..., 0],
+                shades[..., 0],
+                tests,
+                "test (the same for every weighting)",
+            )
             ran = ran.any(axis=2)
             why = why[..., 0]
             sources, column_tests = np.asarray(sets.values), tests
@@ -136,7 +142,10 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     # a column whose languages measured different word lists is marked, and its cells say which
     mixed = [
         split_label(t)[0] not in FULL_VOCABULARY_TESTS
-        and len({word_list_family(str(src)) for src, v in zip(sources[:, j], values[:, j]) if str(src) and np.isfinite(v)}) > 1
+        and len(
+            {word_list_family(str(src)) for src, v in zip(sources[:, j], values[:, j]) if str(src) and np.isfinite(v)}
+        )
+        > 1
         for j, t in enumerate(column_tests)
     ]
     columns = [f"{c} †" if m else c for c, m in zip(columns, mixed)]
@@ -160,14 +169,36 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
                 if not np.isfinite(colour[i, j]):  # a value without a direction: on white, not on the scale
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="white", edgecolor="none"))
                 fill = cmap(norm(colour[i, j])) if np.isfinite(colour[i, j]) else (1.0, 1.0, 1.0, 1.0)
-                ax.text(j, i - (0.12 if mixed[j] else 0), _format_cell(v, variable), ha="center", va="center", fontsize=8,
-                        color=_text_color(fill))
+                ax.text(
+                    j,
+                    i - (0.12 if mixed[j] else 0),
+                    _format_cell(v, variable),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color=_text_color(fill),
+                )
                 if mixed[j]:
-                    ax.text(j, i + 0.22, word_list_family(str(sources[i, j])), ha="center", va="center", fontsize=6,
-                            color=_text_color(fill))
+                    ax.text(
+                        j,
+                        i + 0.22,
+                        word_list_family(str(sources[i, j])),
+                        ha="center",
+                        va="center",
+                        fontsize=6,
+                        color=_text_color(fill),
+                    )
             else:
-                ax.text(j, i, "none" if ran[i, j] else why[i, j], ha="center", va="center", fontsize=7,
-                        color="#707070", style="italic")
+                ax.text(
+                    j,
+                    i,
+                    "none" if ran[i, j] else why[i, j],
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="#707070",
+                    style="italic",
+                )
     ax.set_xticks(range(n_cols), columns, rotation=30 if n_cols > 3 else 0, ha="right" if n_cols > 3 else "center")
     ax.set_yticks(range(n_rows), languages)
     ax.set_xlabel(column_axis)
@@ -180,11 +211,16 @@ def plot_effect_heatmap(results: xr.Dataset, variable: str = "effect_size", test
     if variable in _P_VARIABLES:
         bar.set_label(label.replace(" (", "\n("), fontsize=8)  # two lines: never clipped by the figure's edge
     else:
-        bar.set_label(f"{label.split(' (')[0]}, coloured by leaning:\nred towards A, blue towards B\n"
-                      "(each test's sign convention)", fontsize=8)
+        bar.set_label(
+            f"{label.split(' (')[0]}, coloured by leaning:\nred towards A, blue towards B\n"
+            "(each test's sign convention)",
+            fontsize=8,
+        )
     if any(mixed):
-        note = ("† the languages of this column measured different word lists (each cell names its own): their "
-                "values are not on one scale")
+        note = (
+            "† the languages of this column measured different word lists (each cell names its own): their "
+            "values are not on one scale"
+        )
         width = int(fig.get_figwidth() * 10)  # characters of 9 pt text across the figure, with margins
         ax.set_xlabel(f"{column_axis}\n" + "\n".join(textwrap.wrap(note, width)), fontsize=9)
     return fig
@@ -229,8 +265,11 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     colors = ["#b2182b" if v > 0 else "#2166ac" for v in d[order]]
     ax_d.barh(y, np.nan_to_num(d[order]), color=colors, height=0.7)
     ax_d.axvline(0, color="#555555", lw=0.8)
-    notes = (np.asarray(cube["note"].transpose("language", "method").values)[:, 0] if "note" in cube
-             else np.full(n, "", dtype=object))
+    notes = (
+        np.asarray(cube["note"].transpose("language", "method").values)[:, 0]
+        if "note" in cube
+        else np.full(n, "", dtype=object)
+    )
     for yi, v, note in zip(y, d[order], notes[order]):
         if not np.isfinite(v):
             ax_d.text(0, yi, f" {empty_reason(str(note))}", va="center", fontsize=7, color="#707070", style="italic")
@@ -244,13 +283,25 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
     adjusted, correction, alpha = _adjusted(cube)
     for k, m in enumerate(methods):
         zs = z[order, k]
-        ax_z.barh(y - 0.4 + height * (k + 0.5), np.nan_to_num(zs), height=height,
-                  color=_METHOD_COLORS.get(m, f"C{k}"), label=m)
+        ax_z.barh(
+            y - 0.4 + height * (k + 0.5),
+            np.nan_to_num(zs),
+            height=height,
+            color=_METHOD_COLORS.get(m, f"C{k}"),
+            label=m,
+        )
         if adjusted is not None:  # a star beyond the bar of each cell significant after correction
             for yi, zi, pi in zip(y - 0.4 + height * (k + 0.5), zs, adjusted[order, k]):
                 if np.isfinite(zi) and pi < alpha:
-                    ax_z.text(zi, yi, " ★ " if zi >= 0 else " ★ ", ha="left" if zi >= 0 else "right", va="center",
-                              fontsize=7, color="#222222")
+                    ax_z.text(
+                        zi,
+                        yi,
+                        " ★ " if zi >= 0 else " ★ ",
+                        ha="left" if zi >= 0 else "right",
+                        va="center",
+                        fontsize=7,
+                        color="#222222",
+                    )
     ax_z.set_xscale("symlog", linthresh=2.0)
     ax_z.axvline(0, color="#555555", lw=0.8)
     for x in (-1.96, 1.96):
@@ -264,18 +315,32 @@ def plot_overview(results: xr.Dataset, test: str = "gender") -> Figure:
         steps = [t for t in steps if t == 2 or float(np.log10(t)).is_integer()]
     ticks = sorted({0.0, *steps, *(-t for t in steps)})
     ax_z.set_xticks(ticks, [f"{t:,.0f}" for t in ticks], fontsize=8)
-    ax_z.set_xlabel("z = (s − E s) / SD s under the permutation null, per weighting\n"
-                    "(symmetric-log axis, linear within ±2; dotted: ±1.96)", fontsize=8)
+    ax_z.set_xlabel(
+        "z = (s − E s) / SD s under the permutation null, per weighting\n"
+        "(symmetric-log axis, linear within ±2; dotted: ±1.96)",
+        fontsize=8,
+    )
     ax_z.set_title("z: how far s is in its null's tail, per weighting", fontsize=9)
     ax_z.tick_params(axis="y", labelleft=False, length=0)
     handles, labels = ax_z.get_legend_handles_labels()
     if adjusted is not None:
         handles.append(Line2D([], [], ls="none", marker="$★$", color="#222222", markersize=8))
         labels.append(f"p < {alpha:g} after {correction} correction over the languages")
-    fig.legend(handles, labels, title="weighting (method)", fontsize=8, title_fontsize=8, loc="outside lower center",
-               ncols=len(labels), frameon=False)
-    fig.suptitle(f"Test '{test}': which way each language leans (> 0 towards A), and how surely under each weighting\n"
-                 + _sides(cube), fontsize=10)
+    fig.legend(
+        handles,
+        labels,
+        title="weighting (method)",
+        fontsize=8,
+        title_fontsize=8,
+        loc="outside lower center",
+        ncols=len(labels),
+        frameon=False,
+    )
+    fig.suptitle(
+        f"Test '{test}': which way each language leans (> 0 towards A), and how surely under each weighting\n"
+        + _sides(cube),
+        fontsize=10,
+    )
     return fig
 
 
@@ -350,8 +415,15 @@ def plot_null_distribution(
 
     fig = Figure(figsize=(7.5, 4.5), layout="constrained")
     ax = fig.subplots()
-    ax.hist(s_null, bins=bins, density=True, color="#9ecae1", edgecolor="white", linewidth=0.5,
-            label=f"sampled null ({s_null.size:,} permutations)")
+    ax.hist(
+        s_null,
+        bins=bins,
+        density=True,
+        color="#9ecae1",
+        edgecolor="white",
+        linewidth=0.5,
+        label=f"sampled null ({s_null.size:,} permutations)",
+    )
 
     lo, hi = float(s_null.min()), float(s_null.max())
     on_scale = sd == 0 or abs(statistic - mu) <= 10 * sd
@@ -374,9 +446,14 @@ def plot_null_distribution(
         x_edge = 0.98 if side == "right" else 0.02
         ax.annotate(
             f"s = {statistic:.4g}\n({abs(statistic - mu) / sd:,.0f} sampled SDs away)",
-            xy=(x_edge, 0.5), xycoords="axes fraction",
-            xytext=(0.78 if side == "right" else 0.22, 0.5), textcoords="axes fraction",
-            ha="center", va="center", color="#d62728", fontsize=9,
+            xy=(x_edge, 0.5),
+            xycoords="axes fraction",
+            xytext=(0.78 if side == "right" else 0.22, 0.5),
+            textcoords="axes fraction",
+            ha="center",
+            va="center",
+            color="#d62728",
+            fontsize=9,
             arrowprops={"arrowstyle": "->", "color": "#d62728", "lw": 1.5},
         )
 
@@ -386,8 +463,16 @@ def plot_null_distribution(
     if p_value is not None:
         notes.append(f"p = {p_value:.3g}")
     if notes:
-        ax.text(0.02, 0.97, "\n".join(notes), transform=ax.transAxes, ha="left", va="top", fontsize=9,
-                bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#bbbbbb"})
+        ax.text(
+            0.02,
+            0.97,
+            "\n".join(notes),
+            transform=ax.transAxes,
+            ha="left",
+            va="top",
+            fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#bbbbbb"},
+        )
 
     ax.set_xlabel(xlabel)
     ax.set_ylabel("density (per unit of s)")
@@ -487,28 +572,53 @@ def plot_frequency_profile(
             contribution = np.nan_to_num(prof.mean * prof.count)
             total = np.abs(contribution).sum()
             share = 100 * contribution / total if total > 0 else contribution
-            ax.bar(x, share, color=np.where(share >= 0, "#b2182b", "#2166ac"), width=0.7,
-                   label="bin's contribution to s, % of the bins' absolute contributions (red towards A, blue towards B)")
+            ax.bar(
+                x,
+                share,
+                color=np.where(share >= 0, "#b2182b", "#2166ac"),
+                width=0.7,
+                label="bin's contribution to s, % of the bins' absolute contributions (red towards A, blue towards B)",
+            )
             low, high = min(float(share.min()), 0.0), max(float(share.max()), 0.0)
             span = max(high - low, 1.0)
             ax.set_ylim(low - 0.05 * span, high + 0.18 * span)
         else:
-            ax.errorbar(x, prof.mean, yerr=np.nan_to_num(prof.sd), fmt="o", color="#1f77b4", ecolor="#6baed6",
-                        elinewidth=1.5, capsize=3, markersize=5, label="mean ± 1 SD")
+            ax.errorbar(
+                x,
+                prof.mean,
+                yerr=np.nan_to_num(prof.sd),
+                fmt="o",
+                color="#1f77b4",
+                ecolor="#6baed6",
+                elinewidth=1.5,
+                capsize=3,
+                markersize=5,
+                label="mean ± 1 SD",
+            )
             ax.margins(y=0.3)
         top = blended_transform_factory(ax.transData, ax.transAxes)
         for xi, d in zip(x, prof.effect_size):
             if np.isfinite(d):
                 text = f"{d:.2f}".replace("-0.00", "0.00")
                 ax.text(xi, 0.97, text, transform=top, ha="center", va="top", fontsize=7, color="#1f77b4")
-        ax.set_xticks(x, _bin_labels(prof), fontsize=7, rotation=45 if prof.n_bins > 4 else 0,
-                      ha="right" if prof.n_bins > 4 else "center", rotation_mode="anchor")
+        ax.set_xticks(
+            x,
+            _bin_labels(prof),
+            fontsize=7,
+            rotation=45 if prof.n_bins > 4 else 0,
+            ha="right" if prof.n_bins > 4 else "center",
+            rotation_mode="anchor",
+        )
         ax.set_xlim(-0.5, prof.n_bins - 0.5)
         ax.tick_params(axis="y", labelsize=7)
         ax.set_title(f"{name}  ({int(prof.count.sum()):,} words)", fontsize=10)
         if i + ncols >= n or not one_key:  # axis titles once per column and row of a grid, not on every panel
-            ax.set_xlabel("frequency rank bin (log10, 1 = most frequent)" if prof.key == "rank"
-                          else "observed frequency bin (log10)", fontsize=8)
+            ax.set_xlabel(
+                "frequency rank bin (log10, 1 = most frequent)"
+                if prof.key == "rank"
+                else "observed frequency bin (log10)",
+                fontsize=8,
+            )
         if i % ncols == 0:
             ax.set_ylabel(f"share of s (%), {score_label}" if shares else f"mean {score_label}", fontsize=8)
     for ax in axes[n:]:
@@ -567,13 +677,18 @@ def plot_gender_form_bias(results: Mapping[str, Any], *, title: str = "") -> Fig
         test = str(res.test)
         axis_name = _FORM_BIAS_AXIS.get(test, "masculine − feminine score")
         ax.set_xlabel(f"{axis_name}\n(> 0: masculine bias, < 0: feminine)", fontsize=8)
-        ax.set_title(f"{name}  ({len(values)} targets)\npaired t = {res.t_statistic:.3g}, p = {res.pvalue:.2g}; "
-                     f"{test.upper()} statistic = {res.statistic:.3g}", fontsize=9)
+        ax.set_title(
+            f"{name}  ({len(values)} targets)\npaired t = {res.t_statistic:.3g}, p = {res.pvalue:.2g}; "
+            f"{test.upper()} statistic = {res.statistic:.3g}",
+            fontsize=9,
+        )
         lo, hi = min(float(values.min()), 0.0), max(float(values.max()), 0.0)
         pad = 0.05 * (hi - lo) if hi > lo else 1.0
         ax.set_xlim(lo - pad, hi + pad)
-    handles = [Patch(color=_MASCULINE_COLOR, label="masculine form scores higher"),
-               Patch(color=_FEMININE_COLOR, label="feminine form scores higher")]
+    handles = [
+        Patch(color=_MASCULINE_COLOR, label="masculine form scores higher"),
+        Patch(color=_FEMININE_COLOR, label="feminine form scores higher"),
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     fig.suptitle(title or "Bias of masculine vs feminine forms")
     return fig
@@ -613,13 +728,26 @@ def plot_attribute_sensitivity(sensitivity: xr.Dataset, *, alpha: float = 0.05, 
         ok = np.isfinite(values)
         filled = ok & (p <= alpha)
         ax.scatter(values[filled], y[filled], c=[c for c, f in zip(colors, filled) if f], s=30, zorder=3)
-        ax.scatter(values[ok & ~filled], y[ok & ~filled], facecolors="white", s=30, zorder=3,
-                   edgecolors=[c for c, f in zip(colors, ok & ~filled) if f])
+        ax.scatter(
+            values[ok & ~filled],
+            y[ok & ~filled],
+            facecolors="white",
+            s=30,
+            zorder=3,
+            edgecolors=[c for c, f in zip(colors, ok & ~filled) if f],
+        )
         if np.isfinite(ref):
             ax.axvline(ref, color="#333333", ls="--", lw=1, label="all attribute words")
         for yi in y[~ok]:
-            ax.text(0.02, yi, "set left empty", transform=blended_transform_factory(ax.transAxes, ax.transData),
-                    va="center", fontsize=7, color="#777777")
+            ax.text(
+                0.02,
+                yi,
+                "set left empty",
+                transform=blended_transform_factory(ax.transAxes, ax.transData),
+                va="center",
+                fontsize=7,
+                color="#777777",
+            )
     ax_d.axvline(0, color="#999999", lw=0.8)
     ax_d.set_yticks(y, labels, fontsize=7)
     ax_d.set_xlabel(_VARIABLE_LABELS["effect_size"], fontsize=8)
@@ -631,13 +759,19 @@ def plot_attribute_sensitivity(sensitivity: xr.Dataset, *, alpha: float = 0.05, 
     ax_p.axvline(alpha, color="#b2182b", lw=0.8, ls=":", label=f"α = {alpha:g}")
     ax_p.set_xlabel(_VARIABLE_LABELS["p_value"] + " (log scale)", fontsize=8)
     ax_p.legend(fontsize=7, loc="best")
-    handles = [Line2D([], [], marker="o", ls="", color=_MASCULINE_COLOR, label="A word left out"),
-               Line2D([], [], marker="o", ls="", color=_FEMININE_COLOR, label="B word left out"),
-               Line2D([], [], marker="o", ls="", color="#555555", markerfacecolor="white", label=f"p > {alpha:g}")]
+    handles = [
+        Line2D([], [], marker="o", ls="", color=_MASCULINE_COLOR, label="A word left out"),
+        Line2D([], [], marker="o", ls="", color=_FEMININE_COLOR, label="B word left out"),
+        Line2D([], [], marker="o", ls="", color="#555555", markerfacecolor="white", label=f"p > {alpha:g}"),
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     attrs = ds.attrs
-    fig.suptitle(title or f"Leave one attribute word out · {attrs.get('language', '')} · {attrs.get('method', '')} · "
-                 f"{attrs.get('alternative', '')}", fontsize=10)
+    fig.suptitle(
+        title
+        or f"Leave one attribute word out · {attrs.get('language', '')} · {attrs.get('method', '')} · "
+        f"{attrs.get('alternative', '')}",
+        fontsize=10,
+    )
     return fig
 
 
@@ -666,7 +800,9 @@ def plot_forest(meta: Any, *, title: str = "") -> Figure:
     high = np.where(np.isfinite(studies["ci_high"]), studies["ci_high"], studies["effect_size"] + 1.96 * studies["se"])
     ax.hlines(y, low, high, color="#4d4d4d", lw=1.2)
     sizes = 30 + 400 * studies["weight"].to_numpy() / max(float(studies["weight"].max()), 1e-12)
-    ax.scatter(studies["effect_size"], y, s=sizes, marker="s", color="#2166ac", zorder=3, label="language: d and its interval")
+    ax.scatter(
+        studies["effect_size"], y, s=sizes, marker="s", color="#2166ac", zorder=3, label="language: d and its interval"
+    )
     if np.isfinite(pooled.pi_low) and np.isfinite(pooled.pi_high):
         ax.hlines(0.5, pooled.pi_low, pooled.pi_high, color="#b2182b", lw=1.2, label="prediction interval")
     diamond = np.array([[pooled.ci_low, 0.5], [pooled.estimate, 0.85], [pooled.ci_high, 0.5], [pooled.estimate, 0.15]])
@@ -674,14 +810,18 @@ def plot_forest(meta: Any, *, title: str = "") -> Figure:
     ax.axvline(0, color="#888888", lw=0.8, ls="--")
     ax.set_yticks([*y, 0.5], [*studies.index, "pooled"], fontsize=8)
     ax.set_ylim(-0.2, n + 2.3)
-    ax.set_xlabel(f"effect size d ({100 * pooled.level:.0f} % intervals)\n"
-                  f"pooled d = {pooled.estimate:.2f} [{pooled.ci_low:.2f}, {pooled.ci_high:.2f}], "
-                  f"τ² = {pooled.tau2:.3g}, I² = {100 * pooled.i2:.0f} %, Q = {pooled.q:.1f} (df {pooled.df}, "
-                  f"p = {pooled.q_p_value:.2g})", fontsize=8)
+    ax.set_xlabel(
+        f"effect size d ({100 * pooled.level:.0f} % intervals)\n"
+        f"pooled d = {pooled.estimate:.2f} [{pooled.ci_low:.2f}, {pooled.ci_high:.2f}], "
+        f"τ² = {pooled.tau2:.3g}, I² = {100 * pooled.i2:.0f} %, Q = {pooled.q:.1f} (df {pooled.df}, "
+        f"p = {pooled.q_p_value:.2g})",
+        fontsize=8,
+    )
     ax.tick_params(axis="x", labelsize=8)
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=3, frameon=False, markerscale=0.4)
     model = f"{pooled.method}" + (", Hartung-Knapp" if pooled.hartung_knapp else "")
-    ax.set_title(title or f"Test '{meta.test}' ({meta.method}): d per language and pooled (random effects, {model})",
-                 fontsize=10)
+    ax.set_title(
+        title or f"Test '{meta.test}' ({meta.method}): d per language and pooled (random effects, {model})", fontsize=10
+    )
     return fig

@@ -5,9 +5,7 @@
 from __future__ import annotations
 
 import base64
-import html
 import io
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,8 +15,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from biasdask.errors import BiasdaskError
 from biasdask.config import FULL_VOCABULARY_TESTS, split_label
+from biasdask.errors import BiasdaskError
 from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, word_list_family
 
 __all__ = [
@@ -31,6 +29,7 @@ __all__ = [
     "write_plots",
     "write_report",
 ]
+
 
 def _scores_source(results: str | xr.Dataset, language: str, storage_options: dict | None) -> xr.Dataset:
     from biasdask.io.results import open_scores
@@ -118,7 +117,10 @@ def top_words(
     u_name, t_name = ("u", "t") if association == "cosine" else (f"u_{association}", f"t_{association}")
     if u_name not in sc:
         # the study's order (a store lists its arrays in no fixed order)
-        held = list(sc.attrs.get("associations", ())) or ["cosine", *(str(v)[2:] for v in sc.data_vars if str(v).startswith("u_"))]
+        held = list(sc.attrs.get("associations", ())) or [
+            "cosine",
+            *(str(v)[2:] for v in sc.data_vars if str(v).startswith("u_")),
+        ]
         raise BiasdaskError(f"no association {association!r} in the scores of {language} (has {', '.join(held)})")
     u = np.asarray(sc[u_name].values, dtype=np.float64)
     t = np.asarray(sc[t_name].sel({"method": method}).values, dtype=np.float64) if by == "t" else u
@@ -138,23 +140,29 @@ def top_words(
         picks = [i for i in picks if (score[i] > 0 if side == "A" else score[i] < 0)]
         for r, i in enumerate(picks, start=1):
             weight = 1.0 if by == "u" else (t[i] / u[i] if u[i] != 0 else math.nan)
-            rows.append({
-                "side": side,
-                "rank": r,
-                "word": str(words[i]),
-                "frequency_rank": int(rank[i]),
-                "weight": weight,
-                "u": u[i],
-                "t": t[i],
-                "share_of_s": score[i] / total if total else math.nan,
-                "attribute": str(words[i]) in attributes,
-            })
-    table = pd.DataFrame(rows, columns=["side", "rank", "word", "frequency_rank", "weight", "u", "t", "share_of_s", "attribute"])
+            rows.append(
+                {
+                    "side": side,
+                    "rank": r,
+                    "word": str(words[i]),
+                    "frequency_rank": int(rank[i]),
+                    "weight": weight,
+                    "u": u[i],
+                    "t": t[i],
+                    "share_of_s": score[i] / total if total else math.nan,
+                    "attribute": str(words[i]) in attributes,
+                }
+            )
+    table = pd.DataFrame(
+        rows, columns=["side", "rank", "word", "frequency_rank", "weight", "u", "t", "share_of_s", "attribute"]
+    )
     table.attrs.update(language=language, by=by, method=method or "uniform", s=total, association=association)
     return table
 
 
-def least_normal_cell(results_url: str, storage_options: dict | None = None) -> tuple[tuple[str, str, str], float] | None:
+def least_normal_cell(
+    results_url: str, storage_options: dict | None = None
+) -> tuple[tuple[str, str, str], float] | None:
     """The cell whose stored null distribution is furthest from a normal one, and that distance.
 
     The distance is the Kolmogorov-Smirnov statistic between the standardised null (its own mean
@@ -235,8 +243,11 @@ def figures(
                 z_score=float(values["z_score"]),
                 p_value=float(values["p_value"]),
                 title=f"{lang} · {method} · {test_}{why}",
-                **({"xlabel": f"{test_} under random relabelling of the two groups' words"}
-                   if test_ in ("rnd", "rnsb", "ect", "nas") else {}),
+                **(
+                    {"xlabel": f"{test_} under random relabelling of the two groups' words"}
+                    if test_ in ("rnd", "rnsb", "ect", "nas")
+                    else {}
+                ),
             )
     profiles = frequency_profiles(results_url, storage_options=storage_options)
     if profiles:
@@ -315,8 +326,15 @@ def _cube_rows(table: pd.DataFrame) -> tuple[list[dict], list[dict]]:
     by_header = {c.header: c for c in COLUMNS}
     raw_of = {"p(normal)": "log10_p_normal"}
     columns = [{"key": d, "header": d, "css": "text", "title": d} for d in ("language", "test", "method")]
-    columns += [{"key": by_header[h].key, "header": h, "css": "text" if by_header[h].kind == "text" else "",
-                 "title": by_header[h].description} for h in readable.columns]
+    columns += [
+        {
+            "key": by_header[h].key,
+            "header": h,
+            "css": "text" if by_header[h].kind == "text" else "",
+            "title": by_header[h].description,
+        }
+        for h in readable.columns
+    ]
     if "note" not in readable.columns and "note" in table:
         readable["note"] = table["note"].to_numpy()
         columns.append({"key": "note", "header": "note", "css": "text", "title": by_header["note"].description})
@@ -376,7 +394,9 @@ def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
             if lean:
                 towards_a = langs[ok & (s * lean > 0)]
                 towards_b = langs[ok & (s * lean < 0)]
-                text += f"; towards A in {', '.join(towards_a) or 'none'}, towards B in {', '.join(towards_b) or 'none'}"
+                text += (
+                    f"; towards A in {', '.join(towards_a) or 'none'}, towards B in {', '.join(towards_b) or 'none'}"
+                )
             else:
                 text += f"; values {_span(s[ok])} (no direction)"
             if "d" in cell and np.isfinite(cell["d"].to_numpy(dtype=float)[ok]).any():
@@ -392,8 +412,10 @@ def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
                     text += f" ({int((adj[np.isfinite(adj)] < alpha).sum())} after {correction} correction)"
             if "p_placebo" in cell and np.isfinite(cell["p_placebo"].to_numpy(dtype=float)[ok]).any():
                 pp = cell["p_placebo"].to_numpy(dtype=float)[ok]
-                text += (f"; against random word pairs of the same frequencies (placebo) p < {alpha:g} in "
-                         f"{int((pp[np.isfinite(pp)] < alpha).sum())} of {int(np.isfinite(pp).sum())}")
+                text += (
+                    f"; against random word pairs of the same frequencies (placebo) p < {alpha:g} in "
+                    f"{int((pp[np.isfinite(pp)] < alpha).sum())} of {int(np.isfinite(pp).sum())}"
+                )
             lines.append(text + ".")
         if "sets" in part:
             sources: dict[str, list[str]] = {}
@@ -402,8 +424,10 @@ def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
                     sources.setdefault(word_list_family(src), []).append(lang)
             if len(sources) > 1 and split_label(test)[0] not in FULL_VOCABULARY_TESTS:
                 listed = "; ".join(f"{src} in {', '.join(dict.fromkeys(langs))}" for src, langs in sources.items())
-                lines.append(f"{test} measures different word lists in different languages ({listed}): its values are "
-                             "not on one scale across them.")
+                lines.append(
+                    f"{test} measures different word lists in different languages ({listed}): its values are "
+                    "not on one scale across them."
+                )
     return lines
 
 
@@ -421,7 +445,9 @@ def cells_line(results: xr.Dataset) -> str:
     n = int(np.isfinite(stat).sum())
     text = f"{n} of {stat.size} cells hold a result"
     if reasons:
-        text += f"; {stat.size - n} are empty: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        text += f"; {stat.size - n} are empty: " + ", ".join(
+            f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])
+        )
     return text
 
 
@@ -429,31 +455,47 @@ def captions(results: xr.Dataset, names: Sequence[str]) -> dict[str, str]:
     """What each figure of :func:`figures` shows, in a sentence or two, by name."""
     a_words = _first_words(results, "attribute_words_a")
     b_words = _first_words(results, "attribute_words_b")
-    sides = f"A is the first attribute set ({a_words}), B the second ({b_words})" if a_words else "A is the first attribute set, B the second"
+    sides = (
+        f"A is the first attribute set ({a_words}), B the second ({b_words})"
+        if a_words
+        else "A is the first attribute set, B the second"
+    )
     out = {}
     for name in names:
         if name == "overview":
             tests = [str(t) for t in results["test"].values]
             test = "gender" if "gender" in tests else tests[0]
-            out[name] = (f"Test {test}, per language: the effect size d (left; > 0 leans towards A) and how far s lies in "
-                         f"its permutation null, z, under each weighting (right; symmetric-log axis, dotted lines at ±1.96). {sides}.")
+            out[name] = (
+                f"Test {test}, per language: the effect size d (left; > 0 leans towards A) and how far s lies in "
+                f"its permutation null, z, under each weighting (right; symmetric-log axis, dotted lines at ±1.96). {sides}."
+            )
         elif name == "effect_sizes":
-            out[name] = ("Effect size d by language and test. Red leans towards A, blue towards B, each in its test's own "
-                         "sign convention; grey cells are empty and say why. A column marked † compares different word "
-                         "lists across languages (its cells are labelled with their source): its values are not on one scale.")
+            out[name] = (
+                "Effect size d by language and test. Red leans towards A, blue towards B, each in its test's own "
+                "sign convention; grey cells are empty and say why. A column marked † compares different word "
+                "lists across languages (its cells are labelled with their source): its values are not on one scale."
+            )
         elif name.startswith("forest_"):
-            out[name] = (f"Forest plot of test {name.removeprefix('forest_')}: each language's effect size d with its interval "
-                         "(square sized by its weight), and the random-effects pooled d (diamond: its confidence interval; "
-                         "line: the prediction interval for another language), with τ², I² and Q.")
+            out[name] = (
+                f"Forest plot of test {name.removeprefix('forest_')}: each language's effect size d with its interval "
+                "(square sized by its weight), and the random-effects pooled d (diamond: its confidence interval; "
+                "line: the prediction interval for another language), with τ², I² and Q."
+            )
         elif name.startswith("null_"):
-            out[name] = ("The sampled permutation null of one cell with its observed statistic s: the cell whose null is least "
-                         "normal (Kolmogorov-Smirnov distance), where z and p(normal) deserve the least trust.")
+            out[name] = (
+                "The sampled permutation null of one cell with its observed statistic s: the cell whose null is least "
+                "normal (Kolmogorov-Smirnov distance), where z and p(normal) deserve the least trust."
+            )
         elif name == "frequency_profile_u":
-            out[name] = ("Frequency profile: the mean association u of the words in each frequency-rank bin (log10 rank), per "
-                         "language, with the bin's share of s; each panel has its own scale.")
+            out[name] = (
+                "Frequency profile: the mean association u of the words in each frequency-rank bin (log10 rank), per "
+                "language, with the bin's share of s; each panel has its own scale."
+            )
         elif name.startswith("frequency_profile_t_"):
-            out[name] = (f"Frequency profile of t under the {name.removeprefix('frequency_profile_t_')} weighting: how much "
-                         "each frequency-rank bin contributes to s, per language; each panel has its own scale.")
+            out[name] = (
+                f"Frequency profile of t under the {name.removeprefix('frequency_profile_t_')} weighting: how much "
+                "each frequency-rank bin contributes to s, per language; each panel has its own scale."
+            )
         else:
             out[name] = name
     return out
@@ -528,19 +570,31 @@ def write_report(
         notes = sorted({str(n) for n in np.asarray(results["note"].sel({"language": lang}).values).ravel() if str(n)})
         words = []
         if scores_done(results_url, lang, storage_options=storage_options):
-            words.append(_words_rows(top_words(results_url, lang, n_words, "u", storage_options=storage_options), "by u (unweighted)"))
+            words.append(
+                _words_rows(
+                    top_words(results_url, lang, n_words, "u", storage_options=storage_options), "by u (unweighted)"
+                )
+            )
             for m in methods:
                 if m != "uniform":
-                    words.append(_words_rows(top_words(results_url, lang, n_words, "t", method=m, storage_options=storage_options),
-                                             f"by t ({m} weighting)"))
+                    words.append(
+                        _words_rows(
+                            top_words(results_url, lang, n_words, "t", method=m, storage_options=storage_options),
+                            f"by t ({m} weighting)",
+                        )
+                    )
         languages.append({"code": lang, "notes": notes, "words": words})
     legend = "; ".join(f"{c['header']}: {c['title']}" for c in columns[3:] if c["key"] not in ("note",)) + "."
-    env = jinja2.Environment(loader=jinja2.PackageLoader("biasdask", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("biasdask", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+    )
     attrs = dict(results.attrs)
     attrs.setdefault("sd_ddof", 1)
     page = env.get_template("report.html.j2").render(
-        attrs={k: attrs.get(k, "") for k in ("seed", "alternative", "similarity", "sd_ddof", "biasdask_version", "created", "config")},
+        attrs={
+            k: attrs.get(k, "")
+            for k in ("seed", "alternative", "similarity", "sd_ddof", "biasdask_version", "created", "config")
+        },
         cells_line=cells_line(results),
         n_languages=results.sizes["language"],
         methods=methods,

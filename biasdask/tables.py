@@ -81,19 +81,43 @@ COLUMNS: tuple[Column, ...] = (
     Column("ci_high", "effect_size_ci_high", "d high", "d", "upper end of d's interval", printed=False),
     Column("se", "effect_size_se", "SE(d)", "number", "standard error of d", printed=False),
     Column("ci_level", "ci_level", "level", "number", "confidence level of d's interval", printed=False),
-    Column("d_w", "effect_size_weighted", "d (weighted)", "d", "weighted effect size under the cell's weighting (sign of s)"),
+    Column(
+        "d_w",
+        "effect_size_weighted",
+        "d (weighted)",
+        "d",
+        "weighted effect size under the cell's weighting (sign of s)",
+    ),
     Column("z", "z_score", "z", "z", "s in SDs of its permutation null"),
     Column("p", "p_value", "p", "p", "permutation p-value (*: every split enumerated; ≤: at its floor 1/(m+1))"),
     Column("p_adj", "p_value_adjusted", "p (adj.)", "p", "p corrected over the languages of its test and weighting"),
-    Column("p_placebo", "p_value_placebo", "p (placebo)", "p", "p against random word pairs of the attribute words' frequencies"),
+    Column(
+        "p_placebo",
+        "p_value_placebo",
+        "p (placebo)",
+        "p",
+        "p against random word pairs of the attribute words' frequencies",
+    ),
     Column("p_placebo_adj", "p_value_placebo_adjusted", "p (placebo, adj.)", "p", "the placebo p, corrected like p"),
     Column("z_placebo", "z_placebo", "z (placebo)", "z", "s in SDs of its placebo distribution"),
-    Column("d_percentile", "effect_size_placebo_percentile", "d %ile", "number", "d's percentile among the placebo pairs' d"),
+    Column(
+        "d_percentile",
+        "effect_size_placebo_percentile",
+        "d %ile",
+        "number",
+        "d's percentile among the placebo pairs' d",
+    ),
     Column("n_placebo", "n_placebo", "P", "count", "placebo pairs drawn", printed=False),
     Column("exact", "exact", "exact", "flag", "every split was enumerated", printed=False),
     Column("p_normal", "p_value_normal", "p(normal)", "p", "p of z, normal approximation"),
-    Column("log10_p_normal", "", "log10 p(normal)", "number", "log10 of p(normal), finite where it underflows",
-           printed=False),
+    Column(
+        "log10_p_normal",
+        "",
+        "log10 p(normal)",
+        "number",
+        "log10 of p(normal), finite where it underflows",
+        printed=False,
+    ),
     Column("N_x", "n_x", "N", "count", "words in X (or the vocabulary)"),
     Column("N_y", "n_y", "N_y", "count", "words in Y", printed=False),
     Column("permutations", "n_permutations", "m", "count", "permutations drawn or enumerated", printed=False),
@@ -160,7 +184,9 @@ def cube_table(results: xr.Dataset) -> pd.DataFrame:
         elif col.key == "d_ci":
             if "effect_size_ci_low" in cube:
                 bounds = zip(cube["effect_size_ci_low"].values.ravel(), cube["effect_size_ci_high"].values.ravel())
-                frame[col.key] = [f"[{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "" for lo, hi in bounds]
+                frame[col.key] = [
+                    f"[{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "" for lo, hi in bounds
+                ]
         elif col.variable in cube:
             values = cube[col.variable].values.ravel()
             frame[col.key] = [str(v) for v in values] if col.kind == "text" else values
@@ -231,8 +257,9 @@ def _small(value: float, latex: bool) -> str:
     return _exponent_text(exponent, mantissa, latex)
 
 
-def p_text(p: float, *, n_permutations: int = -1, exact: bool = False, log10_p: float = math.nan,
-           latex: bool = False) -> str:
+def p_text(
+    p: float, *, n_permutations: int = -1, exact: bool = False, log10_p: float = math.nan, latex: bool = False
+) -> str:
     """A p-value for print: two decimals from 0.1 up, two significant digits below (``0.032``, ``4.1e-4``); a sampled p-value at its
     floor 1/(m + 1) as the bound ``≤ 1e-4`` (exact ones keep their value and a ``*``); a normal
     p-value that underflows as ``1e-52013`` from its logarithm ``log10_p``.
@@ -288,8 +315,9 @@ def _plain_text(value: Any, kind: Kind) -> str:
     return f"{value:.3g}"
 
 
-def printed_cells(table: pd.DataFrame, columns: Sequence[str] | None = None, *, latex: bool = False,
-                  drop_empty: bool = True) -> pd.DataFrame:
+def printed_cells(
+    table: pd.DataFrame, columns: Sequence[str] | None = None, *, latex: bool = False, drop_empty: bool = True
+) -> pd.DataFrame:
     """The columns of :func:`cube_table` as text for print (``columns``: keys of :data:`COLUMNS`; by
     default the printed ones), headed by their print names; with ``drop_empty`` a column empty in every
     row (``-`` or blank) is left out."""
@@ -305,8 +333,10 @@ def printed_cells(table: pd.DataFrame, columns: Sequence[str] | None = None, *, 
             m = table[counts] if counts in table else [-1] * n
             exact = table["exact"] if "exact" in table and key == "p" else [False] * n
             logs = table["log10_p_normal"] if "log10_p_normal" in table and key == "p_normal" else [math.nan] * n
-            texts = [p_text(float(v), n_permutations=int(k), exact=bool(e), log10_p=float(lp), latex=latex)
-                     for v, k, e, lp in zip(table[key], m, exact, logs)]
+            texts = [
+                p_text(float(v), n_permutations=int(k), exact=bool(e), log10_p=float(lp), latex=latex)
+                for v, k, e, lp in zip(table[key], m, exact, logs)
+            ]
         else:
             texts = [_value_text(v, col.kind, latex) for v in table[key]]
         if drop_empty and all(t in ("", "-") for t in texts):
@@ -349,8 +379,18 @@ def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
     )
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def _latex_caption(frame: pd.DataFrame, attrs: Mapping[str, Any]) -> str:
@@ -396,8 +436,12 @@ def format_table(results: xr.Dataset, fmt: Format = "table", *, columns: Sequenc
         if fmt == "csv":
             return spreadsheet_safe(table).to_csv()
         records = table.reset_index().to_dict(orient="records")
-        clean = [{k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items()} for r in records]
-        return json.dumps(clean, indent=1, ensure_ascii=False, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+        clean = [
+            {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items()} for r in records
+        ]
+        return json.dumps(
+            clean, indent=1, ensure_ascii=False, default=lambda v: v.item() if hasattr(v, "item") else str(v)
+        )
     attrs = results.attrs
     if fmt in ("markdown", "latex"):
         readable = printed_cells(table, columns, latex=fmt == "latex")
@@ -416,10 +460,15 @@ def format_table(results: xr.Dataset, fmt: Format = "table", *, columns: Sequenc
             if header in readable:
                 readable[header] = [v if len(v) <= _TRUNCATE else v[: _TRUNCATE - 1] + "…" for v in readable[header]]
         if columns is None or "note" in columns:
-            marks = ["" if not n else f"[{footnotes.setdefault(n, len(footnotes) + 1)}]" for n in notes.xs(test, level="test")]
+            marks = [
+                "" if not n else f"[{footnotes.setdefault(n, len(footnotes) + 1)}]"
+                for n in notes.xs(test, level="test")
+            ]
             if any(marks):
                 readable["note"] = marks
-        legend = "; ".join(f"{c.header}: {c.description}" for c in COLUMNS if c.header in readable.columns and c.kind != "text")
+        legend = "; ".join(
+            f"{c.header}: {c.description}" for c in COLUMNS if c.header in readable.columns and c.kind != "text"
+        )
         blocks.append(f"test: {test}  ({legend})\n" + readable.to_string())
     if footnotes:
         blocks.append("notes:\n" + "\n".join(f"[{i}] {text}" for text, i in footnotes.items()))
@@ -451,7 +500,9 @@ def spreadsheet_safe(table: pd.DataFrame) -> pd.DataFrame:
         if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
             out[column] = out[column].map(safe)
     if isinstance(out.index, pd.MultiIndex):
-        out.index = out.index.set_levels([level.map(safe) if level.dtype == object else level for level in out.index.levels])
+        out.index = out.index.set_levels(
+            [level.map(safe) if level.dtype == object else level for level in out.index.levels]
+        )
     elif out.index.dtype == object:
         out.index = out.index.map(safe)
     return out
@@ -472,15 +523,21 @@ def format_words(table: pd.DataFrame, fmt: Format = "table") -> str:
     ).set_index(["side", "rank"])
     a = table.attrs
     of = "" if a.get("association", "cosine") == "cosine" else f", association {a.get('association')}"
-    what = (f"the words carrying the most bias, by {'u' if a.get('by') == 'u' else 't of ' + str(a.get('method'))}{of} "
-            f"(s = {a.get('s', math.nan):.4g}); A: towards the first attribute set (s > 0), B: towards the second")
+    what = (
+        f"the words carrying the most bias, by {'u' if a.get('by') == 'u' else 't of ' + str(a.get('method'))}{of} "
+        f"(s = {a.get('s', math.nan):.4g}); A: towards the first attribute set (s > 0), B: towards the second"
+    )
     if fmt == "markdown":
         return _markdown(shown)
     if fmt == "latex":
         flat = shown.reset_index()
         styler = flat.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis="columns")
-        return styler.to_latex(hrules=True, caption=f"language {a.get('language')}: {what}",
-                               label=f"tab:biasdask-words-{a.get('language')}", position_float="centering")
+        return styler.to_latex(
+            hrules=True,
+            caption=f"language {a.get('language')}: {what}",
+            label=f"tab:biasdask-words-{a.get('language')}",
+            position_float="centering",
+        )
     return f"language {a.get('language')}: {what}\n" + shown.to_string()
 
 

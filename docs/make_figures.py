@@ -32,14 +32,19 @@ def demo_figures(demo_dir: Path) -> None:
     plot.plot_overview(results).savefig(IMG / "overview.png", dpi=90)
     (cell, distance) = least_normal_cell(url)
     values = results.sel(dict(zip(("language", "method", "test"), cell)))
-    fig = plot.plot_null_distribution(read_null(url, *cell), float(values["statistic"]),
-                                      z_score=float(values["z_score"]), p_value=float(values["p_value"]),
-                                      title=f"Demo: {' · '.join(cell)}, the least normal null (KS distance {distance:.2f})")
+    fig = plot.plot_null_distribution(
+        read_null(url, *cell),
+        float(values["statistic"]),
+        z_score=float(values["z_score"]),
+        p_value=float(values["p_value"]),
+        title=f"Demo: {' · '.join(cell)}, the least normal null (KS distance {distance:.2f})",
+    )
     fig.savefig(IMG / "null_distribution.png", dpi=100)
     profiles = frequency_profiles(url)
     some = {code: profiles[code] for code in ["en", "de", "fr", "ja", "ru", "es", "zh", "hi"]}
-    fig = plot.plot_frequency_profile(some, score="t_zipf",
-                                      title="Demo: Zipf-weighted bias t by frequency rank (8 of 26 languages)")
+    fig = plot.plot_frequency_profile(
+        some, score="t_zipf", title="Demo: Zipf-weighted bias t by frequency rank (8 of 26 languages)"
+    )
     fig.savefig(IMG / "frequency_profile.png", dpi=90)
     page = write_report(url, demo_dir / "report")
     screenshot(page, IMG / "report.png")
@@ -51,9 +56,22 @@ def screenshot(page: Path, png: Path) -> None:
     if browser is None:
         raise SystemExit("no chromium to screenshot the report with (apt-get install chromium)")
     with tempfile.TemporaryDirectory() as profile:
-        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        f"--user-data-dir={profile}", "--window-size=1280,900", f"--screenshot={png}",
-                        page.as_uri() + "#sort=d:desc"], check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                "--window-size=1280,900",
+                f"--screenshot={png}",
+                page.as_uri() + "#sort=d:desc",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
 
 def gender_form_figure(shared: Path, workdir: Path) -> None:
@@ -83,8 +101,9 @@ def sensitivity_figure(shared: Path, workdir: Path) -> None:
     biasdask.ingest(str(shared / "data" / "iat" / "cc" / "fr.vec"), url, language="fr", client=False, progress=False)
     a, b = iat_attribute_terms("cc", "fr")
     sens = biasdask.attribute_sensitivity(url, a, b, n_permutations=9999, seed=1, progress=False)
-    fig = plot.plot_attribute_sensitivity(sens, title="French IAT words (Common Crawl fastText, 44-word vocabulary): "
-                                                      "leave one attribute word out")
+    fig = plot.plot_attribute_sensitivity(
+        sens, title="French IAT words (Common Crawl fastText, 44-word vocabulary): leave one attribute word out"
+    )
     fig.savefig(IMG / "attribute_sensitivity.png", dpi=100)
 
 

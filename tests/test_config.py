@@ -79,11 +79,17 @@ def test_load_config_file_errors(tmp_path):
 def test_attribute_sets_for_all_and_per_language():
     from biasdask.lexicon import iat_attribute_terms
 
-    cfg = parse_config(_base(
-        attributes="iat",
-        languages={"fr": {}, "de": {"attributes": "catalog"}, "en": {"attributes": {"a": ["man"], "b": ["woman"]}},
-                   "es": {"a": ["hombre"]}},
-    ))
+    cfg = parse_config(
+        _base(
+            attributes="iat",
+            languages={
+                "fr": {},
+                "de": {"attributes": "catalog"},
+                "en": {"attributes": {"a": ["man"], "b": ["woman"]}},
+                "es": {"a": ["hombre"]},
+            },
+        )
+    )
     fr, de, en, es = cfg.languages
     assert (fr.attribute_set, fr.a, fr.b) == ("iat", *iat_attribute_terms("cc", "fr"))
     assert [t.label for t in fr.a] == ["male", "man", "boy", "brother", "he", "him", "his", "son"]
@@ -93,7 +99,10 @@ def test_attribute_sets_for_all_and_per_language():
     assert (es.attribute_set, es.a) == ("explicit", ("hombre",))
     text = cfg.canonical_yaml()
     assert "attributes: iat" in text and "term: man" in text
-    assert parse_config(_base(attributes="iat", iat_model="subt")).digest() != parse_config(_base(attributes="iat")).digest()
+    assert (
+        parse_config(_base(attributes="iat", iat_model="subt")).digest()
+        != parse_config(_base(attributes="iat")).digest()
+    )
 
 
 def test_exclude_words_by_name_and_dedupe():
@@ -127,11 +136,19 @@ def test_associations_expand_the_full_vocabulary_tests_and_keep_old_hashes():
     assert "associations" not in plain.canonical()  # a study without the option keeps its old hash
     cfg = parse_config(_base(tests=["gender", "context", "weat7"], associations=["cosine", "ripa", "semaxis"]))
     assert cfg.test_labels() == (
-        "gender", "gender.ripa", "gender.semaxis", "context", "context.ripa", "context.semaxis", "weat7"
+        "gender",
+        "gender.ripa",
+        "gender.semaxis",
+        "context",
+        "context.ripa",
+        "context.semaxis",
+        "weat7",
     )
     assert cfg.canonical()["associations"] == ["cosine", "ripa", "semaxis"]
     assert [split_label(t) for t in ("gender", "gender.ripa", "weat7")] == [
-        ("gender", "cosine"), ("gender", "ripa"), ("weat7", "none")
+        ("gender", "cosine"),
+        ("gender", "ripa"),
+        ("weat7", "none"),
     ]
     assert parse_config(_base(associations=["euclidean"])).test_labels() == ("gender.euclidean",)
 

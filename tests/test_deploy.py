@@ -27,13 +27,13 @@ from typing import Any
 import jsonschema
 import kubernetes_validate
 import pytest
-
-import biasdask
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from referencing import Registry, Resource
+
+import biasdask
 
 try:
     import tomllib
@@ -82,19 +82,43 @@ def _one(kind: str) -> dict:
 
 
 _COPIED = {
-    "type", "enum", "required", "minimum", "maximum", "minLength", "maxLength", "pattern", "minItems",
-    "maxItems", "uniqueItems", "multipleOf", "minProperties", "maxProperties",
+    "type",
+    "enum",
+    "required",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "multipleOf",
+    "minProperties",
+    "maxProperties",
 }
 # Annotations only; `format` is not asserted (the API server ignores unknown formats such as
 # int-or-string, and int32/int64 bounds are not what these manifests could get wrong).
 _ANNOTATIONS = {"description", "default", "format", "example", "title", "externalDocs"}
 _STRUCTURE = {
-    "properties", "items", "additionalProperties", "nullable", "allOf", "anyOf", "oneOf", "not",
-    "exclusiveMinimum", "exclusiveMaximum",
+    "properties",
+    "items",
+    "additionalProperties",
+    "nullable",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
 }
 _EXTENSIONS = {
-    "x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource",
-    "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-embedded-resource",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type",
 }
 
 
@@ -875,7 +899,7 @@ def daskhub_problems(values: dict, secrets: dict[str, dict]) -> list[str]:
     # Gateway scheduler/worker commands, as the chart appends extraConfig to the gateway's config.
     blocks = gateway.get("extraConfig", {})
     config = _TraitletsConfig()
-    for key, code in ([("extraConfig", blocks)] if isinstance(blocks, str) else sorted(blocks.items())):
+    for key, code in [("extraConfig", blocks)] if isinstance(blocks, str) else sorted(blocks.items()):
         exec(compile(code, f"daskhub-values.yaml:{key}", "exec"), {"c": config})  # noqa: S102 - our own file
     cluster_config = config.values.get("KubeClusterConfig", {})
     for trait, sub in (("scheduler_cmd", "scheduler"), ("worker_cmd", "worker")):
@@ -895,9 +919,7 @@ def daskhub_problems(values: dict, secrets: dict[str, dict]) -> list[str]:
         problems += pod_problems(pod, {}, secrets, f"gateway {role}")
     # Single-user environment: zero-to-jupyterhub's mapping notation, as EnvVar entries.
     extra_env = singleuser.get("extraEnv", {})
-    env = [
-        {"name": name, **({"value": spec} if isinstance(spec, str) else spec)} for name, spec in extra_env.items()
-    ]
+    env = [{"name": name, **({"value": spec} if isinstance(spec, str) else spec)} for name, spec in extra_env.items()]
     notebook_image = f"{singleuser['image']['name']}:{singleuser['image']['tag']}"
     session = {"containers": [{"name": "notebook", "image": notebook_image, "env": env}]}
     validate_builtin({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "jupyter"}, "spec": session})
@@ -922,13 +944,12 @@ def _values() -> dict:
 def test_daskhub_values():
     values = _values()
     assert daskhub_problems(values, _references()[1]) == []
-    images = {f"{i['name']}:{i['tag']}" for i in (values["jupyterhub"]["singleuser"]["image"],
-                                                   values["dask-gateway"]["gateway"]["backend"]["image"])}
+    images = {
+        f"{i['name']}:{i['tag']}"
+        for i in (values["jupyterhub"]["singleuser"]["image"], values["dask-gateway"]["gateway"]["backend"]["image"])
+    }
     manifest_images = {
-        container["image"]
-        for doc in _all_documents()
-        for pod in _pod_specs(doc)
-        for container in pod["containers"]
+        container["image"] for doc in _all_documents() for pod in _pod_specs(doc) for container in pod["containers"]
     }
     assert images == manifest_images, "the hub, the Gateway clusters and the jobs must run the same image"
 
@@ -1009,8 +1030,12 @@ def test_dockerfile_fills_a_numba_cache_that_another_uid_loads_without_compiling
         user = ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"] if os.geteuid() == 0 else []
         check = "from biasdask.engine.cluster import warm_kernels; warm_kernels()"
         out = subprocess.run(
-            [*user, sys.executable, "-c", check], env={**env, "NUMBA_DEBUG_CACHE": "1"},
-            check=True, timeout=600, capture_output=True, text=True,
+            [*user, sys.executable, "-c", check],
+            env={**env, "NUMBA_DEBUG_CACHE": "1"},
+            check=True,
+            timeout=600,
+            capture_output=True,
+            text=True,
         )
         assert out.stdout.count("data loaded from") >= 10, out.stdout[-2000:]
         assert "data saved to" not in out.stdout, out.stdout[-2000:]

@@ -30,8 +30,21 @@ GOLDEN = Path(__file__).parent / "golden"
 IAT_LANGUAGES = ("en", "de", "es", "fr")
 SYNTHETIC_LANGUAGES = ("en", "it", "tr")
 # The cube variables whose values are results (not labels, notes or word lists).
-NUMERIC = ("statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std",
-           "n_permutations", "exact", "n_x", "n_y", "n_a", "n_b")
+NUMERIC = (
+    "statistic",
+    "effect_size",
+    "p_value",
+    "z_score",
+    "p_value_normal",
+    "null_mean",
+    "null_std",
+    "n_permutations",
+    "exact",
+    "n_x",
+    "n_y",
+    "n_a",
+    "n_b",
+)
 
 
 def _exact(value) -> str | int | bool:

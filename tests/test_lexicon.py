@@ -14,8 +14,8 @@ import pytest
 from biasdask import lexicon
 from biasdask.errors import BiasdaskError
 
-
 # --- every file names its source; the API holds together -------------------------------------------
+
 
 @pytest.mark.parametrize("name", lexicon.DATA_FILES)
 def test_each_data_file_names_its_source(name):
@@ -69,6 +69,7 @@ def test_weat_lists_match_caliskan_reference(shared_data):
 
 # --- XWEAT -------------------------------------------------------------------------------------
 
+
 def _xweat_reference(shared_data: Path, lang: str) -> dict[str, tuple[str, ...]]:
     """XWEAT's own reading of vocab_en_XX.csv: (masculine, feminine) from columns 2-3, or 3-4 in Russian."""
     table = {}
@@ -121,6 +122,7 @@ def test_xweat_conventions_examples():
 
 # --- IAT career/family -------------------------------------------------------------------------
 
+
 def test_iat_words_match_reference(shared_data):
     ref = pd.read_csv(shared_data / "iat/iat_words.csv", keep_default_na=False, dtype=str)
     models = {"subt": "subt", "wiki": "wiki", "wiki_cc": "cc"}
@@ -144,6 +146,7 @@ def test_iat_words_match_reference(shared_data):
 
 # --- Bolukbasi ---------------------------------------------------------------------------------
 
+
 def test_bolukbasi_matches_reference(shared_data):
     ref = json.loads((shared_data / "wordlists/bolukbasi.json").read_text(encoding="utf-8"))["gender"]
     b = lexicon.bolukbasi()
@@ -156,6 +159,7 @@ def test_bolukbasi_matches_reference(shared_data):
 
 
 # --- seed 000 languages, seed 003 context words --------------------------------------------------
+
 
 def _latex_cell(cell: str) -> str:
     return re.sub(r"\\[a-z]+\{(.*?)\}", r"\1", cell).strip()

@@ -31,9 +31,15 @@ PROBE_MARK = "BIASDASK-PROBE "
 N_PERMUTATIONS = 999
 # Every setting a notebook reads; each test sets the ones it needs and clears the others.
 NOTEBOOK_ENV = (
-    "BIASDASK_QUICKSTART_VEC", "BIASDASK_NB_PERMUTATIONS", "BIASDASK_NB_WORDS", "BIASDASK_NB_WORKDIR",
-    "BIASDASK_STORES", "BIASDASK_RESULTS", "BIASDASK_LANGUAGES",
-    "DASK_SCHEDULER_ADDRESS", "DASK_GATEWAY__ADDRESS",
+    "BIASDASK_QUICKSTART_VEC",
+    "BIASDASK_NB_PERMUTATIONS",
+    "BIASDASK_NB_WORDS",
+    "BIASDASK_NB_WORKDIR",
+    "BIASDASK_STORES",
+    "BIASDASK_RESULTS",
+    "BIASDASK_LANGUAGES",
+    "DASK_SCHEDULER_ADDRESS",
+    "DASK_GATEWAY__ADDRESS",
 )
 
 QUICKSTART_PROBE = """
@@ -100,17 +106,22 @@ def execute(
     later = [c for c in nb.cells if probe_before in c.metadata.get("tags", [])]
     nb.cells.insert(nb.cells.index(later[0]) if later else len(nb.cells), probe_cell)
     km = KernelManager(kernel_name=KERNEL, kernel_spec_manager=ksm)
-    client = NotebookClient(nb, km=km, timeout=CELL_TIMEOUT, startup_timeout=120,
-                            resources={"metadata": {"path": str(cwd)}})
+    client = NotebookClient(
+        nb, km=km, timeout=CELL_TIMEOUT, startup_timeout=120, resources={"metadata": {"path": str(cwd)}}
+    )
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
-    print(f"{name}: {seconds:.1f} s; slowest cells: " + ", ".join(
-        f"#{i} {t:.1f} s" for t, i in sorted(((cell_seconds(c), i) for i, c in enumerate(nb.cells)), reverse=True)[:4]
-    ))
+    print(
+        f"{name}: {seconds:.1f} s; slowest cells: "
+        + ", ".join(
+            f"#{i} {t:.1f} s"
+            for t, i in sorted(((cell_seconds(c), i) for i, c in enumerate(nb.cells)), reverse=True)[:4]
+        )
+    )
     text = "".join(o.get("text", "") for o in probe_cell.outputs if o.output_type == "stream")
     line = next(ln for ln in text.splitlines() if ln.startswith(PROBE_MARK))
-    return nb, json.loads(line[len(PROBE_MARK):]), seconds
+    return nb, json.loads(line[len(PROBE_MARK) :]), seconds
 
 
 def cell_seconds(cell: nbformat.NotebookNode) -> float:
@@ -152,7 +163,7 @@ def read_vec(path: Path) -> tuple[list[str], np.ndarray]:
     lines = path.read_bytes().split(b"\n")
     n, dim = map(int, lines[0].split(b" "))
     words, rows = [], []
-    for line in lines[1:n + 1]:
+    for line in lines[1 : n + 1]:
         fields = line.rstrip(b" ").split(b" ")
         words.append(fields[0].decode("utf-8"))
         rows.append(np.array(fields[1:], dtype=np.float64))
@@ -165,10 +176,12 @@ def full_vocabulary_oracle(words: list[str], vectors: np.ndarray, a: list[str], 
     """s (uniform and zipf) and d of the seed-000 test, by brute force: every cosine, one word at a time."""
     index = {w: i for i, w in enumerate(words)}
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    u = np.array([
-        np.mean([unit[i] @ unit[index[w]] for w in a]) - np.mean([unit[i] @ unit[index[w]] for w in b])
-        for i in range(len(words))
-    ])
+    u = np.array(
+        [
+            np.mean([unit[i] @ unit[index[w]] for w in a]) - np.mean([unit[i] @ unit[index[w]] for w in b])
+            for i in range(len(words))
+        ]
+    )
     n = len(words)
     harmonic = sum(1.0 / k for k in range(1, n + 1))
     zipf = (1.0 / np.arange(1, n + 1)) / harmonic
@@ -263,8 +276,10 @@ def test_quickstart_writes_its_own_file(tmp_path, notebook_env, kernel_spec_mana
     from biasdask.lexicon import iat_categories
 
     # (the notebook is cut before its clean-up cell: the probe removes its temporary directory itself)
-    probe = ('import json, shutil; shutil.copy(VEC, "copy.vec"); WORKDIR.cleanup(); '
-             'print("BIASDASK-PROBE " + json.dumps({"vec": VEC}))')
+    probe = (
+        'import json, shutil; shutil.copy(VEC, "copy.vec"); WORKDIR.cleanup(); '
+        'print("BIASDASK-PROBE " + json.dumps({"vec": VEC}))'
+    )
     _, out, _ = execute("quickstart.ipynb", tmp_path, kernel_spec_manager, probe, before="client")
     assert Path(out["vec"]).name == "quickstart-sample.vec" and Path(out["vec"]).parent != tmp_path
     assert not Path(out["vec"]).parent.exists()

@@ -67,7 +67,11 @@ def test_effect_heatmap_all_tests(cube, tmp_path):
     assert ax.get_xlabel() == "test · method" and ax.get_ylabel() == "language"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["en", "de", "fi"]
     assert [t.get_text() for t in ax.get_xticklabels()] == [
-        "gender · uniform", "gender · zipf", "weat6 · uniform", "weat6 · zipf"]
+        "gender · uniform",
+        "gender · zipf",
+        "weat6 · uniform",
+        "weat6 · zipf",
+    ]
     texts = _texts(ax)
     assert texts.count("not run") == 2
     assert "1.50" in texts and "-1.20" in texts and "0.00" in texts
@@ -116,10 +120,15 @@ def test_overview_shows_d_beside_z_of_every_weighting(tmp_path):
     d = np.array([1.2, -0.4, 0.3, np.nan])
     z = np.array([[489.0, -3.1], [-25.0, -1.0], [12.0, 0.5], [np.nan, np.nan]])
     ds = xr.Dataset(
-        {"effect_size": (("language", "method", "test"), np.repeat(d[:, None, None], 2, axis=1)),
-         "z_score": (("language", "method", "test"), z[:, :, None])},
-        coords={"language": np.array(langs, dtype=sdt), "method": np.array(["uniform", "zipf"], dtype=sdt),
-                "test": np.array(["gender"], dtype=sdt)},
+        {
+            "effect_size": (("language", "method", "test"), np.repeat(d[:, None, None], 2, axis=1)),
+            "z_score": (("language", "method", "test"), z[:, :, None]),
+        },
+        coords={
+            "language": np.array(langs, dtype=sdt),
+            "method": np.array(["uniform", "zipf"], dtype=sdt),
+            "test": np.array(["gender"], dtype=sdt),
+        },
     )
     fig = plot.plot_overview(ds)
     _save(fig, tmp_path / "overview.png")
@@ -146,21 +155,26 @@ def test_overview_shows_d_beside_z_of_every_weighting(tmp_path):
         assert extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1 and extent.y0 >= box.y0 - 1, text.get_text()
 
 
-
 @pytest.mark.parametrize(("z_max", "expected"), [(4.16, [2, 5]), (61.0, [2, 5, 10, 20, 50]), (489.0, [2, 10, 100])])
 def test_overview_z_axis_is_readable_beyond_the_linear_range(tmp_path, z_max, expected):
     """A z of -4.16 (real cc vectors) must be readable off the symlog axis: ticks beyond +-2 too."""
     sdt = np.dtypes.StringDType()
     ds = xr.Dataset(
-        {"effect_size": (("language", "method", "test"), np.array([[[0.5]], [[-0.2]]])),
-         "z_score": (("language", "method", "test"), np.array([[[z_max]], [[-1.0]]]))},
-        coords={"language": np.array(["en", "fr"], dtype=sdt), "method": np.array(["uniform"], dtype=sdt),
-                "test": np.array(["gender"], dtype=sdt)},
+        {
+            "effect_size": (("language", "method", "test"), np.array([[[0.5]], [[-0.2]]])),
+            "z_score": (("language", "method", "test"), np.array([[[z_max]], [[-1.0]]])),
+        },
+        coords={
+            "language": np.array(["en", "fr"], dtype=sdt),
+            "method": np.array(["uniform"], dtype=sdt),
+            "test": np.array(["gender"], dtype=sdt),
+        },
     )
     ax_z = plot.plot_overview(ds).axes[1]
     ticks = [t for t in ax_z.get_xticks() if t > 0]
     assert ticks == expected
     assert sorted(-t for t in ax_z.get_xticks() if t < 0) == expected
+
 
 def test_null_distribution_with_statistic_on_scale(tmp_path):
     rng = np.random.default_rng(0)
@@ -168,7 +182,9 @@ def test_null_distribution_with_statistic_on_scale(tmp_path):
     fig = plot.plot_null_distribution(null, 5.5, z_score=2.25, p_value=0.012, title="weat6 · en · uniform", bins=40)
     _save(fig, tmp_path / "null.png")
     (ax,) = fig.axes
-    assert ax.get_xlabel().startswith("test statistic s = Σ t(X) − Σ t(Y) (units") and ax.get_ylabel().startswith("density")
+    assert ax.get_xlabel().startswith("test statistic s = Σ t(X) − Σ t(Y) (units") and ax.get_ylabel().startswith(
+        "density"
+    )
     assert ax.get_title() == "weat6 · en · uniform"
     assert len(ax.patches) == 40  # histogram bars
     legend = [t.get_text() for t in ax.get_legend().get_texts()]

@@ -46,25 +46,56 @@ def _scores():
 def store(tmp_path_factory):
     """A finished study written through the results API: values, notes, a normal and a bimodal null."""
     url = str(tmp_path_factory.mktemp("report") / "results.zarr")
-    R.create_results(url, LANGS, METHODS, TESTS, {"seed": 1, "alternative": "two-sided", "similarity": "cosine"},
-                     "languages: [en, fr, eu]\nseed: 1\n")
+    R.create_results(
+        url,
+        LANGS,
+        METHODS,
+        TESTS,
+        {"seed": 1, "alternative": "two-sided", "similarity": "cosine"},
+        "languages: [en, fr, eu]\nseed: 1\n",
+    )
     rng = np.random.default_rng(0)
     for i, lang in enumerate(LANGS[:2]):
-        for j, m in enumerate(METHODS):
+        for m in METHODS:
             z = [489.0, -3.5][i] if m == "uniform" else [2.1, 0.4][i]
-            R.write_cell(url, lang, m, "gender", {
-                "statistic": z / 10, "effect_size": [1.2, -0.3][i], "z_score": z, "p_value": 1 / 10000,
-                "p_value_normal": float(scipy.stats.norm.sf(abs(z)) * 2), "n_x": 400_000 + i, "n_y": 400_000 + i,
-                "n_permutations": 9999, "alternative": "two-sided", "weighting": m,
-                "attribute_words_a": "man, he", "attribute_words_b": "woman, she",
-                "missing_attribute_words": "A: mann" if lang == "fr" else "",
-                "note": "warning: attribute words not in the vocabulary, left out: A: mann" if lang == "fr" else "",
-            })
-            null = rng.normal(size=999) if (lang, m) != ("fr", "zipf") else np.r_[rng.normal(-3, 0.3, 500), rng.normal(3, 0.3, 499)]
+            R.write_cell(
+                url,
+                lang,
+                m,
+                "gender",
+                {
+                    "statistic": z / 10,
+                    "effect_size": [1.2, -0.3][i],
+                    "z_score": z,
+                    "p_value": 1 / 10000,
+                    "p_value_normal": float(scipy.stats.norm.sf(abs(z)) * 2),
+                    "n_x": 400_000 + i,
+                    "n_y": 400_000 + i,
+                    "n_permutations": 9999,
+                    "alternative": "two-sided",
+                    "weighting": m,
+                    "attribute_words_a": "man, he",
+                    "attribute_words_b": "woman, she",
+                    "missing_attribute_words": "A: mann" if lang == "fr" else "",
+                    "note": "warning: attribute words not in the vocabulary, left out: A: mann" if lang == "fr" else "",
+                },
+            )
+            null = (
+                rng.normal(size=999)
+                if (lang, m) != ("fr", "zipf")
+                else np.r_[rng.normal(-3, 0.3, 500), rng.normal(3, 0.3, 499)]
+            )
             R.write_null(url, lang, m, "gender", null)
         for m in METHODS:
-            R.write_cell(url, lang, m, "weat7", {"note": "not applicable: test weat7 has no word lists for language " + lang}
-                         if lang != "en" else {"note": "coverage: X (Math) 2/8 found", "weighting": "none"})
+            R.write_cell(
+                url,
+                lang,
+                m,
+                "weat7",
+                {"note": "not applicable: test weat7 has no word lists for language " + lang}
+                if lang != "en"
+                else {"note": "coverage: X (Math) 2/8 found", "weighting": "none"},
+            )
     R.write_cell(url, "eu", "uniform", "gender", {"note": "missing attribute words: A: gizona", "weighting": "uniform"})
     R.write_scores(url, "en", _scores())
     R.compact_results(url)
@@ -77,7 +108,15 @@ def test_show_prints_everything_a_reader_needs(store):
     # z = 489: p(normal) underflows to 0 as a float; its log10 still gives the number
     expected = scipy.stats.norm.logsf(489.0) / math.log(10) + math.log10(2)
     assert f"e{math.floor(expected)}" in text
-    for word in ("man, he", "woman, she", "A: mann", "400000", "[1]", "not applicable", "missing attribute words: A: gizona"):
+    for word in (
+        "man, he",
+        "woman, she",
+        "A: mann",
+        "400000",
+        "[1]",
+        "not applicable",
+        "missing attribute words: A: gizona",
+    ):
         assert word in text, word
     # every empty cell says why: not applicable, coverage, missing words, not run
     assert re.search(r"\[\d+\] not run", text)
@@ -98,7 +137,12 @@ def test_show_formats_and_selection_from_the_cli(store, capsys):
         return out.out
 
     rows = list(csv.DictReader(io.StringIO(show("--format", "csv", "--sel", "language=fr,en", "test=gender"))))
-    assert [(r["language"], r["method"]) for r in rows] == [("fr", "uniform"), ("fr", "zipf"), ("en", "uniform"), ("en", "zipf")]
+    assert [(r["language"], r["method"]) for r in rows] == [
+        ("fr", "uniform"),
+        ("fr", "zipf"),
+        ("en", "uniform"),
+        ("en", "zipf"),
+    ]
     assert float(rows[2]["z"]) == 489.0 and rows[0]["missing"] == "A: mann" and rows[2]["A"] == "man, he"
     records = json.loads(show("--format", "json", "--sel", "test=weat7"))
     assert len(records) == 6 and all(r["s"] is None and r["note"] for r in records)
@@ -106,7 +150,9 @@ def test_show_formats_and_selection_from_the_cli(store, capsys):
     assert md.splitlines()[0].startswith("| language | test | method | s | d |") and len(md.splitlines()) == 2 + 4
     latex = show("--format", "latex", "--sel", "language=fr")
     assert "\\begin{tabular}" in latex and "\\toprule" in latex and "A: mann" in latex
-    bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "show", store, "--sel", "language=xx"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "biasdask.cli", "show", store, "--sel", "language=xx"], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "xx" in bad.stderr and bad.stderr.count("\n") == 1
 
 
@@ -130,8 +176,12 @@ def test_top_words_against_a_hand_computation(store):
     flagged = top_words(store, "en", n=5)
     assert set(flagged[flagged.attribute].word) == {"man", "woman", "he", "she"} & set(flagged.word)
     assert flagged.attribute.any()
-    out = subprocess.run([sys.executable, "-m", "biasdask.cli", "words", store, "en", "-n", "2", "--by", "t"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "biasdask.cli", "words", store, "en", "-n", "2", "--by", "t"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "man" in out and "share_of_s" in out and "attribute word" in out
 
 
@@ -198,12 +248,29 @@ class _RecordingProxy:
 def _dump_dom(browser: str, url: str, proxy: _RecordingProxy, profile) -> str:
     out = subprocess.run(
         # the browser's own traffic (component updates, clock sync) is switched off: what reaches the proxy is the page's
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-pings",
-         "--disable-domain-reliability", "--disable-client-side-phishing-detection", "--metrics-recording-only",
-         f"--user-data-dir={profile}", f"--proxy-server=http://127.0.0.1:{proxy.port}",
-         "--proxy-bypass-list=<-loopback>", "--dump-dom", url],
-        capture_output=True, text=True, timeout=120,
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-pings",
+            "--disable-domain-reliability",
+            "--disable-client-side-phishing-detection",
+            "--metrics-recording-only",
+            f"--user-data-dir={profile}",
+            f"--proxy-server=http://127.0.0.1:{proxy.port}",
+            "--proxy-bypass-list=<-loopback>",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
@@ -235,15 +302,26 @@ class _Cube(HTMLParser):
 
 
 def test_report_renders_sorts_and_sends_no_request(store, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "biasdask.cli", "report", store, "--out", str(tmp_path / "site")],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "biasdask.cli", "report", store, "--out", str(tmp_path / "site")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     page = tmp_path / "site" / "index.html"
     assert out.stdout.strip() == str(page)
     text = page.read_text(encoding="utf-8")
     assert [p.name for p in page.parent.iterdir()] == ["index.html"]  # one self-contained file
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text), "a resource outside the page"
-    for needed in ("languages: [en, fr, eu]", "man, he", "A: mann", "not applicable", "overview", "by t (zipf weighting)"):
+    for needed in (
+        "languages: [en, fr, eu]",
+        "man, he",
+        "A: mann",
+        "not applicable",
+        "overview",
+        "by t (zipf weighting)",
+    ):
         assert needed in text, needed
 
     browser = _browser()
@@ -257,7 +335,9 @@ def test_report_renders_sorts_and_sends_no_request(store, tmp_path):
         proxy.requests.clear()
 
         for key, desc in (("d", True), ("s", False)):
-            dom = _dump_dom(browser, page.as_uri() + f"#sort={key}" + (":desc" if desc else ""), proxy, tmp_path / f"p{key}")
+            dom = _dump_dom(
+                browser, page.as_uri() + f"#sort={key}" + (":desc" if desc else ""), proxy, tmp_path / f"p{key}"
+            )
             cube = _Cube()
             cube.feed(dom)
             assert cube.sorted == f"{key}:{'desc' if desc else 'asc'}", "the page's script did not run"
@@ -266,12 +346,11 @@ def test_report_renders_sorts_and_sends_no_request(store, tmp_path):
             numbers = [float(v) for v in values if v]
             assert len(cube.rows) == len(LANGS) * len(METHODS) * len(TESTS)
             assert numbers == sorted(numbers, reverse=desc) and len(numbers) == 4
-            assert all(not v for v in values[len(numbers):])  # empty cells last
+            assert all(not v for v in values[len(numbers) :])  # empty cells last
             assert all(src.startswith("data:image/png;base64,") for src in cube._imgs) and cube._imgs
         assert _page_requests(proxy.requests) == [], "the report made requests"
     finally:
         proxy.close()
-
 
 
 def test_top_words_flag_the_attribute_tokens_of_an_iat_study(tmp_path, shared_data):
@@ -282,8 +361,14 @@ def test_top_words_flag_the_attribute_tokens_of_an_iat_study(tmp_path, shared_da
     store = str(tmp_path / "fr.zarr")
     biasdask.ingest(str(shared_data / "iat" / "cc" / "fr.vec"), store, language="fr", progress=False)
     out = str(tmp_path / "r.zarr")
-    study = {"output": out, "languages": {"fr": {"store": store, "attributes": "iat"}},
-             "methods": ["uniform"], "tests": ["gender", "career_family"], "n_permutations": 99, "seed": 1}
+    study = {
+        "output": out,
+        "languages": {"fr": {"store": store, "attributes": "iat"}},
+        "methods": ["uniform"],
+        "tests": ["gender", "career_family"],
+        "n_permutations": 99,
+        "seed": 1,
+    }
     biasdask.run(study, progress=False)
     table = top_words(out, "fr", n=40)
     a, b = iat_attribute_terms("cc", "fr")
@@ -305,9 +390,15 @@ def mixed_study(tmp_path_factory, shared_data):
     for lang, source in stores.items():
         biasdask.ingest(source, str(root / f"{lang}.zarr"), language=lang, progress=False)
     out = str(root / "r.zarr")
-    study = {"output": out, "languages": {lang: {"store": str(root / f"{lang}.zarr")} for lang in stores},
-             "methods": ["uniform", "zipf"], "tests": ["gender", "rnd", "career_family"], "n_permutations": 999,
-             "seed": 3, "min_coverage": 0.5}
+    study = {
+        "output": out,
+        "languages": {lang: {"store": str(root / f"{lang}.zarr")} for lang in stores},
+        "methods": ["uniform", "zipf"],
+        "tests": ["gender", "rnd", "career_family"],
+        "n_permutations": 999,
+        "seed": 3,
+        "min_coverage": 0.5,
+    }
     from biasdask.errors import BiasdaskError
 
     with pytest.raises(BiasdaskError, match="zh"):  # zh's gender cells cannot run: the run says so at its end
@@ -322,8 +413,11 @@ def test_cells_record_their_word_lists_and_the_faces_show_them(mixed_study, tmp_
 
     res = biasdask.open_results(mixed_study)
     cell = res.sel({"method": "uniform"})
-    sets = {(str(lang), str(t)): str(cell["word_sets"].sel(language=lang, test=t).values)
-            for lang in res["language"].values for t in res["test"].values}
+    sets = {
+        (str(lang), str(t)): str(cell["word_sets"].sel(language=lang, test=t).values)
+        for lang in res["language"].values
+        for t in res["test"].values
+    }
     assert sets[("en", "rnd")] == "weat7" and sets[("fr", "rnd")] == "iat:career:fr (cc)"
     assert sets[("zh", "career_family")] == "iat:career,family:zh (cc)" and sets[("en", "gender")] == "catalog"
     # the tokens used: English words of WEAT-7, the translations of the IAT's career words
@@ -341,11 +435,16 @@ def test_cells_record_their_word_lists_and_the_faces_show_them(mixed_study, tmp_
     # the header counts empty cells honestly: zh's two gender cells hold nothing
     stat = res["statistic"].values
     # (and en's career_family cells: the GloVe file holds none of its career words)
-    assert cells_line(res) == (f"{int(np.isfinite(stat).sum())} of {stat.size} cells hold a result; "
-                               "4 are empty: coverage 2, missing words 2")
+    assert cells_line(res) == (
+        f"{int(np.isfinite(stat).sum())} of {stat.size} cells hold a result; 4 are empty: coverage 2, missing words 2"
+    )
     lines = summary(res)
-    assert any(line.startswith("rnd measures different word lists in different languages (weat7 in en; iat:career (cc) in fr, zh)")
-               for line in lines), lines
+    assert any(
+        line.startswith(
+            "rnd measures different word lists in different languages (weat7 in en; iat:career (cc) in fr, zh)"
+        )
+        for line in lines
+    ), lines
     assert not any(line.startswith("career_family measures") for line in lines)  # one list, translated
     # the heatmap of s marks the mixed column (and only it), and names each cell's lists
     fig = plot_effect_heatmap(res, "statistic")
@@ -366,8 +465,10 @@ def test_report_colours_follow_each_tests_direction(mixed_study, tmp_path):
     assert page.index('id="summary"') < page.index('id="figures"') < page.index('id="cube-table"')
     assert "<figcaption><strong>Figure 1.</strong> Test gender" in page and "A is the first attribute set (en:" in page
     res = biasdask.open_results(mixed_study)
-    row = re.compile(r'<tr[^>]*><td class="text" data-v="(\w+)">\w+</td><td class="text" data-v="([\w.]+)">[\w.]+</td>'
-                     r'<td class="text" data-v="(\w+)">\w+</td><td class="num([^"]*)" data-v="([^"]*)">')
+    row = re.compile(
+        r'<tr[^>]*><td class="text" data-v="(\w+)">\w+</td><td class="text" data-v="([\w.]+)">[\w.]+</td>'
+        r'<td class="text" data-v="(\w+)">\w+</td><td class="num([^"]*)" data-v="([^"]*)">'
+    )
     seen = set()
     for lang, test, method, css, s in row.findall(page):
         value = float(res["statistic"].sel({"language": lang, "test": test, "method": method}))
@@ -375,7 +476,9 @@ def test_report_colours_follow_each_tests_direction(mixed_study, tmp_path):
             assert s == "" and css == ""
             continue
         assert float(s) == value
-        expected = "" if leaning(test) == 0 or value == 0 else (" toward-a" if value * leaning(test) > 0 else " toward-b")
+        expected = (
+            "" if leaning(test) == 0 or value == 0 else (" toward-a" if value * leaning(test) > 0 else " toward-b")
+        )
         assert css == expected, (lang, test, method, value)
         seen.add((test, css))
     assert {("rnd", " toward-a"), ("rnd", " toward-b")} & seen and any(t == "gender" for t, _ in seen)
@@ -400,21 +503,34 @@ def test_show_latex_is_a_booktabs_table_that_compiles(mixed_study, tmp_path, cap
     assert latex.count(r"$\leq 10^{-3}$") == int(floor.sum()) > 0
     # a column empty in every row is left out: set metrics have no effect size
     rnd = show("--format", "latex", "--sel", "test=rnd", "--columns", "d,z,p")
-    assert next(line for line in rnd.splitlines() if line.startswith("language &")) == r"language & test & method & z & p \\"
+    assert (
+        next(line for line in rnd.splitlines() if line.startswith("language &"))
+        == r"language & test & method & z & p \\"
+    )
     rows = list(csv.reader(io.StringIO(show("--format", "csv", "--columns", "d,sets"))))
     assert rows[0] == ["language", "test", "method", "d", "sets"]
-    bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "show", mixed_study, "--columns", "d,bogus"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "biasdask.cli", "show", mixed_study, "--columns", "d,bogus"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "bogus" in bad.stderr and bad.stderr.count("\n") == 1
 
     pdflatex = shutil.which("pdflatex")
     if pdflatex is None:
         pytest.skip("no pdflatex on this machine; .ci/run installs Debian's texlive when it can")
     doc = tmp_path / "t.tex"
-    doc.write_text("\\documentclass{article}\\usepackage[utf8]{inputenc}\\usepackage{booktabs}\\usepackage{longtable}"
-                   "\\begin{document}\n" + show("--format", "latex", "--sel", "language=en,fr")
-                   + "\n\\end{document}\n", encoding="utf-8")
-    out = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120)
+    doc.write_text(
+        "\\documentclass{article}\\usepackage[utf8]{inputenc}\\usepackage{booktabs}\\usepackage{longtable}"
+        "\\begin{document}\n" + show("--format", "latex", "--sel", "language=en,fr") + "\n\\end{document}\n",
+        encoding="utf-8",
+    )
+    out = subprocess.run(
+        [pdflatex, "-interaction=nonstopmode", "-halt-on-error", doc.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout[-3000:]
     assert (tmp_path / "t.pdf").stat().st_size > 1000

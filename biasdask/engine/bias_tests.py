@@ -125,8 +125,11 @@ def full_vocabulary_test(
         n_common = min(emb.sizes["word"], other.sizes["word"], max_words or np.iinfo(np.int64).max)
         max_words = int(n_common)
     opts = dict(
-        max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words,
-        dedupe_vectors=dedupe_vectors, association=association,
+        max_words=max_words,
+        exclude_attributes=exclude_attributes,
+        exclude_words=exclude_words,
+        dedupe_vectors=dedupe_vectors,
+        association=association,
     )
     sx = scores(emb, a, b, methods=[method], **opts)
     u_x, t_x = compute(sx["u"].data, sx["t"].data[0], client=client)
@@ -160,9 +163,24 @@ def full_vocabulary_test(
         raise BiasdaskError("placebo: the placebo null compares attribute pairs within one language; give no other")
     from biasdask.engine.placebo import placebo_test
 
-    found = placebo_test(emb, sx, u_x, t_x[None, :], a, b, n=int(placebo), seed=res.seed,
-                         alternative=res.alternative, exclude=placebo_exclude, client=client)
+    found = placebo_test(
+        emb,
+        sx,
+        u_x,
+        t_x[None, :],
+        a,
+        b,
+        n=int(placebo),
+        seed=res.seed,
+        alternative=res.alternative,
+        exclude=placebo_exclude,
+        client=client,
+    )
     return dataclasses.replace(
-        res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]),
-        effect_size_placebo_percentile=found.effect_size_percentile, n_placebo=found.n, **found.interval,
+        res,
+        p_value_placebo=float(found.p_value[0]),
+        z_placebo=float(found.z[0]),
+        effect_size_placebo_percentile=found.effect_size_percentile,
+        n_placebo=found.n,
+        **found.interval,
     )

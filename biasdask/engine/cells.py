@@ -39,14 +39,18 @@ def coverage_values(coverage) -> dict[str, str | float]:
     """The words a classic cell used and missed, by role (``x``, ``y`` targets; ``a``, ``b`` attributes;
     :class:`~biasdask.engine.weat.SetCoverage` each), as the cube's text variables, and the share of
     its target words found (``target_coverage``)."""
+
     def side(roles: str) -> str:
-        return "; ".join(f"{r.upper()}: {_joined(coverage[r].missing)}" for r in roles if r in coverage and coverage[r].missing)
+        return "; ".join(
+            f"{r.upper()}: {_joined(coverage[r].missing)}" for r in roles if r in coverage and coverage[r].missing
+        )
 
     targets = [coverage[r] for r in "xy" if r in coverage]
     requested = sum(len(c.requested) for c in targets)
     values: dict[str, str | float] = {
         f"{kind}_words_{r}": _joined(coverage[r].used()) if r in coverage else ""
-        for kind, roles in (("target", "xy"), ("attribute", "ab")) for r in roles
+        for kind, roles in (("target", "xy"), ("attribute", "ab"))
+        for r in roles
     }
     values["missing_target_words"] = side("xy")
     values["missing_attribute_words"] = side("ab")
@@ -142,8 +146,12 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
         if hasattr(result, name):
             values[name] = getattr(result, name)
     if getattr(result, "n_placebo", 0):
-        values.update({name: getattr(result, name) for name in
-                       ("p_value_placebo", "z_placebo", "effect_size_placebo_percentile", "n_placebo")})
+        values.update(
+            {
+                name: getattr(result, name)
+                for name in ("p_value_placebo", "z_placebo", "effect_size_placebo_percentile", "n_placebo")
+            }
+        )
     values.update(extra)
     return values
 
@@ -272,16 +280,30 @@ def run_cell(
 
     if test in SET_METRICS:
         return run_set_cell(
-            test, emb, language=language, n_permutations=n_permutations, alternative=alternative, seed=seed,
-            client=client, min_coverage=min_coverage, model=model, return_null=return_null, batch_size=batch_size,
-            progress=progress, storage_options=storage_options, set_metric_words=set_metric_words,
-            placebo=placebo, placebo_exclude=placebo_exclude,
+            test,
+            emb,
+            language=language,
+            n_permutations=n_permutations,
+            alternative=alternative,
+            seed=seed,
+            client=client,
+            min_coverage=min_coverage,
+            model=model,
+            return_null=return_null,
+            batch_size=batch_size,
+            progress=progress,
+            storage_options=storage_options,
+            set_metric_words=set_metric_words,
+            placebo=placebo,
+            placebo_exclude=placebo_exclude,
         )
     tests = available_tests()
     if test not in tests:
         raise BiasdaskError(f"unknown test {test!r}; choose from {sorted(tests)}")
     if language not in tests[test]:
-        raise BiasdaskError(f"test {test!r} does not apply to language {language!r} (it applies to {list(tests[test])})")
+        raise BiasdaskError(
+            f"test {test!r} does not apply to language {language!r} (it applies to {list(tests[test])})"
+        )
     common = dict(
         n_permutations=n_permutations,
         alternative=alternative,

@@ -60,8 +60,7 @@ def _gateway_client(n_workers: int | None) -> Client:
         from dask_gateway import Gateway
     except ImportError:
         raise SchedulerError(
-            "DASK_GATEWAY__ADDRESS is set but dask-gateway is not installed "
-            "(pip install 'biasdask[gateway]')"
+            "DASK_GATEWAY__ADDRESS is set but dask-gateway is not installed (pip install 'biasdask[gateway]')"
         ) from None
     from dask.utils import parse_timedelta
 
@@ -149,6 +148,7 @@ def warm_kernels() -> dict[str, float]:
     timed("permutation (sampled)", sampled)
     timed("permutation (exact)", exact)
     timed("association", lambda: association(np.ones((2, 3), dtype=np.float32), np.ones(2), np.ones(3)))
+
     def scaled() -> None:  # scaled-integer stores: encoded at ingest, decoded when u reads them
         block = np.array([[1.5, -0.0]], dtype=np.float32)
         for encoding in ("int16", "int32"):

@@ -23,8 +23,8 @@ import xarray as xr
 from distributed import Client
 
 from biasdask._version import __version__
-from biasdask.engine.directions import direction
 from biasdask.engine.cluster import active_client, compute
+from biasdask.engine.directions import direction
 from biasdask.engine.scores import as_dataset, positions, read_rows
 from biasdask.engine.words import pair_list, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError
@@ -142,7 +142,9 @@ def debias(
     if method not in DEBIAS_METHODS:
         raise BiasdaskError(f"unknown debias method {method!r}; choose from {list(DEBIAS_METHODS)}")
     hard_only = {
-        "definitional_pairs": definitional_pairs, "equalize_pairs": equalize_pairs, "gender_specific": gender_specific
+        "definitional_pairs": definitional_pairs,
+        "equalize_pairs": equalize_pairs,
+        "gender_specific": gender_specific,
     }
     wrong = [k for k, v in (hard_only if method == "project" else {"a": a, "b": b}).items() if v is not None]
     if wrong:
@@ -176,7 +178,9 @@ def debias(
 
 def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client):
     lex = bolukbasi()
-    definitional = lex.definitional_pairs if definitional_pairs is None else pair_list(definitional_pairs, "definitional_pairs")
+    definitional = (
+        lex.definitional_pairs if definitional_pairs is None else pair_list(definitional_pairs, "definitional_pairs")
+    )
     try:
         g = direction(src, pairs=definitional, method="pca")
     except MissingWordsError as exc:

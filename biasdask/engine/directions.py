@@ -170,7 +170,9 @@ def direct_bias(
     """
     emb = as_dataset(emb, storage_options)
     g = _check_dim(direction, emb)
-    words = list(dict.fromkeys(neutral_professions() if neutral_words is None else word_list(neutral_words, "neutral_words")))
+    words = list(
+        dict.fromkeys(neutral_professions() if neutral_words is None else word_list(neutral_words, "neutral_words"))
+    )
     vec = _read(emb, words)
     missing = [w for w in words if w not in vec]
     _require("direct_bias, neutral words", len(vec), missing, emb)

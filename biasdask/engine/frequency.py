@@ -45,6 +45,7 @@ __all__ = [
 CONTEXT_TEST = "context"
 """Test label of Valentini et al. 2022's context-word test in a results cube."""
 
+
 def _score_names(ds: xr.Dataset) -> list[str]:
     names = ["u", *sorted(str(v) for v in ds.data_vars if str(v).startswith("u_"))]  # other associations' u
     if "t" in ds and "method" in ds["t"].dims:
@@ -203,9 +204,7 @@ def frequency_profiles(
     if languages is None:
         cube = open_results(results, storage_options)
         languages = [str(x) for x in cube["language"].values if scores_done(results, str(x), storage_options)]
-    return {
-        lang: frequency_profile(results, bins, by, lang, storage_options=storage_options) for lang in languages
-    }
+    return {lang: frequency_profile(results, bins, by, lang, storage_options=storage_options) for lang in languages}
 
 
 def profile_for_plot(profile: xr.Dataset, score: str = "u") -> BinProfile:
@@ -276,8 +275,16 @@ def context_scores(
         The per-word association (:func:`biasdask.engine.scores.scores`); cosine is Valentini et al. 2022's u.
     """
     female, male, excluded = _context_words(exclude_context)
-    return scores(emb, female, male, methods, max_words=max_words, exclude_words=excluded,
-                  storage_options=storage_options, association=association)
+    return scores(
+        emb,
+        female,
+        male,
+        methods,
+        max_words=max_words,
+        exclude_words=excluded,
+        storage_options=storage_options,
+        association=association,
+    )
 
 
 def context_test(
@@ -325,7 +332,19 @@ def context_test(
     """
     female, male, excluded = _context_words(exclude_context)
     return full_vocabulary_test(
-        emb, female, male, method, n_permutations, alternative=alternative, seed=seed, max_words=max_words,
-        exclude_words=excluded, client=client, batch_size=batch_size, return_null=return_null,
-        progress=progress, storage_options=storage_options, association=association,
+        emb,
+        female,
+        male,
+        method,
+        n_permutations,
+        alternative=alternative,
+        seed=seed,
+        max_words=max_words,
+        exclude_words=excluded,
+        client=client,
+        batch_size=batch_size,
+        return_null=return_null,
+        progress=progress,
+        storage_options=storage_options,
+        association=association,
     )

@@ -320,8 +320,9 @@ def bad_test(
     x, y = (np.array([vec[p[i]] for p in kept_t]) for i in (0, 1))
     a, b = (np.array([vec[p[i]] for p in kept_a]) for i in (0, 1))
     res = sg.bad_test(x, y, a, b, alternative=alternative)
-    return _gender_result("bad", res, emb, kept_t, [p[0] for p in kept_a], [p[1] for p in kept_a],
-                          [*dropped_t, *dropped_a])
+    return _gender_result(
+        "bad", res, emb, kept_t, [p[0] for p in kept_a], [p[1] for p in kept_a], [*dropped_t, *dropped_a]
+    )
 
 
 def mweat_test(
@@ -376,6 +377,7 @@ def mweat_test(
         ends.append(found)
         dropped += missing
     x, y = (np.array([vec[p[i]] for p in kept_t]) for i in (0, 1))
-    res = sg.mweat_test(x, y, np.array([vec[w] for w in ends[0]]), np.array([vec[w] for w in ends[1]]),
-                        alternative=alternative)
+    res = sg.mweat_test(
+        x, y, np.array([vec[w] for w in ends[0]]), np.array([vec[w] for w in ends[1]]), alternative=alternative
+    )
     return _gender_result("mweat", res, emb, kept_t, ends[0], ends[1], dropped)

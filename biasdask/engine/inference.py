@@ -205,16 +205,31 @@ def meta_analysis(
     cells = results.sel({"test": label, "method": method})
     languages = [str(v) for v in cells["language"].values]
     d = np.asarray(cells["effect_size"].values, dtype=np.float64)
-    se = (np.asarray(cells["effect_size_se"].values, dtype=np.float64) if "effect_size_se" in cells
-          else np.full(d.shape, np.nan))
-    low = np.asarray(cells["effect_size_ci_low"].values, dtype=np.float64) if "effect_size_ci_low" in cells else se * np.nan
-    high = np.asarray(cells["effect_size_ci_high"].values, dtype=np.float64) if "effect_size_ci_high" in cells else se * np.nan
+    se = (
+        np.asarray(cells["effect_size_se"].values, dtype=np.float64)
+        if "effect_size_se" in cells
+        else np.full(d.shape, np.nan)
+    )
+    low = (
+        np.asarray(cells["effect_size_ci_low"].values, dtype=np.float64)
+        if "effect_size_ci_low" in cells
+        else se * np.nan
+    )
+    high = (
+        np.asarray(cells["effect_size_ci_high"].values, dtype=np.float64)
+        if "effect_size_ci_high" in cells
+        else se * np.nan
+    )
     keep = np.isfinite(d) & np.isfinite(se) & (se > 0)
-    why = (np.asarray(cells["ci_method"].values, dtype=object) if "ci_method" in cells
-           else np.full(d.shape, "", dtype=object))
+    why = (
+        np.asarray(cells["ci_method"].values, dtype=object)
+        if "ci_method" in cells
+        else np.full(d.shape, "", dtype=object)
+    )
     dropped = tuple(
         f"{lang} ({'no effect size' if not np.isfinite(e) else 'no interval' + (': ' + str(w).removeprefix('none: ') if str(w) else '')})"
-        for lang, e, k, w in zip(languages, d, keep, why) if not k
+        for lang, e, k, w in zip(languages, d, keep, why)
+        if not k
     )
     if keep.sum() < 2:
         raise BiasdaskError(
@@ -234,8 +249,9 @@ def meta_analysis(
     if covariate is not None:
         values, name = _covariate(covariate, used)
         try:
-            regression = meta_regression(d[keep], se[keep] ** 2, {name: values}, method=estimator,
-                                         hartung_knapp=hartung_knapp, level=level)
+            regression = meta_regression(
+                d[keep], se[keep] ** 2, {name: values}, method=estimator, hartung_knapp=hartung_knapp, level=level
+            )
         except ValueError as exc:
             raise BiasdaskError(f"meta_analysis: the meta-regression on {name}: {exc}") from None
     return MetaAnalysis(label, method, pooled, studies, dropped, regression, name)
@@ -248,8 +264,10 @@ def _covariate(covariate: str | Mapping[str, object], languages: list[str]) -> t
     if isinstance(covariate, str):
         table = catalog().set_index("code")
         if covariate not in table.columns or covariate in ("male", "female", "name"):
-            raise BiasdaskError(f"meta_analysis: covariate {covariate!r} is not a column of the language catalog "
-                                "(family, branch); or give a mapping language -> value")
+            raise BiasdaskError(
+                f"meta_analysis: covariate {covariate!r} is not a column of the language catalog "
+                "(family, branch); or give a mapping language -> value"
+            )
         values = [table[covariate].get(lang) for lang in languages]
         return np.array(values, dtype=object), covariate
     missing = [lang for lang in languages if lang not in covariate]

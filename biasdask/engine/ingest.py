@@ -322,7 +322,9 @@ def _ingest_range(
 ) -> ChunkResult:
     """Read bytes ``[start, end)``, skip ``skip`` lines, parse ``n`` lines and write chunk ``index``."""
     data = formats.view_range(info.url, storage_options, start, end)
-    return _parse_and_write(dest, storage_options, info, data, formats.skip_lines(data, skip), index, n, chunk_words, start)
+    return _parse_and_write(
+        dest, storage_options, info, data, formats.skip_lines(data, skip), index, n, chunk_words, start
+    )
 
 
 def _parse_and_write(dest, storage_options, info, data, offset, index, n, chunk_words, base) -> ChunkResult:
@@ -465,7 +467,9 @@ class _Inline:
         return self._Done(fn(*args))
 
 
-def _run_jobs(client, jobs: Iterator[tuple[int, Callable]], window: int, on_done: Callable[[int, object], None]) -> None:
+def _run_jobs(
+    client, jobs: Iterator[tuple[int, Callable]], window: int, on_done: Callable[[int, object], None]
+) -> None:
     """:func:`_run_parallel` on a cluster; in order, in this process, when ``client`` is an :class:`_Inline`."""
     if not isinstance(client, _Inline):
         _run_parallel(client, jobs, window, on_done)
@@ -526,7 +530,10 @@ class _Job:
 
                 yield block.index, submit
 
-        with _bar(self.progress, self.info.size, f"ingest {self.info.format}") as bar, workers_keep_freed_memory(client):
+        with (
+            _bar(self.progress, self.info.size, f"ingest {self.info.format}") as bar,
+            workers_keep_freed_memory(client),
+        ):
             _run_parallel(client, jobs(bar), _window(client), self.results.__setitem__)
 
     # byte ranges --------------------------------------------------------------------------------

@@ -148,7 +148,9 @@ def permutation_test(
     return finish_test(prep, null, None, return_null)
 
 
-def _sampled_null(client: Client | None, prep: PreparedTest, batch_size: int | None, progress: bool | None) -> np.ndarray:
+def _sampled_null(
+    client: Client | None, prep: PreparedTest, batch_size: int | None, progress: bool | None
+) -> np.ndarray:
     """The sampled null statistics in permutation order, one Dask task per batch."""
     m = prep.n_permutations
     if batch_size is None:
@@ -180,8 +182,18 @@ def prepare_pools(
     weighting zero where the others are not (``frequency``) gets its own."""
     seed = resolve_seed(seed)
     return [
-        (rows, prepare_tests(x[rows], y if isinstance(y, (int, np.integer)) else y[rows], n_permutations, alternative,
-                             seed, effect_x, effect_y))
+        (
+            rows,
+            prepare_tests(
+                x[rows],
+                y if isinstance(y, (int, np.integer)) else y[rows],
+                n_permutations,
+                alternative,
+                seed,
+                effect_x,
+                effect_y,
+            ),
+        )
         for rows in shared_split_groups(x, y)
     ]
 
@@ -193,7 +205,9 @@ def pools_summary(pools: list[tuple[list[int], PreparedTests]]) -> tuple[int, in
     return work, rows, pools[0][1].n_permutations, pools[0][1].exact
 
 
-def batch_plan(n_values: int, n_permutations: int, batch_size: int | None = None, n_slots: int = 1) -> list[tuple[int, int]]:
+def batch_plan(
+    n_values: int, n_permutations: int, batch_size: int | None = None, n_slots: int = 1
+) -> list[tuple[int, int]]:
     """Permutation index ranges [start, stop) of the batch tasks of one test (or one group of tests).
 
     ``n_values`` counts the pooled values of every weighting evaluated on each split (the length of
@@ -230,7 +244,9 @@ def finish_pools(
     nulls = np.concatenate(batches, axis=1) if batches else None
     for rows, prep in pools:
         if not prep.exact and (nulls is None or nulls.shape[1] != prep.n_permutations):
-            raise ValueError(f"batches hold {0 if nulls is None else nulls.shape[1]} permutations, not {prep.n_permutations}")
+            raise ValueError(
+                f"batches hold {0 if nulls is None else nulls.shape[1]} permutations, not {prep.n_permutations}"
+            )
         weights = None
         if prep.exact:
             group_nulls, weights = exact_nulls(prep)
@@ -282,7 +298,9 @@ def permutation_tests(
     work, _, m, exact = pools_summary(pools)
     if exact:
         return finish_pools(pools, return_null=return_null)
-    if batch_size is None and m * (_SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * work) < seconds("in-process-threshold"):
+    if batch_size is None and m * (_SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * work) < seconds(
+        "in-process-threshold"
+    ):
         return finish_pools(pools, pools_batch(pools, 0, m), return_null=return_null)
     shared = dask.delayed(pools, pure=True, traverse=False)
     batch = dask.delayed(pools_batch, pure=True)

@@ -85,8 +85,14 @@ class PlaceboResult:
 
     def with_alternative(self, alternative: str | Sequence[str]) -> PlaceboResult:
         """The same draws summarised for another (resolved) alternative."""
-        out = summarise(self.observed_statistic, self.observed_effect_size, self.statistics, self.effect_sizes,
-                        self.words, alternative)
+        out = summarise(
+            self.observed_statistic,
+            self.observed_effect_size,
+            self.statistics,
+            self.effect_sizes,
+            self.words,
+            alternative,
+        )
         return dataclasses.replace(out, interval=self.interval)
 
 
@@ -131,7 +137,11 @@ def weights_from_scores(u: np.ndarray, t: np.ndarray) -> np.ndarray:
 def _chunk_moments(vectors: np.ndarray, u: np.ndarray, t: np.ndarray, kind: str) -> LinearMoments:
     """Task: the moments of the words of one chunk that the test scores (finite u)."""
     keep = np.isfinite(u)
-    rows = moment_rows(kind, np.asarray(vectors, dtype=np.float64)[keep]) if keep.any() else np.empty((0, vectors.shape[1]))
+    rows = (
+        moment_rows(kind, np.asarray(vectors, dtype=np.float64)[keep])
+        if keep.any()
+        else np.empty((0, vectors.shape[1]))
+    )
     return linear_moments(rows, weights_from_scores(u[keep], t[:, keep]) if keep.any() else np.empty((t.shape[0], 0)))
 
 
@@ -195,13 +205,17 @@ def placebo_test(
     """
     kind = str(association or sc.attrs.get("association", "cosine"))
     if kind not in LINEAR_ASSOCIATIONS:
-        raise BiasdaskError(f"placebo: association {kind!r} is not linear in a direction; the placebo null needs "
-                            f"one of {', '.join(LINEAR_ASSOCIATIONS)}")
+        raise BiasdaskError(
+            f"placebo: association {kind!r} is not linear in a direction; the placebo null needs "
+            f"one of {', '.join(LINEAR_ASSOCIATIONS)}"
+        )
     n_words = u.size
     source = sc if sc is not None else emb.isel(word=slice(0, n_words))
     words = np.asarray(source["word"].values).astype(object)
     ranks = np.asarray(source["rank"].values, dtype=np.int64)
-    used_a, used_b = (list(used[0]), list(used[1])) if used is not None else (list(sc.attrs["used_a"]), list(sc.attrs["used_b"]))
+    used_a, used_b = (
+        (list(used[0]), list(used[1])) if used is not None else (list(sc.attrs["used_a"]), list(sc.attrs["used_b"]))
+    )
     tokens = _term_tokens(a, used_a) + _term_tokens(b, used_b)
     forbidden = set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude)
     forbidden.update(tok for group in tokens for tok in group)
@@ -244,16 +258,28 @@ def placebo_test(
     exclude_v = exclude_z = None
     if excluded_attributes:
         exclude_v = np.stack([moment_rows(kind, v) for v in placebo_vectors])
-        exclude_z = weights_from_scores(u[draws.ravel()], t[:, draws.ravel()]).reshape(t.shape[0], *draws.shape).transpose(1, 0, 2)
+        exclude_z = (
+            weights_from_scores(u[draws.ravel()], t[:, draws.ravel()])
+            .reshape(t.shape[0], *draws.shape)
+            .transpose(1, 0, 2)
+        )
     placebo = evaluate_moments(moments, directions, exclude_v=exclude_v, exclude_z=exclude_z)
     va, vb = _observed_vectors(emb, a, b, kind)
     observed = evaluate_moments(moments, linear_directions(kind, va, vb))
-    out = summarise(observed.statistic[0], float(observed.effect_size[0]), placebo.statistic, placebo.effect_size,
-                    words[draws], alternative)
+    out = summarise(
+        observed.statistic[0],
+        float(observed.effect_size[0]),
+        placebo.statistic,
+        placebo.effect_size,
+        words[draws],
+        alternative,
+    )
     return dataclasses.replace(out, interval=_interval(moments, va, vb, kind, seed, ci_level))
 
 
-def _interval(moments: LinearMoments, va: np.ndarray, vb: np.ndarray, kind: str, seed: int, level: float | None) -> dict:
+def _interval(
+    moments: LinearMoments, va: np.ndarray, vb: np.ndarray, kind: str, seed: int, level: float | None
+) -> dict:
     """The interval fields of a full-vocabulary test's d over its resampled attribute words."""
     if level is None:
         return {}
@@ -269,8 +295,14 @@ def _interval(moments: LinearMoments, va: np.ndarray, vb: np.ndarray, kind: str,
     }
 
 
-def summarise(observed_s: np.ndarray, observed_d: float, statistics: np.ndarray, effect_sizes: np.ndarray,
-              words: np.ndarray, alternative: str | Sequence[str]) -> PlaceboResult:
+def summarise(
+    observed_s: np.ndarray,
+    observed_d: float,
+    statistics: np.ndarray,
+    effect_sizes: np.ndarray,
+    words: np.ndarray,
+    alternative: str | Sequence[str],
+) -> PlaceboResult:
     """The :class:`PlaceboResult` of observed statistics (one per weighting) and d against placebo ones."""
     summary = placebo_summary(observed_s, statistics, alternative=np.asarray(alternative))
     d = placebo_summary(observed_d, effect_sizes, alternative="two-sided")

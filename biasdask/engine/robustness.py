@@ -123,8 +123,14 @@ def attribute_sensitivity(
         u, t = arrays[2 * j], arrays[2 * j + 1]
         keep = np.isfinite(u)
         res = permutation_test(
-            t[keep], int(keep.sum()), n_permutations=n_permutations, alternative=alternative, seed=seed,
-            client=client, effect_x=u[keep], progress=progress,
+            t[keep],
+            int(keep.sum()),
+            n_permutations=n_permutations,
+            alternative=alternative,
+            seed=seed,
+            client=client,
+            effect_x=u[keep],
+            progress=progress,
         )
         out["statistic"][i], out["effect_size"][i] = res.statistic, res.effect_size
         out["z_score"][i], out["p_value"][i] = res.z_score, res.pvalue
@@ -134,7 +140,10 @@ def attribute_sensitivity(
         coords={"left_out": [v[0] for v in variants], "side": ("left_out", [v[1] for v in variants])},
     )
     ds.attrs.update(
-        language=str(emb.attrs.get("language", "")), method=method, alternative=alternative,
-        seed=seed, n_permutations=int(n_permutations),
+        language=str(emb.attrs.get("language", "")),
+        method=method,
+        alternative=alternative,
+        seed=seed,
+        n_permutations=int(n_permutations),
     )
     return ds

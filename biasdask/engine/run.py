@@ -26,8 +26,8 @@ number of workers.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import math
@@ -54,7 +54,14 @@ from biasdask.engine.cluster import active_client, client_scope, n_slots, worker
 from biasdask.engine.inference import adjusted_pvalues, correction_warning
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.placebo import PlaceboResult, weights_from_scores
-from biasdask.engine.scores import as_dataset, attributes_graph, excluded_targets, frequency_unavailable, positions, scores_graph
+from biasdask.engine.scores import (
+    as_dataset,
+    attributes_graph,
+    excluded_targets,
+    frequency_unavailable,
+    positions,
+    scores_graph,
+)
 from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 from biasdask.engine.update import check_changes, prepare_update, run_attrs
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, ConfigError, CorruptStoreError, MissingWordsError
@@ -196,12 +203,17 @@ def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
     for variable in ("p_value", "p_value_placebo"):
         adjusted = adjusted_pvalues(cube, variable, correction=cfg.correction)
         rs.write_cube_variable(
-            cfg.output, f"{variable}_adjusted", adjusted.transpose(*rs.DIMS).values,
-            {"correction": cfg.correction, "alpha": cfg.alpha}, storage_options=options,
+            cfg.output,
+            f"{variable}_adjusted",
+            adjusted.transpose(*rs.DIMS).values,
+            {"correction": cfg.correction, "alpha": cfg.alpha},
+            storage_options=options,
         )
 
 
-def _run_checked(cfg: StudyConfig, options: dict, stores: dict, client, scheduler, n_workers, overwrite, progress, start_cluster) -> list[str]:
+def _run_checked(
+    cfg: StudyConfig, options: dict, stores: dict, client, scheduler, n_workers, overwrite, progress, start_cluster
+) -> list[str]:
     """:func:`run` once every store is checked: find or start the cluster, create (or resume) the
     results store, run the stream; return the failures."""
     failures: list[str] = []
@@ -305,7 +317,9 @@ def check_n_workers(n_workers: int | None) -> None:
     if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)):
         raise BiasdaskTypeError(f"n_workers: expected an integer, got {n_workers!r}")
     if not 0 <= n_workers <= MAX_LOCAL_WORKERS:
-        raise BiasdaskError(f"n_workers: expected 0 to {MAX_LOCAL_WORKERS} (4 per core of this machine), got {n_workers}")
+        raise BiasdaskError(
+            f"n_workers: expected 0 to {MAX_LOCAL_WORKERS} (4 per core of this machine), got {n_workers}"
+        )
 
 
 def _with_associations(computed: dict) -> xr.Dataset:
@@ -331,7 +345,6 @@ def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
     return {label for label in cfg.test_labels() if split_label(label)[0] in tests}
 
 
-
 class _CellWriter:
     """Writes finished cells (the null first, then the cell's record) and advances the bar."""
 
@@ -342,13 +355,16 @@ class _CellWriter:
         if self.cfg.save_null and null is not None:
             rs.write_null(self.cfg.output, language, method, test, null, storage_options=self.options)
         if self.cfg.save_null and placebo is not None:
-            rs.write_null(self.cfg.output, language, method, test, placebo, storage_options=self.options, kind="placebo")
+            rs.write_null(
+                self.cfg.output, language, method, test, placebo, storage_options=self.options, kind="placebo"
+            )
         rs.write_cell(self.cfg.output, language, method, test, values, storage_options=self.options)
         self.bar.update()
 
 
 # ----------------------------------------------------------------------------------------------
 # Planning: what each language needs, decided from the config and the done cells alone.
+
 
 def is_family(label: str) -> bool:
     """Whether the cube's test ``label`` is a full-vocabulary test (``gender``, ``context.ripa``...):
@@ -486,7 +502,9 @@ def _resolved(fn: Callable, args: tuple, kwargs: dict):
     return fn(*args, **kwargs)
 
 
-def _copy_outcome(source: concurrent.futures.Future, target: concurrent.futures.Future, item: int | None = None) -> None:
+def _copy_outcome(
+    source: concurrent.futures.Future, target: concurrent.futures.Future, item: int | None = None
+) -> None:
     """``target`` ends as ``source`` did (with item ``item`` of its result, if given)."""
     if source.cancelled():
         target.cancel()
@@ -576,7 +594,9 @@ class _Tasks:
         depend on the chunks' tasks themselves: no task first gathers them into one array."""
         if self.client is not None:
             futures = self.client.compute(
-                [*array.to_delayed().ravel().tolist(), *(() if meta is None else (meta,))], priority=priority, optimize_graph=False
+                [*array.to_delayed().ravel().tolist(), *(() if meta is None else (meta,))],
+                priority=priority,
+                optimize_graph=False,
             )
             for future in futures:
                 self._track(future, None)
@@ -628,7 +648,9 @@ class _ScoresPart:
     @classmethod
     def of(cls, sc: xr.Dataset, emb: xr.Dataset) -> _ScoresPart:
         stored = stored_vectors(emb["vectors"].data)
-        common = dict(methods=tuple(str(m) for m in sc["method"].values), attrs=dict(sc.attrs), n_words=sc.sizes["word"])
+        common = dict(
+            methods=tuple(str(m) for m in sc["method"].values), attrs=dict(sc.attrs), n_words=sc.sizes["word"]
+        )
         if stored is not None:
             return cls(**common, store=(stored.url, stored.storage_options))
         return cls(**common, words=np.asarray(sc["word"].values), rank=np.asarray(sc["rank"].values))
@@ -645,7 +667,9 @@ class _ScoresPart:
         )
 
 
-def _write_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], counts: list[int], *computed) -> None:
+def _write_scores(
+    url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], counts: list[int], *computed
+) -> None:
     """Task: write a language's per-word scores (every association's, cosine's first) into the results;
     a store's words are copied from it as stored (no decoding and encoding of millions of strings).
     ``computed``: for each association in turn, ``counts[i]`` chunks of u stacked on t, then its
@@ -660,7 +684,9 @@ def _write_scores(url: str, code: str, options: dict, parts: list[tuple[str, _Sc
     rs.write_scores(url, code, scores, options, words_from=words_from)
 
 
-def _write_gathered_scores(url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], counts: list[int], computed: list) -> None:
+def _write_gathered_scores(
+    url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], counts: list[int], computed: list
+) -> None:
     """In a thread of the client: :func:`_write_scores` from the language's computed scores, gathered here."""
     _write_scores(url, code, options, parts, counts, *(f.result() for f in computed))
 
@@ -680,8 +706,10 @@ def _scores_destination(client: Client | None, url: str, options: dict) -> str |
     except Exception:  # noqa: BLE001 - a worker that cannot even look: write from here
         theirs = None
     if mine is None or theirs != mine:
-        log.info("the workers do not see the results store %s as this process does: per-word scores are written "
-                 "from here", display_url(url))
+        log.info(
+            "the workers do not see the results store %s as this process does: per-word scores are written from here",
+            display_url(url),
+        )
         return None
     return url
 
@@ -746,8 +774,16 @@ def _placebo_job(emb: xr.Dataset, lang, association: str, used_a, used_b, cfg: S
 
     if association not in LINEAR_ASSOCIATIONS:
         return f"association {association!r} is not linear in a direction (placebo pairs need {', '.join(LINEAR_ASSOCIATIONS)})"
-    return {"source": _vector_source(emb), "a": lang.a, "b": lang.b, "used": (list(used_a), list(used_b)), "association": association,
-            "n": cfg.placebo, "exclude": cfg.placebo_exclude, "ci_level": cfg.ci_level}
+    return {
+        "source": _vector_source(emb),
+        "a": lang.a,
+        "b": lang.b,
+        "used": (list(used_a), list(used_b)),
+        "association": association,
+        "n": cfg.placebo,
+        "exclude": cfg.placebo_exclude,
+        "ci_level": cfg.ci_level,
+    }
 
 
 def _family_placebo(job: dict, rows: list[int], *pieces):
@@ -762,9 +798,21 @@ def _family_placebo(job: dict, rows: list[int], *pieces):
     emb = open_embeddings(source[1], storage_options=source[2]) if isinstance(source, tuple) else source
     try:
         with dask.config.set(scheduler="synchronous"):
-            return placebo_test(emb, None, u, t, job["a"], job["b"], n=job["n"], seed=job["seed"],
-                                alternative="two-sided", exclude=job["exclude"], used=job["used"],
-                                association=job["association"], ci_level=job["ci_level"])
+            return placebo_test(
+                emb,
+                None,
+                u,
+                t,
+                job["a"],
+                job["b"],
+                n=job["n"],
+                seed=job["seed"],
+                alternative="two-sided",
+                exclude=job["exclude"],
+                used=job["used"],
+                association=job["association"],
+                ci_level=job["ci_level"],
+            )
     except BiasdaskError as exc:
         return str(exc)
 
@@ -773,14 +821,18 @@ def _cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_w
     """The rows of ``emb`` that the classic cells ``tests`` read (:func:`cell_words`; each word's first
     row), not read yet: the task that loads them reads only the chunks that hold them. A cell gives
     the same result on these rows as on the whole vocabulary (it looks up only its own words)."""
-    words = list(dict.fromkeys(
-        w for test in tests for w in cell_words(test, code, model=cfg.iat_model, set_metric_words=set_metric_words)
-    ))
+    words = list(
+        dict.fromkeys(
+            w for test in tests for w in cell_words(test, code, model=cfg.iat_model, set_metric_words=set_metric_words)
+        )
+    )
     pos = positions(emb, words) if words else np.empty(0, dtype=np.int64)
     return emb.isel(word=np.unique(pos[pos >= 0]))
 
 
-def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, word_sets: str, options: dict) -> tuple[dict, Any]:
+def _classic_cell(
+    rows: xr.Dataset, test: str, code: str, set_metric_words, word_sets: str, options: dict
+) -> tuple[dict, Any]:
     """Task: one classic test of a language (seeded by its uniform cell) on the rows it reads (see
     :func:`_cell_rows`): its cells' values and null. Its permutations run in the task (a few words)."""
     from biasdask.engine.weat import CoverageError
@@ -793,9 +845,13 @@ def _classic_cell(rows: xr.Dataset, test: str, code: str, set_metric_words, word
             res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
         values, null = cell_values(res), res.null_distribution
         if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
-            values["note"] = f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
+            values["note"] = (
+                f"no p-value: {test} has no permutation null (relabelling the groups' words leaves it unchanged)"
+            )
         elif math.isnan(res.statistic):  # undefined is not significant: p is NaN (ECT on one word, NAS with no spread)
-            values["note"] = f"no p-value: {test} is undefined (NaN) on these words (one word, words sharing one vector, or no spread)"
+            values["note"] = (
+                f"no p-value: {test} is undefined (NaN) on these words (one word, words sharing one vector, or no spread)"
+            )
     except CoverageError as err:  # logged by the client (this may run on a worker)
         values, null = cell_values(err, note=f"coverage: {err}"), None
     values.update(weighting="none", u_association="none", word_sets=word_sets)
@@ -810,7 +866,12 @@ class _Stream:
     """The run's event loop: start languages (up to the bound), react to each finished task."""
 
     def __init__(
-        self, cfg: StudyConfig, options: dict, client: Client | None, write: _CellWriter, scores_url: concurrent.futures.Future
+        self,
+        cfg: StudyConfig,
+        options: dict,
+        client: Client | None,
+        write: _CellWriter,
+        scores_url: concurrent.futures.Future,
     ) -> None:
         self.cfg, self.options, self.client, self.write = cfg, options, client, write
         self.scores_url = scores_url  # of _scores_destination
@@ -883,7 +944,12 @@ class _Stream:
             targets = (w for w in emb["word"].values[: cfg.max_words] if w not in excluded)
             no_frequency = frequency_unavailable(str(emb.attrs.get("language", "")), targets)
         plan = plan_language(
-            cfg, lang.code, done, need_scores=need_scores, applicable=applicable_tests(cfg, lang.code), no_frequency=no_frequency
+            cfg,
+            lang.code,
+            done,
+            need_scores=need_scores,
+            applicable=applicable_tests(cfg, lang.code),
+            no_frequency=no_frequency,
         )
         if plan.idle:
             return
@@ -901,14 +967,21 @@ class _Stream:
             self.scores_parts[lang.code] = ([cube_label("gender", a) for a in associations], {})
         for label in [cube_label("gender", a) for a in associations]:
             if label in plan.families or plan.need_scores:
-                self.tasks.beside(self._gender_graph, lang, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan))
+                self.tasks.beside(
+                    self._gender_graph, lang, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan)
+                )
                 self._count(lang.code)
         for label in [t for t in plan.families if split_label(t)[0] == "context"]:
             self.tasks.beside(self._context_graph, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan))
             self._count(lang.code)
         options = dict(
-            n_permutations=cfg.n_permutations, similarity=cfg.similarity, min_coverage=cfg.min_coverage,
-            model=cfg.iat_model, alternative=cfg.alternative, batch_size=cfg.batch_size, return_null=cfg.save_null,
+            n_permutations=cfg.n_permutations,
+            similarity=cfg.similarity,
+            min_coverage=cfg.min_coverage,
+            model=cfg.iat_model,
+            alternative=cfg.alternative,
+            batch_size=cfg.batch_size,
+            return_null=cfg.save_null,
             ci_level=cfg.ci_level,
         )
         rank = self.priority[lang.code]
@@ -919,13 +992,22 @@ class _Stream:
             word_sets = cell_word_sets(test, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words)
             extra = {}
             with_placebo = test.startswith(("weat", "xweat")) or (
-                test in SET_METRICS and (lang.set_metric_words or set_metric_sets(lang.code, cfg.iat_model) != "career_family")
+                test in SET_METRICS
+                and (lang.set_metric_words or set_metric_sets(lang.code, cfg.iat_model) != "career_family")
             )
             if cfg.placebo and with_placebo:  # placebo words come from the whole vocabulary
                 extra = {"placebo": cfg.placebo, "placebo_exclude": cfg.placebo_exclude, "source": _vector_source(emb)}
-            self.tasks.submit(_classic_cell, rows, test, lang.code, lang.set_metric_words, word_sets,
-                              {**options, "seed": seed, **extra},
-                              tag=("classic", lang.code, test, methods), priority=rank)
+            self.tasks.submit(
+                _classic_cell,
+                rows,
+                test,
+                lang.code,
+                lang.set_metric_words,
+                word_sets,
+                {**options, "seed": seed, **extra},
+                tag=("classic", lang.code, test, methods),
+                priority=rank,
+            )
             self._count(lang.code)
 
     def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str):
@@ -934,7 +1016,9 @@ class _Stream:
         with them, so that no task of it runs twice under two names."""
         cfg = self.cfg
         association = split_label(label)[1]
-        future = self.tasks.compute(attributes_graph(emb, lang.a, lang.b, association), priority=self.prepare[lang.code])
+        future = self.tasks.compute(
+            attributes_graph(emb, lang.a, lang.b, association), priority=self.prepare[lang.code]
+        )
         try:
             (attributes,) = future.result()
         finally:
@@ -955,9 +1039,14 @@ class _Stream:
     def _context_graph(self, emb: xr.Dataset, plan: LanguagePlan, label: str) -> tuple[xr.Dataset, None, None, None]:
         from biasdask.engine.frequency import context_scores
 
-        return context_scores(
-            emb, methods=plan.families[label], max_words=self.cfg.max_words, association=split_label(label)[1]
-        ), None, None, None
+        return (
+            context_scores(
+                emb, methods=plan.families[label], max_words=self.cfg.max_words, association=split_label(label)[1]
+            ),
+            None,
+            None,
+            None,
+        )
 
     def _graph_ready(self, label: str, lang, emb: xr.Dataset, plan: LanguagePlan, future) -> None:
         """Submit a family's work once its scores graph is built (or note why it cannot run)."""
@@ -980,9 +1069,18 @@ class _Stream:
             note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
             log.warning("%s: %s test not run: %s", lang.code, label, exc)
             for method in gender:
-                self.write(lang.code, method, label, {"weighting": method, "u_association": association,
-                                                      "attribute_set": lang.attribute_set,
-                                                      "word_sets": lang.attribute_set, "note": note})
+                self.write(
+                    lang.code,
+                    method,
+                    label,
+                    {
+                        "weighting": method,
+                        "u_association": association,
+                        "attribute_set": lang.attribute_set,
+                        "word_sets": lang.attribute_set,
+                        "note": note,
+                    },
+                )
             self._fail(lang.code, exc)
             self._scores_part(lang.code, label, None)
             return
@@ -1007,8 +1105,9 @@ class _Stream:
             if isinstance(job, str):  # the placebo cannot apply here (a non-linear association): say so in the cells
                 values["note"] = "; ".join(v for v in (values.get("note", ""), f"no placebo: {job}") if v)
                 job = None
-        computed = self._start_family(lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used),
-                                      placebo=job)
+        computed = self._start_family(
+            lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used), placebo=job
+        )
         if plan.need_scores:  # written by a task where they were computed, once every association's are submitted
             self._scores_part(lang.code, label, (_ScoresPart.of(sc, emb), computed))
 
@@ -1037,15 +1136,43 @@ class _Stream:
             computed = [f for label in expected for f in (*got[label][1][0], got[label][1][1])]
             url = self.scores_url.result()
             if url is not None:
-                self.tasks.submit(_write_scores, url, code, self.options, parts, counts, *computed,
-                                  tag=("written", code, computed), priority=self.prepare[code])
+                self.tasks.submit(
+                    _write_scores,
+                    url,
+                    code,
+                    self.options,
+                    parts,
+                    counts,
+                    *computed,
+                    tag=("written", code, computed),
+                    priority=self.prepare[code],
+                )
             else:  # the workers do not see the results store: gathered and written here
-                self.tasks.beside(_write_gathered_scores, self.cfg.output, code, self.options, parts, counts, computed,
-                                  tag=("written", code, computed))
+                self.tasks.beside(
+                    _write_gathered_scores,
+                    self.cfg.output,
+                    code,
+                    self.options,
+                    parts,
+                    counts,
+                    computed,
+                    tag=("written", code, computed),
+                )
             self._count(code)
 
-    def _start_family(self, code: str, test: str, sc: xr.Dataset, stacked, meta, methods: tuple[str, ...], values: dict, n_a, n_b,
-                      placebo: dict | None = None):
+    def _start_family(
+        self,
+        code: str,
+        test: str,
+        sc: xr.Dataset,
+        stacked,
+        meta,
+        methods: tuple[str, ...],
+        values: dict,
+        n_a,
+        n_b,
+        placebo: dict | None = None,
+    ):
         """Submit the scores graph (``stacked``: u stacked on t, as :func:`scores_graph` builds it;
         None: from ``sc``; with ``meta``, the delayed attributes of gender scores) and, for ``methods``,
         the pool, its permutation batches and its cells; return the futures of the chunks of u stacked
@@ -1063,15 +1190,24 @@ class _Stream:
         seed = family_seed(self.cfg.seed, code, test)
         # Above the language's reads and scores write: on the worker that holds the scores, the pool
         # goes before their write (which would hold back every batch of the family).
-        family.pool = self.tasks.submit(_family_pools, rows, self.cfg.n_permutations, self.cfg.alternative, seed, *pieces,
-                                        priority=self.prepare[code] + 1)
+        family.pool = self.tasks.submit(
+            _family_pools,
+            rows,
+            self.cfg.n_permutations,
+            self.cfg.alternative,
+            seed,
+            *pieces,
+            priority=self.prepare[code] + 1,
+        )
         # The batches are planned here, from the words at most in the pool, and depend on the pool: no
         # round trip through this process between the pool and its permutations. (The plan sizes the
         # tasks only: a permutation's split depends on the seed and its index, not on its batch.)
         # Batches of about biasdask.batch-duration; once no language waits to start, the last families
         # are spread over every worker thread (at least four batches each: the last ones end close
         # together), so that the run's tail is short.
-        words = max(1, sc.sizes["word"] - int(sc.attrs.get("n_excluded", 0)) - int(sc.attrs.get("n_duplicate_vectors", 0)))
+        words = max(
+            1, sc.sizes["word"] - int(sc.attrs.get("n_excluded", 0)) - int(sc.attrs.get("n_duplicate_vectors", 0))
+        )
         spread = 1 if self.waiting else 2 * self.slots
         parts = [
             self.tasks.submit(_family_batch, family.pool, a, b, priority=rank)
@@ -1081,8 +1217,15 @@ class _Stream:
         if placebo is not None:  # the same placebo pairs for every weighting of the family, seeded by it
             placebo_future = self.tasks.submit(_family_placebo, {**placebo, "seed": seed}, rows, *pieces, priority=rank)
             family.futures.append(placebo_future)
-        cells = self.tasks.submit(_family_cells, family.pool, placebo_future, *parts, return_null=self.cfg.save_null,
-                                  tag=("cells", code, test), priority=rank)
+        cells = self.tasks.submit(
+            _family_cells,
+            family.pool,
+            placebo_future,
+            *parts,
+            return_null=self.cfg.save_null,
+            tag=("cells", code, test),
+            priority=rank,
+        )
         family.futures += [family.pool, *parts, cells]
         self.families[(code, test)] = family
         self._count(code)
@@ -1124,9 +1267,13 @@ class _Stream:
                 values = cell_values(res, **{**family.values, "weighting": method, "effect_size_weighted": float(d_w)})
                 draws = None
                 if isinstance(placebo, PlaceboResult):
-                    values.update(p_value_placebo=float(placebo.p_value[k]), z_placebo=float(placebo.z[k]),
-                                  effect_size_placebo_percentile=placebo.effect_size_percentile, n_placebo=placebo.n,
-                                  **placebo.interval)
+                    values.update(
+                        p_value_placebo=float(placebo.p_value[k]),
+                        z_placebo=float(placebo.z[k]),
+                        effect_size_placebo_percentile=placebo.effect_size_percentile,
+                        n_placebo=placebo.n,
+                        **placebo.interval,
+                    )
                     draws = placebo.statistics[:, k]
                 elif isinstance(placebo, str):
                     values["note"] = "; ".join(v for v in (values.get("note", ""), f"no placebo: {placebo}") if v)

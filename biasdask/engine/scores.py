@@ -95,7 +95,9 @@ def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: 
     return attribute_set_from_rows(terms, found, rows, label, str(emb.attrs.get("language", "?")))
 
 
-def attribute_rows(emb: xr.Dataset, terms: Sequence[AttributeTerm]) -> tuple[list[str], np.ndarray | Delayed | da.Array]:
+def attribute_rows(
+    emb: xr.Dataset, terms: Sequence[AttributeTerm]
+) -> tuple[list[str], np.ndarray | Delayed | da.Array]:
     """The vocabulary tokens of ``terms`` that ``emb`` holds (in row order) and their float32 rows,
     not read: for a store, one task reading the chunks that hold them; for an in-memory model, the
     rows themselves."""
@@ -108,7 +110,9 @@ def attribute_rows(emb: xr.Dataset, terms: Sequence[AttributeTerm]) -> tuple[lis
     vectors = emb["vectors"].data
     stored = stored_vectors(vectors)
     if stored is not None:
-        rows = dask.delayed(stored_rows, pure=True)(stored.url, stored.storage_options, stored.chunk, rows, vectors.shape[1])
+        rows = dask.delayed(stored_rows, pure=True)(
+            stored.url, stored.storage_options, stored.chunk, rows, vectors.shape[1]
+        )
     elif isinstance(vectors, da.Array):
         (rows,) = dask.optimize(vectors[rows])  # culled: only the chunks that hold the rows
     else:
@@ -119,7 +123,9 @@ def attribute_rows(emb: xr.Dataset, terms: Sequence[AttributeTerm]) -> tuple[lis
 def stored_rows(url: str, storage_options: dict | None, chunk: int, rows: np.ndarray, dim: int) -> np.ndarray:
     """Task: the float32 ``vectors`` of a store at the (sorted) ``rows``, reading only the chunks that hold them."""
     index = rows // chunk
-    parts = [read_chunk(url, storage_options, "vectors", int(i), rows[index == i] - i * chunk) for i in np.unique(index)]
+    parts = [
+        read_chunk(url, storage_options, "vectors", int(i), rows[index == i] - i * chunk) for i in np.unique(index)
+    ]
     return np.concatenate(parts) if parts else np.empty((0, dim), dtype=np.float32)
 
 
@@ -183,7 +189,9 @@ def read_rows(emb: xr.Dataset, words: Iterable[str], client: Client | None = Non
 _DECODE_ROWS = 1024
 
 
-def stored_association(url: str, storage_options: dict | None, chunk: int, kind: Association, axes: np.ndarray, start: int, stop: int) -> np.ndarray:
+def stored_association(
+    url: str, storage_options: dict | None, chunk: int, kind: Association, axes: np.ndarray, start: int, stop: int
+) -> np.ndarray:
     """The association ``kind`` (:func:`biasdask.stats.association.associate`) of rows ``start:stop``
     of a store's ``vectors``, the first rows of chunk ``start // chunk``, read as stored: scaled
     integers are decoded a cache-sized block at a time into float32 (the values
@@ -227,8 +235,16 @@ def score_rows(u: np.ndarray, start: int, n: int, methods: Sequence[str], **extr
 
 
 def stored_scores(
-    url: str, storage_options: dict | None, chunk: int, kind: Association, axes: np.ndarray, *arrays: np.ndarray,
-    n: int, methods: Sequence[str], extras: Sequence[str], block_info=None,
+    url: str,
+    storage_options: dict | None,
+    chunk: int,
+    kind: Association,
+    axes: np.ndarray,
+    *arrays: np.ndarray,
+    n: int,
+    methods: Sequence[str],
+    extras: Sequence[str],
+    block_info=None,
 ) -> np.ndarray:
     """Task: :func:`score_rows` of one block of a store's words (its :func:`stored_association`);
     ``arrays`` are the block's ``extras`` in that order."""
@@ -237,7 +253,9 @@ def stored_scores(
     return score_rows(u, start, n, methods, **dict(zip(extras, arrays)))
 
 
-def _scores_block(u: np.ndarray, *arrays: np.ndarray, n: int, methods: Sequence[str], extras: Sequence[str], block_info=None) -> np.ndarray:
+def _scores_block(
+    u: np.ndarray, *arrays: np.ndarray, n: int, methods: Sequence[str], extras: Sequence[str], block_info=None
+) -> np.ndarray:
     """Task: :func:`score_rows` of one block of an in-memory model's words."""
     start = block_info[None]["array-location"][1][0]
     return score_rows(u, start, n, methods, **dict(zip(extras, arrays)))
@@ -293,7 +311,10 @@ def excluded_words(exclude_words: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def excluded_targets(
-    a: Iterable[str | AttributeTerm], b: Iterable[str | AttributeTerm], exclude_attributes: bool, exclude_words: str | Iterable[str]
+    a: Iterable[str | AttributeTerm],
+    b: Iterable[str | AttributeTerm],
+    exclude_attributes: bool,
+    exclude_words: str | Iterable[str],
 ) -> set[str]:
     """The words left out of the targets: ``exclude_words`` (see :func:`excluded_words`) and, with
     ``exclude_attributes``, every token of the attribute words ``a`` and ``b``."""
@@ -396,7 +417,17 @@ def scores(
     >>> sc = scores(emb, ["male", "man"], ["female", "woman"], exclude_words="gender_specific")  # doctest: +SKIP
     """
     out, _, meta = scores_graph(
-        emb, a, b, methods, max_words=max_words, exclude_attributes=exclude_attributes, exclude_words=exclude_words, dedupe_vectors=dedupe_vectors, frequency_language=frequency_language, storage_options=storage_options, association=association,
+        emb,
+        a,
+        b,
+        methods,
+        max_words=max_words,
+        exclude_attributes=exclude_attributes,
+        exclude_words=exclude_words,
+        dedupe_vectors=dedupe_vectors,
+        frequency_language=frequency_language,
+        storage_options=storage_options,
+        association=association,
     )
     (found,) = dask.compute(meta, scheduler="sync")
     out.attrs.update(found)
@@ -507,11 +538,26 @@ def scores_graph(
     rows = dict(n=n, methods=methods, extras=tuple(extras))
     if stored is not None:  # straight from the stored chunks, no float copy of scaled ones
         ut = da.map_blocks(
-            stored_scores, stored.url, stored.storage_options, stored.chunk, association, axes, *extras.values(), **rows, **shape
+            stored_scores,
+            stored.url,
+            stored.storage_options,
+            stored.chunk,
+            association,
+            axes,
+            *extras.values(),
+            **rows,
+            **shape,
         )
     else:
         u = da.map_blocks(
-            _associate_block, v, norm[:, None], association, axes, drop_axis=1, dtype=np.float32, meta=np.empty((0,), np.float32)
+            _associate_block,
+            v,
+            norm[:, None],
+            association,
+            axes,
+            drop_axis=1,
+            dtype=np.float32,
+            meta=np.empty((0,), np.float32),
         )
         shape["new_axis"] = [0]
         ut = da.map_blocks(_scores_block, u, *extras.values(), **rows, **shape)
@@ -554,7 +600,11 @@ def _attributes(association, terms_a, terms_b, found, rows, language):
     """Task: the attribute sets A and B from the rows of their tokens, and the association's axes."""
     attr_a = attribute_set_from_rows(terms_a, found, rows, "A", language)
     attr_b = attribute_set_from_rows(terms_b, found, rows, "B", language)
-    return association_axes(association, *_attribute_vectors(association, terms_a, terms_b, attr_a, attr_b, language)), attr_a, attr_b
+    return (
+        association_axes(association, *_attribute_vectors(association, terms_a, terms_b, attr_a, attr_b, language)),
+        attr_a,
+        attr_b,
+    )
 
 
 def _found_attrs(attr_a: AttributeSet, attr_b: AttributeSet, n_zero_vectors) -> dict:

@@ -104,7 +104,18 @@ def _null(metric, m, n_permutations, seed, client, batch_size, progress) -> tupl
 
 
 def _test(
-    metric, matrices, coverage, *, n_permutations, alternative, seed, client, return_null, batch_size, progress, test,
+    metric,
+    matrices,
+    coverage,
+    *,
+    n_permutations,
+    alternative,
+    seed,
+    client,
+    return_null,
+    batch_size,
+    progress,
+    test,
     language,
 ) -> ClassicTestResult:
     seed = _seed(seed)
@@ -261,10 +272,20 @@ def set_metric_test(
     def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
         return _value(metric, {"x": matrices["x"], "a": a_rows, "b": b_rows}), math.nan
 
-    found = attribute_placebo(emb, coverage["a"].found, coverage["b"].found, statistic, target_words=coverage["x"].found,
-                              n=int(placebo), seed=res.seed, alternative=res.alternative, exclude=placebo_exclude)
-    return dataclasses.replace(res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]),
-                               n_placebo=found.n)
+    found = attribute_placebo(
+        emb,
+        coverage["a"].found,
+        coverage["b"].found,
+        statistic,
+        target_words=coverage["x"].found,
+        n=int(placebo),
+        seed=res.seed,
+        alternative=res.alternative,
+        exclude=placebo_exclude,
+    )
+    return dataclasses.replace(
+        res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]), n_placebo=found.n
+    )
 
 
 def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> ClassicTestResult:

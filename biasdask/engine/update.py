@@ -85,8 +85,14 @@ def prepare_update(cfg: StudyConfig, options: dict, changes: StudyChanges) -> st
     methods = [m for m in cfg.methods if m in set(old["method"].values)]
     tests = [t for t in cfg.test_labels() if t in set(old["test"].values)]
     rs.create_results(
-        fresh, languages=codes, methods=list(cfg.methods), tests=list(cfg.test_labels()),
-        attrs=run_attrs(cfg), config_text=new_text, storage_options=options, overwrite=True,
+        fresh,
+        languages=codes,
+        methods=list(cfg.methods),
+        tests=list(cfg.test_labels()),
+        attrs=run_attrs(cfg),
+        config_text=new_text,
+        storage_options=options,
+        overwrite=True,
     )
     # per-word scores hold every weighting and association of the full-vocabulary tests
     same_scores = (
@@ -96,8 +102,11 @@ def prepare_update(cfg: StudyConfig, options: dict, changes: StudyChanges) -> st
         == {t for t in cfg.tests if t in FULL_VOCABULARY_TESTS}
     )
     n = rs.copy_cells(
-        cfg.output, fresh, [(lang, m, t) for lang in kept_languages for m in methods for t in tests],
-        scores_of=kept_languages if same_scores else (), storage_options=options,
+        cfg.output,
+        fresh,
+        [(lang, m, t) for lang in kept_languages for m in methods for t in tests],
+        scores_of=kept_languages if same_scores else (),
+        storage_options=options,
     )
     log.info("update: changed %s; %d cells kept, the others computed in %s", _keys(changes.keys), n, display_url(fresh))
     return fresh

@@ -171,9 +171,8 @@ class CoverageError(MissingWordsError):
     @property
     def missing(self) -> dict[str, tuple[str, ...]]:
         """Role -> missing words, for the sets below the threshold (or with no word found)."""
-        return {
-            r: c.missing for r, c in self.coverage.items() if c.fraction < self.min_coverage or not c.found
-        }
+        return {r: c.missing for r, c in self.coverage.items() if c.fraction < self.min_coverage or not c.found}
+
 
 @dataclass(frozen=True, kw_only=True)
 class ClassicTestResult(PermutationTestResult):
@@ -212,6 +211,7 @@ class ClassicTestResult(PermutationTestResult):
     convention: str
     coverage: dict[str, SetCoverage]
 
+
 def _result(res: PermutationTestResult, coverage: dict[str, SetCoverage], **extra) -> ClassicTestResult:
     values = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
     values.update(n_a=len(coverage["a"].found), n_b=len(coverage["b"].found), coverage=coverage)
@@ -223,8 +223,9 @@ def _result(res: PermutationTestResult, coverage: dict[str, SetCoverage], **extr
 CI_RESAMPLES = 9999
 
 
-def effect_size_interval(s_x: np.ndarray, s_y: np.ndarray, *, seed: int, level: float | None,
-                         effect_size: float | None = None) -> dict[str, float | str]:
+def effect_size_interval(
+    s_x: np.ndarray, s_y: np.ndarray, *, seed: int, level: float | None, effect_size: float | None = None
+) -> dict[str, float | str]:
     """The interval fields of a :class:`ClassicTestResult` from its per-word scores (nothing for
     ``level`` None). ``effect_size``: the test's own d, when it is not d of ``s_x``, ``s_y`` (Lewis &
     Lupyan's two-run d of a language with grammatical gender): then no interval, saying why."""
@@ -234,8 +235,10 @@ def effect_size_interval(s_x: np.ndarray, s_y: np.ndarray, *, seed: int, level: 
         return {}
     interval = bootstrap_effect_size(s_x, s_y, seed=seed, level=level, n_resamples=CI_RESAMPLES)
     if effect_size is not None and not math.isclose(interval.effect_size, effect_size, rel_tol=1e-12, abs_tol=1e-15):
-        return {"ci_level": float(level), "ci_method": "none: the effect size of two runs (grammatical gender) is not "
-                "resampled"}
+        return {
+            "ci_level": float(level),
+            "ci_method": "none: the effect size of two runs (grammatical gender) is not resampled",
+        }
     if interval.note:
         return {"ci_level": float(level), "ci_method": f"none: {interval.note}"}
     return {
@@ -277,7 +280,9 @@ def _coverage(role: str, name: str, words: Sequence[str], vectors: Mapping[str, 
     )
 
 
-def iat_coverage(role: str, category: str, words: Sequence[str], entries, vectors: Mapping[str, np.ndarray]) -> SetCoverage:
+def iat_coverage(
+    role: str, category: str, words: Sequence[str], entries, vectors: Mapping[str, np.ndarray]
+) -> SetCoverage:
     """Which English words of an IAT ``category`` have a translation token in ``vectors`` (``entries``:
     :func:`biasdask.lexicon.iat_words`), with the tokens found for each."""
     tokens: dict[str, list[str]] = {}
@@ -431,8 +436,7 @@ def weat(
             tv, av = read_rows(emb, [*x, *y], c), read_rows(attr_emb, [*a, *b], c)
         sets = dict(zip(_ROLES, (x, y, a, b)))
         coverage = {
-            role: _coverage(role, label, sets[role], tv if role in "xy" else av)
-            for role, label in zip(_ROLES, labels)
+            role: _coverage(role, label, sets[role], tv if role in "xy" else av) for role, label in zip(_ROLES, labels)
         }
         _check_coverage(coverage, min_coverage, test, language)
         matrices = {r: np.array([(tv if r in "xy" else av)[w] for w in coverage[r].found]) for r in _ROLES}
@@ -451,21 +455,41 @@ def weat(
     extra = {}
     if placebo:
         if attributes_from is not None:
-            raise BiasdaskError("placebo: a cross-lingual WEAT draws no placebo attribute words (give no attributes_from)")
+            raise BiasdaskError(
+                "placebo: a cross-lingual WEAT draws no placebo attribute words (give no attributes_from)"
+            )
         from biasdask.engine.placebo import attribute_placebo
 
         def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
             px, py = weat_scores(matrices["x"], matrices["y"], a_rows, b_rows, similarity)
             return weat_statistic(px, py), weat_effect_size(px, py)
 
-        found = attribute_placebo(emb, coverage["a"].found, coverage["b"].found, statistic,
-                                  target_words=[*coverage["x"].found, *coverage["y"].found], n=int(placebo),
-                                  seed=res.seed, alternative=res.alternative, exclude=placebo_exclude)
-        extra = dict(p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]),
-                     effect_size_placebo_percentile=found.effect_size_percentile, n_placebo=found.n)
+        found = attribute_placebo(
+            emb,
+            coverage["a"].found,
+            coverage["b"].found,
+            statistic,
+            target_words=[*coverage["x"].found, *coverage["y"].found],
+            n=int(placebo),
+            seed=res.seed,
+            alternative=res.alternative,
+            exclude=placebo_exclude,
+        )
+        extra = dict(
+            p_value_placebo=float(found.p_value[0]),
+            z_placebo=float(found.z[0]),
+            effect_size_placebo_percentile=found.effect_size_percentile,
+            n_placebo=found.n,
+        )
     return _result(
-        res, coverage, test=test, language=language, similarity=similarity, convention=_CONVENTIONS[similarity],
-        **effect_size_interval(s_x, s_y, seed=res.seed, level=ci_level), **extra,
+        res,
+        coverage,
+        test=test,
+        language=language,
+        similarity=similarity,
+        convention=_CONVENTIONS[similarity],
+        **effect_size_interval(s_x, s_y, seed=res.seed, level=ci_level),
+        **extra,
     )
 
 

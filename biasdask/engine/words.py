@@ -99,7 +99,9 @@ def pair_list(pairs: Iterable[Sequence[W]], name: str) -> list[tuple[W, W]]:
     """
     items = word_list(pairs, name)
     if len(items) == 2 and all(isinstance(p, str) for p in items):
-        raise BiasdaskTypeError(f"{name}: expected a list of pairs, got one pair {tuple(items)!r}: pass [{tuple(items)!r}]")
+        raise BiasdaskTypeError(
+            f"{name}: expected a list of pairs, got one pair {tuple(items)!r}: pass [{tuple(items)!r}]"
+        )
     out = []
     for p in items:
         if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2:

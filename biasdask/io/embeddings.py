@@ -36,7 +36,7 @@ __all__ = ["Embeddings", "as_embeddings", "shortest_decimal", "word_positions"]
 UNDETERMINED = "und"
 
 #: The forms of an embedding the public functions accept (see the module docstring).
-Embeddings = Union[str, os.PathLike, xr.Dataset, xr.DataArray, Any]
+Embeddings = Union[str, os.PathLike, xr.Dataset, xr.DataArray, Any]  # noqa: UP007  (a runtime alias: "| Any" fails on Python 3.10)
 
 
 def _is_keyed_vectors(obj: Any) -> bool:
@@ -139,7 +139,9 @@ def _cached(obj: Any, language: str | None) -> xr.Dataset:
 
 def _from_dataset(ds: xr.Dataset, language: str | None) -> xr.Dataset:
     if "vectors" not in ds.data_vars:
-        raise BiasdaskError(f"embedding Dataset has no 'vectors' variable (word, dim); it has {sorted(map(str, ds.data_vars))}")
+        raise BiasdaskError(
+            f"embedding Dataset has no 'vectors' variable (word, dim); it has {sorted(map(str, ds.data_vars))}"
+        )
     if "norm" in ds.data_vars and "rank" in ds.coords and ds["vectors"].dims == ("word", "dim"):
         _check_dims(ds["vectors"], "Dataset variable 'vectors'")
         return ds if language is None else ds.assign_attrs(language=language)

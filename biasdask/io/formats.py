@@ -31,9 +31,9 @@ values out of float32 range are errors, as is anything else that is not a number
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import dataclasses
-import bz2
 import gzip
 import lzma
 import mmap
@@ -204,7 +204,9 @@ def _check_protocol(url: str, protocol: str) -> None:
     except ImportError as exc:
         extra = _PROTOCOL_EXTRAS.get(protocol)
         hint = f"pip install 'biasdask[{extra}]'" if extra else str(exc)
-        raise BiasdaskError(f"{display_url(url)}: {protocol}:// needs a package that is not installed ({hint})") from None
+        raise BiasdaskError(
+            f"{display_url(url)}: {protocol}:// needs a package that is not installed ({hint})"
+        ) from None
     except ValueError:
         pass  # an unknown protocol: fsspec's own error, where the URL is opened, says so
 
@@ -986,7 +988,9 @@ def iter_blocks(
             yield Block(index, done, have, b"".join(parts))
 
 
-def head_block(info: SourceInfo, max_words: int, storage_options: dict | None = None, max_bytes: int = _SNIFF_BYTES) -> Block | None:
+def head_block(
+    info: SourceInfo, max_words: int, storage_options: dict | None = None, max_bytes: int = _SNIFF_BYTES
+) -> Block | None:
     """The first whole lines of a text source (at most ``max_words``, within its first ``max_bytes``
     after the header), for a look at its values; None when not even one line fits."""
     with _Stream(info.url, info.display, storage_options) as stream:
@@ -1168,7 +1172,9 @@ def parse_block(data: bytes, n: int, info: SourceInfo, first: int, offset: int =
         if status[0] != _OK:
             _raise_text_error(buf, status, info, first, word_start, word_end)
         for row, col, ts, te in slow[: status[5]]:
-            vectors[row, col] = _slow_value(buf, int(row), int(col), int(ts), int(te), info, first, word_start, word_end)
+            vectors[row, col] = _slow_value(
+                buf, int(row), int(col), int(ts), int(te), info, first, word_start, word_end
+            )
         if status[5]:
             rows = np.unique(slow[: status[5], 0])
             norms[rows] = _row_norms(vectors[rows])

@@ -98,7 +98,11 @@ _BOOL = np.dtype("bool")
 CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "statistic": (_FLOAT, np.nan, "test statistic s = sum t(X) - sum t(Y)"),
     "effect_size": (_FLOAT, np.nan, "effect size d (sample SD, ddof = sd_ddof)"),
-    "effect_size_weighted": (_FLOAT, np.nan, "full-vocabulary tests: weighted mean difference / weighted SD under the cell's weighting (sign of s)"),
+    "effect_size_weighted": (
+        _FLOAT,
+        np.nan,
+        "full-vocabulary tests: weighted mean difference / weighted SD under the cell's weighting (sign of s)",
+    ),
     "p_value": (_FLOAT, np.nan, "permutation p-value, (1 + #extreme) / (m + 1) when sampled"),
     "z_score": (_FLOAT, np.nan, "z of s under the closed-form permutation null"),
     "p_value_normal": (_FLOAT, np.nan, "tail probability of z (normal approximation)"),
@@ -117,22 +121,42 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "missing_attribute_words": (str, "", "attribute words asked for but absent, e.g. 'A: foo; B: bar'"),
     "note": (str, "", "why the cell holds no result, or a warning about it; empty otherwise"),
     "attribute_set": (str, "", "attribute words of a gender cell: catalog, iat or explicit (study option attributes)"),
-    "u_association": (str, "", "per-word association u of a gender or context cell: cosine, euclidean, ripa or semaxis; none for classic tests"),
-    "word_sets": (str, "", "source of the cell's word sets: weat7, xweat7:de, iat:career:fr (cc), study; catalog, iat or explicit attribute words of a full-vocabulary cell"),
+    "u_association": (
+        str,
+        "",
+        "per-word association u of a gender or context cell: cosine, euclidean, ripa or semaxis; none for classic tests",
+    ),
+    "word_sets": (
+        str,
+        "",
+        "source of the cell's word sets: weat7, xweat7:de, iat:career:fr (cc), study; catalog, iat or explicit attribute words of a full-vocabulary cell",
+    ),
     "target_words_x": (str, "", "target words of X found and used (classic tests; S of a set metric), comma-separated"),
     "target_words_y": (str, "", "target words of Y found and used (classic tests), comma-separated"),
     "missing_target_words": (str, "", "target words asked for but absent, e.g. 'X: foo; Y: bar'"),
     "target_coverage": (_FLOAT, np.nan, "share of the target words asked for that were found (classic tests)"),
-    "effect_size_ci_low": (_FLOAT, np.nan, "lower end of the effect size's interval at ci_level (classic tests: a bootstrap of the target words)"),
+    "effect_size_ci_low": (
+        _FLOAT,
+        np.nan,
+        "lower end of the effect size's interval at ci_level (classic tests: a bootstrap of the target words)",
+    ),
     "effect_size_ci_high": (_FLOAT, np.nan, "upper end of the effect size's interval at ci_level"),
     "effect_size_se": (_FLOAT, np.nan, "standard error of the effect size (the bootstrap distribution's SD)"),
     "ci_level": (_FLOAT, np.nan, "confidence level of the effect size's interval"),
     "ci_method": (str, "", "how the effect size's interval was made, or why there is none"),
-    "p_value_placebo": (_FLOAT, np.nan, "p of s against its placebo distribution (random attribute pairs of the same word frequencies)"),
+    "p_value_placebo": (
+        _FLOAT,
+        np.nan,
+        "p of s against its placebo distribution (random attribute pairs of the same word frequencies)",
+    ),
     "z_placebo": (_FLOAT, np.nan, "(s - mean) / SD of the placebo statistics"),
     "effect_size_placebo_percentile": (_FLOAT, np.nan, "percentile of d among the placebo pairs' d"),
     "n_placebo": (_INT, -1, "placebo pairs drawn"),
-    "p_value_adjusted": (_FLOAT, np.nan, "p_value adjusted for multiple comparisons over its family of languages (its attrs: correction, alpha)"),
+    "p_value_adjusted": (
+        _FLOAT,
+        np.nan,
+        "p_value adjusted for multiple comparisons over its family of languages (its attrs: correction, alpha)",
+    ),
     "p_value_placebo_adjusted": (_FLOAT, np.nan, "p_value_placebo adjusted like p_value_adjusted"),
 }
 #: variables computed from the whole cube at the end of a run (:func:`write_cube_variable`), not by a cell
@@ -346,7 +370,9 @@ def create_results(
 
     existing = _open_root(url, storage_options)
     if overwrite and (
-        existing.attrs.get("biasdask_store") != _STORE_KIND if existing is not None else _has_contents(url, storage_options)
+        existing.attrs.get("biasdask_store") != _STORE_KIND
+        if existing is not None
+        else _has_contents(url, storage_options)
     ):  # --overwrite replaces a results store, never anything else
         raise StoreConflictError(f"{url}: holds data that is not a biasdask results store; refusing to replace it")
     if not overwrite:
@@ -422,9 +448,7 @@ def _position(labels: dict[str, list[str]], url: str, dim: str, value: str) -> i
     try:
         return labels[dim].index(value)
     except ValueError:
-        raise BiasdaskError(
-            f"{url}: no {dim} {value!r} in the results store (has {', '.join(labels[dim])})"
-        ) from None
+        raise BiasdaskError(f"{url}: no {dim} {value!r} in the results store (has {', '.join(labels[dim])})") from None
 
 
 def _index(labels: dict[str, list[str]], url: str, cell: tuple[str, str, str]) -> tuple[int, int, int]:
@@ -466,7 +490,9 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-async def _writer_root(target: str, kw: dict[str, Any], url: str, cell: tuple[str, str, str]) -> tuple[Any, str, tuple[int, int, int]]:
+async def _writer_root(
+    target: str, kw: dict[str, Any], url: str, cell: tuple[str, str, str]
+) -> tuple[Any, str, tuple[int, int, int]]:
     """A writer's view of the results store: its root (open for writing), store_id, and the index of
     ``cell`` (labels cached per store, see :data:`_WRITERS`)."""
     root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
@@ -594,7 +620,9 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
     shape = tuple(len(labels[d]) for d in DIMS)
     cube = {}
     for name, (dtype, fill, _) in variables.items():
-        values = np.asarray(data[name]) if name in data else np.full(shape, fill, dtype=object if dtype is str else dtype)
+        values = (
+            np.asarray(data[name]) if name in data else np.full(shape, fill, dtype=object if dtype is str else dtype)
+        )
         cube[name] = values.astype(object) if dtype is str else values.astype(dtype)
     for idx, values in records.items():
         for name, value in values.items():
@@ -670,8 +698,15 @@ def write_cube_variable(
         if await root.contains(name):
             array = await root.getitem(name)
         else:
-            array = await root.create_array(name, shape=shape, dtype=dtype, fill_value=fill, chunks=shape,
-                                            dimension_names=DIMS, attributes={"description": description})
+            array = await root.create_array(
+                name,
+                shape=shape,
+                dtype=dtype,
+                fill_value=fill,
+                chunks=shape,
+                dimension_names=DIMS,
+                attributes={"description": description},
+            )
         await array.setitem(..., data)
         await array.update_attributes(dict(attrs or {}))
 
@@ -694,9 +729,7 @@ def done_cells(url: str, storage_options: Mapping[str, Any] | None = None) -> se
     """
     _, labels, cube, _, _ = _load(url, storage_options)
     done = cube[_DONE]
-    return {
-        (labels["language"][i], labels["method"][j], labels["test"][k]) for i, j, k in zip(*np.nonzero(done))
-    }
+    return {(labels["language"][i], labels["method"][j], labels["test"][k]) for i, j, k in zip(*np.nonzero(done))}
 
 
 def open_results(url: str, storage_options: Mapping[str, Any] | None = None) -> xr.Dataset:
@@ -921,8 +954,9 @@ async def _write_null_async(
 ) -> None:
     """:func:`write_null` as one coroutine: one trip into zarr's event loop, not one per step."""
     root, _, _ = await _writer_root(target, kw, url, cell)
-    group = await zarr_async.create_group(store=root.store_path.store, path=_null_path(*cell, kind), overwrite=True,
-                                          zarr_format=3)
+    group = await zarr_async.create_group(
+        store=root.store_path.store, path=_null_path(*cell, kind), overwrite=True, zarr_format=3
+    )
     await group.create_array(
         kind,
         data=values,
@@ -933,8 +967,13 @@ async def _write_null_async(
 
 
 def read_null(
-    url: str, language: str, method: str, test: str, storage_options: Mapping[str, Any] | None = None,
-    *, kind: Literal["null", "placebo"] = "null",
+    url: str,
+    language: str,
+    method: str,
+    test: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    kind: Literal["null", "placebo"] = "null",
 ) -> np.ndarray:
     """Read the null distribution (or the placebo statistics) stored by :func:`write_null`.
 
@@ -987,8 +1026,9 @@ def copy_cells(
         cell = old.sel({"language": language, "method": method, "test": test})
         if not bool(cell[_DONE]):
             continue
-        write_cell(dest, language, method, test, {name: cell[name].values[()] for name in CELL_VARIABLES},
-                   storage_options)
+        write_cell(
+            dest, language, method, test, {name: cell[name].values[()] for name in CELL_VARIABLES}, storage_options
+        )
         for kind in _DISTRIBUTIONS:
             null = _null_path(language, method, test, kind)
             if fs.exists(f"{src_root}/{null}/zarr.json"):
@@ -1021,7 +1061,7 @@ def replace_results(fresh: str, url: str, storage_options: Mapping[str, Any] | N
     fs.rm(dst, recursive=True)
     root = f"{src}/zarr.json"
     keys = [key for key in fs.find(src) if key != root]
-    fs.copy(keys, [dst + key[len(src):] for key in keys])
+    fs.copy(keys, [dst + key[len(src) :] for key in keys])
     fs.copy(root, f"{dst}/zarr.json")  # last: until it is there, no results store is at url
     fs.rm(src, recursive=True)
     fs.invalidate_cache()

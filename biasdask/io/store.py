@@ -330,7 +330,9 @@ def check_replaceable(
             return
         attrs = _read_group_attrs(url, storage_options)
     except NETWORK_ERRORS as exc:
-        raise BiasdaskError(f"{display_url(url)}: cannot reach the destination: {redact(' '.join(str(exc).split()))}") from None
+        raise BiasdaskError(
+            f"{display_url(url)}: cannot reach the destination: {redact(' '.join(str(exc).split()))}"
+        ) from None
     if not _is_embedding_store(attrs):
         raise StoreConflictError(
             f"{display_url(url)} exists and is not a biasdask embedding store: refusing to replace it"
@@ -392,8 +394,15 @@ def prepare_store(
     }
     if vector_encoding != "float32":
         attrs["vector_scale"] = SCALE
-    group = zarr.open_group(_zarr_store(url, storage_options, read_only=False), mode="w", zarr_format=3, attributes=attrs)
-    common = {"chunks": (chunk_words,), "dimension_names": ("word",), "compressors": OTHER_COMPRESSORS, "config": _ARRAY_CONFIG}
+    group = zarr.open_group(
+        _zarr_store(url, storage_options, read_only=False), mode="w", zarr_format=3, attributes=attrs
+    )
+    common = {
+        "chunks": (chunk_words,),
+        "dimension_names": ("word",),
+        "compressors": OTHER_COMPRESSORS,
+        "config": _ARRAY_CONFIG,
+    }
     # the layout xarray itself writes: NaN fill for floats, rank/norm tied to vectors as coordinates
     group.create_array(
         "vectors",
@@ -417,7 +426,9 @@ def prepare_store(
             compressors=OTHER_COMPRESSORS,
             config=_ARRAY_CONFIG,
         )
-    group.create_array("norm", shape=(n_words,), dtype="float32", fill_value=np.nan, attributes={"coordinates": "rank"}, **common)
+    group.create_array(
+        "norm", shape=(n_words,), dtype="float32", fill_value=np.nan, attributes={"coordinates": "rank"}, **common
+    )
     group.create_array("rank", shape=(n_words,), dtype="int64", fill_value=0, **common)
     group.create_array("word", shape=(n_words,), dtype=str, **common)
 
@@ -471,7 +482,9 @@ def write_block(
     else:
         ints, negative = encode_scaled(vectors, encoding)
         raw_vectors(arrays["vectors"])[start:stop] = ints
-        zarr.open_array(zstore, path=NEGATIVE_ZERO, mode="r+", zarr_format=3).with_config(_ARRAY_CONFIG)[start:stop] = negative
+        zarr.open_array(zstore, path=NEGATIVE_ZERO, mode="r+", zarr_format=3).with_config(_ARRAY_CONFIG)[start:stop] = (
+            negative
+        )
     arrays["norm"][start:stop] = norms
     arrays["rank"][start:stop] = np.arange(start + 1, stop + 1, dtype=np.int64)
     arrays["word"][start:stop] = np.asarray(words, dtype=object)
@@ -566,9 +579,7 @@ def _verified(url: str, storage_options: dict | None, language: str | None) -> t
             "run biasdask ingest again to replace it"
         )
     if language is not None and not same_language(language, attrs.get("language")):
-        raise BiasdaskError(
-            f"{shown}: the store holds language {attrs.get('language')!r}, not {language!r}"
-        )
+        raise BiasdaskError(f"{shown}: the store holds language {attrs.get('language')!r}, not {language!r}")
     try:
         group = _group(url, storage_options, mode="r")
         arrays = {name: group[name] for name in _array_names(group)}
@@ -738,7 +749,9 @@ def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: d
         if array.shape[0] != n_words:
             raise CorruptStoreError(f"{shown}: array {name} has {array.shape[0]} rows but attr n_words is {n_words}")
     if arrays["vectors"].shape[1:] != (dim,):
-        raise CorruptStoreError(f"{shown}: array vectors has {arrays['vectors'].shape[1:]} columns but attr dim is {dim}")
+        raise CorruptStoreError(
+            f"{shown}: array vectors has {arrays['vectors'].shape[1:]} columns but attr dim is {dim}"
+        )
     encoding = vector_encoding(arrays["vectors"])
     if attrs.get("vector_encoding", "float32") != encoding:
         raise CorruptStoreError(
@@ -782,7 +795,9 @@ def _read_block(url: str, storage_options: dict | None, name: str, chunk: int, b
     return read_chunk(url, storage_options, name, start // chunk)
 
 
-def read_chunk(url: str, storage_options: dict | None, name: str, index: int, rows: np.ndarray | None = None) -> np.ndarray:
+def read_chunk(
+    url: str, storage_options: dict | None, name: str, index: int, rows: np.ndarray | None = None
+) -> np.ndarray:
     """Chunk ``index`` of array ``name`` of the store at ``url``, checksum verified; only its ``rows``
     (positions within the chunk) when given.
 

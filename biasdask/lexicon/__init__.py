@@ -143,7 +143,7 @@ class WordSets:
 def _test_number(n: int | str, prefix: str) -> int:
     text = str(n)
     if text.startswith(prefix):
-        text = text[len(prefix):]
+        text = text[len(prefix) :]
     if not text.isdigit() or not 1 <= int(text) <= 10:
         raise BiasdaskError(f"unknown test {n!r}: expected 1..10 or '{prefix}1'..'{prefix}10'")
     return int(text)

@@ -231,7 +231,9 @@ def bootstrap_effect_size(
     base = dict(effect_size=d, level=float(level), method=method, seed=int(seed))
     note = ""
     if min(ux.size, uy.size) < 2:
-        note = f"a target set of {min(ux.size, uy.size)} word(s) cannot be resampled: at least 2 on each side are needed"
+        note = (
+            f"a target set of {min(ux.size, uy.size)} word(s) cannot be resampled: at least 2 on each side are needed"
+        )
     elif math.isnan(d):
         note = "the per-word values have no spread (pooled SD 0): d and its interval are undefined"
     if note:
@@ -314,8 +316,13 @@ def attribute_bootstrap_interval(
     if smallest < 2:
         nan, nans = math.nan, np.full(k, np.nan)
         return AttributeInterval(
-            ci_low=nan, ci_high=nan, se=nan, weighted_ci_low=nans, weighted_ci_high=nans.copy(),
-            weighted_se=nans.copy(), n_resamples=0,
+            ci_low=nan,
+            ci_high=nan,
+            se=nan,
+            weighted_ci_low=nans,
+            weighted_ci_high=nans.copy(),
+            weighted_se=nans.copy(),
+            n_resamples=0,
             note=f"a side has {smallest} attribute word(s): resampling the attribute words needs at least 2 on "
             "each side, so no interval",
             **base,
@@ -336,9 +343,7 @@ def attribute_bootstrap_interval(
             flat = [i[r].reshape(-1, i.shape[-1]) for i in idx]
             delta = directions(flat[0], None if paired else flat[1])
             values = (
-                _unweighted_effect_sizes(moments, delta)
-                if r == 0
-                else _weighted_statistics(moments, delta, r - 1)[1]
+                _unweighted_effect_sizes(moments, delta) if r == 0 else _weighted_statistics(moments, delta, r - 1)[1]
             )
             out[r] = values.reshape(lead)
         return out

@@ -91,8 +91,9 @@ def paired_t_test(masculine: ArrayLike, feminine: ArrayLike, alternative: str = 
     -------
     (t_statistic, p_value)
     """
-    res = stats.ttest_rel(np.asarray(masculine, dtype=np.float64), np.asarray(feminine, dtype=np.float64),
-                          alternative=alternative)
+    res = stats.ttest_rel(
+        np.asarray(masculine, dtype=np.float64), np.asarray(feminine, dtype=np.float64), alternative=alternative
+    )
     return float(res.statistic), float(res.pvalue)
 
 

@@ -801,7 +801,9 @@ def null_batch(prep: PreparedTest, start: int, stop: int, group: int = _GROUP) -
     return _statistics(sums[:, 0], ks, prep.total, prep.n_values, prep.centre)
 
 
-def _sampled_sums(values: np.ndarray, prep: PreparedTest, start: int, stop: int, group: int) -> tuple[np.ndarray, np.ndarray]:
+def _sampled_sums(
+    values: np.ndarray, prep: PreparedTest, start: int, stop: int, group: int
+) -> tuple[np.ndarray, np.ndarray]:
     small = _numpy_kernels(prep.n_values, stop - start, _null_sums) if values.shape[0] == 1 and stop <= 2**32 else None
     if small is not None:
         sums, ks = small.null_sums(values[0], prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from vec_files import read_text_vectors
 
 from biasdask.engine.ingest import ingest
-from vec_files import read_text_vectors
 
 GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
 
@@ -28,8 +28,14 @@ def iat_store(shared_data, tmp_path_factory):
 
     def get(language: str):
         if language not in cache:
-            cache[language] = ingest(str(shared_data / "iat" / "cc" / f"{language}.vec"), str(root / f"{language}.zarr"),
-                                     language, format="vec", client=False, progress=False)
+            cache[language] = ingest(
+                str(shared_data / "iat" / "cc" / f"{language}.vec"),
+                str(root / f"{language}.zarr"),
+                language,
+                format="vec",
+                client=False,
+                progress=False,
+            )
         return cache[language]
 
     return get

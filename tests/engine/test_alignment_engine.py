@@ -7,16 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import ortho_group
+from vec_files import make_store, words_of
 
 from biasdask.engine.alignment import align, fit_alignment
 from biasdask.engine.ingest import ingest
 from biasdask.engine.weat import cross_lingual_weat, weat
 from biasdask.errors import InputFormatError, MissingWordsError
 
-from vec_files import make_store, words_of
-
-
 # --- alignment and cross-lingual WEAT ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def rotated_pair(tmp_path_factory):
@@ -59,17 +58,36 @@ def test_cross_lingual_weat_equals_monolingual_on_the_rotated_copy(rotated_pair,
     x, y, a, b = range(0, 5), range(5, 10), range(10, 16), range(16, 22)
     en_words = lambda r: [f"en{i}" for i in r]  # noqa: E731
     it_words = lambda r: [f"it{i}" for i in r]  # noqa: E731
-    cross = cross_lingual_weat(aligned, it, en_words(x), en_words(y), it_words(a), it_words(b),
-                               n_permutations=1000, client=dask_client, progress=False)
-    mono = weat(it, it_words(x), it_words(y), it_words(a), it_words(b), n_permutations=1000, client=dask_client,
-                progress=False)
+    cross = cross_lingual_weat(
+        aligned,
+        it,
+        en_words(x),
+        en_words(y),
+        it_words(a),
+        it_words(b),
+        n_permutations=1000,
+        client=dask_client,
+        progress=False,
+    )
+    mono = weat(
+        it, it_words(x), it_words(y), it_words(a), it_words(b), n_permutations=1000, client=dask_client, progress=False
+    )
     assert cross.language == "en->it" and cross.exact and mono.exact
     assert cross.statistic == pytest.approx(mono.statistic, abs=1e-5)
     assert cross.effect_size == pytest.approx(mono.effect_size, abs=1e-4)
     assert cross.pvalue == mono.pvalue
     # without alignment the attribute words mean nothing to the English targets
-    unaligned = weat(en, en_words(x), en_words(y), it_words(a), it_words(b), attributes_from=it,
-                     n_permutations=1000, client=dask_client, progress=False)
+    unaligned = weat(
+        en,
+        en_words(x),
+        en_words(y),
+        it_words(a),
+        it_words(b),
+        attributes_from=it,
+        n_permutations=1000,
+        client=dask_client,
+        progress=False,
+    )
     assert unaligned.statistic != pytest.approx(mono.statistic, abs=1e-3)
 
 
@@ -78,9 +96,11 @@ def test_align_gensim_english_italian_from_a_dictionary_file(tmp_path, dask_clie
     Italian neighbour is its translation (20/20)."""
     gensim = pytest.importorskip("gensim")
     data = Path(gensim.__file__).parent / "test" / "test_data"
-    files = [data / "EN.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt",
-             data / "IT.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt",
-             data / "OPUS_en_it_europarl_train_one2ten.txt"]
+    files = [
+        data / "EN.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt",
+        data / "IT.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt",
+        data / "OPUS_en_it_europarl_train_one2ten.txt",
+    ]
     if not all(f.exists() for f in files):
         pytest.skip(f"gensim's EN/IT test data not found in {data}")
     en = ingest(str(files[0]), str(tmp_path / "en.zarr"), "en", format="vec", client=False, progress=False)

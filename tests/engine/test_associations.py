@@ -54,7 +54,7 @@ def _oracle(kind, w, a, b):
         return np.mean([_cos(w, x) for x in a]) - np.mean([_cos(w, y) for y in b])
     if kind == "euclidean":  # Garg et al.'s RND summand on unit vectors, sign flipped: > 0 closer to A
         unit = [v / np.linalg.norm(v) for v in (*a, *b)]
-        mean_a, mean_b = np.mean(unit[: len(a)], axis=0), np.mean(unit[len(a):], axis=0)
+        mean_a, mean_b = np.mean(unit[: len(a)], axis=0), np.mean(unit[len(a) :], axis=0)
         wu = w / np.linalg.norm(w)
         return np.linalg.norm(wu - mean_b) - np.linalg.norm(wu - mean_a)
     if kind == "ripa":  # Ethayarajh et al. / WEFE: mean over pairs of w . (a_i - b_i) / |a_i - b_i|
@@ -118,7 +118,9 @@ def test_scores_ripa_pairs_by_position_and_drops_pairs_with_a_missing_word(glove
     out = scores(_emb(words, vec), a, b, methods=("uniform",), association="ripa")
     oracle = np.array([_oracle("ripa", w, [rows[x] for x in MALE], [rows[y] for y in FEMALE]) for w in exact])
     np.testing.assert_allclose(out["u"].values, oracle, rtol=0, atol=2e-5)
-    with pytest.raises(BiasdaskError, match="pairs the i-th attribute word of A with the i-th of B: A has 8 words, B has 7"):
+    with pytest.raises(
+        BiasdaskError, match="pairs the i-th attribute word of A with the i-th of B: A has 8 words, B has 7"
+    ):
         scores(_emb(words, vec), MALE, FEMALE[:7], association="ripa")
     with pytest.raises(MissingWordsError, match="no pair"):
         scores(_emb(words, vec), ["he", "nosuchword"], ["nosuchword2", "she"], association="ripa")
@@ -130,8 +132,9 @@ def test_full_vocabulary_test_with_an_association_is_the_permutation_test_of_its
     words, vec, exact = glove
     rows = dict(zip(words, exact))
     oracle = np.array([_oracle("semaxis", w, [rows[x] for x in MALE], [rows[y] for y in FEMALE]) for w in exact])
-    res = full_vocabulary_test(_emb(words, vec), MALE, FEMALE, "uniform", 999, seed=3, association="semaxis",
-                               progress=False)
+    res = full_vocabulary_test(
+        _emb(words, vec), MALE, FEMALE, "uniform", 999, seed=3, association="semaxis", progress=False
+    )
     local = permutation_test_local(oracle.astype(np.float32), len(words), n_permutations=999, seed=3)
     assert res.statistic == pytest.approx(oracle.sum(), rel=1e-5)
     assert res.statistic == pytest.approx(local.statistic, rel=1e-5)
@@ -153,14 +156,23 @@ def test_study_records_the_association_of_every_cell(tmp_path, glove):
     }
     cube = biasdask.run(study, progress=False)
     labels = list(map(str, cube["test"].values))
-    assert labels == ["gender", "gender.ripa", "gender.euclidean", "context", "context.ripa", "context.euclidean", "weat7"]
+    assert labels == [
+        "gender",
+        "gender.ripa",
+        "gender.euclidean",
+        "context",
+        "context.ripa",
+        "context.euclidean",
+        "weat7",
+    ]
     kinds = ["cosine", "ripa", "euclidean", "cosine", "ripa", "euclidean", "none"]
     assert list(map(str, cube["association"].values)) == kinds
     cell = cube.sel({"language": "en", "method": "zipf"})
     assert list(map(str, cell["u_association"].values)) == kinds
     # seed 003's context words (female first) paired for RIPA: the same as gender.ripa's pairs, reversed
-    context = full_vocabulary_test(emb, FEMALE, MALE, "zipf", 99, association="ripa", exclude_words=[*FEMALE, *MALE],
-                                   progress=False)
+    context = full_vocabulary_test(
+        emb, FEMALE, MALE, "zipf", 99, association="ripa", exclude_words=[*FEMALE, *MALE], progress=False
+    )
     assert float(cell["statistic"].sel({"test": "context.ripa"})) == pytest.approx(context.statistic, rel=1e-6)
     ripa = scores(emb, MALE, FEMALE, methods=("uniform", "zipf"), association="ripa")
     t = ripa["t"].sel({"method": "zipf"}).values

@@ -31,8 +31,17 @@ def test_against_dummy_language_matches_numpy(tmp_path, method, dask_client):
     u = _u(vec)
     keep = np.isfinite(u)
     z = np.ones(300) if method == "uniform" else (1 / np.arange(1, 301)) / np.sum(1 / np.arange(1, 301))
-    res = full_vocabulary_test(url, ["male"], ["female"], method, n_permutations=999, seed=4, alternative="greater",
-                               client=dask_client, progress=False)
+    res = full_vocabulary_test(
+        url,
+        ["male"],
+        ["female"],
+        method,
+        n_permutations=999,
+        seed=4,
+        alternative="greater",
+        client=dask_client,
+        progress=False,
+    )
     assert res.n_x == res.n_y == 299  # the zero vector is left out
     assert res.statistic == pytest.approx(np.sum((z * u)[keep]), rel=1e-5)
     pooled = np.concatenate([u[keep], np.zeros(299)])
@@ -46,8 +55,9 @@ def test_against_dummy_language_matches_numpy(tmp_path, method, dask_client):
 def test_pairwise_two_languages_truncated_to_same_n(tmp_path, dask_client):
     a, va = _store(tmp_path, "a", 300, 1, 0.3)
     b, vb = _store(tmp_path, "b", 200, 2, 0.0)
-    res = full_vocabulary_test(a, ["male"], ["female"], "zipf", n_permutations=999, seed=4, other=b,
-                               client=dask_client, progress=False)
+    res = full_vocabulary_test(
+        a, ["male"], ["female"], "zipf", n_permutations=999, seed=4, other=b, client=dask_client, progress=False
+    )
     z = (1 / np.arange(1, 201)) / np.sum(1 / np.arange(1, 201))
     ta, tb = z * _u(va[:200]), z * _u(vb)
     assert res.n_x == res.n_y == 199

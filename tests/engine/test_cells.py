@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from vec_files import make_store
 
 from biasdask.engine import cells
 from biasdask.engine.cells import cell_values, run_cell
@@ -13,10 +14,8 @@ from biasdask.errors import BiasdaskError
 from biasdask.lexicon import weat_test, xweat_test
 from biasdask.stats.weat import weat_scores, weat_statistic
 
-from vec_files import make_store
-
-
 # --- study cells ---------------------------------------------------------------------------------
+
 
 def test_tests_for_language():
     tests_for_language = cells.tests_for_language  # imported under this name pytest would collect it
@@ -42,8 +41,9 @@ def test_run_cell_xweat_on_a_synthetic_store(tmp_path, dask_client):
     words = list(dict.fromkeys(sets.x + sets.y + sets.a + sets.b))
     rng = np.random.default_rng(11)
     vectors = rng.normal(size=(len(words) + 20, 10)).astype(np.float32)
-    store = make_store(tmp_path, "de", words + [f"filler{i}" for i in range(20)], vectors, language="de",
-                       chunk_words=16)
+    store = make_store(
+        tmp_path, "de", words + [f"filler{i}" for i in range(20)], vectors, language="de", chunk_words=16
+    )
     res = run_cell("xweat7", store, language="de", n_permutations=999, seed=2, client=dask_client)
     rows = dict(zip(words, vectors[: len(words)].astype(np.float64)))
     sx, sy = weat_scores(*(np.array([rows[w] for w in ws]) for ws in (sets.x, sets.y, sets.a, sets.b)))

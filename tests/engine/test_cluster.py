@@ -46,17 +46,27 @@ def test_unreachable_scheduler_is_one_line_error(tmp_path):
     from biasdask.engine.ingest import ingest
 
     (tmp_path / "en.vec").write_text("2 2\nmale 1 0\nfemale 0 1\n")
-    ingest(str(tmp_path / "en.vec"), str(tmp_path / "en.zarr"), "en", client=False, progress=False)  # stores are checked first
+    ingest(
+        str(tmp_path / "en.vec"), str(tmp_path / "en.zarr"), "en", client=False, progress=False
+    )  # stores are checked first
     study = tmp_path / "s.yaml"
-    study.write_text("output: " + str(tmp_path / "r.zarr") + "\nlanguages: {en: {store: " + str(tmp_path / "en.zarr") + "}}\n")
+    study.write_text(
+        "output: " + str(tmp_path / "r.zarr") + "\nlanguages: {en: {store: " + str(tmp_path / "en.zarr") + "}}\n"
+    )
     # the connect timeout is Dask's own setting (here from the environment, as a DaskJob pod would set it)
     env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
     proc = subprocess.run(
         [sys.executable, "-m", "biasdask.cli", "run", str(study), "--scheduler", "tcp://127.0.0.1:9", "--quiet"],
-        capture_output=True, text=True, timeout=120, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert proc.returncode == 2
-    assert proc.stderr.strip().count("\n") == 0 and "cannot reach Dask scheduler at tcp://127.0.0.1:9 within 2s" in proc.stderr
+    assert (
+        proc.stderr.strip().count("\n") == 0
+        and "cannot reach Dask scheduler at tcp://127.0.0.1:9 within 2s" in proc.stderr
+    )
 
 
 def test_connect_timeout_follows_dask_config():
@@ -75,7 +85,9 @@ def test_unreachable_scheduler_is_a_value_and_connection_error():
     import dask
 
     with dask.config.set({"biasdask.scheduler.connect-timeout": "1s"}):
-        with pytest.raises(ConnectionError, match=r"cannot reach Dask scheduler at tcp://127.0.0.1:9 within 1s") as info:
+        with pytest.raises(
+            ConnectionError, match=r"cannot reach Dask scheduler at tcp://127.0.0.1:9 within 1s"
+        ) as info:
             get_client(scheduler="tcp://127.0.0.1:9")
     assert isinstance(info.value, ValueError) and isinstance(info.value, BiasdaskError)
 
@@ -229,7 +241,13 @@ def test_workers_load_the_kernels_when_they_join(monkeypatch):
                 time.sleep(0.2)
             before = client.run(_kernel_state)
             for seconds, loaded in before.values():
-                assert set(seconds) == {"permutation (sampled)", "permutation (exact)", "association", "embedding readers", "scaled-integer stores"}
+                assert set(seconds) == {
+                    "permutation (sampled)",
+                    "permutation (exact)",
+                    "association",
+                    "embedding readers",
+                    "scaled-integer stores",
+                }
                 for name in ("_masked_sums", "_null_sums", "_exact_sums"):
                     assert loaded[f"biasdask.stats.permutation.{name}"] == 1
                 assert loaded["biasdask.stats.association._association_kernel"] == 1
@@ -251,8 +269,21 @@ def _mapped_blocks_of_a_fresh_megabyte() -> int:
     import numpy as np
 
     class Mallinfo2(ctypes.Structure):
-        _fields_ = [(name, ctypes.c_size_t) for name in
-                    ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in (
+                "arena",
+                "ordblks",
+                "smblks",
+                "hblks",
+                "hblkhd",
+                "usmblks",
+                "fsmblks",
+                "uordblks",
+                "fordblks",
+                "keepcost",
+            )
+        ]
 
     mallinfo2 = ctypes.CDLL(None).mallinfo2
     mallinfo2.restype = Mallinfo2
@@ -274,7 +305,10 @@ def test_workers_keep_freed_memory_while_biasdask_works_then_give_it_back():
 
     if not hasattr(ctypes.CDLL(None), "mallinfo2"):
         pytest.skip("not glibc >= 2.33 (no mallinfo2)")
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, Client(cluster, set_as_default=False) as client:
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
         assert set(client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()) == {"65536"}
         assert set(client.run(_mapped_blocks_of_a_fresh_megabyte).values()) == {1}
         with workers_keep_freed_memory(client):

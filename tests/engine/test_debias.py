@@ -16,8 +16,8 @@ import pytest
 import biasdask
 from biasdask.cli import main
 from biasdask.engine.directions import neutral_professions
-from biasdask.engine.words import MissingWordsWarning
 from biasdask.engine.ingest import ingest
+from biasdask.engine.words import MissingWordsWarning
 from biasdask.errors import BiasdaskError, MissingWordsError, StoreConflictError
 from biasdask.lexicon import bolukbasi
 
@@ -57,7 +57,11 @@ def _oracle_hard_debias(words, vecs, lex):
         if w not in specific:
             E[i] = E[i] - g * E[i].dot(g) / g.dot(g)
     E = _unit(E)
-    candidates = {x for e1, e2 in lex.equalize_pairs for x in [(e1.lower(), e2.lower()), (e1.title(), e2.title()), (e1.upper(), e2.upper())]}
+    candidates = {
+        x
+        for e1, e2 in lex.equalize_pairs
+        for x in [(e1.lower(), e2.lower()), (e1.title(), e2.title()), (e1.upper(), e2.upper())]
+    }
     for a, b in candidates:
         if a in index and b in index:
             y = (E[index[a]] + E[index[b]]) / 2
@@ -115,7 +119,9 @@ def test_hard_defining_properties(glove, hard):
     index = {w: i for i, w in enumerate(words)}
     for a, b in hard.attrs["debias_equalize_pairs"]:
         ea, eb = v[index[a]], v[index[b]]
-        np.testing.assert_allclose(np.linalg.norm(v[neutral] - ea, axis=1), np.linalg.norm(v[neutral] - eb, axis=1), atol=1e-6)
+        np.testing.assert_allclose(
+            np.linalg.norm(v[neutral] - ea, axis=1), np.linalg.norm(v[neutral] - eb, axis=1), atol=1e-6
+        )
         np.testing.assert_allclose(v[neutral] @ ea, v[neutral] @ eb, atol=1e-6)
         assert (ea - eb) @ g != pytest.approx(0, abs=0.1)  # they still differ along g
     # DirectBias over Bolukbasi's neutral professions drops to ~0
@@ -128,9 +134,18 @@ def test_hard_defining_properties(glove, hard):
     np.testing.assert_array_equal(hard["rank"].values, np.arange(1, 183))
     a = hard.attrs
     assert a["biasdask_complete"] is True and a["language"] == "en" and a["format"] == "glove"
-    assert a["debias_method"] == "hard" and a["debias_source"] == url and a["debias_biasdask_version"] == biasdask.__version__
+    assert (
+        a["debias_method"] == "hard"
+        and a["debias_source"] == url
+        and a["debias_biasdask_version"] == biasdask.__version__
+    )
     assert [tuple(p) for p in a["debias_definitional_pairs"]] == [
-        ("woman", "man"), ("girl", "boy"), ("she", "he"), ("daughter", "son"), ("female", "male"), ("her", "his")
+        ("woman", "man"),
+        ("girl", "boy"),
+        ("she", "he"),
+        ("daughter", "son"),
+        ("female", "male"),
+        ("her", "his"),
     ]
 
 
@@ -143,14 +158,21 @@ def test_project_any_form_into_memory(shared_data, tmp_path):
     a, b = ["he", "him", "his", "man"], ["she", "her", "hers", "woman"]
     out = biasdask.debias(kv, "memory://debias-test/en-project.zarr", method="project", a=a, b=b, progress=False)
     raw = kv.vectors.astype(np.float64)
-    g = _unit(_unit(raw[[kv.key_to_index[w] for w in a]]).mean(axis=0) - _unit(raw[[kv.key_to_index[w] for w in b]]).mean(axis=0))
+    g = _unit(
+        _unit(raw[[kv.key_to_index[w] for w in a]]).mean(axis=0)
+        - _unit(raw[[kv.key_to_index[w] for w in b]]).mean(axis=0)
+    )
     np.testing.assert_allclose(out.attrs["debias_direction"], g, atol=1e-6)
     expected = raw - np.outer(raw @ g, g)
     v = out["vectors"].values.astype(np.float64)
     np.testing.assert_allclose(v, expected, atol=1e-5)
     assert np.max(np.abs(_unit(v) @ g)) < 1e-6 < np.max(np.abs(_unit(raw) @ g))
     np.testing.assert_allclose(out["norm"].values, np.linalg.norm(expected, axis=1), rtol=1e-6)
-    assert out.attrs["debias_a"] == a and out.attrs["debias_b"] == b and out.attrs["debias_source"] == "in-memory KeyedVectors"
+    assert (
+        out.attrs["debias_a"] == a
+        and out.attrs["debias_b"] == b
+        and out.attrs["debias_source"] == "in-memory KeyedVectors"
+    )
     assert out.attrs["debias_n_neutralized"] == len(kv.index_to_key)
     career = ["executive", "management", "professional", "corporation", "salary", "office", "business", "career"]
     assert biasdask.direct_bias(kv, g, career) > 0.01 and biasdask.direct_bias(out, g, career) < 1e-6
@@ -221,8 +243,20 @@ def test_hard_in_another_language_needs_its_word_lists(shared_data, tmp_path, ca
     dest = str(tmp_path / "fr-hard.zarr")
     with pytest.warns(MissingWordsWarning, match="sœur/frère"):
         code = main(
-            ["debias", url, dest, "--method", "hard", "--no-progress", "--definitional", str(tmp_path / "pairs.txt"),
-             "--equalize", str(tmp_path / "pairs.txt"), "--gender-specific", str(tmp_path / "specific.txt")]
+            [
+                "debias",
+                url,
+                dest,
+                "--method",
+                "hard",
+                "--no-progress",
+                "--definitional",
+                str(tmp_path / "pairs.txt"),
+                "--equalize",
+                str(tmp_path / "pairs.txt"),
+                "--gender-specific",
+                str(tmp_path / "specific.txt"),
+            ]
         )
     assert code == 0
     assert "44 words x 300 (hard debiasing of" in capsys.readouterr().out
@@ -236,8 +270,15 @@ def test_hard_in_another_language_needs_its_word_lists(shared_data, tmp_path, ca
     assert neutral.sum() == out.attrs["debias_n_neutralized"] > 30
     assert np.max(np.abs(v[neutral] @ g)) < 1e-6
     # without equalise pairs every word outside the gender-specific list is neutralised
-    plain = biasdask.debias(url, str(tmp_path / "fr-neutral.zarr"), method="hard", client=False,
-                            definitional_pairs=[("femme", "homme")], equalize_pairs=[], gender_specific=["femme", "homme"])
+    plain = biasdask.debias(
+        url,
+        str(tmp_path / "fr-neutral.zarr"),
+        method="hard",
+        client=False,
+        definitional_pairs=[("femme", "homme")],
+        equalize_pairs=[],
+        gender_specific=["femme", "homme"],
+    )
     assert plain.attrs["debias_equalize_pairs"] == [] and plain.attrs["debias_n_neutralized"] == 42
     rest = np.array([str(w) not in ("femme", "homme") for w in plain["word"].values])
     assert np.max(np.abs(plain["vectors"].values[rest] @ np.array(plain.attrs["debias_direction"]))) < 1e-6
@@ -247,11 +288,24 @@ def test_equalised_words_keep_their_side_when_they_are_not_gender_specific(glove
     # before: with the pairs' words neutralised first (not in the gender-specific list), the side came
     # from <a - b, g> after neutralisation, i.e. from rounding noise: 5 of these 6 pairs swapped sides
     _, url = glove
-    pairs = [("man", "woman"), ("boy", "girl"), ("brother", "sister"), ("he", "she"), ("son", "daughter"), ("him", "her")]
+    pairs = [
+        ("man", "woman"),
+        ("boy", "girl"),
+        ("brother", "sister"),
+        ("he", "she"),
+        ("son", "daughter"),
+        ("him", "her"),
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = biasdask.debias(url, str(tmp_path / "en-eq.zarr"), method="hard", equalize_pairs=pairs,
-                              gender_specific=["unrelated"], progress=False)
+        out = biasdask.debias(
+            url,
+            str(tmp_path / "en-eq.zarr"),
+            method="hard",
+            equalize_pairs=pairs,
+            gender_specific=["unrelated"],
+            progress=False,
+        )
     before = biasdask.open_embeddings(url)
     g = np.array(out.attrs["debias_direction"])
     index = {str(w): i for i, w in enumerate(before["word"].values)}

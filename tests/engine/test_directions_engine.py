@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from vec_files import _store, _unit  # noqa: E402
 
 from biasdask import lexicon  # noqa: E402
 from biasdask.engine import directions as ed  # noqa: E402
@@ -21,8 +22,6 @@ from biasdask.engine import words as ew  # noqa: E402
 from biasdask.engine.scores import scores  # noqa: E402
 from biasdask.errors import BiasdaskError, MissingWordsError  # noqa: E402
 from biasdask.stats import directions as sd  # noqa: E402
-
-from vec_files import _store, _unit  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -74,7 +73,7 @@ def test_store_direction_equals_stats_direction_property(tmp_path):
         k = int(rng.integers(2, 8))
         idx = rng.choice(n, size=2 * k, replace=False)
         first, second = [words[i] for i in idx[:k]], [words[i] for i in idx[k:]]
-        m = lambda ws: np.array([vecs[w] for w in ws])  # noqa: E731
+        m = functools.partial(lambda ws, vecs: np.array([vecs[w] for w in ws]), vecs=vecs)
         pairs = list(zip(first, second))
         close = functools.partial(np.testing.assert_allclose, atol=1e-12)
         close(ed.direction(url, pairs, method="pca"), sd.pca_direction(m(first), m(second)))
@@ -119,8 +118,24 @@ def test_direction_argument_errors(planted):
 def english(tmp_path_factory):
     """Bolukbasi's definitional words (some), a few professions, gender-specific *actress*, and fillers."""
     rng = np.random.default_rng(3)
-    words = ["she", "he", "woman", "man", "her", "his", "girl", "boy", "accountant", "architect", "nurse",
-             "programmer", "librarian", "actress", "table", "river"]
+    words = [
+        "she",
+        "he",
+        "woman",
+        "man",
+        "her",
+        "his",
+        "girl",
+        "boy",
+        "accountant",
+        "architect",
+        "nurse",
+        "programmer",
+        "librarian",
+        "actress",
+        "table",
+        "river",
+    ]
     url, vecs = _store(tmp_path_factory.mktemp("english"), "en", words, rng.normal(size=(len(words), 12)), "en")
     return url, vecs
 

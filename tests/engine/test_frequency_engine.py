@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import wordfreq  # noqa: E402
+from vec_files import _store, _unit  # noqa: E402
 
 from biasdask import lexicon, plot  # noqa: E402
 from biasdask.engine import frequency as ef  # noqa: E402
@@ -23,8 +24,6 @@ from biasdask.engine.scores import scores  # noqa: E402
 from biasdask.errors import BiasdaskError  # noqa: E402
 from biasdask.io import results as rs  # noqa: E402
 from biasdask.stats.permutation import permutation_test_local  # noqa: E402
-
-from vec_files import _store, _unit  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -117,8 +116,14 @@ def test_frequency_profile_from_a_results_store(vocab, tmp_path):
     url, _, words = vocab
     sc = scores(url, words[:4], words[4:8], methods=("uniform", "zipf"))
     out = str(tmp_path / "results.zarr")
-    rs.create_results(out, ["xx", "yy"], ["uniform", "zipf"], ["gender"],
-                      {"seed": 1, "alternative": "auto", "similarity": "cosine"}, "test: profile\n")
+    rs.create_results(
+        out,
+        ["xx", "yy"],
+        ["uniform", "zipf"],
+        ["gender"],
+        {"seed": 1, "alternative": "auto", "similarity": "cosine"},
+        "test: profile\n",
+    )
     rs.write_scores(out, "xx", sc)
     from_store = ef.frequency_profile(out, language="xx")
     direct = ef.frequency_profile(sc)
@@ -131,9 +136,40 @@ def test_frequency_profile_from_a_results_store(vocab, tmp_path):
 
 
 def test_frequency_profile_by_observed_frequency(tmp_path):
-    common = ["the", "of", "and", "to", "in", "is", "you", "that", "it", "he", "was", "for", "on", "are",
-              "woman", "man", "nurse", "engineer", "river", "table", "doctor", "teacher", "garden", "window",
-              "violin", "glacier", "lantern", "orchid", "quasar", "zeppelin", "marmalade", "sextant"]
+    common = [
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "is",
+        "you",
+        "that",
+        "it",
+        "he",
+        "was",
+        "for",
+        "on",
+        "are",
+        "woman",
+        "man",
+        "nurse",
+        "engineer",
+        "river",
+        "table",
+        "doctor",
+        "teacher",
+        "garden",
+        "window",
+        "violin",
+        "glacier",
+        "lantern",
+        "orchid",
+        "quasar",
+        "zeppelin",
+        "marmalade",
+        "sextant",
+    ]
     words = common + ["qzxjv", "blorptic"]  # unknown to wordfreq: left out
     rng = np.random.default_rng(2)
     url, _ = _store(tmp_path, "freq", words, rng.normal(size=(len(words), 6)), "en")
@@ -155,7 +191,9 @@ def test_frequency_profile_by_observed_frequency(tmp_path):
 def test_frequency_profile_of_words_without_observed_frequencies_is_one_clear_error(vocab):
     url, _, words = vocab  # made-up words (v0, v1...): wordfreq's Japanese list has none of them
     sc = scores(url, words[:4], words[4:8], methods=("uniform",))
-    with pytest.raises(BiasdaskError, match="none of the words used is in wordfreq's observed-frequency list for language 'ja'"):
+    with pytest.raises(
+        BiasdaskError, match="none of the words used is in wordfreq's observed-frequency list for language 'ja'"
+    ):
         ef.frequency_profile(sc, by="frequency", language="ja")
 
 
@@ -192,8 +230,9 @@ def context_store(tmp_path_factory):
     cw = lexicon.context_words()
     dim = 12
     female_axis = _unit(rng.normal(size=dim))
-    ctx = np.vstack([female_axis + rng.normal(scale=0.3, size=(8, dim)),
-                     -female_axis + rng.normal(scale=0.3, size=(8, dim))])
+    ctx = np.vstack(
+        [female_axis + rng.normal(scale=0.3, size=(8, dim)), -female_axis + rng.normal(scale=0.3, size=(8, dim))]
+    )
     others = rng.normal(size=(150, dim)) + 0.4 * female_axis
     words = [*cw.female, *cw.male] + [f"x{i}" for i in range(150)]
     url, vecs = _store(tmp_path_factory.mktemp("context"), "ctx", words, np.vstack([ctx, others]), "en")
@@ -202,8 +241,9 @@ def context_store(tmp_path_factory):
 
 def test_context_test_is_the_full_vocabulary_test_on_the_context_words(context_store, dask_client):
     url, vecs, cw = context_store
-    res = ef.context_test(url, "uniform", n_permutations=999, seed=4, alternative="auto", client=dask_client,
-                          progress=False)
+    res = ef.context_test(
+        url, "uniform", n_permutations=999, seed=4, alternative="auto", client=dask_client, progress=False
+    )
     # Oracle: u by numpy from the file, context words excluded, against |X| dummy zeros.
     mean_unit = lambda ws: _unit(np.array([vecs[w] for w in ws])).mean(0)  # noqa: E731
     direction_ab = mean_unit(cw.female) - mean_unit(cw.male)
@@ -217,8 +257,9 @@ def test_context_test_is_the_full_vocabulary_test_on_the_context_words(context_s
     assert res.statistic > 0 and res.pvalue == oracle.pvalue == pytest.approx(1 / 1000)
     assert res.alternative == "greater"
 
-    with_context = ef.context_test(url, "zipf", n_permutations=99, seed=4, exclude_context=False,
-                                   client=dask_client, progress=False)
+    with_context = ef.context_test(
+        url, "zipf", n_permutations=99, seed=4, exclude_context=False, client=dask_client, progress=False
+    )
     assert with_context.n_x == 166
     sc = ef.context_scores(url, methods=("zipf",)).compute()
     assert np.isnan(sc.u.sel(word="she")) and sc.attrs["n_a"] == 8 and sc.attrs["n_b"] == 8

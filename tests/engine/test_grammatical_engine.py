@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
+from vec_files import _read_vec, _store, _unit  # noqa: E402
 
 from biasdask import plot  # noqa: E402
 from biasdask.engine import grammatical as eg  # noqa: E402
@@ -23,8 +24,6 @@ from biasdask.engine import words as ew  # noqa: E402
 from biasdask.engine.cells import cell_values  # noqa: E402
 from biasdask.engine.ingest import ingest  # noqa: E402
 from biasdask.errors import MissingWordsError  # noqa: E402
-
-from vec_files import _read_vec, _store, _unit  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -49,7 +48,12 @@ def test_iat_gender_forms_for_spanish():
     assert len(forms.targets) == len(set(forms.targets)) == 22
     assert forms.ambiguous == ("su",)  # his and her
     assert forms.attributes == (
-        ("hombre", "mujer"), ("niño", "niña"), ("hermano", "hermana"), ("él", "ella"), ("hijo", "hija"))
+        ("hombre", "mujer"),
+        ("niño", "niña"),
+        ("hermano", "hermana"),
+        ("él", "ella"),
+        ("hijo", "hija"),
+    )
     assert "su" not in forms.male + forms.female and "suyo" in forms.female
     assert forms.unpaired == ()
     assert eg.iat_gender_forms("de").unpaired == ("family:cousins:t2",)
@@ -138,7 +142,9 @@ def test_xweat_gender_pairs():
     assert ("terapeuta", "terapeuta") in pairs
     assert len(pairs) == len(set(pairs))
     assert eg.xweat_gender_pairs("es", ["engineer", "nurse", "no-such-word"]) == (
-        ("ingeniero", "ingeniera"), ("enfermero", "enfermera"))
+        ("ingeniero", "ingeniera"),
+        ("enfermero", "enfermera"),
+    )
 
 
 def test_planted_gender_bias_is_significant_and_none_is_not(tmp_path):
@@ -196,8 +202,10 @@ def test_gender_form_bias_plot(spanish, tmp_path):
     assert path.read_bytes().startswith(PNG_MAGIC)
     bad_ax, mweat_ax = fig.axes[:2]
     bad = results["es · BAD"]
-    assert bad_ax.get_title() == (f"es · BAD  (22 targets)\npaired t = {bad.t_statistic:.3g}, p = {bad.pvalue:.2g}; "
-                                  f"BAD statistic = {bad.statistic:.3g}")
+    assert bad_ax.get_title() == (
+        f"es · BAD  (22 targets)\npaired t = {bad.t_statistic:.3g}, p = {bad.pvalue:.2g}; "
+        f"BAD statistic = {bad.statistic:.3g}"
+    )
     assert bad_ax.get_xlabel().startswith("BAD bias s(x, A) − s(y, B)")
     ticks = [t.get_text() for t in bad_ax.get_yticklabels()]
     assert sorted(ticks) == sorted(results["es · BAD"].target_labels)

@@ -26,9 +26,15 @@ def stores(tmp_path_factory, shared_data):
 
 
 def _study(root, stores, **extra):
-    return {"output": str(root / "r.zarr"), "languages": {k: {"store": v} for k, v in stores.items()},
-            "methods": ["uniform", "zipf"], "tests": ["gender", "career_family"], "n_permutations": 199, "seed": 5,
-            **extra}
+    return {
+        "output": str(root / "r.zarr"),
+        "languages": {k: {"store": v} for k, v in stores.items()},
+        "methods": ["uniform", "zipf"],
+        "tests": ["gender", "career_family"],
+        "n_permutations": 199,
+        "seed": 5,
+        **extra,
+    }
 
 
 def _oracle(p: np.ndarray, method: str) -> np.ndarray:
@@ -48,12 +54,15 @@ def test_a_run_writes_p_adjusted_over_each_family_as_statsmodels_does(stores, co
     for method in ("uniform", "zipf"):
         p = res["p_value"].sel({"test": "gender", "method": method}).values
         assert np.isfinite(p).sum() == 4
-        np.testing.assert_allclose(adj.sel({"test": "gender", "method": method}).values, _oracle(p, correction), rtol=1e-12)
+        np.testing.assert_allclose(
+            adj.sel({"test": "gender", "method": method}).values, _oracle(p, correction), rtol=1e-12
+        )
     # a classic test repeats its one result in every method cell: one family of 4, not 8
     p = res["p_value"].sel({"test": "career_family", "method": "uniform"}).values
     for method in ("uniform", "zipf"):
-        np.testing.assert_allclose(adj.sel({"test": "career_family", "method": method}).values,
-                                   _oracle(p, correction), rtol=1e-12)
+        np.testing.assert_allclose(
+            adj.sel({"test": "career_family", "method": method}).values, _oracle(p, correction), rtol=1e-12
+        )
 
 
 def test_the_correction_is_not_part_of_the_study(stores):
@@ -84,8 +93,10 @@ def test_a_test_without_weighting_counts_once():
 
     p = np.array([0.01, 0.02, 0.04])
     cube = xr.Dataset(
-        {"p_value": (("language", "method", "test"), np.repeat(p[:, None, None], 2, axis=1)),
-         "weighting": (("language", "method", "test"), np.full((3, 2, 1), "none", dtype=object))},
+        {
+            "p_value": (("language", "method", "test"), np.repeat(p[:, None, None], 2, axis=1)),
+            "weighting": (("language", "method", "test"), np.full((3, 2, 1), "none", dtype=object)),
+        },
         coords={"language": ["a", "b", "c"], "method": ["uniform", "zipf"], "test": ["weat7"]},
     )
     adjusted = adjusted_pvalues(cube, correction="holm")
@@ -137,11 +148,18 @@ META_LANGUAGES = ("en", "zh", "ja", "ko", "tr", "fi", "id", "ro", "de")  # de: g
 def career_study(tmp_path_factory, shared_data):
     root = tmp_path_factory.mktemp("career")
     for lang in META_LANGUAGES:
-        biasdask.ingest(str(shared_data / "iat" / "cc" / f"{lang}.vec"), str(root / f"{lang}.zarr"), language=lang,
-                        progress=False)
-    study = {"output": str(root / "r.zarr"), "attributes": "iat", "methods": ["uniform", "zipf"],
-             "languages": {lang: {"store": str(root / f"{lang}.zarr")} for lang in META_LANGUAGES},
-             "tests": ["career_family"], "n_permutations": 199, "seed": 11}
+        biasdask.ingest(
+            str(shared_data / "iat" / "cc" / f"{lang}.vec"), str(root / f"{lang}.zarr"), language=lang, progress=False
+        )
+    study = {
+        "output": str(root / "r.zarr"),
+        "attributes": "iat",
+        "methods": ["uniform", "zipf"],
+        "languages": {lang: {"store": str(root / f"{lang}.zarr")} for lang in META_LANGUAGES},
+        "tests": ["career_family"],
+        "n_permutations": 199,
+        "seed": 11,
+    }
     return biasdask.run(study, progress=False), str(root / "r.zarr")
 
 
@@ -160,8 +178,9 @@ def test_classic_cells_carry_a_bootstrap_interval_of_d(career_study, shared_data
         assert low < d < high and float(c["ci_level"]) == 0.95 and "BCa" in str(c["ci_method"].values)
     # the Python API's result carries the same interval, from the scores of the target words
     store = str(tmp_path / "en.zarr")
-    biasdask.ingest(str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en",
-                    progress=False)
+    biasdask.ingest(
+        str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en", progress=False
+    )
     r = biasdask.weat(store, "weat7", seed=4, n_permutations=99)
     emb = biasdask.open_embeddings(store)
     from biasdask.lexicon import weat_test
@@ -194,11 +213,28 @@ def test_meta_analysis_of_a_cube_agrees_with_statsmodels(career_study, tmp_path)
     import sys
 
     png = tmp_path / "forest.png"
-    out = subprocess.run([sys.executable, "-m", "biasdask.cli", "meta", url, "--test", "career_family",
-                          "--estimator", "DL", "--plot", str(png)], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "biasdask.cli",
+            "meta",
+            url,
+            "--test",
+            "career_family",
+            "--estimator",
+            "DL",
+            "--plot",
+            str(png),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert f"pooled d = {meta.pooled.estimate:.3f}" in out.stdout and png.read_bytes()[:4] == b"\x89PNG"
-    bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "meta", url, "--test", "weat7"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "biasdask.cli", "meta", url, "--test", "weat7"], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "weat7" in bad.stderr and bad.stderr.count("\n") == 1
     from biasdask.report import write_plots
 

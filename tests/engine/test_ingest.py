@@ -20,7 +20,7 @@ from biasdask.cli import main
 from biasdask.engine import cluster as cluster_module
 from biasdask.engine import ingest as ingest_module
 from biasdask.engine.ingest import ingest, plan_ranges
-from biasdask.errors import BiasdaskError, IncompleteStoreError, InputFormatError, StoreConflictError
+from biasdask.errors import BiasdaskError, InputFormatError, StoreConflictError
 from biasdask.io.store import open_embeddings
 
 ODD_WORDS = ['"quoted"', "#hash", "NA", "null", "nan", "a\xa0b", "nel\x85x", "ls\u2028x", "vt\x0bx", "cr\rx"]
@@ -131,16 +131,26 @@ def test_every_real_fasttext_cc_file_is_stored_in_int16_bit_for_bit(shared_data,
     from biasdask.io import store
 
     as_float = str(tmp_path / "f.zarr")
-    store.prepare_store(as_float, None, language="en", source="s", format="vec", dim=300, chunk_words=len(lines), n_words=len(lines))
+    store.prepare_store(
+        as_float, None, language="en", source="s", format="vec", dim=300, chunk_words=len(lines), n_words=len(lines)
+    )
     store.write_block(as_float, None, 0, ds.word.values, expected, ds.norm.values)
+
     def vector_bytes(name):  # the chunks of vectors (and negative_zero)
-        return sum(f.stat().st_size for a in ("vectors", "negative_zero") for f in (tmp_path / name / a / "c").rglob("*") if f.is_file())
+        return sum(
+            f.stat().st_size
+            for a in ("vectors", "negative_zero")
+            for f in (tmp_path / name / a / "c").rglob("*")
+            if f.is_file()
+        )
 
     assert vector_bytes("cc.zarr") < 0.6 * vector_bytes("f.zarr")
 
 
 @pytest.mark.parametrize("client", [False, "dask"])
-def test_a_late_block_that_does_not_fit_restarts_in_a_wider_encoding(tmp_path, dask_client, small_blocks, client, monkeypatch):
+def test_a_late_block_that_does_not_fit_restarts_in_a_wider_encoding(
+    tmp_path, dask_client, small_blocks, client, monkeypatch
+):
     """The first words choose int16; a value of 9.9999 deep in the file needs int32, then one with 5
     decimals float32: each makes the ingest start over, and the values stay the text's float32 parse."""
     monkeypatch.setattr(ingest_module, "ENCODING_SAMPLE_WORDS", 50)
@@ -225,7 +235,9 @@ def small_blocks(monkeypatch):
         ("cut.txt.gz", False, True, 333),  # stream without header
     ],
 )
-def test_parallel_store_is_identical_to_sequential(tmp_path, dask_client, small_blocks, name, header, compress, max_words):
+def test_parallel_store_is_identical_to_sequential(
+    tmp_path, dask_client, small_blocks, name, header, compress, max_words
+):
     lines = _lines(700, 8, seed=3, duplicates=[(400, 2), (650, 399)], zeros=[30], invalid=[100])
     if name == "plain.txt":
         lines[-1] = lines[-1].rstrip(b"\n")
@@ -242,7 +254,9 @@ def test_parallel_store_is_identical_to_sequential(tmp_path, dask_client, small_
 def test_parallel_binary_stream_is_identical_to_sequential(tmp_path, dask_client):
     gensim = pytest.importorskip("gensim.models")
     kv = gensim.KeyedVectors(12)
-    kv.add_vectors(ODD_WORDS + [f"w{i}" for i in range(300)], np.random.default_rng(4).normal(size=(310, 12)).astype(np.float32))
+    kv.add_vectors(
+        ODD_WORDS + [f"w{i}" for i in range(300)], np.random.default_rng(4).normal(size=(310, 12)).astype(np.float32)
+    )
     src = str(tmp_path / "b.bin")
     kv.save_word2vec_format(src, binary=True)
     ingest(src, str(tmp_path / "seq.zarr"), "en", chunk_words=32, client=False, progress=False)
@@ -258,7 +272,9 @@ def test_parallel_errors_name_the_earliest_bad_line_and_leave_no_store(tmp_path,
     lines[321] = b"early 1 2 x 4 5\n"
     src = _write(tmp_path / ("bad.vec.gz" if compress else "bad.vec"), lines, dim=5, compress=compress)
     dest = str(tmp_path / "bad.zarr")
-    with pytest.raises(InputFormatError, match=r"bad\.vec(\.gz)?: line 323 \('early'\): non-numeric value 'x' in field 3"):
+    with pytest.raises(
+        InputFormatError, match=r"bad\.vec(\.gz)?: line 323 \('early'\): non-numeric value 'x' in field 3"
+    ):
         ingest(src, dest, "en", chunk_words=30, client=dask_client, progress=False)
     assert not Path(dest).exists()
     with pytest.raises(BiasdaskError):
@@ -274,7 +290,9 @@ def test_http_gzip_source(tmp_path, http_server, dask_client):
     src = _write(root / "cc.xx.300.vec.gz", lines, dim=6, compress=True)
     local = _write(tmp_path / "same.vec", lines, dim=6)
     for client in (False, dask_client):
-        ds = ingest(f"{base}/cc.xx.300.vec.gz", str(tmp_path / "h.zarr"), "xx", chunk_words=50, client=client, progress=False)
+        ds = ingest(
+            f"{base}/cc.xx.300.vec.gz", str(tmp_path / "h.zarr"), "xx", chunk_words=50, client=client, progress=False
+        )
         _assert_same_as_gensim(ds, _gensim(local))
         assert ds.attrs["source"] == f"{base}/cc.xx.300.vec.gz"
     assert Path(src).exists()
@@ -296,7 +314,9 @@ def test_s3_source_to_s3_local_and_memory_destinations(tmp_path, s3_bucket, dask
         ("in/en.vec.gz", f"memory://{bucket}/en.zarr", dask_client),  # memory:// is written in this process
     ]
     for key, dest, client in cases:
-        ingest(f"s3://{bucket}/{key}", dest, "en", storage_options=options, chunk_words=80, client=client, progress=False)
+        ingest(
+            f"s3://{bucket}/{key}", dest, "en", storage_options=options, chunk_words=80, client=client, progress=False
+        )
         # the session's workers cannot see this process's memory://: read it here
         with dask.config.set(scheduler="synchronous"):
             _assert_same_as_gensim(open_embeddings(dest, storage_options=options), kv)
@@ -308,7 +328,10 @@ def test_s3_source_to_s3_local_and_memory_destinations(tmp_path, s3_bucket, dask
 
 BAD_INPUTS = {
     "fields.vec": (b"3 3\na 1 2 3\nb 1 2\nc 1 2 3\n", r"fields\.vec: line 3 \('b'\): expected 3 values, found 2"),
-    "text.vec": (b"3 3\na 1 2 3\nb 1 two 3\nc 1 2 3\n", r"text\.vec: line 3 \('b'\): non-numeric value 'two' in field 2"),
+    "text.vec": (
+        b"3 3\na 1 2 3\nb 1 two 3\nc 1 2 3\n",
+        r"text\.vec: line 3 \('b'\): non-numeric value 'two' in field 2",
+    ),
     "nan.vec": (b"2 3\na 1 2 3\nb 1 NaN 3\n", r"nan\.vec: line 3 \('b'\): non-finite value 'NaN' in field 2"),
     "inf.txt": (b"a 1 2 3\nb 1 2 inf\n", r"inf\.txt: line 2 \('b'\): non-finite value 'inf' in field 3"),
     "count.vec": (b"4 3\na 1 2 3\nb 1 2 3\n", r"count\.vec: the header says 4 words but the file has only 2 lines"),
@@ -348,7 +371,9 @@ def test_destination_that_is_not_a_store_is_left_alone(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "notes.txt").write_text("keep me")
     with pytest.raises(StoreConflictError):
-        ingest(_write(tmp_path / "ok.vec", _lines(3, 2), dim=2), str(tmp_path / "data"), "en", client=False, progress=False)
+        ingest(
+            _write(tmp_path / "ok.vec", _lines(3, 2), dim=2), str(tmp_path / "data"), "en", client=False, progress=False
+        )
     assert (tmp_path / "data" / "notes.txt").read_text() == "keep me"
 
 
@@ -372,7 +397,9 @@ def test_cli_ingest_reports_and_errors_on_one_line(tmp_path, capsys):
 def test_killed_ingest_leaves_the_old_store_then_is_completed_by_running_it_again(tmp_path):
     src = _write(tmp_path / "big.vec", _lines(960, 4, seed=8), dim=4)
     dest = tmp_path / "big.zarr"
-    ingest(_write(tmp_path / "old.vec", _lines(5, 4), dim=4), str(dest), "en", chunk_words=2, client=False, progress=False)
+    ingest(
+        _write(tmp_path / "old.vec", _lines(5, 4), dim=4), str(dest), "en", chunk_words=2, client=False, progress=False
+    )
     old = _store_content(dest)
     args = ["ingest", src, str(dest), "--language", "en", "--chunk-words", "8", "--workers", "0", "--no-progress"]
     proc = subprocess.Popen([sys.executable, "-m", "biasdask.cli", *args], stderr=subprocess.PIPE)
@@ -401,8 +428,9 @@ def test_shared_vectors_are_counted_and_warned_about(tmp_path, dask_client, clie
         lines[later] = lines[later].split(b" ", 1)[0] + b" " + lines[first].split(b" ", 1)[1]
     src = _write(tmp_path / "s.vec", lines, dim=5)
     with pytest.warns(UserWarning, match=r"share a bit-identical vector.*dedupe_vectors"):
-        ds = ingest(src, str(tmp_path / "s.zarr"), "en", chunk_words=16, progress=False,
-                    client=dask_client if client else False)
+        ds = ingest(
+            src, str(tmp_path / "s.zarr"), "en", chunk_words=16, progress=False, client=dask_client if client else False
+        )
     kv = _gensim(src)
     seen, shared = set(), 0
     for row in kv.vectors:

@@ -148,7 +148,9 @@ def test_bad_arguments_are_value_errors_like_scipys(scores, bad):
 
 
 def _finished_batches(dask_scheduler) -> int:
-    return sum(1 for key, ts in dask_scheduler.tasks.items() if str(key).startswith("null_batch") and ts.state == "memory")
+    return sum(
+        1 for key, ts in dask_scheduler.tasks.items() if str(key).startswith("null_batch") and ts.state == "memory"
+    )
 
 
 def test_killed_worker_mid_run_gives_identical_result(own_cluster):

@@ -36,8 +36,15 @@ def test_each_placebo_statistic_is_the_test_of_its_pair(association, exclude_att
         pa, pb = list(found.words[i, :2]), list(found.words[i, 2:])
         # on the test's own targets: when it left its attribute words out, they stay out, and the pair's
         # words leave too
-        own = scores(emb, pa, pb, methods=("uniform", "zipf"), association=association,
-                     exclude_attributes=exclude_attributes, exclude_words=[*a, *b] if exclude_attributes else ())
+        own = scores(
+            emb,
+            pa,
+            pb,
+            methods=("uniform", "zipf"),
+            association=association,
+            exclude_attributes=exclude_attributes,
+            exclude_words=[*a, *b] if exclude_attributes else (),
+        )
         ou = own["u"].values.astype(np.float64)
         keep = np.isfinite(ou)
         s = np.nansum(own["t"].values.astype(np.float64), axis=1)
@@ -67,8 +74,9 @@ def test_placebo_is_calibrated_on_real_vectors_where_the_dummy_language_is_not(s
     """Random non-gendered GloVe words as A and B (200 pairs): the placebo p rejects at about 5 % at
     alpha 0.05, the dummy-language p almost always."""
     store = str(tmp_path / "glove.zarr")
-    biasdask.ingest(str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en",
-                    progress=False)
+    biasdask.ingest(
+        str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en", progress=False
+    )
     emb = biasdask.open_embeddings(store)
     words = [str(w) for w in emb["word"].values]
     neutral = [w for w in words if w not in gendered_words("en")]
@@ -77,8 +85,16 @@ def test_placebo_is_calibrated_on_real_vectors_where_the_dummy_language_is_not(s
     n_pairs = 200
     for _ in range(n_pairs):
         a, b = rng.choice(neutral, size=2, replace=False)
-        res = biasdask.full_vocabulary_test(emb, [a], [b], "uniform", n_permutations=199, seed=int(rng.integers(2**31)),
-                                            placebo=199, exclude_attributes=True)
+        res = biasdask.full_vocabulary_test(
+            emb,
+            [a],
+            [b],
+            "uniform",
+            n_permutations=199,
+            seed=int(rng.integers(2**31)),
+            placebo=199,
+            exclude_attributes=True,
+        )
         rejected_placebo += res.p_value_placebo <= 0.05
         rejected_dummy += res.pvalue <= 0.05
     assert rejected_placebo / n_pairs <= 0.08, rejected_placebo
@@ -101,21 +117,38 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
     store = str(tmp_path / "en.zarr")
     biasdask.ingest(_vec_file(tmp_path / "en.vec", _anisotropic(n=4000)), store, language="en", progress=False)
     a, b = ["w7", "w300", "w1200"], ["w8", "w310", "w1500"]
-    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": store, "a": a, "b": b}},
-             "methods": ["uniform", "zipf"], "tests": ["gender"], "n_permutations": 199, "seed": 9,
-             "placebo": {"n": 300, "exclude": ["w9"]}}
+    study = {
+        "output": str(tmp_path / "r.zarr"),
+        "languages": {"en": {"store": store, "a": a, "b": b}},
+        "methods": ["uniform", "zipf"],
+        "tests": ["gender"],
+        "n_permutations": 199,
+        "seed": 9,
+        "placebo": {"n": 300, "exclude": ["w9"]},
+    }
     res = biasdask.run(study, progress=False)
     emb = biasdask.open_embeddings(store)
     sc = scores(emb, a, b, methods=("uniform", "zipf"))
-    oracle = placebo_test(emb, sc, sc["u"].values, sc["t"].values, a, b, n=300, seed=family_seed(9, "en", "gender"),
-                          alternative="two-sided", exclude=["w9"])
+    oracle = placebo_test(
+        emb,
+        sc,
+        sc["u"].values,
+        sc["t"].values,
+        a,
+        b,
+        n=300,
+        seed=family_seed(9, "en", "gender"),
+        alternative="two-sided",
+        exclude=["w9"],
+    )
     cells = res.sel({"language": "en", "test": "gender"})
     np.testing.assert_array_equal(cells["p_value_placebo"].values, oracle.p_value)
     np.testing.assert_array_equal(cells["z_placebo"].values, oracle.z)
     assert (cells["n_placebo"].values == 300).all() and "w9" not in oracle.words
     for k, method in enumerate(("uniform", "zipf")):
-        np.testing.assert_array_equal(read_null(study["output"], "en", method, "gender", kind="placebo"),
-                                      oracle.statistics[:, k])
+        np.testing.assert_array_equal(
+            read_null(study["output"], "en", method, "gender", kind="placebo"), oracle.statistics[:, k]
+        )
     assert np.isfinite(res["p_value_placebo_adjusted"].values).all()
     # the interval of d over the resampled attribute words, against the core on moments summed in one block
     from biasdask.stats.bootstrap import attribute_bootstrap_interval
@@ -129,7 +162,9 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
     weights = np.stack([np.ones(u.size), (1 / ranks) / np.sum(1 / ranks)])[:z][:, keep]
     moments = linear_moments(moment_rows("cosine", vectors[keep]), weights)
     rows = {w: vectors[i] for i, w in enumerate(emb["word"].values)}
-    core = attribute_bootstrap_interval(moments, [rows[w] for w in a], [rows[w] for w in b], seed=family_seed(9, "en", "gender"))
+    core = attribute_bootstrap_interval(
+        moments, [rows[w] for w in a], [rows[w] for w in b], seed=family_seed(9, "en", "gender")
+    )
     for method in ("uniform", "zipf"):
         cell = cells.sel({"method": method})
         assert float(cell["effect_size_ci_low"]) == pytest.approx(core.ci_low, rel=1e-6)
@@ -152,8 +187,9 @@ def test_weat_placebo_sets_are_weats_of_their_own(shared_data, tmp_path):
     from biasdask.lexicon import weat_test
 
     store = str(tmp_path / "glove.zarr")
-    biasdask.ingest(str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en",
-                    progress=False)
+    biasdask.ingest(
+        str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en", progress=False
+    )
     emb = biasdask.open_embeddings(store)
     sets = weat_test(1)
     res = biasdask.weat(store, "weat1", seed=4, n_permutations=999, placebo=499)
@@ -167,24 +203,47 @@ def test_weat_placebo_sets_are_weats_of_their_own(shared_data, tmp_path):
         sx, sy = weat_scores(x, y, a_rows, b_rows, "cosine")
         return weat_statistic(sx, sy), weat_effect_size(sx, sy)
 
-    found = attribute_placebo(emb, [w for w in sets.a if w in rows], [w for w in sets.b if w in rows], statistic,
-                              target_words=[*sets.x, *sets.y], n=60, seed=4, alternative="two-sided")
+    found = attribute_placebo(
+        emb,
+        [w for w in sets.a if w in rows],
+        [w for w in sets.b if w in rows],
+        statistic,
+        target_words=[*sets.x, *sets.y],
+        n=60,
+        seed=4,
+        alternative="two-sided",
+    )
     n_a = len([w for w in sets.a if w in rows])
     assert not set(found.words.ravel()) & {*sets.x, *sets.y, *sets.a, *sets.b}
     for i in range(0, 60, 15):
-        own = biasdask.weat(store, [w for w in sets.x if w in rows], [w for w in sets.y if w in rows],
-                            list(found.words[i, :n_a]), list(found.words[i, n_a:]), n_permutations=9, seed=1,
-                            ci_level=None)
+        own = biasdask.weat(
+            store,
+            [w for w in sets.x if w in rows],
+            [w for w in sets.y if w in rows],
+            list(found.words[i, :n_a]),
+            list(found.words[i, n_a:]),
+            n_permutations=9,
+            seed=1,
+            ci_level=None,
+        )
         assert found.statistics[i, 0] == pytest.approx(own.statistic, rel=1e-6)
         assert found.effect_sizes[i] == pytest.approx(own.effect_size, rel=1e-6)
 
 
 def test_a_study_with_placebo_gives_its_weat_cells_the_placebo_of_weat(shared_data, tmp_path):
     store = str(tmp_path / "en.zarr")
-    biasdask.ingest(str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en",
-                    progress=False)
-    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": store}}, "methods": ["uniform"],
-             "tests": ["weat1", "career_family"], "n_permutations": 199, "seed": 2, "placebo": {"n": 99}}
+    biasdask.ingest(
+        str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en", progress=False
+    )
+    study = {
+        "output": str(tmp_path / "r.zarr"),
+        "languages": {"en": {"store": store}},
+        "methods": ["uniform"],
+        "tests": ["weat1", "career_family"],
+        "n_permutations": 199,
+        "seed": 2,
+        "placebo": {"n": 99},
+    }
     res = biasdask.run(study, progress=False)
     from biasdask.engine.run import cell_seed
 
@@ -199,15 +258,27 @@ def test_set_metric_placebo_in_the_api_and_in_a_study(shared_data, tmp_path):
     from biasdask.lexicon import weat_test
 
     store = str(tmp_path / "en.zarr")
-    biasdask.ingest(str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en",
-                    progress=False)
+    biasdask.ingest(
+        str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en", progress=False
+    )
     w = weat_test(7)
     res = biasdask.set_metric_test(store, "rnd", w.x, w.a, w.b, seed=1, n_permutations=99, placebo=99)
     assert res.statistic == pytest.approx(-1.147534, abs=1e-6) and res.n_placebo == 99
     assert 0 < res.p_value_placebo <= 1 and np.isfinite(res.z_placebo)
-    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": store}}, "methods": ["uniform"],
-             "tests": ["rnd"], "n_permutations": 99, "seed": 3, "placebo": {"n": 99}}
+    study = {
+        "output": str(tmp_path / "r.zarr"),
+        "languages": {"en": {"store": store}},
+        "methods": ["uniform"],
+        "tests": ["rnd"],
+        "n_permutations": 99,
+        "seed": 3,
+        "placebo": {"n": 99},
+    }
     cube = biasdask.run(study, progress=False)
-    own = biasdask.set_metric_test(store, "rnd", w.x, w.a, w.b, seed=cell_seed(3, "en", "uniform", "rnd"),
-                                   n_permutations=99, placebo=99)
-    assert float(cube["p_value_placebo"].sel({"language": "en", "method": "uniform", "test": "rnd"})) == own.p_value_placebo
+    own = biasdask.set_metric_test(
+        store, "rnd", w.x, w.a, w.b, seed=cell_seed(3, "en", "uniform", "rnd"), n_permutations=99, placebo=99
+    )
+    assert (
+        float(cube["p_value_placebo"].sel({"language": "en", "method": "uniform", "test": "rnd"}))
+        == own.p_value_placebo
+    )

@@ -23,8 +23,10 @@ def _french(shared_data):
     words = [r[0].decode() for r in rows]
     vec = np.array([[float(x) for x in r[1:]] for r in rows], dtype=np.float32)
     emb = xr.Dataset(
-        {"vectors": (("word", "dim"), da.from_array(vec, chunks=(16, vec.shape[1]))),
-         "norm": (("word",), np.linalg.norm(vec.astype(np.float64), axis=1).astype(np.float32))},
+        {
+            "vectors": (("word", "dim"), da.from_array(vec, chunks=(16, vec.shape[1]))),
+            "norm": (("word",), np.linalg.norm(vec.astype(np.float64), axis=1).astype(np.float32)),
+        },
         coords={"word": np.array(words, dtype=object), "rank": ("word", np.arange(1, len(words) + 1))},
         attrs={"language": "fr"},
     )
@@ -32,8 +34,9 @@ def _french(shared_data):
 
 
 def _term_vector(table, term):
-    means = [np.mean([table[t] for t in tr if t in table], axis=0) for tr in term.translations
-             if any(t in table for t in tr)]
+    means = [
+        np.mean([table[t] for t in tr if t in table], axis=0) for tr in term.translations if any(t in table for t in tr)
+    ]
     return np.mean(means, axis=0) if means else None
 
 
@@ -79,14 +82,17 @@ def test_leave_one_out_against_numpy(shared_data, dask_client, tmp_path):
 
 def test_leaving_out_a_sets_only_word_gives_nan(shared_data, dask_client):
     emb, _, _ = _french(shared_data)
-    sens = biasdask.attribute_sensitivity(emb, ["homme", "il"], ["femme"], n_permutations=99, seed=1,
-                                          client=dask_client, progress=False)
+    sens = biasdask.attribute_sensitivity(
+        emb, ["homme", "il"], ["femme"], n_permutations=99, seed=1, client=dask_client, progress=False
+    )
     assert list(sens["left_out"].values) == ["", "homme", "il", "femme"]
     assert np.isnan(float(sens["effect_size"].sel(left_out="femme"))) and int(sens["n_b"].sel(left_out="femme")) == -1
     assert np.isfinite(sens["effect_size"].values[:3]).all()
     # Scores of one left-out word equal a direct call without that word.
     u = scores(emb, ["il"], ["femme"], methods=["uniform"])["u"].values
-    assert float(sens["statistic"].sel(left_out="homme")) == pytest.approx(float(np.nansum(u.astype(np.float64))), rel=1e-6)
+    assert float(sens["statistic"].sel(left_out="homme")) == pytest.approx(
+        float(np.nansum(u.astype(np.float64))), rel=1e-6
+    )
 
 
 def test_options_are_the_same_in_every_row(shared_data, dask_client):
@@ -96,14 +102,16 @@ def test_options_are_the_same_in_every_row(shared_data, dask_client):
     vec[words.index("bureau")] = vec[words.index("affaires")]  # a shared vector (later word dropped)
     emb = emb.assign(vectors=(("word", "dim"), da.from_array(vec, chunks=(16, vec.shape[1]))))
     kw = dict(exclude_attributes=True, dedupe_vectors=True)
-    sens = biasdask.attribute_sensitivity(emb, ["homme", "il"], ["femme", "elle"], n_permutations=99, seed=1,
-                                          client=dask_client, progress=False, **kw)
+    sens = biasdask.attribute_sensitivity(
+        emb, ["homme", "il"], ["femme", "elle"], n_permutations=99, seed=1, client=dask_client, progress=False, **kw
+    )
     for left, a, b in [("", ["homme", "il"], ["femme", "elle"]), ("homme", ["il"], ["femme", "elle"])]:
-        sc = scores(emb, a, b, methods=["uniform"], exclude_words=["homme", "il", "femme", "elle"],
-                    dedupe_vectors=True)
+        sc = scores(emb, a, b, methods=["uniform"], exclude_words=["homme", "il", "femme", "elle"], dedupe_vectors=True)
         u = sc["u"].values
         assert np.isnan(u[words.index("bureau")]) and np.isnan(u[words.index("homme")])
-        assert float(sens["statistic"].sel(left_out=left)) == pytest.approx(float(np.nansum(u.astype(np.float64))), rel=1e-6)
+        assert float(sens["statistic"].sel(left_out=left)) == pytest.approx(
+            float(np.nansum(u.astype(np.float64))), rel=1e-6
+        )
 
 
 def test_without_a_client_it_starts_no_cluster_so_a_script_needs_no_main_guard(tmp_path):

@@ -20,8 +20,21 @@ from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, StoreConflictError
 from biasdask.io import results as rs
 
-CELL_VARS = ["statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std",
-             "n_permutations", "exact", "n_x", "n_y", "n_a", "n_b"]
+CELL_VARS = [
+    "statistic",
+    "effect_size",
+    "p_value",
+    "z_score",
+    "p_value_normal",
+    "null_mean",
+    "null_std",
+    "n_permutations",
+    "exact",
+    "n_x",
+    "n_y",
+    "n_a",
+    "n_b",
+]
 
 
 def _make_stores(tmp_path, codes, dest=lambda code: None, storage_options=None, n_words=3000):
@@ -61,12 +74,18 @@ def _assert_same_cube(a: xr.Dataset, b: xr.Dataset):
 @pytest.mark.slow
 def test_s3_end_to_end_three_languages(tmp_path, s3_bucket, dask_client):
     bucket, options = s3_bucket
-    stores = _make_stores(tmp_path, ["en", "de", "zh"], dest=lambda c: f"s3://{bucket}/emb/{c}.zarr", storage_options=options)
+    stores = _make_stores(
+        tmp_path, ["en", "de", "zh"], dest=lambda c: f"s3://{bucket}/emb/{c}.zarr", storage_options=options
+    )
     os.environ["BIASDASK_TEST_S3_SECRET"] = options["secret"]
     study = _study(
         stores,
         f"s3://{bucket}/results/study.zarr",
-        storage_options={"endpoint_url": options["endpoint_url"], "key": options["key"], "secret": "${BIASDASK_TEST_S3_SECRET}"},
+        storage_options={
+            "endpoint_url": options["endpoint_url"],
+            "key": options["key"],
+            "secret": "${BIASDASK_TEST_S3_SECRET}",
+        },
         tests=["gender", "weat7", "career_family"],
     )
     out = biasdask.run(study, client=dask_client, progress=False)
@@ -80,7 +99,11 @@ def test_s3_end_to_end_three_languages(tmp_path, s3_bucket, dask_client):
     assert plain["exact"].dtype == bool
     for k in ("seed", "alternative", "similarity", "sd_ddof", "biasdask_version", "config"):
         assert k in plain.attrs
-    assert plain.attrs["sd_ddof"] == 1 and "secret" not in plain.attrs["config"] and options["secret"] not in str(plain.attrs)
+    assert (
+        plain.attrs["sd_ddof"] == 1
+        and "secret" not in plain.attrs["config"]
+        and options["secret"] not in str(plain.attrs)
+    )
     gender = out.sel({"test": "gender"})
     assert np.isfinite(gender["p_value"].values).all() and (gender["n_permutations"].values == 499).all()
     # weat7 is English-only and the synthetic store lacks its words: skipped or not applicable, never 0.
@@ -160,7 +183,9 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, dask_client, monkeyp
     resumed = biasdask.run(path, client=dask_client, progress=False)
     assert len(calls) == total - len(done) and not set(calls) & done  # only the unfinished cells
 
-    clean = biasdask.run(_study(stores, str(tmp_path / "clean.zarr"), n_permutations=5000), client=dask_client, progress=False)
+    clean = biasdask.run(
+        _study(stores, str(tmp_path / "clean.zarr"), n_permutations=5000), client=dask_client, progress=False
+    )
     _assert_same_cube(resumed, clean)
     for code in codes:
         a = rs.open_scores(killed_out, code).load()
@@ -168,7 +193,8 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, dask_client, monkeyp
         xr.testing.assert_identical(a[["u", "t"]], b[["u", "t"]])
     for code, method in [("en", "uniform"), ("ja", "zipf")]:
         np.testing.assert_array_equal(
-            rs.read_null(killed_out, code, method, "gender"), rs.read_null(str(tmp_path / "clean.zarr"), code, method, "gender")
+            rs.read_null(killed_out, code, method, "gender"),
+            rs.read_null(str(tmp_path / "clean.zarr"), code, method, "gender"),
         )
 
 
@@ -202,9 +228,14 @@ def test_cli_show_and_plot(tmp_path, dask_client, capsys):
     assert len(lines) == 2 and all("männlich" in ln or "male" in ln for ln in lines)
     assert main(["plot", out, "--out", str(tmp_path / "png"), "--cell", "de,zipf,gender"]) == 0
     written = capsys.readouterr().out.split()
-    assert any(p.endswith("overview.png") for p in written) and any(p.endswith("null_de_zipf_gender.png") for p in written)
-    bad = subprocess.run([sys.executable, "-m", "biasdask.cli", "plot", out, "--out", str(tmp_path / "png"), "--cell", "xx,zipf"],
-                         capture_output=True, text=True)
+    assert any(p.endswith("overview.png") for p in written) and any(
+        p.endswith("null_de_zipf_gender.png") for p in written
+    )
+    bad = subprocess.run(
+        [sys.executable, "-m", "biasdask.cli", "plot", out, "--out", str(tmp_path / "png"), "--cell", "xx,zipf"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--cell" in bad.stderr
 
 
@@ -220,8 +251,10 @@ def test_study_attribute_sets_are_applied_and_recorded(tmp_path, shared_data, da
         stores[code] = url
     study = {
         "output": str(tmp_path / "r.zarr"),
-        "languages": {"fr": {"store": stores["fr"], "attributes": "iat"},
-                      "es": {"store": stores["es"], "attributes": {"a": ["hombre", "él"], "b": ["mujer", "ella"]}}},
+        "languages": {
+            "fr": {"store": stores["fr"], "attributes": "iat"},
+            "es": {"store": stores["es"], "attributes": {"a": ["hombre", "él"], "b": ["mujer", "ella"]}},
+        },
         "methods": ["uniform"],
         "tests": ["gender"],
         "n_permutations": 199,
@@ -236,7 +269,9 @@ def test_study_attribute_sets_are_applied_and_recorded(tmp_path, shared_data, da
     sc = biasdask.scores(emb, a, b, methods=["uniform"], exclude_words="gender_specific", dedupe_vectors=True)
     u = sc["u"].values
     assert 0 < sc.attrs["n_excluded"] and np.isnan(u).sum() >= sc.attrs["n_excluded"]
-    assert float(cell["statistic"].sel({"language": "fr"})) == pytest.approx(float(np.nansum(u.astype(np.float64))), rel=1e-6)
+    assert float(cell["statistic"].sel({"language": "fr"})) == pytest.approx(
+        float(np.nansum(u.astype(np.float64))), rel=1e-6
+    )
     assert int(cell["n_a"].sel({"language": "fr"})) == 8
     assert out.attrs["alternative"] == "two-sided"
     assert "attributes: iat" in out.attrs["config"]
@@ -249,9 +284,16 @@ def test_a_vocabulary_without_observed_frequencies_gets_notes_and_the_run_goes_o
     words = {"en": ("zmale", "zfemale"), "de": ("männlich", "weiblich"), "fr": ("homme", "femme")}
     for i, (code, (male, female)) in enumerate(words.items()):
         write_language(tmp_path / f"{code}.bin", male, female, 0.1, 400, 10, seed=i)
-        ingest(str(tmp_path / f"{code}.bin"), str(tmp_path / f"{code}.zarr"), language=code, client=False, progress=False)
-    study = _study({c: str(tmp_path / f"{c}.zarr") for c in words}, str(tmp_path / "r.zarr"),
-                   methods=["uniform", "frequency"], n_permutations=99, exclude_words=list(words["de"]))
+        ingest(
+            str(tmp_path / f"{code}.bin"), str(tmp_path / f"{code}.zarr"), language=code, client=False, progress=False
+        )
+    study = _study(
+        {c: str(tmp_path / f"{c}.zarr") for c in words},
+        str(tmp_path / "r.zarr"),
+        methods=["uniform", "frequency"],
+        n_permutations=99,
+        exclude_words=list(words["de"]),
+    )
     for code, (male, female) in words.items():
         study["languages"][code].update(a=[male], b=[female])
     with caplog.at_level("WARNING", logger="biasdask"):
@@ -272,8 +314,13 @@ def test_a_vocabulary_without_observed_frequencies_gets_notes_and_the_run_goes_o
 
 def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_path, dask_client, caplog):
     stores = _make_stores(tmp_path, ["en", "eu"], n_words=500)
-    study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform", "zipf", "frequency"],
-                   tests=["gender", "weat7"], alternative="greater")
+    study = _study(
+        stores,
+        str(tmp_path / "r.zarr"),
+        methods=["uniform", "zipf", "frequency"],
+        tests=["gender", "weat7"],
+        alternative="greater",
+    )
     study["languages"]["en"] = {"store": stores["en"], "a": ["male", "mael"], "b": ["female"]}
     with caplog.at_level("WARNING", logger="biasdask"):
         out = biasdask.run(study, client=dask_client, progress=False)
@@ -283,7 +330,9 @@ def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_
     en = out.sel({"language": "en", "test": "gender"})
     assert all("A: mael" in str(n) for n in en["note"].values)
     assert list(en["missing_attribute_words"].values) == ["A: mael"] * 3
-    assert list(en["attribute_words_a"].values) == ["male"] * 3 and list(en["attribute_words_b"].values) == ["female"] * 3
+    assert (
+        list(en["attribute_words_a"].values) == ["male"] * 3 and list(en["attribute_words_b"].values) == ["female"] * 3
+    )
     assert list(en["weighting"].values) == ["uniform", "zipf", "frequency"]
     assert list(en["alternative"].values) == ["greater"] * 3
     assert np.isfinite(en["statistic"].values).all() and (en["n_x"].values > 0).all()

@@ -19,8 +19,21 @@ from biasdask.engine.run import family_seed, plan_language
 from biasdask.errors import BiasdaskError
 from biasdask.io import results as rs
 
-CELL_VARS = ["statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std",
-             "n_permutations", "exact", "n_x", "n_y", "n_a", "n_b"]
+CELL_VARS = [
+    "statistic",
+    "effect_size",
+    "p_value",
+    "z_score",
+    "p_value_normal",
+    "null_mean",
+    "null_std",
+    "n_permutations",
+    "exact",
+    "n_x",
+    "n_y",
+    "n_a",
+    "n_b",
+]
 WORDS = {"en": ("male", "female"), "de": ("männlich", "weiblich")}
 
 
@@ -71,12 +84,22 @@ def test_same_bits_threads_one_worker_two_workers_and_one_cell_at_a_time(tmp_pat
     for code in WORDS:
         for method in ("uniform", "zipf", "frequency"):
             alone = full_vocabulary_test(
-                stores[code], *([w] for w in WORDS[code]), method=method, n_permutations=301,
-                seed=family_seed(5, code, "gender"), return_null=True, progress=False,
+                stores[code],
+                *([w] for w in WORDS[code]),
+                method=method,
+                n_permutations=301,
+                seed=family_seed(5, code, "gender"),
+                return_null=True,
+                progress=False,
             )
             cell = threads.sel({"language": code, "method": method, "test": "gender"})
-            for field, var in [("statistic", "statistic"), ("pvalue", "p_value"), ("effect_size", "effect_size"),
-                               ("null_mean", "null_mean"), ("z_score", "z_score")]:
+            for field, var in [
+                ("statistic", "statistic"),
+                ("pvalue", "p_value"),
+                ("effect_size", "effect_size"),
+                ("null_mean", "null_mean"),
+                ("z_score", "z_score"),
+            ]:
                 assert getattr(alone, field) == float(cell[var]), (code, method, field)
             null = rs.read_null(str(tmp_path / "threads.zarr"), code, method, "gender")
             np.testing.assert_array_equal(alone.null_distribution, null)
@@ -85,17 +108,21 @@ def test_same_bits_threads_one_worker_two_workers_and_one_cell_at_a_time(tmp_pat
 def test_pools_go_only_to_workers_that_use_them(tmp_path, stores):
     """No broadcast: a family's pool reaches only workers that run a task needing it (here, on three
     workers, two batches and the cells' task: a worker that runs none of them never receives it)."""
-    study = _study({"en": stores["en"]}, str(tmp_path / "r.zarr"), methods=["uniform", "zipf"], tests=["gender"],
-                   n_permutations=2000, batch_size=1000)
+    study = _study(
+        {"en": stores["en"]},
+        str(tmp_path / "r.zarr"),
+        methods=["uniform", "zipf"],
+        tests=["gender"],
+        n_permutations=2000,
+        batch_size=1000,
+    )
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with Client(cluster, set_as_default=False) as client:
             client.scatter = None  # the stream never scatters (a call would fail)
             with get_task_stream(client) as ts:
                 biasdask.run(study, client=client, progress=False)
             received = client.run(
-                lambda dask_worker: sorted(
-                    str(k) for entry in dask_worker.transfer_incoming_log for k in entry["keys"]
-                )
+                lambda dask_worker: sorted(str(k) for entry in dask_worker.transfer_incoming_log for k in entry["keys"])
             )
     batches = [t for t in ts.data if str(t["key"]).startswith("_family_batch")]
     users = {t["worker"] for t in ts.data if str(t["key"]).startswith(("_family_batch", "_family_cells"))}
@@ -122,21 +149,30 @@ def test_a_slow_language_does_not_hold_back_the_cells_of_another(tmp_path, store
     monkeypatch.setattr(run_module, "scores_graph", scores_graph)
     written = []
     real_write = rs.write_cell
-    monkeypatch.setattr(rs, "write_cell", lambda url, lang, m, t, *a, **k: written.append(lang) or real_write(url, lang, m, t, *a, **k))
+    monkeypatch.setattr(
+        rs, "write_cell", lambda url, lang, m, t, *a, **k: written.append(lang) or real_write(url, lang, m, t, *a, **k)
+    )
     biasdask.run(_study(stores, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"]), progress=False)
     assert written == ["de", "en"]
 
 
 def test_plan_language_is_pure_and_sorts_the_cells():
-    cfg = parse_config({
-        "output": "memory://plan.zarr",
-        "languages": {"eu": {"store": "memory://eu.zarr", "a": ["gizon"], "b": ["emakume"]}},
-        "methods": ["uniform", "zipf", "frequency"],
-        "tests": ["gender", "weat7", "career_family"],
-    })
-    plan = plan_language(cfg, "eu", {("eu", "zipf", "gender")}, need_scores=True,
-                         applicable={"gender", "career_family"},
-                         no_frequency="wordfreq has no observed-frequency list for language 'eu'")
+    cfg = parse_config(
+        {
+            "output": "memory://plan.zarr",
+            "languages": {"eu": {"store": "memory://eu.zarr", "a": ["gizon"], "b": ["emakume"]}},
+            "methods": ["uniform", "zipf", "frequency"],
+            "tests": ["gender", "weat7", "career_family"],
+        }
+    )
+    plan = plan_language(
+        cfg,
+        "eu",
+        {("eu", "zipf", "gender")},
+        need_scores=True,
+        applicable={"gender", "career_family"},
+        no_frequency="wordfreq has no observed-frequency list for language 'eu'",
+    )
     assert plan.families == {"gender": ("uniform",)}
     assert plan.classic == {"career_family": ("uniform", "zipf", "frequency")}
     notes = {(m, t): v["note"] for m, t, v in plan.notes}
@@ -194,8 +230,14 @@ def test_classic_cells_are_tasks_that_read_only_their_rows(tmp_path):
             f.write(w + " " + " ".join(f"{v:.4f}" for v in rng.normal(0, 0.3, 12)) + "\n")
     store = str(tmp_path / "en.zarr")
     ingest(str(src), store, language="en", client=False, progress=False, chunk_words=1000)
-    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": store}}, "methods": ["uniform", "zipf"],
-             "tests": tests, "n_permutations": 499, "seed": 9}
+    study = {
+        "output": str(tmp_path / "r.zarr"),
+        "languages": {"en": {"store": store}},
+        "methods": ["uniform", "zipf"],
+        "tests": tests,
+        "n_permutations": 499,
+        "seed": 9,
+    }
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with Client(cluster, set_as_default=False) as client, get_task_stream(client) as ts:
             cube = biasdask.run(study, client=client, progress=False)
@@ -241,14 +283,15 @@ def test_per_word_scores_are_written_where_they_were_computed(tmp_path, stores, 
     assert writers and writers <= set(dask_client.nthreads())
     for code in WORDS:
         written = rs.open_scores(study["output"], code).load()
-        direct = biasdask.scores(stores[code], written.attrs["used_a"], written.attrs["used_b"], methods=["uniform", "zipf"]).load()
+        direct = biasdask.scores(
+            stores[code], written.attrs["used_a"], written.attrs["used_b"], methods=["uniform", "zipf"]
+        ).load()
         assert list(written["word"].values) == list(direct["word"].values)
         assert written["rank"].values.tolist() == list(range(1, direct.sizes["word"] + 1))
         assert written["u"].values.tobytes() == direct["u"].values.tobytes()
         assert written["t"].values.tobytes() == direct["t"].values.tobytes()
         for key in ("n_a", "n_b", "used_a", "used_b", "n_words", "n_zero_vectors", "association"):
             assert written.attrs[key] == direct.attrs[key], key
-
 
 
 def test_stored_words_are_copied_as_stored_and_cut_to_max_words(tmp_path, dask_client):
@@ -262,7 +305,9 @@ def test_stored_words_are_copied_as_stored_and_cut_to_max_words(tmp_path, dask_c
     study = _study({"en": url}, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"], max_words=1500)
     biasdask.run(study, client=dask_client, progress=False)
     written = rs.open_scores(study["output"], "en").load()
-    direct = biasdask.scores(url, written.attrs["used_a"], written.attrs["used_b"], methods=["uniform"], max_words=1500).load()
+    direct = biasdask.scores(
+        url, written.attrs["used_a"], written.attrs["used_b"], methods=["uniform"], max_words=1500
+    ).load()
     assert written.sizes["word"] == 1500
     assert list(written["word"].values) == list(direct["word"].values)
     assert written["u"].values.tobytes() == direct["u"].values.tobytes()
@@ -270,6 +315,7 @@ def test_stored_words_are_copied_as_stored_and_cut_to_max_words(tmp_path, dask_c
     assert sorted(p.name for p in copied.iterdir()) == ["0", "1", "2"]
     for k in range(3):
         assert (copied / str(k)).read_bytes() == (tmp_path / "en.zarr" / "word" / "c" / str(k)).read_bytes()
+
 
 @pytest.fixture(scope="module")
 def tiny_store(tmp_path_factory):
@@ -286,21 +332,40 @@ def tiny_store(tmp_path_factory):
 def test_an_exact_family_on_the_stream_equals_the_test_alone(tmp_path, tiny_store, dask_client):
     """The batches are planned before the pool exists; when the pool turns out exact they are ignored and
     every split enumerated: the cells equal full_vocabulary_test in this process."""
-    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": tiny_store, "a": ["male"], "b": ["female"]}},
-             "methods": ["uniform", "zipf"], "tests": ["gender"], "n_permutations": 301, "seed": 3}
+    study = {
+        "output": str(tmp_path / "r.zarr"),
+        "languages": {"en": {"store": tiny_store, "a": ["male"], "b": ["female"]}},
+        "methods": ["uniform", "zipf"],
+        "tests": ["gender"],
+        "n_permutations": 301,
+        "seed": 3,
+    }
     out = biasdask.run(study, client=dask_client, progress=False)
     for method in ("uniform", "zipf"):
-        alone = full_vocabulary_test(tiny_store, ["male"], ["female"], method=method, n_permutations=301,
-                                     seed=family_seed(3, "en", "gender"), progress=False)
+        alone = full_vocabulary_test(
+            tiny_store,
+            ["male"],
+            ["female"],
+            method=method,
+            n_permutations=301,
+            seed=family_seed(3, "en", "gender"),
+            progress=False,
+        )
         cell = out.sel({"language": "en", "method": method, "test": "gender"})
         assert bool(cell["exact"]) and alone.exact
         assert float(cell["p_value"]) == alone.pvalue and float(cell["statistic"]) == alone.statistic
 
 
 def test_a_family_without_a_usable_word_is_named_and_left_empty(tmp_path, tiny_store, dask_client):
-    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": tiny_store, "a": ["male"], "b": ["female"]}},
-             "methods": ["uniform"], "tests": ["gender"], "n_permutations": 99, "seed": 3,
-             "exclude_words": ["male", "female", "doctor", "nurse"]}
+    study = {
+        "output": str(tmp_path / "r.zarr"),
+        "languages": {"en": {"store": tiny_store, "a": ["male"], "b": ["female"]}},
+        "methods": ["uniform"],
+        "tests": ["gender"],
+        "n_permutations": 99,
+        "seed": 3,
+        "exclude_words": ["male", "female", "doctor", "nurse"],
+    }
     with pytest.raises(BiasdaskError, match="en: no word has a usable vector"):
         biasdask.run(study, client=dask_client, progress=False)
     cube = rs.open_results(study["output"])
@@ -317,10 +382,14 @@ def test_scores_are_written_here_when_the_workers_do_not_see_the_results_store(s
     with get_task_stream(dask_client) as ts:
         biasdask.run(study, client=dask_client, progress=False)
     assert not [t for t in ts.data if str(t["key"]).startswith("_write_scores")]
-    assert dask_client.run(lambda: __import__("fsspec").filesystem("memory").exists(out)) == dict.fromkeys(dask_client.nthreads(), False)
+    assert dask_client.run(lambda: __import__("fsspec").filesystem("memory").exists(out)) == dict.fromkeys(
+        dask_client.nthreads(), False
+    )
     for code in WORDS:
         written = rs.open_scores(out, code).load()
-        direct = biasdask.scores(stores[code], written.attrs["used_a"], written.attrs["used_b"], methods=["uniform", "zipf"]).load()
+        direct = biasdask.scores(
+            stores[code], written.attrs["used_a"], written.attrs["used_b"], methods=["uniform", "zipf"]
+        ).load()
         assert written["t"].values.tobytes() == direct["t"].values.tobytes()
         assert list(written["word"].values) == list(direct["word"].values)
 
@@ -361,8 +430,13 @@ def test_pools_and_scores_writes_take_the_scores_chunks_directly(tmp_path):
     write_language(src, "male", "female", 0.1, 2500, 16, seed=4)
     store = str(tmp_path / "en.zarr")
     ingest(str(src), store, language="en", client=False, progress=False, chunk_words=500)
-    study = {"languages": {"en": {"store": store}}, "methods": ["uniform", "zipf"], "tests": ["gender"],
-             "n_permutations": 301, "seed": 2}
+    study = {
+        "languages": {"en": {"store": store}},
+        "methods": ["uniform", "zipf"],
+        "tests": ["gender"],
+        "n_permutations": 301,
+        "seed": 2,
+    }
     threads = biasdask.run({**study, "output": str(tmp_path / "threads.zarr")}, progress=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with Client(cluster, set_as_default=False) as client, get_task_stream(client) as ts:

@@ -105,14 +105,29 @@ def test_frequency_for_language_without_list():
 def test_frequency_for_a_vocabulary_without_observed_words_is_one_clear_error():
     # wordfreq has a Japanese list, but no word used is in it: its six real words are excluded here
     emb, _ = _embedding(language="ja")
-    with pytest.raises(BiasdaskError, match="none of the words used is in wordfreq's observed-frequency list for language 'ja'"):
-        scores(emb, ["male", "man"], ["female", "woman"], methods=("frequency",), exclude_attributes=True,
-               exclude_words=["the", "of"])
+    with pytest.raises(
+        BiasdaskError, match="none of the words used is in wordfreq's observed-frequency list for language 'ja'"
+    ):
+        scores(
+            emb,
+            ["male", "man"],
+            ["female", "woman"],
+            methods=("frequency",),
+            exclude_attributes=True,
+            exclude_words=["the", "of"],
+        )
     import biasdask
 
     with pytest.raises(BiasdaskError, match="^method 'frequency': none of the words used"):
-        biasdask.full_vocabulary_test(emb, ["male", "man"], ["female", "woman"], method="frequency",
-                                      exclude_attributes=True, exclude_words=["the", "of"], n_permutations=9)
+        biasdask.full_vocabulary_test(
+            emb,
+            ["male", "man"],
+            ["female", "woman"],
+            method="frequency",
+            exclude_attributes=True,
+            exclude_words=["the", "of"],
+            n_permutations=9,
+        )
 
 
 def test_positions_against_a_linear_search():
@@ -138,7 +153,10 @@ def _with_rows(vec, words):
     return xr.Dataset(
         {
             "vectors": (("word", "dim"), da.from_array(vec, chunks=(64, d))),
-            "norm": (("word",), da.from_array(np.linalg.norm(vec.astype(np.float64), axis=1).astype(np.float32), chunks=64)),
+            "norm": (
+                ("word",),
+                da.from_array(np.linalg.norm(vec.astype(np.float64), axis=1).astype(np.float32), chunks=64),
+            ),
         },
         coords={"word": np.array(words, dtype=object), "rank": ("word", np.arange(1, n + 1))},
         attrs={"language": "en"},
@@ -236,8 +254,11 @@ def test_iat_attribute_terms_on_real_french_vectors(shared_data):
     table = {w: vec[i].astype(np.float64) for i, w in enumerate(words)}
 
     def term_vector(term):
-        means = [np.mean([table[t] for t in tr if t in table], axis=0) for tr in term.translations
-                 if any(t in table for t in tr)]
+        means = [
+            np.mean([table[t] for t in tr if t in table], axis=0)
+            for tr in term.translations
+            if any(t in table for t in tr)
+        ]
         return np.mean(means, axis=0) if means else None
 
     av = [v for v in map(term_vector, a) if v is not None]
@@ -260,7 +281,7 @@ def test_dedupe_vectors_scores_each_distinct_vector_once():
     plain = scores(emb, ["male"], ["female"], methods=("uniform",))
     out = scores(emb, ["male"], ["female"], methods=("uniform",), dedupe_vectors=True)
     seen, first = set(), []
-    for i, row in enumerate(vec):  # brute force on the bytes
+    for row in vec:  # brute force on the bytes
         key = row.tobytes()
         first.append(bool(np.any(row)) and key not in seen)
         seen.add(key)
@@ -340,9 +361,21 @@ def test_u_read_from_stored_chunks_is_bit_identical_in_every_encoding(tmp_path, 
             coords={"word": words, "rank": ("word", np.arange(1, 701))},
             attrs={"language": "en"},
         )
-        expected = scores(memory, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)["u"].values
+        expected = scores(memory, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)[
+            "u"
+        ].values
         url = str(tmp_path / f"{encoding}.zarr")
-        store.prepare_store(url, None, language="en", source="s", format="vec", dim=12, chunk_words=256, n_words=700, vector_encoding=encoding)
+        store.prepare_store(
+            url,
+            None,
+            language="en",
+            source="s",
+            format="vec",
+            dim=12,
+            chunk_words=256,
+            n_words=700,
+            vector_encoding=encoding,
+        )
         for start in range(0, 700, 256):
             rows = slice(start, start + 256)
             store.write_block(url, None, start, words[rows], vec[rows], norms[rows])
@@ -369,9 +402,13 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     words = np.array(["male", "man", "female", "woman"] + [f"w{i}" for i in range(4, n)], dtype=object)
     norms = np.sqrt(np.square(vec, dtype=np.float64).sum(axis=1)).astype(np.float32)
     url = str(tmp_path / "s.zarr")
-    store.prepare_store(url, None, language="en", source="s", format="vec", dim=d, chunk_words=200, n_words=n, vector_encoding="int16")
+    store.prepare_store(
+        url, None, language="en", source="s", format="vec", dim=d, chunk_words=200, n_words=n, vector_encoding="int16"
+    )
     for start in range(0, n, 200):
-        store.write_block(url, None, start, words[start : start + 200], vec[start : start + 200], norms[start : start + 200])
+        store.write_block(
+            url, None, start, words[start : start + 200], vec[start : start + 200], norms[start : start + 200]
+        )
     store.finish_store(url, None, {"n_words": n, "n_zero_vectors": 1})
     emb = store.open_embeddings(url)
     a, b = ["male", "man"], ["female", "woman"]

@@ -26,11 +26,17 @@ def _values(result):
 
 
 CALLS = {
-    "permutation_test": lambda e, **kw: biasdask.permutation_test(np.arange(60.0) % 7, np.arange(40.0) % 5, n_permutations=99, **kw),
+    "permutation_test": lambda e, **kw: biasdask.permutation_test(
+        np.arange(60.0) % 7, np.arange(40.0) % 5, n_permutations=99, **kw
+    ),
     "full_vocabulary_test": lambda e, **kw: biasdask.full_vocabulary_test(e, A, B, n_permutations=99, **kw),
     "weat": lambda e, **kw: biasdask.weat(e, ["x1", "x2", "math"], ["y1", "y2", "art"], A, B, n_permutations=99, **kw),
-    "set_metric_test": lambda e, **kw: biasdask.set_metric_test(e, "rnd", ["x1", "x2", "math", "art"], A, B, n_permutations=99, **kw),
-    "attribute_sensitivity": lambda e, **kw: biasdask.attribute_sensitivity(e, A, B, n_permutations=99, progress=False, **kw),
+    "set_metric_test": lambda e, **kw: biasdask.set_metric_test(
+        e, "rnd", ["x1", "x2", "math", "art"], A, B, n_permutations=99, **kw
+    ),
+    "attribute_sensitivity": lambda e, **kw: biasdask.attribute_sensitivity(
+        e, A, B, n_permutations=99, progress=False, **kw
+    ),
 }
 
 

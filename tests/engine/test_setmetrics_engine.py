@@ -9,6 +9,7 @@ import statistics
 import numpy as np
 import pytest
 from scipy.spatial.distance import cosine as cosine_distance
+from vec_files import read_text_vectors
 
 import biasdask
 from biasdask.engine.cells import run_cell
@@ -18,8 +19,6 @@ from biasdask.engine.weat import CoverageError
 from biasdask.errors import BiasdaskError
 from biasdask.lexicon import iat_categories, iat_words, weat_test
 from biasdask.stats import setmetrics as sm
-
-from vec_files import read_text_vectors
 
 GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
 W7 = weat_test(7)
@@ -39,14 +38,21 @@ def iat_url(shared_data, tmp_path_factory):
     def get(language: str) -> str:
         dest = root / f"{language}.zarr"
         if not dest.exists():
-            ingest(str(shared_data / "iat" / "cc" / f"{language}.vec"), str(dest), language, format="vec",
-                   client=False, progress=False)
+            ingest(
+                str(shared_data / "iat" / "cc" / f"{language}.vec"),
+                str(dest),
+                language,
+                format="vec",
+                client=False,
+                progress=False,
+            )
         return str(dest)
 
     return get
 
 
 # oracles from the formulas (loops; no code shared with biasdask)
+
 
 def cos(u, v):
     return 1.0 - cosine_distance(u, v)
@@ -74,8 +80,9 @@ SWEATER = {"rnd": (-1.147534, 5e-7), "ect": (0.9761905, 5e-8), "rnsb": (0.017721
 def test_metrics_on_weat7_equal_published_values_and_the_formulas(glove_url, glove_text, dask_client):
     sets = [[glove_text[w] for w in ws] for ws in (W7.x, W7.a, W7.b)]
     for metric in sm.METRICS:
-        res = set_metric_test(glove_url, metric, W7.x, W7.a, W7.b, n_permutations=99, seed=5,
-                              client=dask_client, progress=False)
+        res = set_metric_test(
+            glove_url, metric, W7.x, W7.a, W7.b, n_permutations=99, seed=5, client=dask_client, progress=False
+        )
         assert res.test == metric and res.language == "en" and (res.n_x, res.n_y, res.n_a, res.n_b) == (8, 0, 8, 8)
         if metric in SWEATER:
             assert res.statistic == pytest.approx(SWEATER[metric][0], abs=SWEATER[metric][1]), metric
@@ -98,11 +105,22 @@ def planted(lean: float, seed: int = 0):
 
     rng = np.random.default_rng(seed)
     axis = np.eye(12)[0]
-    vectors = np.concatenate([rng.normal(size=(10, 12)) + lean * axis + 3 * np.eye(12)[1],
-                              rng.normal(size=(8, 12)) + 2 * axis, rng.normal(size=(8, 12)) - 2 * axis])
+    vectors = np.concatenate(
+        [
+            rng.normal(size=(10, 12)) + lean * axis + 3 * np.eye(12)[1],
+            rng.normal(size=(8, 12)) + 2 * axis,
+            rng.normal(size=(8, 12)) - 2 * axis,
+        ]
+    )
     words = [f"s{i}" for i in range(10)] + [f"a{i}" for i in range(8)] + [f"b{i}" for i in range(8)]
-    return xr.DataArray(vectors.astype(np.float32), dims=("word", "dim"), coords={"word": words},
-                        attrs={"language": "xx"}), words[:10], words[10:18], words[18:]
+    return (
+        xr.DataArray(
+            vectors.astype(np.float32), dims=("word", "dim"), coords={"word": words}, attrs={"language": "xx"}
+        ),
+        words[:10],
+        words[10:18],
+        words[18:],
+    )
 
 
 @pytest.mark.parametrize("metric", ["nas", "rnd"])
@@ -124,8 +142,9 @@ def test_an_undefined_metric_has_a_nan_p_value_and_a_note_in_its_cell(n_ab):
     assert math.isnan(res.statistic) and math.isnan(res.pvalue)
     assert math.isnan(res.z_score) and math.isnan(res.p_value_normal)
     assert res.exact == (n_ab == 2)
-    values, _ = _classic_cell(as_dataset(emb), "ect", "xx", (s[:1], a[:n_ab], b[:n_ab]), "study",
-                              dict(n_permutations=199, seed=1))
+    values, _ = _classic_cell(
+        as_dataset(emb), "ect", "xx", (s[:1], a[:n_ab], b[:n_ab]), "study", dict(n_permutations=199, seed=1)
+    )
     assert math.isnan(values["p_value"]) and "undefined (NaN)" in values["note"]
 
 
@@ -133,16 +152,28 @@ def test_exact_p_value_is_brute_force(glove_url, glove_text, dask_client):
     a, b = W7.a[:4], W7.b[:4]  # C(8, 4) = 70 splits: enumerated
     s, av, bv = ([glove_text[w] for w in ws] for ws in (W7.x, a, b))
     pool = av + bv
-    null = [oracle("nas", s, [pool[i] for i in c], [pool[i] for i in range(8) if i not in c])
-            for c in itertools.combinations(range(8), 4)]
+    null = [
+        oracle("nas", s, [pool[i] for i in c], [pool[i] for i in range(8) if i not in c])
+        for c in itertools.combinations(range(8), 4)
+    ]
     observed = oracle("nas", s, av, bv)
     centre = statistics.fmean(null)
     for alternative, hits in (
         ("greater", sum(v >= observed - 1e-12 for v in null)),
         ("two-sided", sum(abs(v - centre) >= abs(observed - centre) - 1e-12 for v in null)),
     ):
-        res = set_metric_test(glove_url, "nas", W7.x, a, b, n_permutations=100, alternative=alternative,
-                              client=dask_client, return_null=True, progress=False)
+        res = set_metric_test(
+            glove_url,
+            "nas",
+            W7.x,
+            a,
+            b,
+            n_permutations=100,
+            alternative=alternative,
+            client=dask_client,
+            return_null=True,
+            progress=False,
+        )
         assert res.exact and res.n_permutations == 70
         assert res.pvalue == pytest.approx(hits / 70, rel=1e-12)
         np.testing.assert_allclose(res.null_distribution, null, rtol=1e-10)
@@ -162,18 +193,21 @@ def test_sampled_null_is_the_same_on_every_scheduler(glove_url):
 def test_sampled_null_on_a_cluster(glove_url, dask_client):
     args = (glove_url, "ect", W7.x, W7.a, W7.b)
     local = set_metric_test(*args, n_permutations=120, seed=3, return_null=True, progress=False)
-    remote = set_metric_test(*args, n_permutations=120, seed=3, return_null=True, client=dask_client, batch_size=25,
-                             progress=False)
+    remote = set_metric_test(
+        *args, n_permutations=120, seed=3, return_null=True, client=dask_client, batch_size=25, progress=False
+    )
     np.testing.assert_array_equal(local.null_distribution, remote.null_distribution)
 
 
 def test_coverage_rule_is_weats(glove_url, dask_client):
     with pytest.raises(CoverageError, match="nosuchword") as info:
-        set_metric_test(glove_url, "rnd", W7.x, [*W7.a[:6], "nosuchword", "nosuchword2"], W7.b,
-                        client=dask_client, progress=False)
+        set_metric_test(
+            glove_url, "rnd", W7.x, [*W7.a[:6], "nosuchword", "nosuchword2"], W7.b, client=dask_client, progress=False
+        )
     assert info.value.test == "rnd" and info.value.missing == {"a": ("nosuchword", "nosuchword2")}
-    res = set_metric_test(glove_url, "rnd", W7.x, [*W7.a, "nosuchword"], W7.b, n_permutations=9,
-                          client=dask_client, progress=False)
+    res = set_metric_test(
+        glove_url, "rnd", W7.x, [*W7.a, "nosuchword"], W7.b, n_permutations=9, client=dask_client, progress=False
+    )
     assert res.n_a == 8 and res.coverage["a"].missing == ("nosuchword",)
     with pytest.raises(BiasdaskError, match="unknown set metric"):
         set_metric_test(glove_url, "weat", W7.x, W7.a, W7.b)
@@ -195,7 +229,11 @@ def iat_oracle_vectors(shared_data, language):
 
 def test_study_cells_on_the_languages_gender_sets(shared_data, iat_url, glove_url, dask_client):
     assert (set_metric_sets("en"), set_metric_sets("de"), set_metric_sets("fr"), set_metric_sets("eu")) == (
-        "weat7", "xweat7", "career_family", None)
+        "weat7",
+        "xweat7",
+        "career_family",
+        None,
+    )
     # French: the IAT words (career, family x male, female), translations averaged
     res = run_cell("rnd", iat_url("fr"), language="fr", n_permutations=49, seed=2, client=dask_client)
     v = iat_oracle_vectors(shared_data, "fr")
@@ -213,9 +251,15 @@ def test_study_cells_on_the_languages_gender_sets(shared_data, iat_url, glove_ur
 def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask_client):
     study = {
         "output": str(tmp_path / "r.zarr"),
-        "languages": {"en": {"store": glove_url}, "fr": {"store": iat_url("fr")}, "eu": {"store": biasdask.open_embeddings(glove_url).assign_attrs(language="eu")},
-                      "hu": {"store": biasdask.open_embeddings(glove_url).assign_attrs(language="hu"), "set_metric_words": {"s": list(W7.y), "a": list(W7.a),
-                                                                      "b": list(W7.b)}}},
+        "languages": {
+            "en": {"store": glove_url},
+            "fr": {"store": iat_url("fr")},
+            "eu": {"store": biasdask.open_embeddings(glove_url).assign_attrs(language="eu")},
+            "hu": {
+                "store": biasdask.open_embeddings(glove_url).assign_attrs(language="hu"),
+                "set_metric_words": {"s": list(W7.y), "a": list(W7.a), "b": list(W7.b)},
+            },
+        },
         "methods": ["uniform", "zipf"],
         "tests": ["rnd", "mac", "nas", "weat7"],
         "n_permutations": 99,
@@ -231,8 +275,16 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
         assert list(cell["attribute_words_a"].values) == [", ".join(W7.a)] * 2
         assert list(cell["n_x"].values) == [8, 8] and list(cell["n_a"].values) == [8, 8]
     assert en["statistic"].sel({"test": "rnd", "method": "uniform"}).item() == pytest.approx(-1.147534, abs=5e-7)
-    direct = set_metric_test(glove_url, "rnd", W7.x, W7.a, W7.b, n_permutations=99,
-                             seed=biasdask.engine.run.cell_seed(4, "en", "uniform", "rnd"), progress=False)
+    direct = set_metric_test(
+        glove_url,
+        "rnd",
+        W7.x,
+        W7.a,
+        W7.b,
+        n_permutations=99,
+        seed=biasdask.engine.run.cell_seed(4, "en", "uniform", "rnd"),
+        progress=False,
+    )
     assert en["p_value"].sel({"test": "rnd", "method": "zipf"}).item() == direct.pvalue
     mac = en.sel({"test": "mac"})
     assert np.isfinite(mac["statistic"].values).all() and np.isnan(mac["p_value"].values).all()
@@ -245,8 +297,16 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
     texts = [x.get_text() for x in plot_effect_heatmap(out, test="rnd").axes[0].texts]
     assert texts.count("none") == 6 and texts.count("n/a") == 2  # en, fr, hu ran (2 methods); eu: not applicable
     # a language with the study's own sets (here: arts terms against male and female terms)
-    hu = set_metric_test(glove_url, "nas", W7.y, W7.a, W7.b, n_permutations=99,
-                         seed=biasdask.engine.run.cell_seed(4, "hu", "uniform", "nas"), progress=False)
+    hu = set_metric_test(
+        glove_url,
+        "nas",
+        W7.y,
+        W7.a,
+        W7.b,
+        n_permutations=99,
+        seed=biasdask.engine.run.cell_seed(4, "hu", "uniform", "nas"),
+        progress=False,
+    )
     assert out["statistic"].sel({"language": "hu", "test": "nas", "method": "zipf"}).item() == hu.statistic
     assert out["p_value"].sel({"language": "hu", "test": "nas", "method": "zipf"}).item() == hu.pvalue
     assert "not applicable" in str(out["note"].sel({"language": "hu", "test": "weat7", "method": "uniform"}).item())
@@ -257,9 +317,17 @@ def test_study_file_names_the_sets():
     from biasdask.errors import ConfigError
 
     words = {"s": ["math", "algebra"], "a": ["he"], "b": ["she"]}
-    cfg = parse_config({"output": "memory://r", "languages": {"en": "a.zarr", "fr": {"store": "b.zarr",
-                        "set_metric_words": {"s": ["x"], "a": ["y"], "b": ["z"]}}}, "tests": ["rnd", "nas"],
-                        "set_metric_words": words})
+    cfg = parse_config(
+        {
+            "output": "memory://r",
+            "languages": {
+                "en": "a.zarr",
+                "fr": {"store": "b.zarr", "set_metric_words": {"s": ["x"], "a": ["y"], "b": ["z"]}},
+            },
+            "tests": ["rnd", "nas"],
+            "set_metric_words": words,
+        }
+    )
     en, fr = cfg.languages
     assert en.set_metric_words == (("math", "algebra"), ("he",), ("she",))
     assert fr.set_metric_words == (("x",), ("y",), ("z",))

@@ -45,8 +45,14 @@ def _study(stores, output, langs=None, **kw):
 
 
 def _cells(ds):
-    return {(str(l), str(m), str(t)): tuple(ds.sel({"language": l, "method": m, "test": t})[v].values[()] for v in VARS)
-            for l in ds.language.values for m in ds.method.values for t in ds.test.values}
+    return {
+        (str(lang), str(m), str(t)): tuple(
+            ds.sel({"language": lang, "method": m, "test": t})[v].values[()] for v in VARS
+        )
+        for lang in ds.language.values
+        for m in ds.method.values
+        for t in ds.test.values
+    }
 
 
 def _same(a, b):
@@ -54,15 +60,19 @@ def _same(a, b):
 
 
 def test_an_edited_study_names_its_changed_keys_before_any_cluster_starts(stores, tmp_path, monkeypatch, capsys):
-    from biasdask.cli import main
     import biasdask.engine.run as er
+    from biasdask.cli import main
 
     out = tmp_path / "r.zarr"
     biasdask.run(_study(stores, out), progress=False)
-    edited = _study(stores, out, langs={"en": "en", "de": "de", "es": "es"}, tests=["gender"], methods=["uniform", "zipf"])
+    edited = _study(
+        stores, out, langs={"en": "en", "de": "de", "es": "es"}, tests=["gender"], methods=["uniform", "zipf"]
+    )
     with pytest.raises(StoreConflictError, match=r"changed languages\.es, methods, tests\): pass --update"):
         biasdask.run(edited, progress=False)
-    with pytest.raises(StoreConflictError, match=r"changed n_permutations; n_permutations changes every cell\): pass --overwrite"):
+    with pytest.raises(
+        StoreConflictError, match=r"changed n_permutations; n_permutations changes every cell\): pass --overwrite"
+    ):
         biasdask.run(_study(stores, out, n_permutations=99), update=True, progress=False)
     # the CLI refuses before it finds or starts a cluster (it took 8-12 s of start-up, then two hashes)
     import yaml
@@ -75,7 +85,9 @@ def test_an_edited_study_names_its_changed_keys_before_any_cluster_starts(stores
     path.write_text(yaml.safe_dump(_study(stores, out, seed=12), sort_keys=False))
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("r.zarr: results of another study (changed seed; seed changes every cell): pass --overwrite to start over")
+    assert err.endswith(
+        "r.zarr: results of another study (changed seed; seed changes every cell): pass --overwrite to start over"
+    )
 
 
 def test_update_computes_the_affected_cells_only_and_equals_a_fresh_run(stores, tmp_path):
@@ -84,8 +96,13 @@ def test_update_computes_the_affected_cells_only_and_equals_a_fresh_run(stores, 
     old = _cells(before)
     null_before = rs.read_null(str(out), "en", "uniform", "gender")
     # a language added, one language's store changed, a method and a test added
-    edited = _study(stores, out, langs={"en": "en", "de": "de2", "es": "es"}, methods=["uniform", "zipf"],
-                    tests=["gender", "weat7", "context"])
+    edited = _study(
+        stores,
+        out,
+        langs={"en": "en", "de": "de2", "es": "es"},
+        methods=["uniform", "zipf"],
+        tests=["gender", "weat7", "context"],
+    )
     after = biasdask.run(edited, update=True, progress=False)
     new = _cells(after)
     kept = [c for c in old if c[0] == "en"]
@@ -93,8 +110,16 @@ def test_update_computes_the_affected_cells_only_and_equals_a_fresh_run(stores, 
     assert not _same(new[("de", "uniform", "gender")], old[("de", "uniform", "gender")])  # de recomputed
     assert all(after["done"].values.ravel())
     np.testing.assert_array_equal(rs.read_null(str(out), "en", "uniform", "gender"), null_before)
-    fresh = biasdask.run(_study(stores, tmp_path / "fresh.zarr", langs={"en": "en", "de": "de2", "es": "es"},
-                                methods=["uniform", "zipf"], tests=["gender", "weat7", "context"]), progress=False)
+    fresh = biasdask.run(
+        _study(
+            stores,
+            tmp_path / "fresh.zarr",
+            langs={"en": "en", "de": "de2", "es": "es"},
+            methods=["uniform", "zipf"],
+            tests=["gender", "weat7", "context"],
+        ),
+        progress=False,
+    )
     want = _cells(fresh)
     assert sorted(new) == sorted(want) and all(_same(new[c], want[c]) for c in want)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.zarr", "r.zarr"]  # nothing left beside

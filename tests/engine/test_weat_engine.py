@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.spatial.distance import cdist
+from vec_files import brute_force_count, make_store, read_text_vectors
 
 from biasdask.engine.cells import cell_values
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, CoverageError, career_family_test, weat
@@ -16,10 +17,8 @@ from biasdask.errors import MissingWordsError
 from biasdask.lexicon import iat_words, weat_test
 from biasdask.stats.weat import career_family_effect, weat_scores, weat_statistic
 
-from vec_files import brute_force_count, make_store, read_text_vectors
-
-
 # --- WEAT: Caliskan et al. 2017 on GloVe 840B ----------------------------------------------------
+
 
 @pytest.mark.parametrize(("n", "published"), [(1, 1.50), (7, 1.06)])
 def test_weat_reproduces_caliskan(glove_store, glove_text, dask_client, n, published):
@@ -37,15 +36,25 @@ def test_weat_reproduces_caliskan(glove_store, glove_text, dask_client, n, publi
 def test_weat_t7_exact_p_is_brute_force(glove_store, glove_text, dask_client):
     """All C(16, 8) = 12,870 splits: p = #{s_i >= s} / 12,870 = 202 / 12,870 (Caliskan: p = 0.018)."""
     t = weat_test(7)
-    res = weat(glove_store, t.x, t.y, t.a, t.b, n_permutations=math.comb(16, 8), alternative="greater",
-               client=dask_client, progress=False)
+    res = weat(
+        glove_store,
+        t.x,
+        t.y,
+        t.a,
+        t.b,
+        n_permutations=math.comb(16, 8),
+        alternative="greater",
+        client=dask_client,
+        progress=False,
+    )
     sx, sy = weat_scores(*(np.array([glove_text[w] for w in ws]) for ws in (t.x, t.y, t.a, t.b)))
     hits, total = brute_force_count(np.concatenate([sx, sy]), 8, weat_statistic(sx, sy))
     assert (hits, total) == (202, 12870)
     assert res.exact and res.n_permutations == 12870
     assert res.pvalue == pytest.approx(hits / total, rel=1e-12)
-    auto = weat(glove_store, t.x, t.y, t.a, t.b, n_permutations=20000, alternative="auto", client=dask_client,
-                progress=False)
+    auto = weat(
+        glove_store, t.x, t.y, t.a, t.b, n_permutations=20000, alternative="auto", client=dask_client, progress=False
+    )
     assert auto.exact and auto.alternative == "greater" and auto.pvalue == res.pvalue
 
 
@@ -58,6 +67,7 @@ def test_weat_samples_when_enumeration_is_too_large(glove_store, dask_client):
 
 
 # --- Euclidean distance: seed 002 footnote 3 -----------------------------------------------------
+
 
 def test_euclidean_direction_convention(tmp_path, dask_client):
     """X sits near A, Y near B. With the distance itself the statistic is negative and seed 002 reads
@@ -84,19 +94,39 @@ def test_euclidean_direction_convention(tmp_path, dask_client):
     assert s_distance < 0  # X is closer to A: a distance makes the statistic negative
     hits, total = brute_force_count(np.concatenate([sx, sy]), 4, s_distance, greater=False)
 
-    res = weat(store, names["x"], names["y"], names["a"], names["b"], similarity="euclidean",
-               n_permutations=1000, alternative="auto", client=dask_client, progress=False)
+    res = weat(
+        store,
+        names["x"],
+        names["y"],
+        names["a"],
+        names["b"],
+        similarity="euclidean",
+        n_permutations=1000,
+        alternative="auto",
+        client=dask_client,
+        progress=False,
+    )
     assert res.exact and res.alternative == "greater"
     assert res.statistic == pytest.approx(-s_distance, rel=1e-7)  # float32 scores (module docstring)
     assert res.pvalue == pytest.approx(hits / total, rel=1e-12) and hits < 5
     assert res.effect_size > 1.0
     assert res.similarity == "euclidean" and "footnote 3" in res.convention
-    cos = weat(store, names["x"], names["y"], names["a"], names["b"], n_permutations=1000, alternative="auto",
-               client=dask_client, progress=False)
+    cos = weat(
+        store,
+        names["x"],
+        names["y"],
+        names["a"],
+        names["b"],
+        n_permutations=1000,
+        alternative="auto",
+        client=dask_client,
+        progress=False,
+    )
     assert cos.statistic > 0 and cos.alternative == "greater"  # the same direction as with cosine
 
 
 # --- coverage ------------------------------------------------------------------------------------
+
 
 def test_coverage_threshold_skips_and_names_missing_words(tmp_path, dask_client):
     rng = np.random.default_rng(2)
@@ -131,11 +161,13 @@ def test_coverage_threshold_skips_and_names_missing_words(tmp_path, dask_client)
 
 # --- career/family IAT (Lewis & Lupyan 2020) -----------------------------------------------------
 
+
 @pytest.mark.parametrize("language", ["de", "es", "fr", "ja"])
 def test_career_family_reproduces_published(shared_data, iat_store, dask_client, language):
     published = pd.read_csv(shared_data / "iat/published_effect_sizes.csv").set_index("language_code")
-    res = career_family_test(iat_store(language), language, n_permutations=999, seed=3, client=dask_client,
-                             progress=False)
+    res = career_family_test(
+        iat_store(language), language, n_permutations=999, seed=3, client=dask_client, progress=False
+    )
     assert abs(res.effect_size - published.loc[language, "lang_es_wiki_cc"]) < 1e-9
     assert res.test == "career_family" and res.language == language
     assert (res.n_x, res.n_y) == (len(res.coverage["x"].found), len(res.coverage["y"].found))
@@ -148,8 +180,9 @@ def test_career_family_permutes_the_scores_behind_d(shared_data, iat_store, dask
     s = weat_statistic(effect.s_x, effect.s_y)
     greater = s > 0
     hits, total = brute_force_count(np.concatenate([effect.s_x, effect.s_y]), effect.s_x.size, s, greater)
-    res = career_family_test(iat_store("es"), "es", n_permutations=total, alternative="auto", client=dask_client,
-                             progress=False)
+    res = career_family_test(
+        iat_store("es"), "es", n_permutations=total, alternative="auto", client=dask_client, progress=False
+    )
     assert res.exact and res.statistic == pytest.approx(s, rel=1e-6)  # the engine holds scores as float32
     assert res.pvalue == pytest.approx(hits / total, rel=1e-12)
     assert res.effect_size == pytest.approx(effect.effect_size, abs=1e-12)
@@ -161,6 +194,7 @@ def test_career_family_coverage(shared_data, iat_store, dask_client):
         career_family_test(iat_store("ur"), "ur", client=dask_client, progress=False)
     assert len(info.value.missing["a"]) == 2
     published = pd.read_csv(shared_data / "iat/published_effect_sizes.csv").set_index("language_code")
-    res = career_family_test(iat_store("ur"), "ur", min_coverage=0.7, n_permutations=99, seed=0,
-                             client=dask_client, progress=False)
+    res = career_family_test(
+        iat_store("ur"), "ur", min_coverage=0.7, n_permutations=99, seed=0, client=dask_client, progress=False
+    )
     assert res.n_a == 6 and abs(res.effect_size - published.loc["ur", "lang_es_wiki_cc"]) < 1e-9

@@ -27,7 +27,9 @@ def emb():
 
 def test_weat_with_strings_as_attribute_sets_is_refused_with_the_fix(emb):
     # before: the strings were read as the words h, e and s, h, e, which this vocabulary has
-    with pytest.raises(BiasdaskTypeError, match=r"""^a: expected a list of words, got the string 'he': pass \["he"\]$"""):
+    with pytest.raises(
+        BiasdaskTypeError, match=r"""^a: expected a list of words, got the string 'he': pass \["he"\]$"""
+    ):
         biasdask.weat(emb, ["x1", "x2"], ["y1", "y2"], "he", "she", n_permutations=9)
     with pytest.raises(TypeError, match=r"""^x: expected a list of words, got the string 'he': pass \["he"\]$"""):
         biasdask.weat(emb, "he", ["she"], ["math"], ["art"])
@@ -35,7 +37,9 @@ def test_weat_with_strings_as_attribute_sets_is_refused_with_the_fix(emb):
 
 CALLS = {
     "full_vocabulary_test a": lambda e: biasdask.full_vocabulary_test(e, "he", ["she"]),
-    "full_vocabulary_test other_b": lambda e: biasdask.full_vocabulary_test(e, ["he"], ["she"], other=e, other_a=["he"], other_b="she"),
+    "full_vocabulary_test other_b": lambda e: biasdask.full_vocabulary_test(
+        e, ["he"], ["she"], other=e, other_a=["he"], other_b="she"
+    ),
     "scores b": lambda e: biasdask.scores(e, ["he"], "she"),
     "attribute_sensitivity a": lambda e: biasdask.attribute_sensitivity(e, "he", ["she"], progress=False),
     "set_metric_test s": lambda e: biasdask.set_metric_test(e, "rnd", "math", ["he"], ["she"]),
@@ -45,8 +49,9 @@ CALLS = {
     "frequency_profile a": lambda e: frequency_profile(e, a="he", b=["she"]),
     "mweat_test b": lambda e: eg.mweat_test(e, [("he", "she"), ("him", "her")], ["man"], "woman"),
     "debias project a": lambda e: biasdask.debias(e, "memory://words-test/x.zarr", "project", a="he", b=["she"]),
-    "debias gender_specific": lambda e: biasdask.debias(e, "memory://words-test/y.zarr", gender_specific="he",
-                                                        definitional_pairs=[("she", "he")]),
+    "debias gender_specific": lambda e: biasdask.debias(
+        e, "memory://words-test/y.zarr", gender_specific="he", definitional_pairs=[("she", "he")]
+    ),
     "gender_specific_words": lambda e: ed.gender_specific_words("he"),
     "xweat_gender_pairs words": lambda e: eg.xweat_gender_pairs("es", "doctor"),
 }
@@ -55,7 +60,9 @@ CALLS = {
 @pytest.mark.parametrize("call", CALLS, ids=list(CALLS))
 def test_every_word_list_argument_refuses_a_string(emb, call):
     name = call.split()[-1] if " " in call else "gender_specific"
-    with pytest.raises(BiasdaskTypeError, match=rf"^{name}: expected a list of words, got the string '[a-z0-9]+': pass \["):
+    with pytest.raises(
+        BiasdaskTypeError, match=rf"^{name}: expected a list of words, got the string '[a-z0-9]+': pass \["
+    ):
         CALLS[call](emb)
 
 
@@ -63,9 +70,12 @@ PAIR_CALLS = {
     "direction pairs": lambda e: biasdask.direction(e, pairs=("she", "he")),
     "bad_test targets": lambda e: eg.bad_test(e, ("he", "she"), [("man", "woman")]),
     "mweat_test targets": lambda e: eg.mweat_test(e, ("he", "she"), ["man"], ["woman"]),
-    "debias equalize_pairs": lambda e: biasdask.debias(e, "memory://words-test/z.zarr", equalize_pairs=("man", "woman"),
-                                                       definitional_pairs=[("she", "he")]),
-    "debias definitional_pairs": lambda e: biasdask.debias(e, "memory://words-test/w.zarr", definitional_pairs=("she", "he")),
+    "debias equalize_pairs": lambda e: biasdask.debias(
+        e, "memory://words-test/z.zarr", equalize_pairs=("man", "woman"), definitional_pairs=[("she", "he")]
+    ),
+    "debias definitional_pairs": lambda e: biasdask.debias(
+        e, "memory://words-test/w.zarr", definitional_pairs=("she", "he")
+    ),
 }
 
 
@@ -73,7 +83,9 @@ PAIR_CALLS = {
 def test_one_pair_where_a_list_of_pairs_is_expected_is_refused(emb, call):
     # before: tuple("she") made the "pair" ('s', 'h', 'e'), or ('h', 'e') a pair of letters
     name = call.split()[-1]
-    with pytest.raises(BiasdaskTypeError, match=rf"^{name}: expected a list of pairs, got one pair \('[a-z]+', '[a-z]+'\): pass \[\("):
+    with pytest.raises(
+        BiasdaskTypeError, match=rf"^{name}: expected a list of pairs, got one pair \('[a-z]+', '[a-z]+'\): pass \[\("
+    ):
         PAIR_CALLS[call](emb)
 
 
@@ -99,5 +111,7 @@ def test_the_fix_is_the_list_the_user_meant_in_python_and_in_yaml():
 
 def test_a_study_file_gets_the_yaml_fix():
     for text, fix in (("male", "[male]"), ("male, man", "[male, man]"), ("no", "['no']")):
-        with pytest.raises(ConfigError, match=rf"^languages\.en\.a: expected a list of words, got the string '{text}': write \{fix}$"):
+        with pytest.raises(
+            ConfigError, match=rf"^languages\.en\.a: expected a list of words, got the string '{text}': write \{fix}$"
+        ):
             parse_config({"output": "r.zarr", "languages": {"en": {"store": "en.zarr", "a": text, "b": ["female"]}}})

@@ -22,13 +22,20 @@ def write_vec(path: Path, words: list[str], vectors: np.ndarray) -> Path:
 
 def make_store(tmp: Path, name: str, words: list[str], vectors: np.ndarray, language: str = "en", chunk_words=None):
     source = write_vec(tmp / f"{name}.vec", words, vectors)
-    return ingest(str(source), str(tmp / f"{name}.zarr"), language, format="vec", client=False,
-                  chunk_words=chunk_words, progress=False)
+    return ingest(
+        str(source),
+        str(tmp / f"{name}.zarr"),
+        language,
+        format="vec",
+        client=False,
+        chunk_words=chunk_words,
+        progress=False,
+    )
 
 
 def read_text_vectors(path: Path, header: bool) -> dict[str, np.ndarray]:
     """Independent float64 reader: lines split on b"\\n", fields on b" " only."""
-    lines = path.read_bytes().split(b"\n")[1 if header else 0:]
+    lines = path.read_bytes().split(b"\n")[1 if header else 0 :]
     out: dict[str, np.ndarray] = {}
     for line in lines:
         fields = [f for f in line.split(b" ") if f]
@@ -76,4 +83,3 @@ def _store(tmp_path, name, words, vectors, language="xx", chunk_words=16):
 
 def _unit(v):
     return v / np.linalg.norm(v, axis=-1, keepdims=True)
-

@@ -49,8 +49,16 @@ def forms(small_model, small_kv, small_dataarray, stored):
     return _forms(small_model, small_kv, small_dataarray, stored)
 
 
-FORMS = ["dataset", "dataset-without-norm", "dataarray", "dataarray-dask", "dataarray-dim-first", "keyedvectors",
-         "array+words", "dask-array+words"]
+FORMS = [
+    "dataset",
+    "dataset-without-norm",
+    "dataarray",
+    "dataarray-dask",
+    "dataarray-dim-first",
+    "keyedvectors",
+    "array+words",
+    "dask-array+words",
+]
 
 
 def _same(a, b):
@@ -66,7 +74,9 @@ def test_scores_and_norms_are_bit_identical_to_the_stored_form(forms, form):
     np.testing.assert_array_equal(got["t"].values, ref["t"].values)
     np.testing.assert_array_equal(got["rank"].values, ref["rank"].values)
     assert got.attrs["n_zero_vectors"] == ref.attrs["n_zero_vectors"] == 1
-    np.testing.assert_array_equal(as_embeddings(forms[form])["norm"].values, biasdask.open_embeddings(forms["url"])["norm"].values)
+    np.testing.assert_array_equal(
+        as_embeddings(forms[form])["norm"].values, biasdask.open_embeddings(forms["url"])["norm"].values
+    )
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -78,7 +88,9 @@ def test_every_public_test_takes_every_form(forms, form):
     _same(biasdask.full_vocabulary_test(emb, **fv), biasdask.full_vocabulary_test(ref, **fv))
     d = biasdask.direction(emb, pairs=[("he", "she")], method="pair")
     np.testing.assert_array_equal(d, biasdask.direction(ref, pairs=[("he", "she")], method="pair"))
-    assert biasdask.direct_bias(emb, d, ["w397", "w398", "w399"]) == biasdask.direct_bias(ref, d, ["w397", "w398", "w399"])
+    assert biasdask.direct_bias(emb, d, ["w397", "w398", "w399"]) == biasdask.direct_bias(
+        ref, d, ["w397", "w398", "w399"]
+    )
     prof = biasdask.frequency_profile(emb, a=["male"], b=["female"])
     xr.testing.assert_equal(prof, biasdask.frequency_profile(ref, a=["male"], b=["female"]))  # attrs: language
 
@@ -176,10 +188,22 @@ def test_run_from_python_takes_in_memory_languages_on_threads(small_kv, small_da
     study = dict(methods=["uniform", "zipf"], tests=["gender", "weat7"], n_permutations=300, seed=2)
     kw = dict(progress=False)
     memory = biasdask.run(
-        {**study, "output": "memory://i12/kv.zarr", "languages": {"en": {"store": small_kv}, "de": {"store": small_dataarray, "a": ["male"], "b": ["female"]}}}, **kw
+        {
+            **study,
+            "output": "memory://i12/kv.zarr",
+            "languages": {"en": {"store": small_kv}, "de": {"store": small_dataarray, "a": ["male"], "b": ["female"]}},
+        },
+        **kw,
     )
     stored_de = biasdask.open_embeddings(stored).assign_attrs(language="de")  # the store says "en"
-    ref = biasdask.run({**study, "output": "memory://i12/ref.zarr", "languages": {"en": stored, "de": {"store": stored_de, "a": ["male"], "b": ["female"]}}}, **kw)
+    ref = biasdask.run(
+        {
+            **study,
+            "output": "memory://i12/ref.zarr",
+            "languages": {"en": stored, "de": {"store": stored_de, "a": ["male"], "b": ["female"]}},
+        },
+        **kw,
+    )
     for v in ("statistic", "effect_size", "p_value", "null_std", "n_x"):
         np.testing.assert_array_equal(memory[v].values, ref[v].values, err_msg=v)
     digest = parse_config({**study, "output": "x", "languages": {"en": {"store": small_kv}}}).digest()
@@ -216,23 +240,54 @@ def test_shortest_decimal_equals_the_string_route_bit_for_bit():
 
     rng = np.random.default_rng(12)
     f32 = np.finfo(np.float32)
-    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, f32.tiny, f32.smallest_subnormal, -f32.smallest_subnormal,
-             f32.max, -f32.max, f32.eps, 1.0, 0.1, 0.3, 1e-12, 1e18, 1e-13, 1e19, 2097152.25, 16777216.0,
-             0.5, 0.25, 3.4e38, 1.17e-38, 9.999999e-13, 1.0000001e18]
+    edges = [
+        0.0,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        f32.tiny,
+        f32.smallest_subnormal,
+        -f32.smallest_subnormal,
+        f32.max,
+        -f32.max,
+        f32.eps,
+        1.0,
+        0.1,
+        0.3,
+        1e-12,
+        1e18,
+        1e-13,
+        1e19,
+        2097152.25,
+        16777216.0,
+        0.5,
+        0.25,
+        3.4e38,
+        1.17e-38,
+        9.999999e-13,
+        1.0000001e18,
+    ]
     pow2 = np.ldexp(np.float32(1), np.arange(-149, 128)).astype(np.float32)
     near = np.concatenate([np.nextafter(pow2, np.float32(np.inf)), np.nextafter(pow2, np.float32(0))])
     tens = np.array([10.0**k for k in range(-45, 39)], dtype=np.float32)
     tens = np.concatenate([tens, np.nextafter(tens, np.float32(np.inf)), np.nextafter(tens, np.float32(0))])
-    values = np.concatenate([
-        np.array(edges, dtype=np.float32), pow2, near, tens, -tens,
-        rng.integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32).view(np.float32),  # every exponent
-        rng.standard_normal(100_000).astype(np.float32),  # word2vec-like
-        np.round(rng.standard_normal(50_000), 4).astype(np.float32),  # fastText .vec decimals
-        np.round(rng.uniform(-1, 1, 50_000), 5).astype(np.float32),  # GloVe
-        (rng.standard_normal(50_000) * 10.0 ** rng.integers(-12, 19, 50_000)).astype(np.float32),
-        rng.integers(1, 2**24, 25_000).astype(np.float32) * np.float32(0.25),  # ties between 8-digit decimals
-        rng.integers(0, 2**23, 25_000, dtype=np.uint32).view(np.float32),  # subnormals
-    ])
+    values = np.concatenate(
+        [
+            np.array(edges, dtype=np.float32),
+            pow2,
+            near,
+            tens,
+            -tens,
+            rng.integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32).view(np.float32),  # every exponent
+            rng.standard_normal(100_000).astype(np.float32),  # word2vec-like
+            np.round(rng.standard_normal(50_000), 4).astype(np.float32),  # fastText .vec decimals
+            np.round(rng.uniform(-1, 1, 50_000), 5).astype(np.float32),  # GloVe
+            (rng.standard_normal(50_000) * 10.0 ** rng.integers(-12, 19, 50_000)).astype(np.float32),
+            rng.integers(1, 2**24, 25_000).astype(np.float32) * np.float32(0.25),  # ties between 8-digit decimals
+            rng.integers(0, 2**23, 25_000, dtype=np.uint32).view(np.float32),  # subnormals
+        ]
+    )
     got, want = shortest_decimal(values), _via_string(values)
     bad = ~((got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want)))
     assert not bad.any(), list(zip(values[bad][:5], got[bad][:5], want[bad][:5]))

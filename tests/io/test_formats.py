@@ -12,7 +12,20 @@ from biasdask.errors import BiasdaskError, InputFormatError
 from biasdask.io import formats
 
 # tokens that break str.split(), splitlines(), CSV readers or NA handling
-ODD_WORDS = ['"quoted"', "#hash", "NA", "null", "nan", "-1", "a\xa0b", "nel\x85x", "ls\u2028x", "vt\x0bx", "cr\rx", "tab\tx"]
+ODD_WORDS = [
+    '"quoted"',
+    "#hash",
+    "NA",
+    "null",
+    "nan",
+    "-1",
+    "a\xa0b",
+    "nel\x85x",
+    "ls\u2028x",
+    "vt\x0bx",
+    "cr\rx",
+    "tab\tx",
+]
 
 
 def _vec_text(words, vectors, header=True, sep=" ", end=" \n") -> bytes:
@@ -57,9 +70,11 @@ def _random_tokens(rng, n):
             dot_or_not = "." if rng.integers(4) or not digits[:dot] else ""  # digits only, too
             tokens.append(str(rng.choice(["-", "+", ""])) + digits[:dot] + dot_or_not + digits[dot:])
         elif kind == 5:
-            tokens.append(f"{rng.integers(-10**6, 10**6)}e{rng.integers(-60, 30)}")
+            tokens.append(f"{rng.integers(-(10**6), 10**6)}e{rng.integers(-60, 30)}")
         else:
-            tokens.append(str(rng.choice(["0", "-0", "0.0", ".5", "5.", "-.25e1", "1e-50", "3.4028235e38", "00012.5000"])))
+            tokens.append(
+                str(rng.choice(["0", "-0", "0.0", ".5", "5.", "-.25e1", "1e-50", "3.4028235e38", "00012.5000"]))
+            )
     return tokens
 
 
@@ -99,7 +114,9 @@ def test_files_gensim_wrote_read_as_gensim_reads_them(tmp_path, binary):
     rng = np.random.default_rng(3)
     words = ODD_WORDS + [f"w{i}" for i in range(40)]
     kv = gensim.KeyedVectors(25)
-    kv.add_vectors(words, (rng.normal(size=(len(words), 25)) * 10.0 ** rng.integers(-6, 3, (len(words), 1))).astype(np.float32))
+    kv.add_vectors(
+        words, (rng.normal(size=(len(words), 25)) * 10.0 ** rng.integers(-6, 3, (len(words), 1))).astype(np.float32)
+    )
     path = str(tmp_path / ("g.bin" if binary else "g.txt"))
     kv.save_word2vec_format(path, binary=binary)
     info, got_words, vectors, _ = _parse_all(path)
@@ -289,7 +306,9 @@ def test_flat_storage_options_go_to_object_stores_only():
     assert formats.storage_options_for("/tmp/x", opts) == {}
     keyed = {"s3": opts, "https": {"headers": {"A": "b"}}}
     assert formats.storage_options_for("https://h/x.vec", keyed) == {"headers": {"A": "b"}}
-    assert formats.storage_options_for("memory://b/x", keyed) == {}  # (gs:// without gcsfs: tests/io/test_storage_options.py)
+    assert (
+        formats.storage_options_for("memory://b/x", keyed) == {}
+    )  # (gs:// without gcsfs: tests/io/test_storage_options.py)
     nested = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}  # flat, though every value is a dict
     assert formats.storage_options_for("s3://b/k", nested) == nested
 

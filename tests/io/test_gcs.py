@@ -56,7 +56,9 @@ def gcs_options():
         fsspec.register_implementation(p, gcsfs.core.GCSFileSystem, clobber=True)
     gcsfs.core.GCSFileSystem.clear_instance_cache()
     try:
-        yield {"gs": {"endpoint_url": f"http://127.0.0.1:{server.server_address[1]}", "token": "anon", "project": "test"}}
+        yield {
+            "gs": {"endpoint_url": f"http://127.0.0.1:{server.server_address[1]}", "token": "anon", "project": "test"}
+        }
     finally:
         gcsfs.core.GCSFileSystem.clear_instance_cache()
         for p, cls in before.items():
@@ -80,12 +82,23 @@ def test_gs_ingest_store_test_and_results_match_local(gcs_options, small_model, 
     gcs.pipe(f"{BUCKET}/src/en.vec", text.encode("utf-8"))
 
     local = {"src": str(tmp_path / "en.vec"), "emb": str(tmp_path / "en.zarr"), "out": str(tmp_path / "study.zarr")}
-    remote = {"src": f"gs://{BUCKET}/src/en.vec", "emb": f"gs://{BUCKET}/emb/en.zarr", "out": f"gs://{BUCKET}/results/study.zarr"}
+    remote = {
+        "src": f"gs://{BUCKET}/src/en.vec",
+        "emb": f"gs://{BUCKET}/emb/en.zarr",
+        "out": f"gs://{BUCKET}/results/study.zarr",
+    }
     got = {}
     for name, where in (("local", local), ("gs", remote)):
-        biasdask.ingest(where["src"], where["emb"], language="en", client=False, progress=False, storage_options=gcs_options)
+        biasdask.ingest(
+            where["src"], where["emb"], language="en", client=False, progress=False, storage_options=gcs_options
+        )
         fvt = biasdask.full_vocabulary_test(
-            where["emb"], a=["male", "he"], b=["female", "she"], method="uniform", n_permutations=199, seed=3,
+            where["emb"],
+            a=["male", "he"],
+            b=["female", "she"],
+            method="uniform",
+            n_permutations=199,
+            seed=3,
             storage_options=gcs_options,
         )
         study = {

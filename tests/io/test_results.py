@@ -31,13 +31,41 @@ METHODS = ["uniform", "zipf"]
 TESTS = ["gender", "weat1", "weat10"]
 ATTRS = {"seed": 20240917, "alternative": "auto", "similarity": "cosine"}
 CONFIG = "languages: [en, de, pt_BR]\nmethods: [uniform, zipf]\nn_permutations: 9999\nseed: 20240917\n"
-FLOATS = ["statistic", "effect_size", "effect_size_weighted", "p_value", "z_score", "p_value_normal", "null_mean", "null_std",
-          "target_coverage", "effect_size_ci_low", "effect_size_ci_high", "effect_size_se", "ci_level", "p_value_placebo",
-          "z_placebo", "effect_size_placebo_percentile"]
+FLOATS = [
+    "statistic",
+    "effect_size",
+    "effect_size_weighted",
+    "p_value",
+    "z_score",
+    "p_value_normal",
+    "null_mean",
+    "null_std",
+    "target_coverage",
+    "effect_size_ci_low",
+    "effect_size_ci_high",
+    "effect_size_se",
+    "ci_level",
+    "p_value_placebo",
+    "z_placebo",
+    "effect_size_placebo_percentile",
+]
 DERIVED = ["p_value_adjusted", "p_value_placebo_adjusted"]  # written whole at the end of a run, not by a cell
 INTS = ["n_permutations", "n_x", "n_y", "n_a", "n_b", "n_placebo"]
-STRINGS = ["alternative", "weighting", "attribute_words_a", "attribute_words_b", "missing_attribute_words", "attribute_set",
-           "u_association", "word_sets", "target_words_x", "target_words_y", "missing_target_words", "ci_method", "note"]  # note last
+STRINGS = [
+    "alternative",
+    "weighting",
+    "attribute_words_a",
+    "attribute_words_b",
+    "missing_attribute_words",
+    "attribute_set",
+    "u_association",
+    "word_sets",
+    "target_words_x",
+    "target_words_y",
+    "missing_target_words",
+    "ci_method",
+    "note",
+]  # note last
 
 
 def _cell_values(i, j, k):
@@ -210,7 +238,11 @@ def test_a_cell_is_one_object_and_compaction_folds_the_records(tmp_path):
     cells = _cells()
     for cell, values in cells[:5]:
         R.write_cell(url, *cell, values)
-    records = sorted(p.relative_to(tmp_path / "results.zarr").as_posix() for p in (tmp_path / "results.zarr" / "cells").rglob("*") if p.is_file())
+    records = sorted(
+        p.relative_to(tmp_path / "results.zarr").as_posix()
+        for p in (tmp_path / "results.zarr" / "cells").rglob("*")
+        if p.is_file()
+    )
     assert len(records) == 1 + 5 and all(r.endswith("zarr.json") for r in records)  # the group + one object per cell
     # plain xarray sees the chunks only: nothing yet; open_results sees the records
     assert not xr.open_zarr(url, consolidated=False)["done"].values.any()
@@ -276,8 +308,12 @@ def test_a_finished_26_by_3_by_23_cube_is_a_few_objects(tmp_path):
     langs, methods, tests = [f"l{i}" for i in range(26)], ["uniform", "zipf", "frequency"], [f"t{k}" for k in range(23)]
     _create(url, languages=langs, methods=methods, tests=tests)
     with cf.ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda c: R.write_cell(url, *c, {"statistic": 1.5, "note": "ü"}),
-                      [(lang, m, t) for lang in langs for m in methods for t in tests]))
+        list(
+            pool.map(
+                lambda c: R.write_cell(url, *c, {"statistic": 1.5, "note": "ü"}),
+                [(lang, m, t) for lang in langs for m in methods for t in tests],
+            )
+        )
     assert R.compact_results(url) == 26 * 3 * 23
     files = [p for p in (tmp_path / "results.zarr").rglob("*") if p.is_file()]
     n_vars = len(R.CELL_VARIABLES) + 1 + 3
@@ -427,7 +463,11 @@ def test_scores_round_trip_and_half_written_subgroup(store):
 
     # A subgroup whose writing stopped before the marker reads as not done and is rewritten.
     _scores(words[:3], offset=5.0).to_zarr(
-        url, group=f"scores/{other}", mode="w", consolidated=False, zarr_format=3,
+        url,
+        group=f"scores/{other}",
+        mode="w",
+        consolidated=False,
+        zarr_format=3,
         **({"storage_options": options} if options else {}),
     )
     assert not R.scores_done(url, other, storage_options=options)

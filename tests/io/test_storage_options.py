@@ -43,7 +43,8 @@ def test_endpoint_only_in_protocol_keyed_options_reaches_every_store(s3_bucket, 
     vectors, words = small_model
     src = tmp_path / "en.vec"
     src.write_text(
-        f"{len(words)} {vectors.shape[1]}\n" + "".join(w + " " + " ".join(map(str, row)) + "\n" for w, row in zip(words, vectors)),
+        f"{len(words)} {vectors.shape[1]}\n"
+        + "".join(w + " " + " ".join(map(str, row)) + "\n" for w, row in zip(words, vectors)),
         encoding="utf-8",
     )
     emb_url, out_url = f"s3://{bucket}/emb/en.zarr", f"s3://{bucket}/results/study.zarr"

@@ -15,15 +15,23 @@ from biasdask.io import store
 
 def _make(url, words, vectors, chunk, storage_options=None, finish=True):
     store.prepare_store(
-        url, storage_options, language="en", source="test.vec", format="vec", dim=vectors.shape[1],
-        chunk_words=chunk, n_words=len(words),
+        url,
+        storage_options,
+        language="en",
+        source="test.vec",
+        format="vec",
+        dim=vectors.shape[1],
+        chunk_words=chunk,
+        n_words=len(words),
     )
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in range(0, len(words), chunk):
         sl = slice(start, start + chunk)
         store.write_block(url, storage_options, start, np.array(words[sl], dtype=object), vectors[sl], norms[sl])
     if finish:
-        store.finish_store(url, storage_options, {"n_words": len(words), "n_duplicates": 0, "n_invalid_utf8": 0, "n_zero_vectors": 0})
+        store.finish_store(
+            url, storage_options, {"n_words": len(words), "n_duplicates": 0, "n_invalid_utf8": 0, "n_zero_vectors": 0}
+        )
 
 
 def _data(n, dim=5, seed=0):
@@ -92,7 +100,6 @@ def test_layout_read_back_by_xarray(tmp_path):
     assert xr.open_zarr(url, consolidated=False).sizes == {"word": 23, "dim": 5}
 
 
-
 def test_words_of_many_chunks_are_read_in_order_as_zarr_reads_them(tmp_path, monkeypatch):
     """The words are decoded directly from their chunks (fetched together, which lists them sorted:
     c/10 before c/2); they equal zarr's own read, and without the direct path (another encoding),
@@ -107,6 +114,7 @@ def test_words_of_many_chunks_are_read_in_order_as_zarr_reads_them(tmp_path, mon
     assert list(store.open_embeddings(url).word.values) == words
     monkeypatch.setattr(store, "_WORD_CODECS", ("another",))
     assert list(store.open_embeddings(url).word.values) == words
+
 
 def test_memory_store_round_trip():
     words, vectors = _data(7)
@@ -130,7 +138,9 @@ def test_store_without_marker_is_refused_and_missing_store_is_named(tmp_path):
     words, vectors = _data(5)
     url = str(tmp_path / "half.zarr")
     _make(url, words, vectors, chunk=2, finish=False)
-    with pytest.raises(IncompleteStoreError, match=r"half\.zarr: incomplete embedding store .* run biasdask ingest again"):
+    with pytest.raises(
+        IncompleteStoreError, match=r"half\.zarr: incomplete embedding store .* run biasdask ingest again"
+    ):
         store.open_embeddings(url)
     with pytest.raises(BiasdaskError, match=r"nothing\.zarr: no biasdask embedding store"):
         store.open_embeddings(str(tmp_path / "nothing.zarr"))
@@ -153,7 +163,9 @@ def test_replacing_refuses_anything_but_a_biasdask_store(tmp_path):
     store.check_replaceable(str(tmp_path / "old.zarr"))  # incomplete: ours, replaceable
 
 
-@pytest.mark.parametrize("drop", [[3], [0, 1, 2, 10], [9, 10, 11, 12, 13, 14, 15, 16], [24], [20, 21, 22, 23, 24], list(range(1, 25, 2))])
+@pytest.mark.parametrize(
+    "drop", [[3], [0, 1, 2, 10], [9, 10, 11, 12, 13, 14, 15, 16], [24], [20, 21, 22, 23, 24], list(range(1, 25, 2))]
+)
 def test_compaction_gives_the_store_written_without_the_dropped_rows(tmp_path, drop):
     words, vectors = _data(25, seed=1)
     vectors[drop[0]] = 0
@@ -186,7 +198,9 @@ def test_scaled_decoding_is_the_float32_parse_of_every_4_decimal_text():
     """Exhaustive: for every int16 k, decode_scaled(k) is bit for bit np.float32 of its decimal text,
     the codec's own decoding (k / 10^4 in float64, then float32) and gives k back."""
     k = np.arange(-(2**15) + 1, 2**15, dtype=np.int16)[:, None]
-    text = np.array([np.float32(f"{'-' if x < 0 else ''}{abs(x) // 10000}.{abs(x) % 10000:04d}") for x in k[:, 0].tolist()])
+    text = np.array(
+        [np.float32(f"{'-' if x < 0 else ''}{abs(x) // 10000}.{abs(x) % 10000:04d}") for x in k[:, 0].tolist()]
+    )
     out = np.empty(k.shape, np.float32)
     store.decode_scaled(k, out)
     assert out[:, 0].tobytes() == text.tobytes()
@@ -226,10 +240,19 @@ def test_scaled_store_round_trip_keeps_negative_zeros_and_any_zarr_reader_decode
     vectors[3, [0, 5, 11]] = np.float32(-0.0)
     vectors[7] = 0
     url = str(tmp_path / "s.zarr")
-    store.prepare_store(url, None, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23, vector_encoding="int16")
+    store.prepare_store(
+        url, None, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23, vector_encoding="int16"
+    )
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in range(0, 23, 10):
-        store.write_block(url, None, start, np.array(words[start : start + 10], dtype=object), vectors[start : start + 10], norms[start : start + 10])
+        store.write_block(
+            url,
+            None,
+            start,
+            np.array(words[start : start + 10], dtype=object),
+            vectors[start : start + 10],
+            norms[start : start + 10],
+        )
     store.finish_store(url, None, {"n_words": 23})
     ds = store.open_embeddings(url)
     assert ds.attrs["vector_encoding"] == "int16" and ds.attrs["vector_scale"] == 10000
@@ -254,10 +277,19 @@ def test_compaction_of_a_scaled_store_keeps_negative_zeros(tmp_path):
     vectors = (np.random.default_rng(3).integers(-900, 900, (25, 9)) / 10000).astype(np.float32)
     vectors[[4, 17, 24], 2] = np.float32(-0.0)
     url = str(tmp_path / "c.zarr")
-    store.prepare_store(url, None, language="en", source="s", format="vec", dim=9, chunk_words=4, n_words=25, vector_encoding="int16")
+    store.prepare_store(
+        url, None, language="en", source="s", format="vec", dim=9, chunk_words=4, n_words=25, vector_encoding="int16"
+    )
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in range(0, 25, 4):
-        store.write_block(url, None, start, np.array(words[start : start + 4], dtype=object), vectors[start : start + 4], norms[start : start + 4])
+        store.write_block(
+            url,
+            None,
+            start,
+            np.array(words[start : start + 4], dtype=object),
+            vectors[start : start + 4],
+            norms[start : start + 4],
+        )
     store.compact_store(url, None, np.array([1, 5, 6]))
     store.finish_store(url, None, {"n_words": 22})
     keep = np.setdiff1d(np.arange(25), [1, 5, 6])
@@ -270,10 +302,19 @@ def test_a_flipped_byte_of_a_scaled_store_fails_its_checksum(tmp_path, chunk):
     vectors = (np.random.default_rng(4).integers(-3000, 3000, (20, 16)) / 10000).astype(np.float32)
     vectors[0, 0] = np.float32(-0.0)
     url = str(tmp_path / "s.zarr")
-    store.prepare_store(url, None, language="en", source="s", format="vec", dim=16, chunk_words=10, n_words=20, vector_encoding="int16")
+    store.prepare_store(
+        url, None, language="en", source="s", format="vec", dim=16, chunk_words=10, n_words=20, vector_encoding="int16"
+    )
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in (0, 10):
-        store.write_block(url, None, start, np.array(words[start : start + 10], dtype=object), vectors[start : start + 10], norms[start : start + 10])
+        store.write_block(
+            url,
+            None,
+            start,
+            np.array(words[start : start + 10], dtype=object),
+            vectors[start : start + 10],
+            norms[start : start + 10],
+        )
     store.finish_store(url, None, {"n_words": 20})
     path = tmp_path / "s.zarr" / chunk
     data = bytearray(path.read_bytes())
@@ -293,11 +334,19 @@ def test_vectors_decoded_into_the_threads_reused_buffer_equal_zarrs_read(tmp_pat
     words, _ = _data(23)
     vectors = (np.random.default_rng(5).integers(-3000, 3000, (23, 12)) / 10000).astype(np.float32)
     url = str(tmp_path / "s.zarr")
-    store.prepare_store(url, None, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23,
-                        vector_encoding=encoding)
+    store.prepare_store(
+        url, None, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23, vector_encoding=encoding
+    )
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in range(0, 23, 10):
-        store.write_block(url, None, start, np.array(words[start : start + 10], dtype=object), vectors[start : start + 10], norms[start : start + 10])
+        store.write_block(
+            url,
+            None,
+            start,
+            np.array(words[start : start + 10], dtype=object),
+            vectors[start : start + 10],
+            norms[start : start + 10],
+        )
     store.finish_store(url, None, {"n_words": 23})
     array = zarr.open_array(url, path="vectors", mode="r")
     raw = array if encoding == "float32" else store.raw_vectors(array)
@@ -308,7 +357,9 @@ def test_vectors_decoded_into_the_threads_reused_buffer_equal_zarrs_read(tmp_pat
         expected = raw[rows]
         assert reused.dtype == expected.dtype and reused.shape == expected.shape
         assert reused.tobytes() == expected.tobytes() == plain.tobytes()
-        assert (negative is None) == (encoding == "float32") and (negative is None or np.array_equal(negative, plain_negative))
+        assert (negative is None) == (encoding == "float32") and (
+            negative is None or np.array_equal(negative, plain_negative)
+        )
         assert not np.shares_memory(plain, reused)
         first = reused if first is None else first
         assert np.shares_memory(first, reused)  # one buffer for every chunk
@@ -330,7 +381,8 @@ def test_vectors_encoded_otherwise_are_read_through_zarr(tmp_path):
     """Only the encoding ingest writes is decoded directly; another one (here zstd) falls back to zarr."""
     import zarr
 
-    array = zarr.create_array(str(tmp_path / "a.zarr"), shape=(6, 4), chunks=(4, 4), dtype="float32",
-                              compressors=zarr.codecs.ZstdCodec())
+    array = zarr.create_array(
+        str(tmp_path / "a.zarr"), shape=(6, 4), chunks=(4, 4), dtype="float32", compressors=zarr.codecs.ZstdCodec()
+    )
     array[...] = np.arange(24, dtype=np.float32).reshape(6, 4)
     assert store._read_reused(str(tmp_path / "a.zarr"), None, array, 0) is None

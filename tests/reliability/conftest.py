@@ -27,4 +27,3 @@ def on_cluster(dask_client, monkeypatch):
     """Make ``biasdask run`` use the session's LocalCluster (worker processes) via DASK_SCHEDULER_ADDRESS."""
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", dask_client.scheduler.address)
     return dask_client
-

@@ -40,7 +40,6 @@ def write_study(tmp_path: Path, stores: dict[str, str], **extra) -> Path:
     return path
 
 
-
 def assert_one_line_error(code: int, err: str, *needles: str) -> None:
     """A non-zero exit, exactly one line on stderr starting ``biasdask``, no traceback, the needles in it."""
     assert code not in (0, None), err
@@ -50,4 +49,3 @@ def assert_one_line_error(code: int, err: str, *needles: str) -> None:
     assert "Traceback" not in err and "Compute Failed" not in err
     for needle in needles:
         assert needle in lines[0], lines[0]
-

@@ -26,8 +26,16 @@ def _race(sources, dest, storage_options=None):
         language, src = sources[i]
         barrier.wait()
         try:
-            ingest(src, dest, language, chunk_words=16, client=False, progress=False, storage_options=storage_options,
-                   overwrite=True)  # two languages, so that a mixed store would show
+            ingest(
+                src,
+                dest,
+                language,
+                chunk_words=16,
+                client=False,
+                progress=False,
+                storage_options=storage_options,
+                overwrite=True,
+            )  # two languages, so that a mixed store would show
             outcomes[i] = "ok"
         except StoreConflictError as exc:
             outcomes[i] = exc
@@ -54,7 +62,10 @@ def _check_consistent(emb, n_en=200, n_de=150):
 
 
 def test_two_ingests_into_one_local_destination(tmp_path):
-    sources = [("en", _source(tmp_path / "en.vec", "en", 200, 6, 1.0)), ("de", _source(tmp_path / "de.vec", "de", 150, 6, 2.0))]
+    sources = [
+        ("en", _source(tmp_path / "en.vec", "en", 200, 6, 1.0)),
+        ("de", _source(tmp_path / "de.vec", "de", 150, 6, 2.0)),
+    ]
     dest = str(tmp_path / "shared.zarr")
     lost = 0
     for race in range(25):
@@ -76,7 +87,10 @@ def test_two_ingests_into_one_local_destination(tmp_path):
 def test_two_ingests_into_one_s3_destination(tmp_path, s3_bucket):
     bucket, options = s3_bucket
     # fewer words than on disk (each chunk is a request to the server), still several chunks of 16
-    sources = [("en", _source(tmp_path / "en.vec", "en", 72, 6, 1.0)), ("de", _source(tmp_path / "de.vec", "de", 56, 6, 2.0))]
+    sources = [
+        ("en", _source(tmp_path / "en.vec", "en", 72, 6, 1.0)),
+        ("de", _source(tmp_path / "de.vec", "de", 56, 6, 2.0)),
+    ]
     dest = f"s3://{bucket}/emb/shared.zarr"
     for _ in range(4):
         outcomes = _race(sources, dest, options)

@@ -60,8 +60,9 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "biasdask.cli", "languages"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "biasdask.cli", "languages"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.close()  # before the command prints: its first write meets a closed pipe
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
@@ -101,9 +102,18 @@ def test_bz2_and_xz_sources_are_decompressed_and_zstd_is_refused_naming_it(tmp_p
 def test_a_negative_header_and_tab_separated_fields_are_named_as_such(tmp_path, cli):
     # before: "line 2: expected 1 values, found 4" and "expected 4 values, found 0"
     cases = {
-        "neg.vec": (b"-2 4\na 1 2 3 4\nb 1 2 3 4\n", "neg.vec: line 1: the header 'N D' (-2 4) has a negative word count"),
-        "tabs.vec": (b"2 4\na\t1\t2\t3\t4\nb\t1\t2\t3\t4\n", "tabs.vec: line 2 ('a\\t1\\t2\\t3\\t4'): expected 4 values, found 0 (the fields are separated by tabs"),
-        "tabs.txt": (b"a\t1\t2\t3\t4\nb\t1\t2\t3\t4\n", "tabs.txt: line 1: a word without values (the fields are separated by tabs"),
+        "neg.vec": (
+            b"-2 4\na 1 2 3 4\nb 1 2 3 4\n",
+            "neg.vec: line 1: the header 'N D' (-2 4) has a negative word count",
+        ),
+        "tabs.vec": (
+            b"2 4\na\t1\t2\t3\t4\nb\t1\t2\t3\t4\n",
+            "tabs.vec: line 2 ('a\\t1\\t2\\t3\\t4'): expected 4 values, found 0 (the fields are separated by tabs",
+        ),
+        "tabs.txt": (
+            b"a\t1\t2\t3\t4\nb\t1\t2\t3\t4\n",
+            "tabs.txt: line 1: a word without values (the fields are separated by tabs",
+        ),
     }
     for name, (data, needle) in cases.items():
         (tmp_path / name).write_bytes(data)
@@ -127,8 +137,13 @@ def test_csv_output_neutralises_cells_a_spreadsheet_would_run_as_formulas(tmp_pa
     vectors = rng.standard_normal((len(words), 8)).astype(np.float32)
     vectors[2:5] = vectors[0] * 3  # the formula-like words lean towards A
     emb = xr.DataArray(vectors, dims=("word", "dim"), coords={"word": words}, attrs={"language": "en"})
-    study = {"output": str(tmp_path / "r.zarr"), "languages": {"en": {"store": emb, "a": ["=HYPERLINK(1)"], "b": ["she"]}},
-             "methods": ["uniform"], "n_permutations": 99, "seed": 1}
+    study = {
+        "output": str(tmp_path / "r.zarr"),
+        "languages": {"en": {"store": emb, "a": ["=HYPERLINK(1)"], "b": ["she"]}},
+        "methods": ["uniform"],
+        "n_permutations": 99,
+        "seed": 1,
+    }
     biasdask.run(study, progress=False)
     code, out, err = cli("show", tmp_path / "r.zarr", "--format", "csv")
     assert code == 0, err
@@ -147,7 +162,9 @@ def test_a_language_given_twice_is_refused_naming_it(tmp_path, cli):
     study.write_text("output: r.zarr\nembeddings: emb/{language}.zarr\nlanguages: [en, de, en]\n")
     code, _, err = cli("run", study)
     assert_one_line_error(code, err, "languages: 'en' listed more than once")
-    study.write_text("output: r.zarr\nlanguages:\n  en: {store: a.zarr}\n  de: {store: b.zarr}\n  en: {store: c.zarr}\n")
+    study.write_text(
+        "output: r.zarr\nlanguages:\n  en: {store: a.zarr}\n  de: {store: b.zarr}\n  en: {store: c.zarr}\n"
+    )
     code, _, err = cli("run", study)
     assert_one_line_error(code, err, "study.yaml: not valid YAML at line 5, column 3: the key 'en' is given twice")
     assert not (tmp_path / "r.zarr").exists()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from reliability_helpers import assert_one_line_error, make_store, write_study
 
 from biasdask.engine.ingest import ingest
 from biasdask.io.store import open_embeddings
-from reliability_helpers import assert_one_line_error, make_store, write_study
 
 
 def _tree(root):
@@ -51,7 +51,9 @@ def test_a_study_that_cannot_start_leaves_no_results_store(tmp_path, cli, fault,
     from biasdask.engine import cluster
 
     started = []
-    monkeypatch.setattr(cluster, "get_client", lambda *args, **kwargs: started.append(args) or pytest.fail("cluster first"))
+    monkeypatch.setattr(
+        cluster, "get_client", lambda *args, **kwargs: started.append(args) or pytest.fail("cluster first")
+    )
     url = make_store(tmp_path)
     stores = {"en": url}
     if fault == "missing store":

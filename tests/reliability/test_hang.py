@@ -8,11 +8,11 @@ import time
 
 import dask.config
 import pytest
+from reliability_helpers import assert_one_line_error
 
 from biasdask.config import parse_config
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, ConfigError
-from reliability_helpers import assert_one_line_error
 
 
 @pytest.fixture()
@@ -83,7 +83,9 @@ def test_the_cli_ingest_of_an_http_source_that_never_answers_ends_within_the_tim
     result: list = []
 
     def go():
-        result.append(cli("ingest", f"{silent_server}/en.vec", tmp_path / "en.zarr", "--language", "en", "--no-progress"))
+        result.append(
+            cli("ingest", f"{silent_server}/en.vec", tmp_path / "en.zarr", "--language", "en", "--no-progress")
+        )
 
     start = time.monotonic()
     with dask.config.set({"biasdask.http.connect-timeout": 2, "biasdask.http.read-timeout": 1}):
@@ -92,6 +94,6 @@ def test_the_cli_ingest_of_an_http_source_that_never_answers_ends_within_the_tim
         thread.join(60)
     assert not thread.is_alive(), "biasdask ingest is still waiting for the server"
     assert time.monotonic() - start < 30
-    (code, _, err), = result
+    ((code, _, err),) = result
     assert_one_line_error(code, err, "timed out", "127.0.0.1")
     assert not (tmp_path / "en.zarr").exists()

@@ -41,7 +41,9 @@ def test_install_run_then_editable_install_imports_from_anywhere(tmp_path):
     python = _python(env_dir)
     purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     # The dependencies come from this interpreter's site-packages, appended after the venv's own (a
     # plain path in a .pth file: this environment's own editable finder is not loaded).
@@ -65,7 +67,10 @@ def test_install_run_then_editable_install_imports_from_anywhere(tmp_path):
     assert not installed.exists(), f"left behind by the uninstall: {sorted(installed.rglob('*'))[:5]}"
     second = subprocess.run(
         [python, "-c", "import biasdask; print(biasdask.__file__, biasdask.full_vocabulary_test.__name__)"],
-        env=env, cwd=elsewhere, capture_output=True, text=True,
+        env=env,
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
     )
     assert second.returncode == 0, second.stderr
     assert second.stdout.split()[0] == str(ROOT / "biasdask" / "__init__.py")

@@ -7,7 +7,9 @@ import pytest
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError
 
-SECRET_QUERY = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIASECRETCRED%2F20261123&X-Amz-Signature=deadbeefsecretsig"
+SECRET_QUERY = (
+    "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIASECRETCRED%2F20261123&X-Amz-Signature=deadbeefsecretsig"
+)
 
 
 def _no_secret(text: str) -> None:

@@ -63,8 +63,11 @@ def test_degenerate_sets_give_nan_intervals_with_a_note(x, y, note):
 @pytest.mark.parametrize(
     "kwargs, error",
     [
-        (dict(seed=-1), ValueError), (dict(seed=None), TypeError), (dict(seed=0, level=1.0), ValueError),
-        (dict(seed=0, method="basic"), ValueError), (dict(seed=0, n_resamples=0), ValueError),
+        (dict(seed=-1), ValueError),
+        (dict(seed=None), TypeError),
+        (dict(seed=0, level=1.0), ValueError),
+        (dict(seed=0, method="basic"), ValueError),
+        (dict(seed=0, n_resamples=0), ValueError),
     ],
 )
 def test_bootstrap_checks_its_arguments(kwargs, error):
@@ -91,8 +94,9 @@ def _exact_distribution(kind, vocab, z, a, b):
     if kind == "ripa":
         combos = [(c, c) for c in itertools.product(range(len(a)), repeat=len(a))]
     else:
-        combos = itertools.product(itertools.product(range(len(a)), repeat=len(a)),
-                                   itertools.product(range(len(b)), repeat=len(b)))
+        combos = itertools.product(
+            itertools.product(range(len(a)), repeat=len(a)), itertools.product(range(len(b)), repeat=len(b))
+        )
     d, dw = [], []
     for ia, ib in combos:
         u = v @ linear_directions(kind, a[list(ia)], b[list(ib)])
@@ -106,11 +110,14 @@ def test_attribute_percentile_interval_matches_the_exact_bootstrap_distribution(
     rng, vocab, z = _vocab(11)
     n = 4 if kind == "ripa" else 3  # 4^4 pair resamples, 3^3 x 3^3 otherwise
     a = vocab[:n] + rng.normal(size=10)
-    b = vocab[n:2 * n]
+    b = vocab[n : 2 * n]
     exact_d, exact_dw = _exact_distribution(kind, vocab, z, a, b)
     m = linear_moments(moment_rows(kind, vocab), z)
     res = attribute_bootstrap_interval(m, a, b, seed=2, association=kind, method="percentile", n_resamples=20000)
-    for values, low, high in ((exact_d, res.ci_low, res.ci_high), (exact_dw, res.weighted_ci_low[1], res.weighted_ci_high[1])):
+    for values, low, high in (
+        (exact_d, res.ci_low, res.ci_high),
+        (exact_dw, res.weighted_ci_low[1], res.weighted_ci_high[1]),
+    ):
         # each bound is the exact distribution's 2.5 % (97.5 %) quantile, up to sampling error (±0.01);
         # a bound on an atom of the distribution matches it to rounding (moments vs brute force)
         eps = 1e-9 * np.abs(values).max()

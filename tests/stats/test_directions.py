@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -37,7 +39,7 @@ def test_weat_statistic_equals_inner_product_of_directions_property():
         n = int(rng.integers(1, 9))
         n_x, n_y = int(rng.integers(1, 9)), int(rng.integers(1, 9))
         scale = 10.0 ** rng.uniform(-3, 3)
-        draw = rng.standard_normal if seed % 2 else (lambda size: rng.uniform(-1, 2, size))
+        draw = rng.standard_normal if seed % 2 else functools.partial(rng.uniform, -1, 2)
         x, y = scale * draw(size=(n_x, dim)), draw(size=(n_y, dim))
         a, b = draw(size=(n, dim)), scale * draw(size=(n, dim))
         expected = _weat_brute(x, y, a, b)
@@ -50,8 +52,9 @@ def test_weat_statistic_equals_inner_product_of_directions_property():
 def test_weat_identity_needs_equal_attribute_sets():
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match=r"\|A\| = \|B\|"):
-        dr.weat_statistic_from_directions(rng.normal(size=(2, 5)), rng.normal(size=(2, 5)),
-                                          rng.normal(size=(3, 5)), rng.normal(size=(2, 5)))
+        dr.weat_statistic_from_directions(
+            rng.normal(size=(2, 5)), rng.normal(size=(2, 5)), rng.normal(size=(3, 5)), rng.normal(size=(2, 5))
+        )
 
 
 def test_d_ab_is_sum_of_unit_vectors():

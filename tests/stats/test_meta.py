@@ -43,9 +43,24 @@ BCG = np.array(
 # dat.raudenbush1985: yi, vi (standardised mean differences)
 RAUDENBUSH = np.array(
     [
-        [0.03, 0.0156], [0.12, 0.0216], [-0.14, 0.0279], [1.18, 0.1391], [0.26, 0.1362], [-0.06, 0.0106],
-        [-0.02, 0.0106], [-0.32, 0.0484], [0.27, 0.0269], [0.80, 0.0630], [0.54, 0.0912], [0.18, 0.0497],
-        [-0.02, 0.0835], [0.23, 0.0841], [-0.18, 0.0253], [-0.06, 0.0279], [0.30, 0.0193], [0.07, 0.0088],
+        [0.03, 0.0156],
+        [0.12, 0.0216],
+        [-0.14, 0.0279],
+        [1.18, 0.1391],
+        [0.26, 0.1362],
+        [-0.06, 0.0106],
+        [-0.02, 0.0106],
+        [-0.32, 0.0484],
+        [0.27, 0.0269],
+        [0.80, 0.0630],
+        [0.54, 0.0912],
+        [0.18, 0.0497],
+        [-0.02, 0.0835],
+        [0.23, 0.0841],
+        [-0.18, 0.0253],
+        [-0.06, 0.0279],
+        [0.30, 0.0193],
+        [0.07, 0.0088],
         [-0.07, 0.0303],
     ]
 )
@@ -65,17 +80,48 @@ def _r4(x):
 
 def test_bcg_escalc_matches_metafor():
     yi, vi, _ = _bcg()
-    assert _r4(yi).tolist() == [-0.8893, -1.5854, -1.3481, -1.4416, -0.2175, -0.7861, -1.6209, 0.0120, -0.4694,
-                                -1.3713, -0.3394, 0.4459, -0.0173]
-    assert _r4(vi).tolist() == [0.3256, 0.1946, 0.4154, 0.0200, 0.0512, 0.0069, 0.2230, 0.0040, 0.0564, 0.0730,
-                                0.0124, 0.5325, 0.0714]
+    assert _r4(yi).tolist() == [
+        -0.8893,
+        -1.5854,
+        -1.3481,
+        -1.4416,
+        -0.2175,
+        -0.7861,
+        -1.6209,
+        0.0120,
+        -0.4694,
+        -1.3713,
+        -0.3394,
+        0.4459,
+        -0.0173,
+    ]
+    assert _r4(vi).tolist() == [
+        0.3256,
+        0.1946,
+        0.4154,
+        0.0200,
+        0.0512,
+        0.0069,
+        0.2230,
+        0.0040,
+        0.0564,
+        0.0730,
+        0.0124,
+        0.5325,
+        0.0714,
+    ]
 
 
 def test_bcg_dersimonian_laird_matches_metafor_and_stata_metan():
     yi, vi, _ = _bcg()
     res = random_effects(yi, vi, method="DL")
     assert _r4([res.estimate, res.ci_low, res.ci_high, res.statistic, res.tau2, res.q]).tolist() == [
-        -0.7141, -1.0644, -0.3638, -3.9952, 0.3088, 152.2330
+        -0.7141,
+        -1.0644,
+        -0.3638,
+        -3.9952,
+        0.3088,
+        152.2330,
     ]
     assert round(100 * res.i2, 4) == 92.1173
     assert round(res.se, 4) == 0.1787
@@ -89,7 +135,11 @@ def test_bcg_reml_is_metafors_fit_to_the_last_digit():
     # metafor's fitted value, stored in its test suite (tests/testthat/test_misc_influence.r)
     assert res.tau2 == pytest.approx(0.313243325980895, rel=1e-12)
     assert _r4([res.estimate, res.se, res.statistic, res.ci_low, res.ci_high]).tolist() == [
-        -0.7145, 0.1798, -3.9744, -1.0669, -0.3622
+        -0.7145,
+        0.1798,
+        -3.9744,
+        -1.0669,
+        -0.3622,
     ]
     assert round(100 * res.i2, 2) == 92.22 and round(res.h2, 2) == 12.86
 
@@ -97,9 +147,9 @@ def test_bcg_reml_is_metafors_fit_to_the_last_digit():
 def test_bcg_reml_hartung_knapp_matches_metafor_readme():
     yi, vi, _ = _bcg()
     res = random_effects(yi, vi, method="REML", hartung_knapp=True)
-    assert _r4([res.tau2, res.q, res.estimate, res.se, res.statistic, res.p_value, res.ci_low, res.ci_high]).tolist() == [
-        0.3132, 152.2330, -0.7145, 0.1808, -3.9522, 0.0019, -1.1084, -0.3206
-    ]
+    assert _r4(
+        [res.tau2, res.q, res.estimate, res.se, res.statistic, res.p_value, res.ci_low, res.ci_high]
+    ).tolist() == [0.3132, 152.2330, -0.7145, 0.1808, -3.9522, 0.0019, -1.1084, -0.3206]
     # metafor's predict() uses t(k - 1) under knha: 0.14 and 1.76 as risk ratios; ours uses t(k - 2)
     half = stats.t.ppf(0.975, 12) * math.sqrt(res.se**2 + res.tau2)
     assert np.round(np.exp([res.estimate - half, res.estimate + half]), 2).tolist() == [0.14, 1.76]
@@ -126,8 +176,11 @@ def test_reml_agrees_with_a_numerically_maximised_likelihood(with_moderator):
     yi, vi, ablat = _bcg()
     x = np.column_stack([np.ones(13), ablat]) if with_moderator else np.ones((13, 1))
     expected = _reml_tau2_by_optimiser(yi, vi, x)
-    got = meta_regression(yi, vi, ablat, method="REML").tau2 if with_moderator else random_effects(
-        yi, vi, method="REML").tau2
+    got = (
+        meta_regression(yi, vi, ablat, method="REML").tau2
+        if with_moderator
+        else random_effects(yi, vi, method="REML").tau2
+    )
     assert got == pytest.approx(expected, abs=1e-5)  # metafor's convergence threshold
 
 
@@ -331,8 +384,9 @@ def test_reml_where_fisher_scoring_overshoots_finds_the_maximum():
     y = np.array([0.386, 0.213, -0.085, -0.062, 0.120, -0.002, -0.042, 0.246, 0.123, 0.495, 1.077, 0.081])
     v = np.array([0.484, 0.500, 0.526, 0.501, 0.502, 0.499, 0.503, 0.484, 0.499, 0.455, 0.296, 0.495]) ** 2
     x = np.ones((y.size, 1))
-    best = minimize_scalar(lambda t: -_reml_loglik(t, y, v, x), bounds=(0.0, 2.0), method="bounded",
-                           options={"xatol": 1e-10})
+    best = minimize_scalar(
+        lambda t: -_reml_loglik(t, y, v, x), bounds=(0.0, 2.0), method="bounded", options={"xatol": 1e-10}
+    )
     res = random_effects(y, v, method="REML")
     if best.x < 1e-6:  # the maximum on the boundary
         assert res.tau2 == 0.0

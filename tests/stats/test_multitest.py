@@ -74,8 +74,9 @@ def test_monotone_bounded_and_not_below_p(method):
     assert np.all(adj <= 1.0) and np.all(adj >= p)
 
 
-@pytest.mark.parametrize("bad, error", [([0.1, 1.5], ValueError), ([-0.1], ValueError), ([np.inf], ValueError),
-                                        (["0.1"], TypeError)])
+@pytest.mark.parametrize(
+    "bad, error", [([0.1, 1.5], ValueError), ([-0.1], ValueError), ([np.inf], ValueError), (["0.1"], TypeError)]
+)
 def test_bad_pvalues_are_refused(bad, error):
     with pytest.raises(error):
         adjust_pvalues(bad)
@@ -93,8 +94,16 @@ def test_first_threshold():
     assert first_threshold(26, 0.05, "by") == pytest.approx(0.05 / (26 * c), rel=1e-14)
 
 
-@pytest.mark.parametrize("k, alpha, method, n", [(26, 0.05, "holm", 519), (1, 0.05, "holm", 19), (10, 0.01, "bh", 999),
-                                                 (26, 0.05, "by", 2004), (3, 0.05, "holm", 59)])
+@pytest.mark.parametrize(
+    "k, alpha, method, n",
+    [
+        (26, 0.05, "holm", 519),
+        (1, 0.05, "holm", 19),
+        (10, 0.01, "bh", 999),
+        (26, 0.05, "by", 2004),
+        (3, 0.05, "holm", 59),
+    ],
+)
 def test_min_permutations_is_the_smallest_that_reaches_the_threshold(k, alpha, method, n):
     assert min_permutations(k, alpha, method) == n
     t = first_threshold(k, alpha, method)
@@ -111,8 +120,17 @@ def test_min_permutations_is_the_smallest_that_reaches_the_threshold(k, alpha, m
         assert adjust_pvalues(p)[0] > alpha
 
 
-@pytest.mark.parametrize("args, error", [((0, 0.05), ValueError), ((26, 1.0), ValueError), ((26, 0), ValueError),
-                                         ((2.5, 0.05), TypeError), ((True, 0.05), TypeError), ((26, "a"), TypeError)])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        ((0, 0.05), ValueError),
+        ((26, 1.0), ValueError),
+        ((26, 0), ValueError),
+        ((2.5, 0.05), TypeError),
+        ((True, 0.05), TypeError),
+        ((26, "a"), TypeError),
+    ],
+)
 def test_family_arguments_are_checked(args, error):
     with pytest.raises(error):
         min_permutations(*args)

@@ -257,8 +257,9 @@ def test_two_sided_needs_a_defined_centre():
 
 
 def test_finish_test_gives_nan_p_and_z_for_a_nan_statistic():
-    prep = dataclasses.replace(perm.prepare_test(np.array([1.0, 2.0, 3.0]), 3, 20, "greater", seed=1),
-                               statistic=math.nan)
+    prep = dataclasses.replace(
+        perm.prepare_test(np.array([1.0, 2.0, 3.0]), 3, 20, "greater", seed=1), statistic=math.nan
+    )
     res = perm.finish_test(prep, perm.null_batch(prep, 0, 20))
     assert math.isnan(res.pvalue) and math.isnan(res.z_score) and math.isnan(res.p_value_normal)
     null, weights = perm.exact_null(prep)
@@ -483,8 +484,12 @@ def _offset_case(n, shift, seed):
 
 def _scipy_sum_difference(x, y, alternative, n_resamples):
     return stats.permutation_test(
-        (x, y), lambda a, b, axis: a.sum(axis=axis) - b.sum(axis=axis), vectorized=True,
-        n_resamples=n_resamples, alternative=alternative, random_state=3,
+        (x, y),
+        lambda a, b, axis: a.sum(axis=axis) - b.sum(axis=axis),
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative=alternative,
+        random_state=3,
     )
 
 
@@ -538,7 +543,9 @@ def test_enumeration_only_within_the_memory_bound():
     assert not prep.exact
     assert perm.MAX_EXACT_SPLITS < math.comb(28, 14) <= perm.MAX_PERMUTATIONS
     # Within the bound, enumeration as before.
-    assert prepare_test(rng.standard_normal(8), rng.standard_normal(8), n_permutations=perm.MAX_PERMUTATIONS, seed=1).exact
+    assert prepare_test(
+        rng.standard_normal(8), rng.standard_normal(8), n_permutations=perm.MAX_PERMUTATIONS, seed=1
+    ).exact
 
 
 def test_default_alternative_is_two_sided():

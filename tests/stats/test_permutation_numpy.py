@@ -14,7 +14,9 @@ from biasdask.stats import permutation_numpy as twin
 def _compiled_null(prep, start, stop):
     sums = np.empty((stop - start, 1))
     ks = np.empty(stop - start, dtype=np.int64)
-    perm._null_sums(prep.values[None, :], prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop, 16, sums, ks)
+    perm._null_sums(
+        prep.values[None, :], prep.n_values, prep.k_min, prep.k_cdf, prep.entropy, start, stop, 16, sums, ks
+    )
     return sums[:, 0], ks
 
 
@@ -81,7 +83,10 @@ def test_exact_sums_equal_the_kernel(n_x, n_y, n_zero_x):
 def test_public_results_identical_on_either_path(monkeypatch):
     """permutation_test_local through numpy (as in a fresh process) and through the compiled kernel."""
     rng = np.random.default_rng(11)
-    cases = [(rng.standard_normal(8), rng.standard_normal(8), 9999), (rng.standard_normal(6), rng.standard_normal(6), 9999)]
+    cases = [
+        (rng.standard_normal(8), rng.standard_normal(8), 9999),
+        (rng.standard_normal(6), rng.standard_normal(6), 9999),
+    ]
     cases.append((np.r_[rng.standard_normal(10), np.zeros(5)], 12, 2000))
     for x, y, m in cases:
         monkeypatch.setattr(twin, "use_numpy", lambda n_values, n_sums, kernel: True)
@@ -89,7 +94,11 @@ def test_public_results_identical_on_either_path(monkeypatch):
         monkeypatch.setattr(twin, "use_numpy", lambda n_values, n_sums, kernel: False)
         b = perm.permutation_test_local(x, y, m, seed=5, return_null=True)
         assert a.exact == b.exact
-        assert (a.statistic, a.pvalue, a.null_distribution.tobytes()) == (b.statistic, b.pvalue, b.null_distribution.tobytes())
+        assert (a.statistic, a.pvalue, a.null_distribution.tobytes()) == (
+            b.statistic,
+            b.pvalue,
+            b.null_distribution.tobytes(),
+        )
 
 
 def test_numpy_only_while_the_kernel_is_not_loaded():

@@ -123,7 +123,11 @@ def test_excluding_words_equals_brute_force_without_them(per_draw):
     v = moment_rows("cosine", raw)
     z = _weights(rng, n)
     moments = linear_moments(v, z)
-    rows = rng.choice(n, size=(p, m), replace=False) if per_draw else np.broadcast_to(rng.choice(n, m, replace=False), (p, m))
+    rows = (
+        rng.choice(n, size=(p, m), replace=False)
+        if per_draw
+        else np.broadcast_to(rng.choice(n, m, replace=False), (p, m))
+    )
     directions = linear_directions("cosine", raw[rows[:, :2]], raw[rows[:, 2:]])
     if per_draw:
         got = evaluate_moments(moments, directions, exclude_v=v[rows], exclude_z=np.moveaxis(z[:, rows], 0, 1))
@@ -158,7 +162,7 @@ def test_remove_rows_matches_the_moments_of_the_rest():
 def test_merge_in_chunk_order_is_reproducible_and_equals_one_block():
     rng = np.random.default_rng(6)
     v, z = rng.normal(size=(1000, 9)), rng.uniform(size=(3, 1000))
-    parts = [linear_moments(v[i:i + 128], z[:, i:i + 128]) for i in range(0, 1000, 128)]
+    parts = [linear_moments(v[i : i + 128], z[:, i : i + 128]) for i in range(0, 1000, 128)]
     a, b = merge_moments(*parts), merge_moments(*parts)
     np.testing.assert_array_equal(a.sum_zvv, b.sum_zvv)
     one = linear_moments(v, z)

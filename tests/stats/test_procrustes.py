@@ -62,9 +62,11 @@ def test_gensim_english_italian_number_words():
     from gensim.models import KeyedVectors
 
     data = Path(gensim.__file__).parent / "test" / "test_data"
-    files = [data / "EN.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt",
-             data / "IT.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt",
-             data / "OPUS_en_it_europarl_train_one2ten.txt"]
+    files = [
+        data / "EN.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt",
+        data / "IT.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt",
+        data / "OPUS_en_it_europarl_train_one2ten.txt",
+    ]
     if not all(f.exists() for f in files):
         pytest.skip(f"gensim's EN/IT test data not found in {data}")
     en, it = (KeyedVectors.load_word2vec_format(str(f)) for f in files[:2])

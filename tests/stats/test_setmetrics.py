@@ -42,6 +42,7 @@ def rows(glove, words):
 
 # --- oracles from the formulas --------------------------------------------------------------------
 
+
 def cos(u, v):
     return 1.0 - cosine_distance(u, v)
 
@@ -54,8 +55,9 @@ def oracle_rnd(s, a, b):
 
 def oracle_mac(targets, attributes):
     """Manzini et al. 2019: mean over targets t and attribute sets A_j of mean_a cosine distance."""
-    scores = [statistics.fmean(cosine_distance(t, x) for x in attr)
-              for tset in targets for t in tset for attr in attributes]
+    scores = [
+        statistics.fmean(cosine_distance(t, x) for x in attr) for tset in targets for t in tset for attr in attributes
+    ]
     return statistics.fmean(scores)
 
 
@@ -101,14 +103,20 @@ def oracle_rnsb(s, a, b):
         m = y * (x @ w)
         return 0.5 * w @ w + np.logaddexp(0, -m).sum(), w - x.T @ (y / (1 + np.exp(m)))
 
-    w = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B", options={"gtol": 1e-12, "ftol": 1e-15,
-                                                                                       "maxiter": 10000}).x
+    w = minimize(
+        loss,
+        np.zeros(x.shape[1]),
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000},
+    ).x
     p = 1 / (1 + np.exp(-(np.hstack([s, np.ones((len(s), 1))]) @ w)))
     p = p / p.sum()
     return float(sum(pi * math.log(pi * len(p)) for pi in p))
 
 
 # --- sweater's published numbers (tests/testthat/_snaps/s3.md, glove_math) --------------------------
+
 
 def test_sweater_published_values_on_glove_math(glove):
     s, a, b = rows(glove, S1), rows(glove, A1), rows(glove, B1)
@@ -119,6 +127,7 @@ def test_sweater_published_values_on_glove_math(glove):
 
 
 # --- the formulas on the real vectors -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("sets", [(S1, A1, B1), (S1 + T1, A1, B1), (T1, B1, A1[:5])])
 def test_metrics_equal_plain_reimplementations(glove, sets):
@@ -146,6 +155,7 @@ def test_signs_and_conventions(glove):
 
 
 # --- the relabelling null -------------------------------------------------------------------------
+
 
 def test_exact_null_is_every_split(glove):
     s, a, b = rows(glove, S1), rows(glove, A1[:3]), rows(glove, B1[:3])
@@ -185,16 +195,21 @@ def test_an_undefined_metric_has_a_nan_p_value_not_the_smallest(glove, case, alt
         sampled = sm.relabel_null(metric, s, a, b, 5, 0, 30)
     assert math.isnan(value)
     # before: exact p = 0 and sampled p = 1/31 (NaN is never exceeded)
-    assert math.isnan(permutation_pvalue(exact, value, alternative, float(exact.mean()), 1e-9, np.ones(exact.size, dtype=np.int64)))
+    assert math.isnan(
+        permutation_pvalue(exact, value, alternative, float(exact.mean()), 1e-9, np.ones(exact.size, dtype=np.int64))
+    )
     assert math.isnan(permutation_pvalue(sampled, value, alternative, float(sampled.mean()), 1e-9))
-    assert all(math.isnan(v) for v in normal_pvalue(value, float(sampled.mean()), float(sampled.std(ddof=1)), alternative))
+    assert all(
+        math.isnan(v) for v in normal_pvalue(value, float(sampled.mean()), float(sampled.std(ddof=1)), alternative)
+    )
 
 
 def test_sampled_null_depends_only_on_seed_and_index(glove):
     s, a, b = rows(glove, S1), rows(glove, A1), rows(glove, B1)
     whole = sm.relabel_null("ect", s, a, b, 42, 0, 10)
-    np.testing.assert_array_equal(whole, np.concatenate([sm.relabel_null("ect", s, a, b, 42, 0, 4),
-                                                         sm.relabel_null("ect", s, a, b, 42, 4, 10)]))
+    np.testing.assert_array_equal(
+        whole, np.concatenate([sm.relabel_null("ect", s, a, b, 42, 0, 4), sm.relabel_null("ect", s, a, b, 42, 4, 10)])
+    )
     # permutation 7, drawn by hand from SeedSequence(42, spawn_key=(7,))
     rng = np.random.default_rng(np.random.SeedSequence(42, spawn_key=(7,)))
     chosen = np.sort(rng.permutation(16)[:8])

@@ -58,6 +58,7 @@ def _sets(vectors: dict[str, np.ndarray], n: int) -> tuple[np.ndarray, ...]:
 
 # --- pure numbers -------------------------------------------------------------------------------
 
+
 def test_similarity_matrix_against_scipy():
     rng = np.random.default_rng(0)
     w, a = rng.normal(size=(7, 12)), rng.normal(size=(5, 12)) * 3.0
@@ -96,6 +97,7 @@ def test_bad_input_is_refused():
 
 
 # --- Caliskan et al. 2017 on GloVe 840B --------------------------------------------------------
+
 
 @pytest.mark.parametrize(("n", "published", "precise"), [(1, 1.50, 1.504), (7, 1.06, 1.055)])
 def test_caliskan_effect_sizes(glove, n, published, precise):
@@ -136,6 +138,7 @@ def test_caliskan_t7_exact_p_by_brute_force(glove):
 
 
 # --- Lewis & Lupyan 2020: career/family IAT in 27-34 languages ----------------------------------
+
 
 def _published(shared_data: Path) -> list[tuple[str, str, float]]:
     table = pd.read_csv(shared_data / "iat/published_effect_sizes.csv")
