@@ -1,4 +1,4 @@
-"""The notebook path: ``biasdask.weat`` on a model already in memory, first and second call (issue 12).
+"""The notebook path: ``biasdask.weat`` on a model already in memory, first and second call.
 
 Run in a fresh process (``python benchmarks/in_memory.py``): it builds a random model of ``--words``
 words (the WEAT 7 words included) as a gensim ``KeyedVectors`` when gensim is installed, else as an
@@ -12,7 +12,7 @@ words (the WEAT 7 words included) as a gensim ``KeyedVectors`` when gensim is in
 - a plain numpy WEAT of the same words in the same process (the baseline of the ratio): cosine
   scores and 9,999 ``rng.permutation`` splits.
 
-Targets of issue 12, with warm numba caches: first call < 0.3 s, second < 20 ms. The load average is
+Targets, with warm numba caches: first call < 0.3 s, second < 20 ms. The load average is
 printed: on a shared machine the wall-clock figures are upper bounds, and CPU time (of the process, all
 threads) is printed beside them.
 """

@@ -1,10 +1,10 @@
-"""Permutation-test throughput of biasdask against numpy and scipy, and against the memory floor (SPEC §6).
+"""Permutation-test throughput of biasdask against numpy and scipy, and against the memory floor.
 
-For each pool size N (the seed-000 test: N real scores against an equally sized dummy language):
+For each pool size N (the full-vocabulary test: N real scores against an equally sized dummy language):
 
 - biasdask per core: the compiled kernel in this process (wall and CPU time), and with all workers of
   a ``LocalCluster`` through :func:`biasdask.engine.permutation.permutation_test`;
-- several weightings on one split (issue 16): the CPU time of a pass over 2 and 3 weightings against
+- several weightings on one split: the CPU time of a pass over 2 and 3 weightings against
   one weighting's, best of ``--repeats``, measured in turn in this process;
 - numpy: a ``rng.permutation`` loop over the materialised pool (N scores + N zeros), a few iterations;
 - the memory floor: one plain pass over the float32 scores (``np.sum``) against the kernel's time per
@@ -192,7 +192,7 @@ def run_size(
     print(
         f"  one weighting: {n_permutations / cpu[1]:,.0f} perm/s per core (CPU time, best of {repeats}); on one split, "
         f"2 weightings cost {cpu[2] / cpu[1]:.2f}x and 3 weightings {cpu[3] / cpu[1]:.2f}x its CPU time per pass "
-        "(separate passes: 2x and 3x; issue 16's target: <= 1.30x)"
+        "(separate passes: 2x and 3x; the target: <= 1.30x)"
     )
     size, seconds = bench_stream_batch(x)
     print(f"  a study's batch task (2 weightings, 10,000 permutations): {size:,} permutations, {seconds:.2f} s")

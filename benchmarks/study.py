@@ -1,4 +1,4 @@
-"""A whole study, end to end, on a local Dask cluster: stage times, busy workers, the user's way, seed 000.
+"""A whole study, end to end, on a local Dask cluster: stage times, busy workers, the user's way, the 26-language study.
 
 Run ``python benchmarks/study.py [--languages 4] [--words 200000] [--dim 300] [--permutations 10000]``
 (flags up to the seed's 26 x 2,000,000 x 300; the defaults make a run of ~10-20 s on this 2-core
@@ -18,7 +18,7 @@ most of it). It
 3. times the same study done the way a user would without biasdask on a sample (gensim
    ``KeyedVectors.load_word2vec_format``, a numpy matvec for u, a loop of ``rng.permutation`` over
    the pooled scores) and extrapolates it to the study, as a ratio;
-4. extrapolates the seed-000 rerun on stored embeddings (26 languages x 2,000,000 x 300, uniform and
+4. extrapolates the 26-language rerun on stored embeddings (26 languages x 2,000,000 x 300, uniform and
    zipf, 10,000 permutations) on two cores, stage by stage: scores from the stored bytes read per
    CPU-second of the scores tasks (the worker processes' CPU time, shared among the stages as their
    tasks' compute times are: a loaded machine does not inflate it as it does wall times), permutations from the batch kernel timed
@@ -31,7 +31,7 @@ most of it). It
 
 Uses only public API, so it measures whatever engine the branch has. gensim is a test extra. The
 machine may be shared: the load average is printed; CPU-bound figures are upper bounds. Targets
-(issue 16): busy fraction >= 85 %; seed-000 rerun <= 60 s on two cores; warm first task < 1 s.
+busy fraction >= 85 %; 26-language rerun <= 60 s on two cores; warm first task < 1 s.
 """
 
 from __future__ import annotations
@@ -357,10 +357,10 @@ def scores_write(results_url: str, store_url: str, args) -> dict:
 
 
 def seed_000(results: list[dict], args, kernel: dict) -> None:
-    """The seed-000 rerun on two cores from each stage's measured throughput, with its breakdown."""
+    """The 26-language rerun on two cores from each stage's measured throughput, with its breakdown."""
     cores = 2
     print(
-        f"\n== seed-000 rerun on stored embeddings, extrapolated: {SEED_LANGUAGES} x {SEED_WORDS:,} x {SEED_DIM}, "
+        f"\n== 26-language rerun on stored embeddings, extrapolated: {SEED_LANGUAGES} x {SEED_WORDS:,} x {SEED_DIM}, "
         f"uniform+zipf, {SEED_PERMUTATIONS:,} permutations, {cores} cores =="
     )
     print(

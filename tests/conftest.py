@@ -1,4 +1,4 @@
-"""Shared fixtures: real components started for the tests (SPEC §4)."""
+"""Shared fixtures: real components started for the tests."""
 
 from __future__ import annotations
 

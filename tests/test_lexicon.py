@@ -115,7 +115,7 @@ def test_xweat_conventions_examples():
     assert lexicon.xweat_translations("de")["educator"] == ("Erzieher", "Erzieherin")
     assert {"математический", "математическая"} <= set(lexicon.xweat_test("ru", 7).x)
     assert lexicon.xweat_translations("hr")["Paul"] == ("Pavle",)
-    assert "Paul" in lexicon.xweat_test("hr", 6).x  # names stay English (seed 002 §2.2)
+    assert "Paul" in lexicon.xweat_test("hr", 6).x  # names stay English (Lauscher & Glavaš 2019 §2.2)
     assert lexicon.xweat_test("ru", 1).removed == ("rose",)  # no translation in the source
     assert "Glockenblume" in lexicon.xweat_test("de", 1).x  # 'bluebell' is XWEAT's 'blue-bell'
 
@@ -158,7 +158,7 @@ def test_bolukbasi_matches_reference(shared_data):
     assert len(b.professions) == 320 and len(b.definitional_pairs) == 10
 
 
-# --- seed 000 languages, seed 003 context words --------------------------------------------------
+# --- the full-vocabulary study languages, Valentini et al. 2022 context words --------------------------------------------------
 
 
 def _latex_cell(cell: str) -> str:
@@ -174,7 +174,7 @@ def test_languages_match_csv_and_seed_table(shared_data):
 
     seed = next((shared_data.parent / "seeds").glob("000_*.txt"), None)
     if seed is None:
-        pytest.skip("seed 000 not found beside the shared data")
+        pytest.skip("the full-vocabulary study's source document not found beside the shared data")
     body = seed.read_text(encoding="utf-8").split(r"\label{table:languages}")[1].split(r"\end{tabular}")[0]
     rows = []
     for line in body.split(r"\\")[1:]:  # after the header row
@@ -189,7 +189,7 @@ def test_context_words_match_seed_003(shared_data):
     assert len(words.female) == len(words.male) == 8
     seed = next((shared_data.parent / "seeds").glob("003_*.txt"), None)
     if seed is None:
-        pytest.skip("seed 003 not found beside the shared data")
+        pytest.skip("the source document of Valentini et al. 2022 not found beside the shared data")
     text = seed.read_text(encoding="utf-8")
     a, b = re.search(r"\$A=\\\{(.*?)\\\}\$ and \$B=\\\{(.*?)\\\}\$", text).groups()
     assert list(words.female) == [w.strip() for w in a.split(",")]

@@ -1,4 +1,4 @@
-"""The notebooks run end to end in a fresh Jupyter kernel (SPEC §4: the JupyterHub path).
+"""The notebooks run end to end in a fresh Jupyter kernel (the JupyterHub path).
 
 Each notebook is executed with nbclient in a temporary working directory, on small settings passed through
 its environment variables, with a probe cell appended that prints the notebook's results as JSON. The
@@ -173,7 +173,7 @@ def read_vec(path: Path) -> tuple[list[str], np.ndarray]:
 
 
 def full_vocabulary_oracle(words: list[str], vectors: np.ndarray, a: list[str], b: list[str]) -> dict:
-    """s (uniform and zipf) and d of the seed-000 test, by brute force: every cosine, one word at a time."""
+    """s (uniform and zipf) and d of the full-vocabulary test, by brute force: every cosine, one word at a time."""
     index = {w: i for i, w in enumerate(words)}
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     u = np.array(

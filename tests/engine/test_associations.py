@@ -50,7 +50,7 @@ def _cos(x, y):
 
 def _oracle(kind, w, a, b):
     """The papers' per-word formulas, one word at a time (a, b: lists of raw vectors)."""
-    if kind == "cosine":  # seed 000: mean cos with A - mean cos with B
+    if kind == "cosine":  # the full-vocabulary study: mean cos with A - mean cos with B
         return np.mean([_cos(w, x) for x in a]) - np.mean([_cos(w, y) for y in b])
     if kind == "euclidean":  # Garg et al.'s RND summand on unit vectors, sign flipped: > 0 closer to A
         unit = [v / np.linalg.norm(v) for v in (*a, *b)]
@@ -169,7 +169,7 @@ def test_study_records_the_association_of_every_cell(tmp_path, glove):
     assert list(map(str, cube["association"].values)) == kinds
     cell = cube.sel({"language": "en", "method": "zipf"})
     assert list(map(str, cell["u_association"].values)) == kinds
-    # seed 003's context words (female first) paired for RIPA: the same as gender.ripa's pairs, reversed
+    # Valentini et al. 2022's context words (female first) paired for RIPA: the same as gender.ripa's pairs, reversed
     context = full_vocabulary_test(
         emb, FEMALE, MALE, "zipf", 99, association="ripa", exclude_words=[*FEMALE, *MALE], progress=False
     )

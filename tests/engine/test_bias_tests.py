@@ -1,4 +1,4 @@
-"""The seed-000 full-vocabulary test on embeddings, against a numpy reference."""
+"""The full-vocabulary test on embeddings, against a numpy reference."""
 
 import numpy as np
 import pytest

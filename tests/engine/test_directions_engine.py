@@ -159,7 +159,7 @@ def test_direct_and_indirect_bias_equal_the_stats_functions(english):
         default = ed.direct_bias(url, g)
     m = np.array([vecs[w] for w in neutral])
     assert default == pytest.approx(sd.direct_bias(m, g, 1.0), rel=1e-13)
-    # c = 1 is seed 001's mean |<g, ŵ>|.
+    # c = 1 is Bolukbasi et al.'s mean |<g, ŵ>|.
     assert default == pytest.approx(np.mean(np.abs(_unit(m) @ g)), rel=1e-13)
     assert ed.direct_bias(url, g, ["nurse", "table"], c=0.5) == pytest.approx(
         sd.direct_bias(np.array([vecs["nurse"], vecs["table"]]), g, 0.5), rel=1e-13

@@ -68,7 +68,7 @@ def test_bad_and_mweat_on_spanish_iat_forms_match_scipy(spanish):
     assert bad.a == ("hombre", "niño", "hermano", "él", "hijo")
     assert bad.b == ("mujer", "niña", "hermana", "ella", "hija")
 
-    def assoc(word, group):  # seed 004 eq. 5, by hand
+    def assoc(word, group):  # the BAD study eq. 5, by hand
         w = _unit(vecs[word])
         return float(np.mean([w @ _unit(vecs[g]) for g in group]))
 

@@ -208,7 +208,7 @@ def test_demo_recovers_planted_strengths_in_order(tmp_path, dask_client):
     pngs = sorted(p.name for p in (tmp_path / "demo" / "plots").glob("*.png"))
     assert "overview.png" in pngs and any(p.startswith("null_") for p in pngs)
     assert (tmp_path / "demo" / "report" / "index.html").exists()
-    # the demo shows the frequency profiles (seed 003); t of "uniform" is u, drawn once
+    # the demo shows the frequency profiles (Valentini et al. 2022); t of "uniform" is u, drawn once
     assert {"frequency_profile_u.png", "frequency_profile_t_zipf.png"} <= set(pngs)
     assert "frequency_profile_t_uniform.png" not in pngs
 

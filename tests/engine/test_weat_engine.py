@@ -66,11 +66,11 @@ def test_weat_samples_when_enumeration_is_too_large(glove_store, dask_client):
     assert a.pvalue == b.pvalue and a.null_mean == b.null_mean and a.z_score > 4
 
 
-# --- Euclidean distance: seed 002 footnote 3 -----------------------------------------------------
+# --- Euclidean distance: Lauscher & Glavaš 2019 footnote 3 -----------------------------------------------------
 
 
 def test_euclidean_direction_convention(tmp_path, dask_client):
-    """X sits near A, Y near B. With the distance itself the statistic is negative and seed 002 reads
+    """X sits near A, Y near B. With the distance itself the statistic is negative and Lauscher & Glavaš 2019 reads
     p = P[s_i < s]; biasdask uses minus the distance, so s > 0 and p = P[s_i >= s], the same number."""
     rng = np.random.default_rng(5)
     a_dir, b_dir = np.eye(6)[0], np.eye(6)[1]

@@ -1,4 +1,4 @@
-"""The results cube (SPEC §2): layout, fill values, concurrent cell writes, resume, conflicts, kills."""
+"""The results cube: layout, fill values, concurrent cell writes, resume, conflicts, kills."""
 
 from __future__ import annotations
 

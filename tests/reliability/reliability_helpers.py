@@ -1,6 +1,6 @@
 """Helpers of the reliability suite: small stores, studies, the one-line-error check.
 
-Every test here was written against a defect found by an attack on the tool (issue 15) and fails on
+Every test here was written against a defect found by an attack on the tool and fails on
 the code before the fix.
 """
 

@@ -1,4 +1,4 @@
-"""Directions, DirectBias and IndirectBias (seed 001; Bolukbasi et al. 2016)."""
+"""Directions, DirectBias and IndirectBias (Bolukbasi et al. 2016)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _cos(u: np.ndarray, v: np.ndarray) -> float:
 
 
 def _weat_brute(x, y, a, b) -> float:
-    """WEAT's s(X, Y, A, B) from cosines, word by word (Caliskan et al. 2017; seed 001's first equation)."""
+    """WEAT's s(X, Y, A, B) from cosines, word by word (Caliskan et al. 2017; Bolukbasi et al.'s first equation)."""
 
     def s_word(w):
         return sum(_cos(w, ai) for ai in a) / len(a) - sum(_cos(w, bi) for bi in b) / len(b)
@@ -24,7 +24,7 @@ def _weat_brute(x, y, a, b) -> float:
 
 
 def test_weat_statistic_equals_inner_product_of_directions_property():
-    """Property (seed 001): s(X, Y, A, B) = <d_XY, d_AB> / N for unit vectors and N = |A| = |B|.
+    """Property: s(X, Y, A, B) = <d_XY, d_AB> / N for unit vectors and N = |A| = |B|.
 
     The seed's definitions: s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b);
     s(X, Y, A, B) = sum_x s(x, A, B) - sum_y s(y, A, B) (the seed writes "y in X" in the second sum, a
@@ -66,10 +66,10 @@ def test_d_ab_is_sum_of_unit_vectors():
 def test_pair_and_sets_directions():
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=(4, 6)), rng.normal(size=(4, 6))
-    # "sum" with |A| = |B| is d_AB / |d_AB| (seed 001: "up to a factor, this is precisely d_AB").
+    # "sum" with |A| = |B| is d_AB / |d_AB| (the WEAT-with-directions analysis: "up to a factor, this is precisely d_AB").
     d = dr.d_ab(a, b)
     np.testing.assert_allclose(dr.sets_direction(a, b), d / np.linalg.norm(d), atol=1e-12)
-    # One word per end: "pair" and "sum" coincide (seed 001), and it is (â - b̂)/|â - b̂|.
+    # One word per end: "pair" and "sum" coincide, and it is (â - b̂)/|â - b̂|.
     she, he = np.array([1.0, 1.0, 0.0]), np.array([0.0, 2.0, 0.0])
     expected = np.array([1.0, 1.0, 0.0]) / np.sqrt(2) - np.array([0.0, 1.0, 0.0])
     expected /= np.linalg.norm(expected)
@@ -166,7 +166,7 @@ def test_indirect_bias_hand_computed():
     assert dr.indirect_bias(w, v, g) == pytest.approx(1.0)
     assert dr.indirect_bias(w, v, g, normalized=False) == pytest.approx(1.0)
     # w·v = 0.96; w⊥ = (0, .8, 0), v⊥ = (0, .6, 0) have cosine 1:
-    # Bolukbasi beta = (0.96 - 1) / 0.96; seed 001's <g,v><g,w>/<v,w> = 0.48 / 0.96.
+    # Bolukbasi beta = (0.96 - 1) / 0.96; Bolukbasi et al.'s <g,v><g,w>/<v,w> = 0.48 / 0.96.
     w, v = np.array([0.6, 0.8, 0.0]), np.array([0.8, 0.6, 0.0])
     assert dr.indirect_bias(w, v, g) == pytest.approx(-0.04 / 0.96)
     assert dr.indirect_bias(w, v, g, normalized=False) == pytest.approx(0.5)

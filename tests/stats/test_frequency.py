@@ -1,4 +1,4 @@
-"""Per-bin frequency profiles (seed 003) against naive per-bin loops and scipy."""
+"""Per-bin frequency profiles (Valentini et al. 2022) against naive per-bin loops and scipy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""BAD test (seed 004 eq. 4-5), MWEAT (eq. 3) and the paired t-test, on constructed embeddings."""
+"""BAD test (its eq. 4-5), MWEAT (eq. 3) and the paired t-test, on constructed embeddings."""
 
 from __future__ import annotations
 

@@ -157,7 +157,7 @@ def test_dummy_splits_are_uniform():
 
 
 def test_dummy_language_splits_are_uniform():
-    """y given as a count of dummy zeros (seed 000): |X| = 6 real values, |Y| = 4 zeros."""
+    """y given as a count of dummy zeros (the full-vocabulary test): |X| = 6 real values, |Y| = 4 zeros."""
     values = (2.0 ** np.arange(6)).astype(np.float32)
     prep = prepare_test(values, 4, n_permutations=10, seed=13)
     total = math.comb(10, 6)
