@@ -590,6 +590,11 @@ def _silence_worker_failures() -> None:
     inherited.setdefault("logging", {})["distributed.worker"] = "critical"
     os.environ[key] = dask.config.serialize(inherited)
     logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
+    # a loaded machine may take more than the nanny's few seconds to stop a worker at the end of a run:
+    # it kills it and says so, which is no news to the user (a memory restart is still reported)
+    logging.getLogger("distributed.nanny").addFilter(
+        lambda record: not record.getMessage().startswith("Worker process still alive after")
+    )
 
 
 if __name__ == "__main__":

@@ -207,3 +207,18 @@ def test_ingest_onto_a_full_disk_names_the_destination_and_leaves_nothing(tmp_pa
     assert_one_line_error(code, err, "out/en.zarr: the destination's disk is full (No space left on device)")
     assert code == 2
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_slow_worker_shutdown_is_no_news_but_a_memory_restart_is(caplog):
+    """On a loaded machine the nanny may kill a worker that takes more than a few seconds to stop at the
+    end of a run; the CLI keeps that line out of its one-line output, not the nanny's other warnings."""
+    import logging
+
+    from biasdask.cli import _silence_worker_failures
+
+    _silence_worker_failures()
+    nanny = logging.getLogger("distributed.nanny")
+    with caplog.at_level(logging.WARNING, logger="distributed.nanny"):
+        nanny.warning("Worker process still alive after 4.0 seconds, killing")
+        nanny.warning("Worker tcp://127.0.0.1:1 (pid=1) exceeded 95% memory budget. Restarting...")
+    assert [r.getMessage()[:20] for r in caplog.records] == ["Worker tcp://127.0.0"]
