@@ -201,8 +201,9 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from biasdask.demo import demo
+    from biasdask.demo import demo, has_plot_extra
 
+    plots = has_plot_extra()
     results = demo(
         args.output,
         n_words=args.words,
@@ -210,10 +211,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         n_permutations=args.permutations,
         n_workers=args.workers,
         progress=not args.quiet,
+        plots=plots,
     )
     print(format_table(results))
     out = Path(args.output)
-    print(f"\nresults: {out / 'results.zarr'}\nplots:   {out / 'plots'}\nreport:  {out / 'report' / 'index.html'}")
+    print(f"\nresults: {out / 'results.zarr'}")
+    if plots:
+        print(f"plots:   {out / 'plots'}\nreport:  {out / 'report' / 'index.html'}")
+    else:
+        print("plots and report: matplotlib is not installed (pip install 'biasdask[plot]')")
     return 0
 
 

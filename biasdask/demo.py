@@ -83,6 +83,15 @@ def generate(
     return result
 
 
+def has_plot_extra() -> bool:
+    """Whether matplotlib (the ``plot`` extra), which the figures and the report need, can be imported."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def demo(
     output: str | Path = "biasdask-demo",
     *,
@@ -93,7 +102,7 @@ def demo(
     client: Client | None = None,
     n_workers: int | None = None,
     progress: bool | None = None,
-    plots: bool = True,
+    plots: bool | None = None,
 ) -> xr.Dataset:
     """Run the embedded default study end to end; returns the results cube.
 
@@ -111,7 +120,8 @@ def demo(
     progress
         Show progress bars.
     plots
-        Write the PNG figures (``plots/``) and the HTML report (``report/index.html``).
+        Write the PNG figures (``plots/``) and the HTML report (``report/index.html``); by default when
+        matplotlib (the ``plot`` extra) is installed.
     """
     from biasdask.engine.cluster import client_scope
     from biasdask.engine.ingest import ingest
@@ -138,6 +148,8 @@ def demo(
         (out / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=False), encoding="utf-8")
         results = run(study, client=c, overwrite=True, progress=progress)
     results = results.assign_coords(planted_strength=("language", [lang.strength for lang in langs]))
+    if plots is None:
+        plots = has_plot_extra()
     if plots:
         from biasdask.report import write_report
 

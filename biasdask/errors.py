@@ -62,3 +62,12 @@ class CorruptStoreError(_BiasdaskOSError):
 
 class StorageFullError(_BiasdaskOSError):
     """The storage a store is being written to is full (no space left, or the quota reached): names it."""
+
+
+class MissingDependencyError(BiasdaskError, ImportError):
+    """A feature whose package is an extra of biasdask that is not installed (names the extra)."""
+
+
+def missing_dependency(package: str, extra: str, what: str) -> MissingDependencyError:
+    """The one-line error for ``what`` needing ``package``, installed by ``pip install 'biasdask[extra]'``."""
+    return MissingDependencyError(f"{package} is not installed (needed for {what}): pip install 'biasdask[{extra}]'")

@@ -13,20 +13,25 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-import matplotlib as mpl
 import numpy as np
 import xarray as xr
-from matplotlib.colors import Normalize
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import FuncFormatter, NullFormatter
-from matplotlib.transforms import blended_transform_factory
 from numpy.typing import ArrayLike
 
 from biasdask.config import FULL_VOCABULARY_TESTS, split_label
+from biasdask.errors import missing_dependency
 from biasdask.stats.frequency import BinProfile
 from biasdask.tables import empty_reason, leaning, word_list_family
+
+try:
+    import matplotlib as mpl
+    from matplotlib.colors import Normalize
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    from matplotlib.transforms import blended_transform_factory
+except ImportError:  # figures are an extra: the core measures and writes results without them
+    raise missing_dependency("matplotlib", "plot", "biasdask's figures") from None
 
 __all__ = [
     "plot_attribute_sensitivity",

@@ -538,7 +538,7 @@ def test_dockerfile_base_image_matches_pins_and_pyproject():
         ("dockerfile", "ARG PYTHON_VERSION={python}", "ARG PYTHON_VERSION=3.9", "requires-python"),
         ("dockerfile", "FROM ghcr.io/dask/dask:", "FROM python:", "is not ghcr.io/dask/dask"),
         ("dockerfile", "COPY biasdask ", "COPY biasdaskk ", "not in the build context"),
-        ("dockerfile", "[gateway]", "[gatewy]", "unknown extra"),
+        ("dockerfile", "[all]", "[al]", "unknown extra"),
         ("requirements", "distributed=={dask}", "distributed>={dask}", "pins distributed>="),
         ("dockerignore", "!biasdask/\n", "", "excluded by"),
     ],

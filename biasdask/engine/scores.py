@@ -10,7 +10,7 @@ import functools
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import dask
 import dask.array as da
@@ -21,7 +21,7 @@ from dask.delayed import Delayed
 from distributed import Client
 
 from biasdask.engine.words import word_list
-from biasdask.errors import BiasdaskError, MissingWordsError
+from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
 from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
 from biasdask.io.store import decode_scaled, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.lexicon import AttributeTerm, named_word_list
@@ -261,11 +261,17 @@ def _scores_block(
     return score_rows(u, start, n, methods, **dict(zip(extras, arrays)))
 
 
+def _wordfreq() -> Any:
+    try:
+        import wordfreq
+    except ImportError:  # observed frequencies are an extra
+        raise missing_dependency("wordfreq", "frequency", "the 'frequency' weighting") from None
+    return wordfreq
+
+
 @functools.lru_cache(maxsize=4)
 def _frequency_table(language: str) -> dict[str, float]:
-    import wordfreq
-
-    return wordfreq.get_frequency_dict(language, wordlist="best")
+    return _wordfreq().get_frequency_dict(language, wordlist="best")
 
 
 def _observed_frequencies(words: np.ndarray, language: str) -> np.ndarray:
@@ -280,8 +286,7 @@ def frequency_unavailable(language: str, words: Iterable[str] | None = None) -> 
     words are scanned until the first one that is, so a real vocabulary costs one lookup (and the first
     call per language the loading of its list).
     """
-    import wordfreq
-
+    wordfreq = _wordfreq()
     if language not in wordfreq.available_languages(wordlist="best"):
         return f"wordfreq has no observed-frequency list for language {language!r}"
     if words is not None:
@@ -293,8 +298,7 @@ def frequency_unavailable(language: str, words: Iterable[str] | None = None) -> 
 
 def check_frequency_language(language: str, words: Iterable[str] | None = None) -> None:
     """Raise :class:`BiasdaskError` (one line) if :func:`frequency_unavailable` gives a reason."""
-    import wordfreq
-
+    wordfreq = _wordfreq()
     reason = frequency_unavailable(language, words)
     if reason is None:
         return

@@ -194,7 +194,7 @@ def storage_options_for(url: str, storage_options: dict | None) -> dict:
 
 
 #: extras of biasdask that bring the file system of a protocol
-_PROTOCOL_EXTRAS = {"gs": "gcs", "gcs": "gcs"}
+_PROTOCOL_EXTRAS = {"gs": "gcs", "gcs": "gcs", "s3": "s3", "s3a": "s3", "http": "http", "https": "http"}
 
 
 def _check_protocol(url: str, protocol: str) -> None:

@@ -102,7 +102,10 @@ def rnsb_probabilities(s: ArrayLike, a: ArrayLike, b: ArrayLike, random_state: i
     scikit-learn's ``LogisticRegression(solver="liblinear", C=1.0, tol=1e-4, max_iter=10000)`` with an
     intercept (penalised, as liblinear does), seeded with ``random_state``.
     """
-    from sklearn.linear_model import LogisticRegression
+    try:
+        from sklearn.linear_model import LogisticRegression
+    except ImportError:
+        raise ValueError("scikit-learn is not installed (needed for RNSB): pip install 'biasdask[metrics]'") from None
 
     s, a, b = _rows(s, "S"), _rows(a, "A"), _rows(b, "B")
     features = np.concatenate([a, b])
