@@ -1,7 +1,7 @@
 """A whole study, end to end, on a local Dask cluster: stage times, busy workers, the user's way, the 26-language study.
 
 Run ``python benchmarks/study.py [--languages 4] [--words 200000] [--dim 300] [--permutations 10000]``
-(flags up to the seed's 26 x 2,000,000 x 300; the defaults make a run of ~10-20 s on this 2-core
+(flags up to the full study's 26 x 2,000,000 x 300; the defaults make a run of ~10-20 s on this 2-core
 machine, long enough that the stream's fixed costs, opening the stores and the last write, are not
 most of it). It
 
@@ -311,7 +311,7 @@ client.close(); client.cluster.close()
 
 
 def kernel_at_seed_size(n_words: int = SEED_WORDS, permutations: int = 200) -> dict:
-    """CPU-seconds of the permutation stage per seed language, measured at the seed's N in this process
+    """CPU-seconds of the permutation stage per language of the full study, measured at the full study's N in this process
     (one core): one pool of the two weightings (preparation, once per language) and ``permutations``
     of its batch kernel, scaled to 10,000."""
     from biasdask.engine.permutation import pools_batch, prepare_pools
@@ -370,7 +370,7 @@ def seed_000(results: list[dict], args, kernel: dict) -> None:
     )
     print(
         f"writing one language's scores alone (this process, no workers): {kernel['write']:.2f} s for "
-        f"{args.words:,} words -> {kernel['write_per_word'] * SEED_WORDS * SEED_DIM / args.dim:.1f} s per seed language"
+        f"{args.words:,} words -> {kernel['write_per_word'] * SEED_WORDS * SEED_DIM / args.dim:.1f} s per language of the full study"
     )
     seed_words = SEED_LANGUAGES * SEED_WORDS * SEED_DIM / args.dim  # words x (dims relative to the measured)
     words = args.languages * args.words
@@ -406,7 +406,7 @@ def main(argv=None) -> None:
     parser.add_argument("--words", type=int, default=200_000, help="words per language (default 200,000)")
     parser.add_argument("--dim", type=int, default=300, help="dimensions (default 300)")
     parser.add_argument(
-        "--permutations", type=int, default=10_000, help="permutations per cell (default 10,000, the seed's)"
+        "--permutations", type=int, default=10_000, help="permutations per cell (default 10,000, the full study's)"
     )
     parser.add_argument("--baseline-words", type=int, default=20_000, help="lines gensim loads for the baseline")
     parser.add_argument("--configurations", default="2,8", help="worker counts to run (default 2,8)")

@@ -566,6 +566,18 @@ def load_config(path: str | Path, *, output: str | None = None) -> StudyConfig:
     ConfigError
         The file is missing, not UTF-8 (naming the byte offset), not valid YAML (naming the line and
         column, 1-based) or not a valid study (naming the key).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import biasdask
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "study.yaml"
+    >>> _ = path.write_text("output: results.zarr\\nembeddings: emb/{language}.zarr\\nlanguages: [en, fr]\\n")
+    >>> config = biasdask.load_config(path)
+    >>> [(language.code, language.a, language.b) for language in config.languages]
+    [('en', ('male',), ('female',)), ('fr', ('mâle',), ('femelle',))]
+    >>> config.methods, config.alternative
+    (('uniform', 'zipf'), 'two-sided')
     """
     try:
         data = Path(path).read_bytes()

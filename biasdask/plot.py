@@ -543,7 +543,7 @@ def plot_frequency_profile(
     ncols : int, optional
         Panels per row (default: one column up to three panels, then up to four columns).
     sharey : bool
-        One y scale for all panels (the seed's panels are not comparable across embeddings, so off by
+        One y scale for all panels (Valentini et al. 2022's panels are not comparable across embeddings, so off by
         default).
     title : str
         Figure title (default "Bias <score_label> against word frequency").

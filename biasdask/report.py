@@ -101,7 +101,15 @@ def top_words(
 
     Examples
     --------
-    >>> top_words("results.zarr", "en", n=10, by="t", method="zipf")  # doctest: +SKIP
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["male", "female", "he", "she", "man", "woman", *(f"w{i}" for i in range(1000))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
+    >>> _ = biasdask.run({"output": "memory://examples/top_words/r.zarr", "languages": {"en": {"store": emb}},
+    ...                   "tests": ["gender"], "n_permutations": 99, "seed": 1})
+    >>> top = biasdask.top_words("memory://examples/top_words/r.zarr", "en", n=3, by="t", method="zipf")
+    >>> len(top), top.columns.tolist()[:4]
+    (6, ['side', 'rank', 'word', 'frequency_rank'])
     """
     if by not in ("u", "t"):
         raise ValueError(f"by must be 'u' or 't', got {by!r}")

@@ -425,7 +425,17 @@ def format_table(results: xr.Dataset, fmt: Format = "table", *, columns: Sequenc
 
     Examples
     --------
-    >>> print(format_table(results, "latex", columns=["d", "z", "p"]))  # doctest: +SKIP
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["male", "female", *(f"w{i}" for i in range(1000))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
+    >>> cube = biasdask.run({"output": "memory://examples/format_table/r.zarr", "languages": {"en": {"store": emb}},
+    ...                      "tests": ["gender"], "n_permutations": 99, "seed": 1})
+    >>> print(format_table(cube, "markdown", columns=["d", "p"]))
+    | language | test | method | d | p |
+    |---|---|---|---|---|
+    | en | gender | uniform | -0.07 | 0.09 |
+    | en | gender | zipf | -0.07 | 0.77 |
     """
     if fmt not in FORMATS:
         raise BiasdaskError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")

@@ -996,8 +996,8 @@ def test_dockerfile_fills_a_numba_cache_that_another_uid_loads_without_compiling
     every kernel in the cache; a process of another uid (JupyterHub's 1000, when this runs as root)
     then loads them all from it and compiles nothing (NUMBA_DEBUG_CACHE).
 
-    The cache is seeded with what this checkout's own numba cache holds (filled first by loading every
-    kernel here, as the session's other tests do anyway), so the step only compiles what the seed lacks
+    The cache starts from what this checkout's own numba cache holds (filled first by loading every
+    kernel here, as the session's other tests do anyway), so the step only compiles what that copy lacks
     instead of ~20 CPU-seconds of numba that the rest of the suite already paid."""
     import os
     import shutil

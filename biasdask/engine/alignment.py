@@ -226,6 +226,24 @@ def align(
         No dictionary pair is in both stores.
     StoreConflictError
         ``dest`` holds something that is not a biasdask store.
+
+    Examples
+    --------
+    Rotate Spanish vectors onto English ones with a bilingual dictionary (orthogonal Procrustes):
+
+    >>> import numpy as np
+    >>> import biasdask
+    >>> rng = np.random.default_rng(0)
+    >>> en_words = ["man", "woman", "king", "queen", "house"]
+    >>> en = biasdask.as_embeddings(rng.standard_normal((5, 4)), en_words, language="en")
+    >>> rotation = np.linalg.qr(rng.standard_normal((4, 4)))[0]
+    >>> es_words = ["hombre", "mujer", "rey", "reina", "casa"]
+    >>> es = biasdask.as_embeddings(en.vectors.values @ rotation.T, es_words, language="es")
+    >>> aligned = biasdask.align(es, en, list(zip(es_words, en_words)), "memory://examples/align/es.zarr", progress=False)
+    >>> unit = en.vectors.values / np.linalg.norm(en.vectors.values, axis=1, keepdims=True)
+    >>> nearest = (aligned.vectors.values @ unit.T).argmax(axis=1)
+    >>> [en_words[i] for i in nearest]
+    ['man', 'woman', 'king', 'queen', 'house']
     """
     src = as_dataset(source, storage_options)
     tgt = as_dataset(target, storage_options)

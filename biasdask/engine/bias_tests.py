@@ -115,6 +115,24 @@ def full_vocabulary_test(
     PermutationTestResult
         ``statistic`` s, ``pvalue``, ``effect_size`` (on u, ddof = 1), ``z_score``, ``p_value_normal``,
         ``null_mean``, ``null_std``, ``n_permutations``, ``exact``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> rng = np.random.default_rng(0)
+    >>> words = ["he", "she", "man", "woman", *(f"w{i}" for i in range(2000))]
+    >>> emb = biasdask.as_embeddings(rng.standard_normal((len(words), 20)), words, language="en")
+    >>> res = biasdask.full_vocabulary_test(emb, a=["he"], b=["she"], method="zipf", n_permutations=999, seed=1)
+    >>> res.n_permutations, bool(0 < res.pvalue <= 1)
+    (999, True)
+
+    With a placebo null of 200 random word pairs of the same frequency ranks:
+
+    >>> res = biasdask.full_vocabulary_test(emb, a=["he", "man"], b=["she", "woman"], n_permutations=999,
+    ...                                     placebo=200, seed=1)
+    >>> res.n_placebo, bool(0 < res.p_value_placebo <= 1)
+    (200, True)
     """
     a, b = word_list(a, "a"), word_list(b, "b")
     other_a = None if other_a is None else word_list(other_a, "other_a")

@@ -226,6 +226,16 @@ def get_client(
     ------
     SchedulerError
         A scheduler address that cannot be reached, or Gateway configured without ``dask-gateway``.
+
+    Examples
+    --------
+    Without a client, a scheduler address or Gateway in the environment, a local cluster is started:
+
+    >>> import biasdask
+    >>> client = biasdask.get_client(n_workers=1, threads_per_worker=1)
+    >>> len(client.scheduler_info()["workers"])
+    1
+    >>> client.close(); client.cluster.close()
     """
     if client is not None:
         return client

@@ -82,6 +82,17 @@ def direction(
     BiasdaskError
         Inconsistent arguments (both ``pairs`` and ``a``/``b``, unequal aligned lists, several pairs for
         ``"pair"``, an unknown method).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> rng = np.random.default_rng(0)
+    >>> words = ["he", "she", "man", "woman", *(f"w{i}" for i in range(2000))]
+    >>> emb = biasdask.as_embeddings(rng.standard_normal((len(words), 20)), words, language="en")
+    >>> g = biasdask.direction(emb, pairs=[("he", "she"), ("man", "woman")], method="pca")
+    >>> g.shape, round(float(np.linalg.norm(g)), 6)
+    ((20,), 1.0)
     """
     if method not in sd.DIRECTION_METHODS:
         raise BiasdaskError(f"unknown direction method {method!r}; choose from {list(sd.DIRECTION_METHODS)}")
@@ -143,7 +154,7 @@ def direct_bias(
     c: float = 1,
     storage_options: dict | None = None,
 ) -> float:
-    """Bolukbasi's DirectBias_c = mean over neutral words w of |cos(w, g)|^c, on a store.
+    """Bolukbasi's DirectBias_c = mean over neutral words w of ``|cos(w, g)|^c``, on a store.
 
     Parameters
     ----------
@@ -167,6 +178,18 @@ def direct_bias(
     ------
     MissingWordsError
         No neutral word is in the store.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> rng = np.random.default_rng(0)
+    >>> words = ["he", "she", "man", "woman", *(f"w{i}" for i in range(2000))]
+    >>> emb = biasdask.as_embeddings(rng.standard_normal((len(words), 20)), words, language="en")
+    >>> g = biasdask.direction(emb, pairs=[("he", "she"), ("man", "woman")])
+    >>> value = biasdask.direct_bias(emb, g, neutral_words=["w1", "w2", "w3"])
+    >>> bool(0 <= value <= 1)
+    True
     """
     emb = as_dataset(emb, storage_options)
     g = _check_dim(direction, emb)
@@ -209,6 +232,18 @@ def indirect_bias(
     ------
     MissingWordsError
         ``w`` or ``v`` is not in the store (or has a zero vector).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> rng = np.random.default_rng(0)
+    >>> words = ["he", "she", "man", "woman", *(f"w{i}" for i in range(2000))]
+    >>> emb = biasdask.as_embeddings(rng.standard_normal((len(words), 20)), words, language="en")
+    >>> g = biasdask.direction(emb, pairs=[("he", "she"), ("man", "woman")])
+    >>> beta = biasdask.indirect_bias(emb, g, "w1", "w2")
+    >>> bool(-1 <= beta <= 1)
+    True
     """
     emb = as_dataset(emb, storage_options)
     g = _check_dim(direction, emb)

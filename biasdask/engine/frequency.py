@@ -78,8 +78,8 @@ def frequency_profile(
         ``a`` and ``b``, an embedding in any form :func:`biasdask.as_embeddings` accepts, whose
         scores (uniform and zipf) are computed first.
     bins
-        Bin width in log10 units (default 1 for ranks, as in the seed's Figure 1; 0.5 for frequencies,
-        as in its Table 3), or explicit increasing edges (ranks or frequencies).
+        Bin width in log10 units (default 1 for ranks, as in Valentini et al. 2022's Figure 1; 0.5 for frequencies,
+        as in their Table 3), or explicit increasing edges (ranks or frequencies).
     by
         ``"rank"``: by frequency rank, bins [lo, hi) up to N = the largest rank, the last bin [lo, N].
         ``"frequency"``: by wordfreq's observed frequency of each word, bins (lo, hi], the first
@@ -101,6 +101,17 @@ def frequency_profile(
         ``n_outside`` (score): words left out. Coordinates ``lower``, ``upper`` (bin edges, in ranks or
         frequencies) and ``label`` (e.g. ``"10-99"``) along ``bin``. Attributes ``by``, ``closed``
         (which side of a bin is closed), ``language``, ``n_words``, ``sd_ddof`` = 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> rng = np.random.default_rng(0)
+    >>> words = ["he", "she", "man", "woman", *(f"w{i}" for i in range(2000))]
+    >>> emb = biasdask.as_embeddings(rng.standard_normal((len(words), 20)), words, language="en")
+    >>> profile = biasdask.frequency_profile(emb, a=["he"], b=["she"])
+    >>> profile["count"].sel(score="u").values.tolist()
+    [9, 90, 900, 1005]
     """
     if by not in ("rank", "frequency"):
         raise BiasdaskError(f"frequency_profile: by must be 'rank' or 'frequency', not {by!r}")
@@ -266,7 +277,7 @@ def context_scores(
     methods
         Weightings of t (``"uniform"``, ``"zipf"``, ``"frequency"``).
     exclude_context
-        Leave the 16 context words out of the targets (their u is NaN), as the seed's Table 3 does.
+        Leave the 16 context words out of the targets (their u is NaN), as Valentini et al. 2022's Table 3 does.
     max_words
         Use only the most frequent ``max_words`` words.
     storage_options
@@ -308,7 +319,7 @@ def context_test(
     The full-vocabulary test (:func:`biasdask.engine.bias_tests.full_vocabulary_test`) with
     A = Valentini et al. 2022's female context words and B = its male ones: X is the vocabulary (without the 16
     context words by default), Y an equally sized dummy language with u = 0, s = sum_X t. s > 0 means
-    the vocabulary leans female on average, s < 0 male; the seed reports that embeddings give frequent
+    the vocabulary leans female on average, s < 0 male; Valentini et al. 2022 report that embeddings give frequent
     words male bias, which the ``"zipf"`` weighting stresses. Pair it with :func:`frequency_profile` of
     :func:`context_scores` to see where in the frequency range the bias sits.
 

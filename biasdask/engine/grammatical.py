@@ -214,7 +214,7 @@ class GenderFormsResult:
 
     @property
     def bias(self) -> NDArray[np.float64]:
-        """Per-target difference masculine - feminine (BAD: the seed's per-adjective bias, Figures 1-2)."""
+        """Per-target difference masculine - feminine (BAD: the per-adjective bias of "Explicit Linguistic Markers of Implicit Social Biases", Figures 1-2)."""
         return self.masculine - self.feminine
 
     @property
@@ -293,7 +293,7 @@ def bad_test(
     attributes
         (masculine, feminine) forms of gender-bearing attribute words (semantic gender terms, names).
     alternative
-        Of the t-test: ``"two-sided"`` (the seed's), ``"less"``, ``"greater"``.
+        Of the t-test: ``"two-sided"`` (the BAD paper's), ``"less"``, ``"greater"``.
     storage_options
         fsspec options when ``emb`` is a URL.
 

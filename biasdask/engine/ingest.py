@@ -179,6 +179,21 @@ def ingest(
     Words are NFC-normalised (Unicode's composed form), so that ``"mâle"`` typed either way is one
     word; spellings that normalisation merges are duplicates (the first kept) and counted in the
     attr ``n_nfc_merged`` as well as ``n_duplicates``. A UTF-8 byte-order mark is skipped.
+
+    Examples
+    --------
+    A fastText-style text file (here written to an in-memory file system) into a store:
+
+    >>> import fsspec
+    >>> import biasdask
+    >>> with fsspec.open("memory://examples/ingest/tiny.vec", "w") as f:
+    ...     _ = f.write("3 2\\nhe 0.1000 -0.2000\\nshe -0.1500 0.3000\\ndoctor 0.0500 0.0100\\n")
+    >>> emb = biasdask.ingest("memory://examples/ingest/tiny.vec", "memory://examples/ingest/en.zarr",
+    ...                       language="en", progress=False)
+    >>> emb.sizes["word"], emb.attrs["vector_encoding"]
+    (3, 'int16')
+    >>> emb["vectors"].values[0].tolist()
+    [0.10000000149011612, -0.20000000298023224]
     """
     check_language_code(language)
     if max_words is not None and (int(max_words) != max_words or max_words < 1):

@@ -134,6 +134,25 @@ def permutation_test(
     BiasdaskError
         (a ``ValueError``) Empty groups, non-finite scores, or a bad ``alternative``, ``seed``,
         ``n_permutations`` or ``batch_size``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> rng = np.random.default_rng(0)
+    >>> x, y = rng.normal(1.0, 1, 30), rng.normal(0.0, 1, 30)
+    >>> res = biasdask.permutation_test(x, y, n_permutations=9999, seed=1)
+    >>> round(res.statistic, 2), round(res.pvalue, 2), round(res.effect_size, 2)
+    (18.07, 0.01, 0.65)
+
+    (``scipy.stats.permutation_test`` of the same difference of sums, with 9,999 splits of its own, gives
+    0.0116.)
+
+    Against a dummy language of zeros (an integer ``y`` is its size):
+
+    >>> res = biasdask.permutation_test(x, 30, n_permutations=999, alternative="greater", seed=1)
+    >>> bool(res.pvalue < 0.01)
+    True
     """
     if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
         raise BiasdaskError(f"batch_size must be a positive integer, got {batch_size!r}")

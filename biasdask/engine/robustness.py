@@ -89,10 +89,17 @@ def attribute_sensitivity(
 
     Examples
     --------
-    >>> from biasdask.lexicon import iat_attribute_terms
-    >>> a, b = iat_attribute_terms("cc", "fr")
-    >>> sens = biasdask.attribute_sensitivity("emb/fr.zarr", a, b, seed=1)  # doctest: +SKIP
-    >>> biasdask.plot.plot_attribute_sensitivity(sens).savefig("fr.png")  # doctest: +SKIP
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["male", "female", "he", "she", "man", "woman", *(f"w{i}" for i in range(1000))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
+    >>> sens = biasdask.attribute_sensitivity(emb, ["he", "man", "male"], ["she", "woman", "female"],
+    ...                                       n_permutations=99, seed=1)
+    >>> sens.sizes["left_out"], list(sens.data_vars)[:4]
+    (7, ['statistic', 'effect_size', 'z_score', 'p_value'])
+
+    With the IAT's terms of a language, ``a, b = biasdask.lexicon.iat_attribute_terms("cc", "fr")``, and
+    ``biasdask.plot.plot_attribute_sensitivity(sens)`` draws the rows.
     """
     terms_a, terms_b = as_terms(word_list(a, "a")), as_terms(word_list(b, "b"))
     emb = as_dataset(emb, storage_options)

@@ -155,6 +155,21 @@ def run(
         several), a language whose targets have no observed frequency for ``frequency`` (no wordfreq
         list, or none of its words in it), a test not applicable to a language or below ``min_coverage`` are not errors: a warning in the log, and a
         note in the cells.
+
+    Examples
+    --------
+    A study of one in-memory language, on Dask's threaded scheduler:
+
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["male", "female", *(f"w{i}" for i in range(2000))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
+    >>> cube = biasdask.run({"output": "memory://examples/run/results.zarr", "languages": {"en": {"store": emb}},
+    ...                      "methods": ["uniform", "zipf"], "tests": ["gender"], "n_permutations": 99, "seed": 1})
+    >>> dict(cube.sizes)
+    {'language': 1, 'method': 2, 'test': 1}
+    >>> cube["n_permutations"].sel({"language": "en", "test": "gender"}).values.tolist()
+    [99, 99]
     """
     cfg = _as_config(config, output)
     options = cfg.resolved_storage_options()
@@ -169,7 +184,7 @@ def run(
         log.warning("%s", weak)
     # The stores are checked first (metadata and listings: milliseconds each), in parallel threads.
     # Their words are read by one thread, in the study's order, while the cluster starts and the first
-    # languages run; each language starts once its own words are in. (Read first, the seed's 26
+    # languages run; each language starts once its own words are in. (Read first, a full study's 26
     # vocabularies of 2,000,000 words kept every worker idle for ~26 s: ~1 s each here, under the GIL,
     # so more threads would only delay the first; zarr already reads a store's chunks concurrently.)
     # A word chunk failing its checksum then fails that language only.

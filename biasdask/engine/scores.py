@@ -418,7 +418,13 @@ def scores(
 
     Examples
     --------
-    >>> sc = scores(emb, ["male", "man"], ["female", "woman"], exclude_words="gender_specific")  # doctest: +SKIP
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["male", "female", "he", "she", "man", "woman", *(f"w{i}" for i in range(1000))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
+    >>> sc = biasdask.scores(emb, ["male", "man"], ["female", "woman"])
+    >>> sc["u"].sizes["word"], sc["t"].dims, sc["method"].values.tolist()
+    (1006, ('method', 'word'), ['uniform', 'zipf'])
     """
     out, _, meta = scores_graph(
         emb,

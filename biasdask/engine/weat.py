@@ -400,6 +400,26 @@ def weat(
         A set has less than ``min_coverage`` of its words (or none) in the embedding; names them.
     BiasdaskError
         Unknown similarity, or ``attributes_from`` of another dimension.
+
+    Examples
+    --------
+    A lexicon test by name, on random vectors that hold its words:
+
+    >>> import numpy as np
+    >>> import biasdask
+    >>> from biasdask.lexicon import weat_test
+    >>> t = weat_test(7)
+    >>> words = [*t.x, *t.y, *t.a, *t.b, *(f"w{i}" for i in range(500))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
+    >>> res = biasdask.weat(emb, "weat7", seed=1)
+    >>> res.n_x, res.n_y, res.exact
+    (8, 8, False)
+
+    Word lists of your own:
+
+    >>> res = biasdask.weat(emb, list(t.x), list(t.y), list(t.a), list(t.b), n_permutations=999, seed=1)
+    >>> bool(res.effect_size_ci_low <= res.effect_size <= res.effect_size_ci_high)
+    True
     """
     if similarity not in SIMILARITIES:
         raise BiasdaskError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
@@ -573,6 +593,20 @@ def career_family_test(
         A category below ``min_coverage``.
     BiasdaskError
         No translations for ``language`` with ``model``.
+
+    Examples
+    --------
+    Lewis & Lupyan 2020's career/family test on French vectors (random here) holding its words:
+
+    >>> import numpy as np
+    >>> import biasdask
+    >>> from biasdask.lexicon import iat_words
+    >>> tokens = sorted({token for t in iat_words("cc", "fr") for token in t.tokens})
+    >>> words = tokens + [f"w{i}" for i in range(100)]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="fr")
+    >>> res = biasdask.career_family_test(emb, n_permutations=999, seed=1)
+    >>> res.n_permutations
+    999
     """
     emb = as_dataset(emb, storage_options)
     language = language or _language(emb)

@@ -759,6 +759,20 @@ def open_results(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     ------
     IncompleteStoreError
         No results store at ``url``, or one whose creation never finished.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["male", "female", *(f"w{i}" for i in range(1000))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
+    >>> _ = biasdask.run({"output": "memory://examples/open_results/r.zarr", "languages": {"en": {"store": emb}},
+    ...                   "tests": ["gender"], "n_permutations": 99, "seed": 1})
+    >>> ds = biasdask.open_results("memory://examples/open_results/r.zarr")
+    >>> ds["effect_size"].dims
+    ('language', 'method', 'test')
+    >>> ds.sel({"method": "uniform", "test": "gender"})["n_x"].values.tolist()
+    [1002]
     """
     root, labels, cube, _, attrs = _load(url, storage_options)
     done = cube[_DONE]
@@ -893,6 +907,18 @@ def open_scores(url: str, language: str, storage_options: Mapping[str, Any] | No
     ------
     IncompleteStoreError
         The scores of ``language`` were never written or their writing never finished.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["male", "female", *(f"w{i}" for i in range(1000))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
+    >>> _ = biasdask.run({"output": "memory://examples/open_scores/r.zarr", "languages": {"en": {"store": emb}},
+    ...                   "tests": ["gender"], "n_permutations": 99, "seed": 1})
+    >>> scores = biasdask.open_scores("memory://examples/open_scores/r.zarr", "en")
+    >>> scores.sizes["word"], sorted(scores.data_vars)[:2]
+    (1002, ['t', 'u'])
     """
     path = f"scores/{_check_name('language', language)}"
     if _complete_subgroup(url, storage_options, path) is None:

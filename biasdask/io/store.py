@@ -617,6 +617,18 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
         A chunk is missing or fails its checksum, or the attrs disagree with the arrays.
     BiasdaskError
         There is no embedding store at ``url``, or it holds another language than ``language``.
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> import biasdask
+    >>> with fsspec.open("memory://examples/open/tiny.vec", "w") as f:
+    ...     _ = f.write("2 3\\nhe 0.1 0.2 0.3\\nshe 0.3 0.2 0.1\\n")
+    >>> _ = biasdask.ingest("memory://examples/open/tiny.vec", "memory://examples/open/en.zarr", language="en",
+    ...                     progress=False)
+    >>> emb = biasdask.open_embeddings("memory://examples/open/en.zarr", language="en")
+    >>> emb["word"].values.tolist(), emb["rank"].values.tolist()
+    (['he', 'she'], [1, 2])
     """
     attrs, arrays = _verified(url, storage_options, language)
     shown = display_url(url)

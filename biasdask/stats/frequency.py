@@ -1,7 +1,7 @@
 """Bias against frequency: per-bin profiles of a per-word score (Valentini et al. 2022).
 
-Words are grouped into bins of log10 frequency rank (the seed's Figure 1: the most frequent words in the
-leftmost bin) or of log10 observed frequency (the seed's Table 3 and Figures 2-3). For every bin the
+Words are grouped into bins of log10 frequency rank (Valentini et al. 2022, Figure 1: the most frequent words in the
+leftmost bin) or of log10 observed frequency (their Table 3 and Figures 2-3). For every bin the
 profile gives the number of words, the mean score, its sample SD (ddof = 1) and the effect size mean/SD,
 "Cohen's d of the bin's mean under the null hypothesis of no bias on average" (Valentini et al. 2022, §2). The score
 is any per-word array, typically the association u or a weighted score t; call once per score.
@@ -13,7 +13,7 @@ Bin conventions:
   ranks 1-9, 10-99, ..., 10^5-999,999, 10^6-2,000,000.
 - by observed frequency (:func:`frequency_bin_edges`): edges on a log10 grid of the given step from
   below the smallest frequency, the last edge being the largest frequency; bins are (lo, hi] except the
-  first, which is [lo, hi], as in the seed's Table 3 ([10^2, 10^2.5], (10^2.5, 10^3], ..., (10^6, 10^8.12]).
+  first, which is [lo, hi], as in Valentini et al. 2022's Table 3 ([10^2, 10^2.5], (10^2.5, 10^3], ..., (10^6, 10^8.12]).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class BinProfile:
 
     @property
     def log10_edges(self) -> NDArray[np.float64]:
-        """log10 of the edges (the x axis of the seed's figures)."""
+        """log10 of the edges (the x axis of Valentini et al. 2022's figures)."""
         return np.log10(self.edges)
 
     def labels(self) -> list[str]:

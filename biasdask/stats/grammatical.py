@@ -14,7 +14,7 @@ Adjectives with Grammatical Gender"; cos = cosine similarity):
   Y are the two forms of target word i; an unmarked word such as *inteligente* appears in both) and A, B
   the masculine and feminine forms of gender-bearing attribute words, |X| = |Y| and |A| = |B|.
 
-The seed's Experiment 1 asks whether the masculine and feminine scores of the same targets differ with
+The Experiment 1 of "Explicit Linguistic Markers of Implicit Social Biases" asks whether the masculine and feminine scores of the same targets differ with
 a two-tailed paired t-test (:func:`paired_t_test`, :func:`scipy.stats.ttest_rel`): for BAD the pairs
 are (s(x_i, A), s(y_i, B)); for MWEAT (s(x_i, A, B), s(y_i, A, B)). Positive BAD values mean a
 masculine bias, negative a feminine one (the BAD study's Experiment 2).
@@ -133,7 +133,7 @@ class BADResult:
 
     @property
     def bias(self) -> NDArray[np.float64]:
-        """Per-target BAD score s(x_i, A) - s(y_i, B) (the seed's Figures 1-2)."""
+        """Per-target BAD score s(x_i, A) - s(y_i, B) (Figures 1-2 of "Explicit Linguistic Markers of Implicit Social Biases")."""
         return self.masculine - self.feminine
 
 
@@ -168,7 +168,7 @@ def bad_test(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike, *, alternat
     a, b : array_like, shape (m, D)
         Masculine and feminine forms of the gender-bearing attribute words (|A| = |B|).
     alternative : {"two-sided", "less", "greater"}
-        For the paired t-test (the seed uses two-sided).
+        For the paired t-test (the BAD paper uses two-sided).
     """
     masc, fem = _bad_scores(x, y, a, b)
     t, p = paired_t_test(masc, fem, alternative)
@@ -196,7 +196,7 @@ class MWEATResult:
     t_statistic, pvalue : float
         Paired t-test of ``masculine`` vs ``feminine`` (:func:`scipy.stats.ttest_rel`).
     effect_size : float
-        mean / SD (ddof = 1) of the per-target differences (d_z; not in the seed).
+        mean / SD (ddof = 1) of the per-target differences (d_z; not in the BAD paper).
     alternative : str
     """
 

