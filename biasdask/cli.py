@@ -143,7 +143,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
         "xweat1..10, career_family, rnd, rnsb, mac, ect, nas) and associations (the per-word association "
         "of gender and context: cosine, euclidean, ripa, semaxis; each non-cosine one adds a test label "
-        "such as gender.ripa); see the README.",
+        "such as gender.ripa); see the Studies guide of the documentation (docs/guide/studies.md).",
     )
     p.add_argument("config", metavar="CONFIG.yaml", help="the study file")
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")

@@ -43,7 +43,8 @@ for key, value in {
     os.environ.setdefault(key, value)
 
 exclude_patterns = ["_build", "img/*.py", "Thumbs.db", ".DS_Store", "jupyter_execute"]
-source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
+# .rst first: autosummary writes its generated pages with the first suffix.
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3

@@ -590,8 +590,8 @@ def test_resuming_is_a_documented_delete_then_apply(kind, file):
     apply = f"kubectl apply -f deploy/k8s/{file}"
     comments = [line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")]
     assert delete in comments and comments.index(apply, comments.index(delete)) == comments.index(delete) + 1
-    readme = (ROOT / "README.md").read_text()
-    assert "kubectl delete -f deploy/k8s/daskjob.yaml --ignore-not-found --wait" in readme
+    guide = (ROOT / "docs" / "guide" / "clusters.md").read_text()
+    assert "kubectl delete -f deploy/k8s/daskjob.yaml --ignore-not-found --wait" in guide
 
 
 def test_job_wiring():

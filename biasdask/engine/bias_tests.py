@@ -53,7 +53,7 @@ def full_vocabulary_test(
 ) -> PermutationTestResult:
     """The full-vocabulary test: the whole vocabulary against an equally sized unbiased dummy language.
 
-    X is every word in use (zero vectors and excluded words left out), Y a dummy language of |X| words
+    X is every word in use (zero vectors and excluded words left out), Y a dummy language of ``|X|`` words
     with u ≡ 0, s = Σ_X t. With ``other`` the test is pairwise instead: Y is a second real language,
     both truncated to the same N (the smaller vocabulary, or ``max_words``) so the Zipf weights match.
 

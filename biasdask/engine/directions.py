@@ -60,7 +60,7 @@ def direction(
     method
         ``"pca"`` (Bolukbasi: first principal component of the pair-centred pairs, oriented so that the
         first words project positively on average), ``"sum"`` (unit vector along mean_a â - mean_b b̂,
-        WEAT's d_AB up to its length) or ``"pair"`` ((â - b̂) / |â - b̂|).
+        WEAT's d_AB up to its length) or ``"pair"`` (``(â - b̂) / |â - b̂|``).
     storage_options
         fsspec options when ``emb`` is a URL.
 

@@ -97,10 +97,10 @@ def permutation_test(
     y
         Scores of Y, or an ``int`` n meaning n dummy items scoring 0 (the dummy language of the full-vocabulary test).
     n_permutations
-        Splits to sample uniformly without replacement. When C(|X|+|Y|, |X|) is at most this, every
+        Splits to sample uniformly without replacement. When ``C(|X|+|Y|, |X|)`` is at most this, every
         split is enumerated instead and the p-value is exact (``exact=True``).
     alternative
-        ``"two-sided"`` (default: |s_i - E s_i| against |s - E s_i|), ``"greater"``, ``"less"``, or
+        ``"two-sided"`` (default: ``|s_i - E s_i|`` against ``|s - E s_i|``), ``"greater"``, ``"less"``, or
         ``"auto"`` (``"greater"`` if s > 0, ``"less"`` if s < 0, ``"two-sided"`` if s = 0: the full-vocabulary test's
         rule, whose type-I rate is about 2α since the tail is chosen after seeing s).
     seed

@@ -199,9 +199,9 @@ def set_metric_test(
     a, b
         The two groups (e.g. male and female terms); MAC's attribute sets.
     n_permutations
-        Relabellings sampled; all are enumerated when C(|A| + |B|, |A|) is at most this.
+        Relabellings sampled; all are enumerated when ``C(|A| + |B|, |A|)`` is at most this.
     alternative
-        ``"two-sided"`` (|v_i - mean null| >= |v - mean null|), ``"greater"``, ``"less"``, or ``"auto"``
+        ``"two-sided"`` (``|v_i - mean null| >= |v - mean null|``), ``"greater"``, ``"less"``, or ``"auto"``
         (the side of the null mean the value lies on, chosen after seeing it).
     seed
         Non-negative integer seed of the relabellings (bit-identical results on any scheduler). ``None``

@@ -332,7 +332,7 @@ def weat(
 
     s(X, Y, A, B) = Σ_x s(x, A, B) - Σ_y s(y, A, B), s(w, A, B) = mean_a f(w, a) - mean_b f(w, b); the
     p-value comes from the permutation engine over the equal-size splits of X ∪ Y (exact when
-    C(|X| + |Y|, |X|) <= ``n_permutations``); d uses the sample SD.
+    ``C(|X| + |Y|, |X|) <= n_permutations``); d uses the sample SD.
 
     Parameters
     ----------
