@@ -1,9 +1,9 @@
-"""Regenerate the figures the README shows (docs/img/*.png).
+"""Regenerate the figures the README and the documentation show (docs/img/*.png).
 
 Runs ``biasdask demo`` (or reuses a finished demo directory) for the overview (d beside z per
 weighting), the least normal null distribution, the Zipf-weighted frequency profile and a screenshot
 of the HTML report (headless Chromium), and the BAD test and MWEAT on the Spanish Common Crawl IAT
-vectors of ``../shared/data`` for the masculine/feminine form figure::
+vectors of the reference data (``$BIASDASK_SHARED/data``) for the masculine/feminine form figure::
 
     python docs/make_figures.py [--demo biasdask-demo] [--shared ../shared]
 """

@@ -43,6 +43,7 @@ import unicodedata
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator
+from typing import IO, cast
 
 import fsspec
 import numba
@@ -81,8 +82,8 @@ _SLOW_FULL = 5  # the buffer of tokens to re-read in Python is full
 _WORD_NEWLINE = 6  # a binary record's word holds a newline
 
 
-def _network_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [OSError]
+def _network_errors() -> tuple[type[Exception], ...]:
+    errors: list[type[Exception]] = [OSError]
     with contextlib.suppress(ImportError):
         import botocore.exceptions
 
@@ -233,7 +234,7 @@ def url_to_fs(url: str, storage_options: dict | None = None) -> tuple[fsspec.Abs
     try:
         return fsspec.core.url_to_fs(str(url), **options)
     except (ImportError, ValueError) as exc:
-        raise BiasdaskError(f"{display_url(url)}: cannot open this URL: {redact(exc)}") from None
+        raise BiasdaskError(f"{display_url(url)}: cannot open this URL: {redact(str(exc))}") from None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -715,12 +716,14 @@ class _Stream:
                 )
         self.compression = next((name for name, magic in _COMPRESSIONS.items() if head.startswith(magic)), None)
         self._reader = _RawReader(self._raw, head)
+        reader = cast(IO[bytes], self._reader)  # a read-only file object, as the decompressors want
+        self._file: IO[bytes] | gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile
         if self.compression == "gzip":
-            self._file = gzip.GzipFile(fileobj=self._reader, mode="rb")
+            self._file = gzip.GzipFile(fileobj=reader, mode="rb")
         elif self.compression is not None:
-            self._file = {"bz2": bz2.BZ2File, "xz": lzma.LZMAFile}[self.compression](self._reader, mode="rb")
+            self._file = {"bz2": bz2.BZ2File, "xz": lzma.LZMAFile}[self.compression](reader, mode="rb")
         else:
-            self._file = self._reader
+            self._file = reader
 
     def raw_position(self) -> int:
         """Bytes of the stored (compressed) file consumed so far."""
@@ -979,7 +982,9 @@ def iter_blocks(
             else:
                 parts.append(memoryview(carry))
                 have += 1
-        if info.n_words is not None and done + have < target:  # before the short block is written
+        if (
+            info.n_words is not None and target is not None and done + have < target
+        ):  # before the short block is written
             raise InputFormatError(
                 f"{info.display}: the header says {info.n_words} words but the file has only {done + have}"
                 + (" (truncated?)" if info.format == "word2vec-binary" else " lines after it (truncated?)")
@@ -1071,7 +1076,7 @@ def read_range(url: str, storage_options: dict | None, start: int, end: int) -> 
 
 def check_only_whitespace_after(info: SourceInfo, storage_options: dict | None, offset: int) -> None:
     """Raise unless the uncompressed file holds only whitespace from ``offset`` on (after the header's words)."""
-    assert info.size is not None
+    assert info.size is not None and info.n_words is not None
     for start in range(offset, info.size, PIECE_BYTES):
         if read_range(info.url, storage_options, start, min(start + PIECE_BYTES, info.size)).strip(_WHITESPACE):
             raise InputFormatError(
@@ -1268,8 +1273,7 @@ def _raise_text_error(buf, status, info: SourceInfo, first: int, word_start, wor
 
 def _tabs_hint(line: bytes | str) -> str:
     """The explanation of a field count that tabs between the fields explain, else ``""``."""
-    tab = b"\t" if isinstance(line, bytes) else "\t"
-    if tab not in line:
+    if (b"\t" not in line) if isinstance(line, bytes) else ("\t" not in line):
         return ""
     return " (the fields are separated by tabs: embedding files separate them by single spaces)"
 

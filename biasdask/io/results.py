@@ -59,12 +59,14 @@ import numpy as np
 import xarray as xr
 import zarr
 import zarr.api.asynchronous as zarr_async
+from zarr.core.array import AsyncArray
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as _zarr_sync
 from zarr.errors import GroupNotFoundError, NodeNotFoundError
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, ConfigError, IncompleteStoreError, StoreConflictError
+from biasdask.io import zarr_compat
 from biasdask.io.formats import storage_options_for
 
 __all__ = [
@@ -294,7 +296,7 @@ def stored_config(url: str, storage_options: Mapping[str, Any] | None = None) ->
 
 
 def _labels(group: zarr.Group) -> dict[str, list[str]]:
-    return {dim: [str(x) for x in group[dim][...]] for dim in DIMS}
+    return {dim: [str(x) for x in np.asarray(zarr_compat.array(group, dim)[...])] for dim in DIMS}
 
 
 def _fs(url: str, storage_options: Mapping[str, Any] | None) -> tuple[fsspec.AbstractFileSystem, str]:
@@ -385,7 +387,7 @@ def create_results(
             if found is not None:
                 if found != digest:
                     raise StoreConflictError(
-                        f"{url}: results store written by a different config (hash {found[:12]} != "
+                        f"{url}: results store written by a different config (hash {str(found)[:12]} != "
                         f"{digest[:12]}); pass --overwrite to replace it"
                     )
                 if _labels(existing) != labels:
@@ -503,9 +505,9 @@ async def _writer_root(
     with _WRITERS_LOCK:
         cached = _WRITERS.get(key)
     if cached is None or cached[0] != store_id:
-        arrays = await asyncio.gather(*(root.getitem(d) for d in DIMS))
+        arrays = await asyncio.gather(*(zarr_compat.async_array(root, d) for d in DIMS))
         coords = await asyncio.gather(*(a.getitem(...) for a in arrays))
-        cached = (store_id, {d: [str(x) for x in c] for d, c in zip(DIMS, coords)})
+        cached = (store_id, {d: [str(x) for x in np.asarray(c)] for d, c in zip(DIMS, coords)})
         with _WRITERS_LOCK:
             if key not in _WRITERS and len(_WRITERS) >= _WRITERS_MAX:
                 del _WRITERS[next(iter(_WRITERS))]
@@ -570,7 +572,7 @@ def write_cell(
     _zarr_sync(_write_cell_async(target, kw, url, (language, method, test), full))
 
 
-async def _read_records_async(root: Any, url: str, labels: dict[str, list[str]]) -> dict[tuple[int, int, int], dict]:
+async def _read_records_async(root: Any, url: str, labels: dict[str, list[str]]) -> dict[tuple[int, ...], dict]:
     store = root.store_path.store
     names = [n async for n in store.list_dir(f"{_CELLS}/")]
     names = [n for n in names if n.count(".") == 2 and n != "zarr.json"]
@@ -609,13 +611,13 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
     variables = {**CELL_VARIABLES, _DONE: (_BOOL, False, "")}
     names = [*DIMS, *variables]
     found = await asyncio.gather(*(root.getitem(n) for n in names), return_exceptions=True)
-    for name, array in zip(names, found):
-        if isinstance(array, BaseException) and (name in DIMS or name == _DONE or not isinstance(array, KeyError)):
-            raise array
+    for name, node in zip(names, found):
+        if isinstance(node, BaseException) and (name in DIMS or name == _DONE or not isinstance(node, KeyError)):
+            raise node
     # a store of an older biasdask may lack a variable added since: read as its fill value
-    arrays = {n: a for n, a in zip(names, found) if not isinstance(a, BaseException)}
+    arrays = {n: a for n, a in zip(names, found) if isinstance(a, AsyncArray)}
     data = dict(zip(arrays, await asyncio.gather(*(a.getitem(...) for a in arrays.values()))))
-    labels = {d: [str(x) for x in data[d]] for d in DIMS}
+    labels = {d: [str(x) for x in np.asarray(data[d])] for d in DIMS}
     records = await _read_records_async(root, url, labels)
     shape = tuple(len(labels[d]) for d in DIMS)
     cube = {}
@@ -624,8 +626,8 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
             np.asarray(data[name]) if name in data else np.full(shape, fill, dtype=object if dtype is str else dtype)
         )
         cube[name] = values.astype(object) if dtype is str else values.astype(dtype)
-    for idx, values in records.items():
-        for name, value in values.items():
+    for idx, record in records.items():
+        for name, value in record.items():
             cube[name][idx] = value
         cube[_DONE][idx] = True
     attrs = {n: dict(arrays[n].attrs) if n in arrays else {"description": variables[n][2]} for n in variables}
@@ -662,9 +664,9 @@ def compact_results(url: str, storage_options: Mapping[str, Any] | None = None) 
     async def fold() -> None:
         root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
         held = [n for n in CELL_VARIABLES if await root.contains(n)]  # an older store may lack some
-        arrays = await asyncio.gather(*(root.getitem(n) for n in held))
+        arrays = await asyncio.gather(*(zarr_compat.async_array(root, n) for n in held))
         await asyncio.gather(*(a.setitem(..., cube[n]) for a, n in zip(arrays, held)))
-        await (await root.getitem(_DONE)).setitem(..., cube[_DONE])
+        await (await zarr_compat.async_array(root, _DONE)).setitem(..., cube[_DONE])
         store = root.store_path.store
         await asyncio.gather(*(store.delete_dir(f"{_CELLS}/{i}.{j}.{k}") for i, j, k in records))
 
@@ -691,14 +693,14 @@ def write_cube_variable(
 
     async def write() -> None:
         root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
-        shape = tuple([(await root.getitem(d)).shape[0] for d in DIMS])
+        shape = tuple([(await zarr_compat.async_array(root, d)).shape[0] for d in DIMS])
         data = np.asarray(values, dtype=dtype)
         if data.shape != shape:
             raise ValueError(f"{name}: values of shape {data.shape} for a cube of shape {shape}")
         if await root.contains(name):
-            array = await root.getitem(name)
+            target_array = await zarr_compat.async_array(root, name)
         else:
-            array = await root.create_array(
+            target_array = await root.create_array(
                 name,
                 shape=shape,
                 dtype=dtype,
@@ -707,8 +709,8 @@ def write_cube_variable(
                 dimension_names=DIMS,
                 attributes={"description": description},
             )
-        await array.setitem(..., data)
-        await array.update_attributes(dict(attrs or {}))
+        await target_array.setitem(..., data)
+        await target_array.update_attributes(dict(attrs or {}))
 
     _zarr_sync(write())
 
@@ -783,7 +785,7 @@ def open_results(url: str, storage_options: Mapping[str, Any] | None = None) -> 
         values = np.where(done, cube[name], fill).astype(object if dtype is str else dtype)
         data_vars[name] = (DIMS, values, attrs[name])
     data_vars[_DONE] = (DIMS, done, attrs[_DONE])
-    coords = {dim: np.array(labels[dim], dtype=object) for dim in DIMS}
+    coords: dict[str, Any] = {dim: np.array(labels[dim], dtype=object) for dim in DIMS}
     by_test = root.attrs.get("test_associations")
     if isinstance(by_test, dict):  # which association each test label measures (studies since the option)
         coords["association"] = ("test", np.array([by_test.get(k, "") for k in labels["test"]], dtype=object))
@@ -1028,7 +1030,7 @@ def read_null(
     if group is None:
         what = "null distribution" if kind == "null" else "placebo distribution"
         raise IncompleteStoreError(f"{url}: no {what} stored for cell language={language} method={method} test={test}")
-    return np.asarray(group[kind][...], dtype=np.float64)
+    return np.asarray(zarr_compat.array(group, kind)[...], dtype=np.float64)
 
 
 def copy_cells(

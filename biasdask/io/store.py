@@ -47,7 +47,7 @@ import threading
 import uuid
 import warnings
 from collections.abc import Iterator
-from typing import Literal
+from typing import Any, Literal, cast
 
 import dask.array as da
 import fsspec
@@ -62,16 +62,20 @@ import zarr.core.sync
 import zarr.storage
 from zarr.codecs.numcodecs import FixedScaleOffset
 from zarr.core.array import Array, AsyncArray
+from zarr.core.array_spec import ArrayConfigParams
 from zarr.core.dtype import Int16, Int32
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
+from biasdask.io import zarr_compat
 from biasdask.io.formats import NETWORK_ERRORS, display_url, redact, storage_options_for, url_to_fs
 
 COMPLETE_ATTR = "biasdask_complete"
 _LANGUAGE_RE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]{2,8})*")
 _MAX_LANGUAGE_CODE = 35  # BCP 47's practical maximum; longer codes are typos or attacks
 _ARRAYS = ("vectors", "norm", "rank", "word")
+#: what reading a store's metadata may raise: zarr's errors on a malformed store, and the network's
+_METADATA_ERRORS: tuple[type[Exception], ...] = (KeyError, ValueError, TypeError, *NETWORK_ERRORS)
 #: target bytes of one chunk of ``vectors``
 CHUNK_BYTES = 2**25
 #: compression of ``vectors``: embedding floats hardly compress, and reading (decoding) the store is
@@ -85,7 +89,8 @@ VECTOR_COMPRESSORS = (
 #: compression of the other arrays: zarr's default (zstd) followed by the checksum
 OTHER_COMPRESSORS = (zarr.codecs.ZstdCodec(level=0), zarr.codecs.Crc32cCodec())
 #: every chunk is stored, also one equal to the fill value, so that a missing chunk is an error
-_ARRAY_CONFIG = {"write_empty_chunks": True}
+# (a cast: mypy reads zarr's NotRequired keys as required for Python 3.10)
+_ARRAY_CONFIG = cast(ArrayConfigParams, {"write_empty_chunks": True})
 
 #: how a store holds its vectors: scaled integers (narrowest first), or float32
 VectorEncoding = Literal["int16", "int32", "float32"]
@@ -95,7 +100,10 @@ SCALE = 10_000
 #: (the codec's decoding) equals ``float32(k * 1e-4)`` (the fast reader's) and ``rint(10^4 v)`` gives
 #: ``k`` back from ``v = float32(k / 10^4)`` (both checked for every such k by the tests)
 ENCODING_LIMITS = {"int16": 2**15 - 1, "int32": 2**22 - 1}
-_INT_TYPES = {"int16": (np.int16, Int16), "int32": (np.int32, Int32)}
+_INT_TYPES: dict[str, tuple[type[np.integer], type[Int16] | type[Int32]]] = {
+    "int16": (np.int16, Int16),
+    "int32": (np.int32, Int32),
+}
 NEGATIVE_ZERO = "negative_zero"
 _CODEC_WARNING = "Numcodecs codecs are not in the Zarr version 3 specification"
 
@@ -139,16 +147,16 @@ def _vector_codecs(encoding: VectorEncoding) -> dict:
 
 def vector_encoding(array: zarr.Array) -> VectorEncoding:
     """The encoding of a store's ``vectors`` array, from its codecs."""
-    first = array.metadata.codecs[0]
+    first = zarr_compat.v3_metadata(array).codecs[0]
     if isinstance(first, FixedScaleOffset):
-        return "int16" if np.dtype(first.codec_config["astype"]).itemsize == 2 else "int32"
+        return "int16" if np.dtype(str(first.codec_config["astype"])).itemsize == 2 else "int32"
     return "float32"
 
 
 def raw_vectors(array: zarr.Array) -> zarr.Array:
     """The integers of a scaled ``vectors`` array as stored (zarr's pipeline without the scaling: the
     blosc decompression and the CRC-32C check stay zarr's)."""
-    meta = array.metadata
+    meta = zarr_compat.v3_metadata(array)
     dtype = _INT_TYPES[vector_encoding(array)][1]()
     raw = dataclasses.replace(meta, data_type=dtype, codecs=meta.codecs[1:], fill_value=dtype.cast_scalar(0))
     return Array(AsyncArray(metadata=raw, store_path=array.store_path, config=array._async_array.config))
@@ -203,7 +211,7 @@ def encode_scaled(vectors: np.ndarray, encoding: VectorEncoding) -> tuple[np.nda
     negative = np.empty(vectors.shape, dtype=np.bool_)
     status, largest = _encode_scaled(vectors, ENCODING_LIMITS[encoding], ints, negative)
     if status:
-        needed = "float32" if status == 2 or largest > ENCODING_LIMITS["int32"] else "int32"
+        needed: VectorEncoding = "float32" if status == 2 or largest > ENCODING_LIMITS["int32"] else "int32"
         raise EncodingError(f"the vectors do not fit {encoding} (they need {needed})", needed)
     return ints, np.packbits(negative, axis=1)
 
@@ -280,7 +288,9 @@ def _is_local(url: str) -> bool:
     return (fsspec.core.split_protocol(str(url))[0] or "file") in ("file", "local")
 
 
-def _zarr_store(url: str, storage_options: dict | None, read_only: bool) -> zarr.storage.StoreLike:
+def _zarr_store(
+    url: str, storage_options: dict | None, read_only: bool
+) -> zarr.storage.LocalStore | zarr.storage.FsspecStore:
     if _is_local(url):
         return zarr.storage.LocalStore(fsspec.core.strip_protocol(str(url)), read_only=read_only)
     return zarr.storage.FsspecStore.from_url(
@@ -288,7 +298,7 @@ def _zarr_store(url: str, storage_options: dict | None, read_only: bool) -> zarr
     )
 
 
-def _group(url: str, storage_options: dict | None, mode: str = "r+") -> zarr.Group:
+def _group(url: str, storage_options: dict | None, mode: Literal["r", "r+"] = "r+") -> zarr.Group:
     return zarr.open_group(_zarr_store(url, storage_options, read_only=mode == "r"), mode=mode, zarr_format=3)
 
 
@@ -309,7 +319,7 @@ def _read_group_attrs(url: str, storage_options: dict | None) -> dict | None:
 
 
 def _is_embedding_store(attrs: dict | None) -> bool:
-    return bool(attrs) and all(k in attrs for k in ("biasdask_version", "language", "format", "dim"))
+    return attrs is not None and all(k in attrs for k in ("biasdask_version", "language", "format", "dim"))
 
 
 def check_replaceable(
@@ -333,7 +343,7 @@ def check_replaceable(
         raise BiasdaskError(
             f"{display_url(url)}: cannot reach the destination: {redact(' '.join(str(exc).split()))}"
         ) from None
-    if not _is_embedding_store(attrs):
+    if attrs is None or not _is_embedding_store(attrs):
         raise StoreConflictError(
             f"{display_url(url)} exists and is not a biasdask embedding store: refusing to replace it"
         )
@@ -382,7 +392,7 @@ def prepare_store(
     """
     check_replaceable(url, storage_options)
     remove_store(url, storage_options)
-    attrs = {
+    attrs: dict[str, Any] = {
         "language": check_language_code(language),
         "source": source,
         "format": format,
@@ -397,7 +407,7 @@ def prepare_store(
     group = zarr.open_group(
         _zarr_store(url, storage_options, read_only=False), mode="w", zarr_format=3, attributes=attrs
     )
-    common = {
+    common: dict[str, Any] = {
         "chunks": (chunk_words,),
         "dimension_names": ("word",),
         "compressors": OTHER_COMPRESSORS,
@@ -443,8 +453,8 @@ def resize_store(url: str, storage_options: dict | None, n_words: int) -> None:
     """Set the number of rows of every array (chunks beyond a smaller size are deleted)."""
     group = _group(url, storage_options)
     for name in _array_names(group):
-        array = group[name]
-        array.resize((n_words,) + array.shape[1:])
+        node = zarr_compat.array(group, name)
+        node.resize((n_words,) + node.shape[1:])
 
 
 @_quiet_codecs
@@ -494,8 +504,10 @@ def read_words(url: str, storage_options: dict | None, positions: np.ndarray) ->
     """The stored words at the given row positions."""
     if len(positions) == 0:
         return []
-    words = _group(url, storage_options, mode="r")["word"].get_coordinate_selection(np.asarray(positions))
-    return [str(w) for w in words]
+    words = zarr_compat.array(_group(url, storage_options, mode="r"), "word").get_coordinate_selection(
+        np.asarray(positions)
+    )
+    return [str(w) for w in np.asarray(words)]
 
 
 @_quiet_codecs
@@ -515,9 +527,10 @@ def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> i
     if drop.size == 0:
         return 0
     group = _group(url, storage_options)
-    n_old = group["vectors"].shape[0]
-    chunk = group["vectors"].chunks[0]
-    dropped_zeros = int(np.count_nonzero(group["norm"].get_coordinate_selection(drop) == 0))
+    stored = {name: zarr_compat.array(group, name) for name in ("vectors", "norm", "word")}
+    n_old = stored["vectors"].shape[0]
+    chunk = stored["vectors"].chunks[0]
+    dropped_zeros = int(np.count_nonzero(np.asarray(stored["norm"].get_coordinate_selection(drop)) == 0))
     n_new = n_old - drop.size
     source = np.delete(np.arange(n_old, dtype=np.int64), drop)
     n_chunks = -(-n_new // chunk)
@@ -527,8 +540,8 @@ def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> i
         lo, hi = int(rows[0]), int(rows[-1]) + 1
         pick = rows - lo
         vectors = read_vectors(url, storage_options, slice(lo, hi))[pick]
-        norms = group["norm"][lo:hi][pick]
-        words = group["word"][lo:hi][pick]
+        norms = np.asarray(stored["norm"][lo:hi])[pick]
+        words = np.asarray(stored["word"][lo:hi])[pick]
         if k == n_chunks - 1:
             resize_store(url, storage_options, n_new)
             resized = True
@@ -571,7 +584,7 @@ def _verified(url: str, storage_options: dict | None, language: str | None) -> t
         attrs = _read_group_attrs(url, storage_options)
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(f"{shown}: cannot read the store: {redact(' '.join(str(exc).split()))}") from None
-    if not _is_embedding_store(attrs):
+    if attrs is None or not _is_embedding_store(attrs):
         raise BiasdaskError(f"{shown}: no biasdask embedding store there")
     if attrs.get(COMPLETE_ATTR) is not True:
         raise IncompleteStoreError(
@@ -582,8 +595,8 @@ def _verified(url: str, storage_options: dict | None, language: str | None) -> t
         raise BiasdaskError(f"{shown}: the store holds language {attrs.get('language')!r}, not {language!r}")
     try:
         group = _group(url, storage_options, mode="r")
-        arrays = {name: group[name] for name in _array_names(group)}
-    except (KeyError, ValueError, TypeError, *NETWORK_ERRORS) as exc:
+        arrays = {name: zarr_compat.array(group, name) for name in _array_names(group)}
+    except _METADATA_ERRORS as exc:
         raise CorruptStoreError(f"{shown}: unreadable store metadata: {redact(' '.join(str(exc).split()))}") from None
     _check_layout(url, storage_options, attrs, arrays)
     return attrs, arrays
@@ -671,7 +684,7 @@ _WORD_CODECS = ("vlen-utf8", "zstd", "crc32c")
 
 def _codecs(array: zarr.Array) -> list[dict]:
     """The codecs of ``array``, in order, as zarr 3 metadata (``name``, ``configuration``)."""
-    return [c.to_dict() for c in array.metadata.codecs]
+    return [c.to_dict() for c in zarr_compat.v3_metadata(array).codecs]
 
 
 def _read_words(url: str, storage_options: dict | None, array: zarr.Array) -> np.ndarray:
@@ -750,16 +763,16 @@ _STORED: dict[str, StoredVectors] = {}
 def stored_vectors(array) -> StoredVectors | None:
     """The store behind ``array`` when it is exactly the lazy ``vectors`` of :func:`open_embeddings`
     (all rows, as opened), for readers that decode the stored chunks themselves; else None."""
-    return _STORED.get(getattr(array, "name", None)) if isinstance(array, da.Array) else None
+    return _STORED.get(str(array.name)) if isinstance(array, da.Array) else None
 
 
 def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: dict) -> None:
     """Raise :class:`CorruptStoreError` unless the attrs fit the arrays and every chunk exists."""
     shown = display_url(url)
     n_words, dim = attrs.get("n_words"), attrs.get("dim")
-    for name, array in arrays.items():
-        if array.shape[0] != n_words:
-            raise CorruptStoreError(f"{shown}: array {name} has {array.shape[0]} rows but attr n_words is {n_words}")
+    for name, node in arrays.items():
+        if node.shape[0] != n_words:
+            raise CorruptStoreError(f"{shown}: array {name} has {node.shape[0]} rows but attr n_words is {n_words}")
     if arrays["vectors"].shape[1:] != (dim,):
         raise CorruptStoreError(
             f"{shown}: array vectors has {arrays['vectors'].shape[1:]} columns but attr dim is {dim}"
@@ -775,17 +788,17 @@ def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: d
         present = {key[len(root) + 1 :] for key in fs.find(root)}
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(f"{shown}: cannot list the store: {redact(' '.join(str(exc).split()))}") from None
-    for name, array in arrays.items():
-        n_chunks = -(-array.shape[0] // array.chunks[0])
-        tail = "/0" if array.ndim == 2 else ""
+    for name, node in arrays.items():
+        n_chunks = -(-node.shape[0] // node.chunks[0])
+        tail = "/0" if node.ndim == 2 else ""
         for k in range(n_chunks):
             if f"{name}/c/{k}{tail}" not in present:
-                raise CorruptStoreError(f"{shown}: chunk {name}/c/{k}{tail} is missing (rows {k * array.chunks[0]}...)")
+                raise CorruptStoreError(f"{shown}: chunk {name}/c/{k}{tail} is missing (rows {k * node.chunks[0]}...)")
 
 
 def _read_verified(url: str, storage_options: dict | None, array: zarr.Array, name: str, rows: slice) -> np.ndarray:
     try:
-        return array[rows]
+        return np.asarray(array[rows])
     except Exception as exc:  # noqa: BLE001 - checksum, codec and storage errors alike name the chunk
         key = f"{name}/c/{rows.start // array.chunks[0]}" + ("/0" if array.ndim == 2 else "")
         raise _chunk_error(url, key, exc) from None
@@ -877,7 +890,7 @@ def _read_reused(url: str, storage_options: dict | None, array: zarr.Array, inde
     codecs = _codecs(array)
     if tuple(c["name"] for c in codecs) != _VECTOR_CODECS or codecs[0]["configuration"]["endian"] != sys.byteorder:
         return None
-    shape = array.chunks
+    shape: tuple[int, ...] = array.chunks
     nbytes = int(np.prod(shape)) * array.dtype.itemsize
     buffer = getattr(_REUSED, "buffer", None)
     if buffer is None or buffer.nbytes < nbytes:  # the largest chunk yet (stores of other shapes share it)
@@ -897,11 +910,12 @@ def _read_reused(url: str, storage_options: dict | None, array: zarr.Array, inde
 def read_vectors(url: str, storage_options: dict | None, rows: slice) -> np.ndarray:
     """Rows ``[rows.start, rows.stop)`` of ``vectors`` as float32, bit for bit as written (any encoding)."""
     group = _group(url, storage_options, mode="r")
-    array = group["vectors"]
-    if vector_encoding(array) == "float32":
-        return _read_verified(url, storage_options, array, "vectors", rows)
-    stored = _read_verified(url, storage_options, raw_vectors(array), "vectors", rows)
-    return _decoded(stored, _read_verified(url, storage_options, group[NEGATIVE_ZERO], NEGATIVE_ZERO, rows))
+    vectors = zarr_compat.array(group, "vectors")
+    if vector_encoding(vectors) == "float32":
+        return _read_verified(url, storage_options, vectors, "vectors", rows)
+    stored = _read_verified(url, storage_options, raw_vectors(vectors), "vectors", rows)
+    negative = _read_verified(url, storage_options, zarr_compat.array(group, NEGATIVE_ZERO), NEGATIVE_ZERO, rows)
+    return _decoded(stored, negative)
 
 
 def _decoded(stored: np.ndarray, negative: np.ndarray | None) -> np.ndarray:
@@ -910,7 +924,7 @@ def _decoded(stored: np.ndarray, negative: np.ndarray | None) -> np.ndarray:
     out = np.empty(stored.shape, dtype=np.float32)
     decode_scaled(stored, out)
     if negative.any():
-        out[np.unpackbits(negative, axis=1, count=out.shape[1]).view(bool)] = np.float32(-0.0)
+        out[np.unpackbits(negative, axis=1, count=stored.shape[1]).view(bool)] = np.float32(-0.0)
     return out
 
 

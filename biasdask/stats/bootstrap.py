@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -228,7 +228,7 @@ def bootstrap_effect_size(
     _check_options(level, method, n_resamples, seed)
     ux, uy = _values(u_x, "u_x"), _values(u_y, "u_y")
     d = float(_d(ux, uy)) if ux.size and uy.size else math.nan
-    base = dict(effect_size=d, level=float(level), method=method, seed=int(seed))
+    base: dict[str, Any] = dict(effect_size=d, level=float(level), method=method, seed=int(seed))
     note = ""
     if min(ux.size, uy.size) < 2:
         note = (
@@ -311,7 +311,9 @@ def attribute_bootstrap_interval(
     observed = linear_directions(association, a, b)[None, :]
     d = float(_unweighted_effect_sizes(moments, observed)[0])
     dw = np.array([_weighted_statistics(moments, observed, j)[1][0] for j in range(k)])
-    base = dict(effect_size=d, effect_size_weighted=dw, level=float(level), method=method, seed=int(seed))
+    base: dict[str, Any] = dict(
+        effect_size=d, effect_size_weighted=dw, level=float(level), method=method, seed=int(seed)
+    )
     smallest = min(a.shape[0], b.shape[0])
     if smallest < 2:
         nan, nans = math.nan, np.full(k, np.nan)
@@ -348,7 +350,7 @@ def attribute_bootstrap_interval(
             out[r] = values.reshape(lead)
         return out
 
-    data = (np.broadcast_to(np.arange(a.shape[0]), (rows, a.shape[0])),)
+    data: tuple[NDArray, ...] = (np.broadcast_to(np.arange(a.shape[0]), (rows, a.shape[0])),)
     if not paired:
         data += (np.broadcast_to(np.arange(b.shape[0]), (rows, b.shape[0])),)
     n_max = max(a.shape[0], b.shape[0])

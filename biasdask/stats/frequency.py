@@ -94,7 +94,7 @@ class BinProfile:
         }
 
 
-def _pow10(exponents: NDArray[np.float64]) -> NDArray[np.float64]:
+def _pow10(exponents: NDArray[np.floating]) -> NDArray[np.float64]:
     # Scalar pow is correctly rounded on exact powers of ten; numpy's vectorised pow may be 1 ulp off,
     # which would move a word whose key sits on an edge into the wrong bin.
     return np.array([10.0 ** float(e) for e in exponents])

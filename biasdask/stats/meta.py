@@ -567,7 +567,8 @@ def meta_regression(
     b = fit.beta[1:]
     wald = float(b @ np.linalg.solve(fit.cov[1:, 1:], b))
     if hk:
-        qm, qm_p, qm_df = wald / m, float(stats.f.sf(wald / m, m, k - p)), (m, k - p)
+        qm_df: tuple[int, ...] = (m, k - p)
+        qm, qm_p = wald / m, float(stats.f.sf(wald / m, m, k - p))
     else:
         qm, qm_p, qm_df = wald, float(stats.chi2.sf(wald, m)), (m,)
     tau2_re = _ESTIMATORS[method](y, v, np.ones((k, 1)))

@@ -82,6 +82,7 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import dataclass, replace
+from typing import Any, TypeGuard, cast
 
 import numpy as np
 from numba import njit
@@ -611,7 +612,7 @@ def _scores(values: ArrayLike, name: str) -> np.ndarray:
     return arr
 
 
-def _is_count(y: object) -> bool:
+def _is_count(y: object) -> TypeGuard[int | np.integer]:
     return isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_))
 
 
@@ -943,7 +944,7 @@ def prepare_tests(
         :func:`prepare_test`.
     """
     xs = _rows(x, "x")
-    ys = y if _is_count(y) else _rows(y, "y")
+    ys: Any = y if _is_count(y) else _rows(y, "y")  # a count of dummy zeros, or a (weightings × items) array
     if not _is_count(ys) and ys.shape[0] != xs.shape[0]:
         raise BiasdaskError(f"x has {xs.shape[0]} rows (weightings) but y has {ys.shape[0]}")
     if len(shared_split_groups(xs, ys)) > 1:
@@ -1038,7 +1039,7 @@ def finish_test(
     z, p_normal = normal_pvalue(prep.statistic, prep.null_mean, prep.null_std, prep.alternative)
     exact = weights is not None
     if return_null:
-        distribution = np.repeat(null, weights) if exact else np.asarray(null, dtype=np.float64)
+        distribution = np.repeat(null, weights) if weights is not None else np.asarray(null, dtype=np.float64)
     else:
         distribution = None
     return PermutationTestResult(
@@ -1049,7 +1050,7 @@ def finish_test(
         p_value_normal=p_normal,
         null_mean=prep.null_mean,
         null_std=prep.null_std,
-        n_permutations=int(weights.sum()) if exact else int(np.asarray(null).size),
+        n_permutations=int(weights.sum()) if weights is not None else int(np.asarray(null).size),
         exact=exact,
         alternative=prep.alternative,
         n_x=prep.n_x,
@@ -1138,4 +1139,4 @@ def permutation_tests_local(
             nulls, weights = null_batches(prep, 0, prep.n_permutations), None
         for w, row in enumerate(rows):
             results[row] = finish_test(prep.tests[w], nulls[w], weights, return_null)
-    return results
+    return cast(list[PermutationTestResult], results)  # every row is in one group

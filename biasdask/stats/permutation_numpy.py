@@ -50,8 +50,8 @@ def bits_of(masks: np.ndarray, n_items: int) -> np.ndarray:
     """Item-major booleans (n_items, count) of packed uint64 mask rows (count, words): item j is bit
     j mod 64 of word j // 64."""
     count, n_words = masks.shape
-    planes = np.ascontiguousarray(masks.T).astype("<u8").view(np.uint8).reshape(n_words, count, 8)
-    planes = planes.transpose(0, 2, 1).reshape(n_words * 8, count)
+    stacked = np.ascontiguousarray(masks.T).astype("<u8").view(np.uint8).reshape(n_words, count, 8)
+    planes = stacked.transpose(0, 2, 1).reshape(n_words * 8, count)
     return np.unpackbits(planes, axis=0, bitorder="little").view(bool)[:n_items]
 
 
@@ -81,7 +81,7 @@ def _seed_states(entropy: np.ndarray, index: np.ndarray) -> np.ndarray:
     m = index.shape[0]
     words = [np.full(m, w, dtype=np.uint64) for w in entropy] + [index & _M32]
     hash_const = _k._INIT_A
-    pool = [None] * _k._POOL_SIZE
+    pool: list[np.ndarray] = [words[0]] * _k._POOL_SIZE  # every entry is set below
     for i in range(_k._POOL_SIZE):
         pool[i], hash_const = _hashmix(words[i], hash_const)
     for i_src in range(_k._POOL_SIZE):
@@ -95,7 +95,7 @@ def _seed_states(entropy: np.ndarray, index: np.ndarray) -> np.ndarray:
             pool[i_dst] = _mix(pool[i_dst], h)
     hash_b = _k._INIT_B
     state = np.empty((4, m), dtype=np.uint64)
-    low = None
+    low: np.ndarray = np.zeros(m, dtype=np.uint64)
     for i in range(2 * 4):
         d = (pool[i % _k._POOL_SIZE] ^ hash_b) & _M32
         hash_b = (hash_b * _k._MULT_B) & _M32
@@ -124,13 +124,13 @@ def _next(state: np.ndarray) -> np.ndarray:
 
 def _bounded(state: np.ndarray, r: int) -> np.ndarray:
     """Lemire's unbiased integers in [0, r) from the generators ``state`` (r ≤ 2**32)."""
-    r = _U(r)
-    m = (_next(state) >> _U(32)) * r
-    threshold = ((_M32 + _U(1)) - r) % r
+    bound = _U(r)
+    m = (_next(state) >> _U(32)) * bound
+    threshold = ((_M32 + _U(1)) - bound) % bound
     again = np.flatnonzero((m & _M32) < threshold)  # < threshold implies < r: the kernel's test
     while again.size:
         redraw = state[:, again]
-        m[again] = (_next(redraw) >> _U(32)) * r
+        m[again] = (_next(redraw) >> _U(32)) * bound
         state[:, again] = redraw
         again = again[(m[again] & _M32) < threshold]
     return (m >> _U(32)).astype(np.int64)
@@ -192,8 +192,8 @@ def exact_sums(values: np.ndarray, n: int, ks: np.ndarray) -> tuple[np.ndarray, 
     """``_exact_sums``: the sum of every k-subset of the n items, k in ``ks``, lexicographic within k."""
     sums, sub_k = [], []
     for k in ks:
-        combos = list(itertools.combinations(range(n), int(k)))
-        combos = np.array(combos, dtype=np.intp).reshape(len(combos), int(k))
+        listed = list(itertools.combinations(range(n), int(k)))
+        combos = np.array(listed, dtype=np.intp).reshape(len(listed), int(k))
         bits = np.zeros((n, combos.shape[0]), dtype=bool)
         bits[combos, np.arange(combos.shape[0])[:, None]] = True
         sums.append(masked_sums(values, bits))
