@@ -323,7 +323,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     full = open_results(args.results)
     columns = parse_columns(args.columns)
-    print(format_table(select(full, parse_selection(args.sel)), args.format, columns=columns))
+    _print_text(format_table(select(full, parse_selection(args.sel)), args.format, columns=columns))
     done, total = int(full["done"].values.sum()), int(full["done"].size)
     if done < total:
         print(f"{done} of {total} cells done (run the study again to finish the others)", file=sys.stderr)
@@ -361,8 +361,13 @@ def _cmd_words(args: argparse.Namespace) -> int:
     from biasdask.tables import format_words
 
     table = top_words(args.results, args.language, args.n, args.by, method=args.method, association=args.association)
-    print(format_words(table, args.format))
+    _print_text(format_words(table, args.format))
     return 0
+
+
+def _print_text(text: str) -> None:
+    """Print a formatted table once, ending in exactly one newline (CSV writers already end theirs)."""
+    print(text, end="" if text.endswith("\n") else "\n")
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:

@@ -20,6 +20,8 @@ import yaml
 from distributed import Client
 from tqdm import tqdm
 
+from biasdask.errors import BiasdaskError
+
 
 @dataclass(frozen=True)
 class DemoLanguage:
@@ -83,6 +85,10 @@ def generate(
     return result
 
 
+#: the smallest vocabulary of a generated demo language
+MIN_WORDS = 100
+
+
 def has_plot_extra() -> bool:
     """Whether matplotlib (the ``plot`` extra), which the figures and the report need, can be imported."""
     try:
@@ -123,6 +129,10 @@ def demo(
         Write the PNG figures (``plots/``) and the HTML report (``report/index.html``); by default when
         matplotlib (the ``plot`` extra) is installed.
     """
+    if n_words < MIN_WORDS:
+        raise BiasdaskError(f"demo: --words must be at least {MIN_WORDS} (the attribute words sit at ranks 41 and 42)")
+    if dim < 2:
+        raise BiasdaskError(f"demo: --dim must be at least 2, got {dim}")
     from biasdask.engine.cluster import client_scope
     from biasdask.engine.ingest import ingest
     from biasdask.engine.run import run
