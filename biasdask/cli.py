@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from biasdask._version import __version__
-from biasdask.errors import BiasdaskError
+from biasdask.errors import BiasdaskError, BiasdaskException
 from biasdask.report import write_plots
 from biasdask.tables import COLUMNS, FORMATS, format_table
 
@@ -94,7 +94,7 @@ def _size(url: str) -> int:
     try:
         fs, path = url_to_fs(url)
         return int(fs.size(path) or 0)
-    except (*NETWORK_ERRORS, BiasdaskError):  # unreachable or unsized: ingest itself reports what is wrong
+    except (*NETWORK_ERRORS, BiasdaskException):  # unreachable or unsized: ingest itself reports what is wrong
         return 0
 
 
@@ -570,7 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         print(f"biasdask: error: {error_line(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, BiasdaskError) else 1
+        return 2 if isinstance(exc, BiasdaskException) else 1
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
@@ -582,7 +582,7 @@ def error_line(exc: BaseException) -> str:
     from biasdask.io.formats import redact
 
     text = " ".join(str(exc).split())
-    if isinstance(exc, BiasdaskError):
+    if isinstance(exc, BiasdaskException):
         return redact(text)
     if isinstance(exc, KeyError) and len(exc.args) == 1:
         text = repr(exc.args[0])

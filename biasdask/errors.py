@@ -1,39 +1,38 @@
 """Exceptions raised by biasdask.
 
-Every error a user can trigger with bad input is one of these, with a one-line message that names the
-file, line, word or configuration key at fault. As in numpy, scipy and xarray, a bad argument is a
-``ValueError`` (a wrong type a ``TypeError``): every class here derives from one of them, so
-``except ValueError`` catches what biasdask raises on purpose.
+Every error biasdask raises on purpose is a :class:`BiasdaskException`, with a one-line message that names
+the file, line, word, configuration key or store at fault, and is exactly one of Python's kinds, as in
+numpy, scipy and xarray: a bad argument or input is a ``ValueError`` (:class:`BiasdaskError`; a wrong type a
+``TypeError``), a store, network or cluster that fails is an ``OSError`` (:class:`BiasdaskOSError`), a
+missing extra an ``ImportError``. So ``except ValueError`` catches bad input and ``except OSError`` what
+went wrong around it, never both; every class pickles as it is, to and from Dask workers.
 """
 
 from __future__ import annotations
 
 
-class BiasdaskError(ValueError):
-    """Base class of every error biasdask raises on purpose (a ``ValueError``)."""
+class BiasdaskException(Exception):
+    """Base class of every error biasdask raises on purpose (the CLI prints these in one line)."""
 
 
-class BiasdaskTypeError(BiasdaskError, TypeError):
+class BiasdaskError(BiasdaskException, ValueError):
+    """Bad input: an argument, a word list, a file's contents, a study (a ``ValueError``)."""
+
+
+class BiasdaskTypeError(BiasdaskException, TypeError):
     """An argument of a type biasdask cannot use (an embedding it cannot read, a ``str`` where a list
     of words is expected...)."""
 
 
-class _BiasdaskOSError(BiasdaskError, OSError):
-    """Base of the errors that are also an ``OSError`` (a store, a scheduler).
-
-    tblib, with which ``distributed`` sends a task's exception to the client, rebuilds it with
-    ``cls.__new__``, which would find ``ValueError``'s first and fail for an ``OSError``: the client then
-    got a bare ``Exception`` whose message was this one's repr (a run named a corrupt chunk as
-    ``Exception: CorruptStoreError(...)``, exit 1, after writing no cell)."""
-
-    __new__ = OSError.__new__
+class BiasdaskOSError(BiasdaskException, OSError):
+    """A store, the network or a cluster that fails (an ``OSError``)."""
 
 
 class InputFormatError(BiasdaskError):
     """An embedding file that cannot be read as the format it claims (names file and line)."""
 
 
-class IncompleteStoreError(_BiasdaskOSError):
+class IncompleteStoreError(BiasdaskOSError):
     """A Zarr store whose writing never finished (its completion marker is missing)."""
 
 
@@ -48,23 +47,23 @@ class ConfigError(BiasdaskError):
     """A study configuration that fails validation (names the key)."""
 
 
-class StoreConflictError(_BiasdaskOSError, FileExistsError):
+class StoreConflictError(BiasdaskOSError, FileExistsError):
     """A results store written by a different configuration."""
 
 
-class SchedulerError(_BiasdaskOSError, ConnectionError):
+class SchedulerError(BiasdaskOSError, ConnectionError):
     """A Dask scheduler (or Dask Gateway) that cannot be reached or started (names its address)."""
 
 
-class CorruptStoreError(_BiasdaskOSError):
+class CorruptStoreError(BiasdaskOSError):
     """A store whose chunks are missing or fail their checksum, or whose attrs disagree with its arrays."""
 
 
-class StorageFullError(_BiasdaskOSError):
+class StorageFullError(BiasdaskOSError):
     """The storage a store is being written to is full (no space left, or the quota reached): names it."""
 
 
-class MissingDependencyError(BiasdaskError, ImportError):
+class MissingDependencyError(BiasdaskException, ImportError):
     """A feature whose package is an extra of biasdask that is not installed (names the extra)."""
 
 

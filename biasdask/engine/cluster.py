@@ -32,7 +32,7 @@ from dask.callbacks import Callback
 from distributed import Client, LocalCluster, WorkerPlugin
 
 import biasdask._dask_config  # noqa: F401  (registers the "biasdask" namespace)
-from biasdask.errors import SchedulerError
+from biasdask.errors import BiasdaskError, SchedulerError, missing_dependency
 from biasdask.progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def _connect(address: str) -> Client:
     except (OSError, TimeoutError) as exc:
         raise SchedulerError(f"cannot reach Dask scheduler at {address} within {timeout}: {exc}") from None
     except ValueError as exc:  # e.g. an unknown scheme: foo://host
-        raise SchedulerError(f"not a Dask scheduler address: {address} ({exc})") from None
+        raise BiasdaskError(f"not a Dask scheduler address: {address} ({exc})") from None
     log.info("connected to the Dask scheduler at %s; dashboard: %s", address, client.dashboard_link)
     return client
 
@@ -59,8 +59,8 @@ def _gateway_client(n_workers: int | None) -> Client:
     try:
         from dask_gateway import Gateway
     except ImportError:
-        raise SchedulerError(
-            "DASK_GATEWAY__ADDRESS is set but dask-gateway is not installed (pip install 'biasdask[gateway]')"
+        raise missing_dependency(
+            "dask-gateway", "gateway", "a Dask Gateway cluster: DASK_GATEWAY__ADDRESS is set"
         ) from None
     from dask.utils import parse_timedelta
 

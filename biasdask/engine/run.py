@@ -64,7 +64,14 @@ from biasdask.engine.scores import (
 )
 from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 from biasdask.engine.update import check_changes, prepare_update, run_attrs
-from biasdask.errors import BiasdaskError, BiasdaskTypeError, ConfigError, CorruptStoreError, MissingWordsError
+from biasdask.errors import (
+    BiasdaskError,
+    BiasdaskException,
+    BiasdaskTypeError,
+    ConfigError,
+    CorruptStoreError,
+    MissingWordsError,
+)
 from biasdask.io import results as rs
 from biasdask.io.formats import display_url, location_key
 from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
@@ -921,7 +928,7 @@ class _Stream:
                     lang = waiting.pop(0)
                     try:
                         emb = stores[lang.code].result()
-                    except BiasdaskError as exc:  # its words cannot be read (e.g. a chunk fails its checksum)
+                    except BiasdaskException as exc:  # its words cannot be read (e.g. a chunk fails its checksum)
                         # named once, in the run's error; no note in its cells: they stay not done, and
                         # run on resume once the store is mended
                         self.failures.append(f"{lang.code}: {exc}")

@@ -1046,7 +1046,13 @@ def _holder() -> bytes:
 
 
 def _flock(path: str) -> int:
-    """An open descriptor of ``path`` holding an exclusive ``flock``; FileExistsError if one is held."""
+    """An open descriptor of ``path`` holding an exclusive ``flock``; FileExistsError if one is held.
+
+    Hand-written rather than ``filelock.FileLock``: the lock file must name its holder (for the message
+    of whoever finds it taken) and be deleted on release, and a file deleted on release can be locked by a
+    second process that opened it just before; the inode check below closes that race, which filelock
+    avoids only by leaving its lock files behind.
+    """
     import fcntl
 
     parent = os.path.dirname(path)

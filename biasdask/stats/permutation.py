@@ -89,7 +89,6 @@ from numba import njit
 from numpy.typing import ArrayLike
 from scipy.special import ndtr
 
-from biasdask.errors import BiasdaskError
 from biasdask.stats.effect import effect_size, null_moments
 
 __all__ = [
@@ -580,7 +579,7 @@ def _seed_entropy(seed: int | None) -> tuple[int, np.ndarray]:
     if seed is None:
         seed = secrets.randbits(32 * _POOL_SIZE)
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise BiasdaskError(f"seed must be a non-negative integer, got {seed!r}")
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     seed = int(seed)
     words = []
     rest = seed
@@ -602,13 +601,13 @@ def _scores(values: ArrayLike, name: str) -> np.ndarray:
     """The scores as float64 (centred before any float32 copy is made)."""
     arr = np.asarray(values)
     if arr.ndim != 1:
-        raise BiasdaskError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
+        raise ValueError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
     if arr.dtype.kind not in "biuf":
-        raise BiasdaskError(f"{name} must hold numbers, got dtype {arr.dtype}")
+        raise ValueError(f"{name} must hold numbers, got dtype {arr.dtype}")
     arr = arr.astype(np.float64)
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
-        raise BiasdaskError(f"{name}[{bad[0]}] is {arr[bad[0]]}: scores must be finite")
+        raise ValueError(f"{name}[{bad[0]}] is {arr[bad[0]]}: scores must be finite")
     return arr
 
 
@@ -651,7 +650,7 @@ def hypergeometric_cdf(population: int, successes: int, draws: int) -> tuple[int
 
 def _resolve_alternative(alternative: str, statistic: float) -> str:
     if alternative not in ALTERNATIVES:
-        raise BiasdaskError(f"alternative must be one of {', '.join(ALTERNATIVES)}; got {alternative!r}")
+        raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}; got {alternative!r}")
     if alternative != "auto":
         return alternative
     if statistic > 0:
@@ -680,13 +679,13 @@ def prepare_test(
 
     Raises
     ------
-    BiasdaskError
+    ValueError
         Empty groups, non-finite scores, a bad ``alternative``, ``seed`` or ``n_permutations``.
     """
     xs = _scores(x, "x")
     if _is_count(y):
         if y < 1:
-            raise BiasdaskError(f"y as a count of dummy zero items must be >= 1, got {y}")
+            raise ValueError(f"y as a count of dummy zero items must be >= 1, got {y}")
         ys = np.empty(0, dtype=np.float64)
         n_y = int(y)
     else:
@@ -694,18 +693,18 @@ def prepare_test(
         n_y = ys.size
     n_x = xs.size
     if n_x == 0 or n_y == 0:
-        raise BiasdaskError(f"both groups need at least one item (|x| = {n_x}, |y| = {n_y})")
+        raise ValueError(f"both groups need at least one item (|x| = {n_x}, |y| = {n_y})")
     if isinstance(n_permutations, (bool, np.bool_)) or not isinstance(n_permutations, (int, np.integer)):
-        raise BiasdaskError(f"n_permutations must be an integer, got {n_permutations!r}")
+        raise ValueError(f"n_permutations must be an integer, got {n_permutations!r}")
     if not 1 <= n_permutations <= MAX_PERMUTATIONS:
-        raise BiasdaskError(f"n_permutations must be between 1 and {MAX_PERMUTATIONS:,}, got {n_permutations}")
+        raise ValueError(f"n_permutations must be between 1 and {MAX_PERMUTATIONS:,}, got {n_permutations}")
     used_seed, entropy = _seed_entropy(seed)
 
     x_nz = xs[xs != 0]
     pool = np.concatenate([x_nz, ys[ys != 0]])
     n_values = pool.size
     if n_values > 2**32:
-        raise BiasdaskError(f"at most 2**32 nonzero scores can be pooled, got {n_values}")
+        raise ValueError(f"at most 2**32 nonzero scores can be pooled, got {n_values}")
     # Scores that float32 holds exactly (the engine's stored t) lose nothing in storage: no centre,
     # and sums of their float32 copies stay exact. Others are centred first.
     lossless = bool(np.array_equal(pool.astype(np.float32), pool))
@@ -713,7 +712,7 @@ def prepare_test(
     residuals = (pool - centre).astype(np.float32)
     bad = np.flatnonzero(~np.isfinite(residuals))
     if bad.size:
-        raise BiasdaskError(f"pooled score {pool[bad[0]]} minus the pool mean {centre} does not fit in float32")
+        raise ValueError(f"pooled score {pool[bad[0]]} minus the pool mean {centre} does not fit in float32")
     values = np.zeros(-(-n_values // 64) * 64, dtype=np.float32)
     values[:n_values] = residuals
     masks = np.zeros((2, max(values.size // 64, 1)), dtype=np.uint64)
@@ -737,7 +736,7 @@ def prepare_test(
     u_y = (n_y if _is_count(y) else np.asarray(y, dtype=np.float64)) if effect_y is None else effect_y
     for name, u, n in (("effect_x", u_x, n_x), ("effect_y", u_y, n_y)):
         if not _is_count(u) and np.size(u) != n:
-            raise BiasdaskError(f"{name} has {np.size(u)} values but its group has {n} items")
+            raise ValueError(f"{name} has {np.size(u)} values but its group has {n} items")
     return PreparedTest(
         values=values,
         n_values=n_values,
@@ -885,7 +884,7 @@ class PreparedTests:
 def _rows(x: ArrayLike, name: str) -> np.ndarray:
     arr = np.asarray(x)
     if arr.ndim != 2 or arr.shape[0] < 1:
-        raise BiasdaskError(f"{name} must be a 2-D array with one row of scores per weighting, got shape {arr.shape}")
+        raise ValueError(f"{name} must be a 2-D array with one row of scores per weighting, got shape {arr.shape}")
     return arr
 
 
@@ -939,16 +938,16 @@ def prepare_tests(
 
     Raises
     ------
-    BiasdaskError
+    ValueError
         Rows whose zero items differ (group them with :func:`shared_split_groups`), and the errors of
         :func:`prepare_test`.
     """
     xs = _rows(x, "x")
     ys: Any = y if _is_count(y) else _rows(y, "y")  # a count of dummy zeros, or a (weightings × items) array
     if not _is_count(ys) and ys.shape[0] != xs.shape[0]:
-        raise BiasdaskError(f"x has {xs.shape[0]} rows (weightings) but y has {ys.shape[0]}")
+        raise ValueError(f"x has {xs.shape[0]} rows (weightings) but y has {ys.shape[0]}")
     if len(shared_split_groups(xs, ys)) > 1:
-        raise BiasdaskError("the rows of x (or y) are zero at different items, so they cannot share splits")
+        raise ValueError("the rows of x (or y) are zero at different items, so they cannot share splits")
     seed, _ = _seed_entropy(seed)
     tests = [
         prepare_test(xs[w], ys if _is_count(ys) else ys[w], n_permutations, alternative, seed, effect_x, effect_y)
@@ -999,7 +998,7 @@ def permutation_pvalue(
     """
     null = np.asarray(null, dtype=np.float64)
     if alternative not in ("greater", "less", "two-sided"):
-        raise BiasdaskError(f"alternative must be greater, less or two-sided; got {alternative!r}")
+        raise ValueError(f"alternative must be greater, less or two-sided; got {alternative!r}")
     if math.isnan(statistic) or (alternative == "two-sided" and math.isnan(null_mean)):
         return math.nan
     if alternative == "greater":

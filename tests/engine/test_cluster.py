@@ -6,7 +6,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from biasdask.engine.cluster import WarmKernels, client_scope, get_client
-from biasdask.errors import BiasdaskError
+from biasdask.errors import BiasdaskException, MissingDependencyError
 
 
 @pytest.fixture()
@@ -38,7 +38,7 @@ def test_gateway_configured_without_package(monkeypatch):
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     monkeypatch.setenv("DASK_GATEWAY__ADDRESS", "http://127.0.0.1:9")
     monkeypatch.setitem(sys.modules, "dask_gateway", None)
-    with pytest.raises(BiasdaskError, match="dask-gateway is not installed"):
+    with pytest.raises(MissingDependencyError, match=r"dask-gateway is not installed .*biasdask\[gateway\]"):
         get_client()
 
 
@@ -89,7 +89,9 @@ def test_unreachable_scheduler_is_a_value_and_connection_error():
             ConnectionError, match=r"cannot reach Dask scheduler at tcp://127.0.0.1:9 within 1s"
         ) as info:
             get_client(scheduler="tcp://127.0.0.1:9")
-    assert isinstance(info.value, ValueError) and isinstance(info.value, BiasdaskError)
+    # an OSError (the network), not a ValueError: nothing was wrong with the input
+    assert isinstance(info.value, OSError) and isinstance(info.value, BiasdaskException)
+    assert not isinstance(info.value, ValueError)
 
 
 class _FakeOptions(dict):

@@ -16,7 +16,7 @@ from biasdask.demo import write_language
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.engine.ingest import ingest
 from biasdask.engine.run import family_seed, plan_language
-from biasdask.errors import BiasdaskError
+from biasdask.errors import BiasdaskError, IncompleteStoreError
 from biasdask.io import results as rs
 
 CELL_VARS = [
@@ -405,7 +405,7 @@ def test_a_language_runs_while_the_next_ones_words_are_still_read(tmp_path, stor
     def en_done() -> bool:
         try:
             return ("en", "uniform", "gender") in rs.done_cells(output)
-        except BiasdaskError:  # the results store is not created yet
+        except IncompleteStoreError:  # the results store is not created yet
             return False
 
     def slow_de(lang, options):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from biasdask.errors import BiasdaskError, IncompleteStoreError, StoreConflictError
+from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
 from biasdask.io import store
 
 
@@ -320,7 +320,7 @@ def test_a_flipped_byte_of_a_scaled_store_fails_its_checksum(tmp_path, chunk):
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x10
     path.write_bytes(bytes(data))
-    with pytest.raises(BiasdaskError, match=f"s.zarr: chunk {chunk}: .*checksum"):
+    with pytest.raises(CorruptStoreError, match=f"s.zarr: chunk {chunk}: .*checksum"):
         store.open_embeddings(url).vectors.values  # noqa: B018
 
 
@@ -370,10 +370,10 @@ def test_vectors_decoded_into_the_threads_reused_buffer_equal_zarrs_read(tmp_pat
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x10
     path.write_bytes(bytes(data))
-    with pytest.raises(BiasdaskError, match="s.zarr: chunk vectors/c/1/0: .*checksum"):
+    with pytest.raises(CorruptStoreError, match="s.zarr: chunk vectors/c/1/0: .*checksum"):
         store.read_stored_vectors(url, None, 1, reuse=True)
     path.unlink()
-    with pytest.raises(BiasdaskError, match="s.zarr: chunk vectors/c/1/0 is missing"):
+    with pytest.raises(CorruptStoreError, match="s.zarr: chunk vectors/c/1/0 is missing"):
         store.read_stored_vectors(url, None, 1, reuse=True)
 
 

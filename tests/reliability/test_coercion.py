@@ -12,7 +12,7 @@ from reliability_helpers import make_store
 from biasdask.config import parse_config
 from biasdask.engine.ingest import ingest
 from biasdask.engine.scores import scores
-from biasdask.errors import BiasdaskError, ConfigError
+from biasdask.errors import ConfigError
 from biasdask.io.store import open_embeddings
 from biasdask.stats.permutation import permutation_test_local as permutation_test
 
@@ -31,7 +31,7 @@ def test_a_string_is_not_an_attribute_word_list_in_a_study():
 
 
 def test_effect_x_of_the_wrong_length_is_refused():
-    with pytest.raises(BiasdaskError, match="effect_x has 2 values but its group has 3 items"):
+    with pytest.raises(ValueError, match="effect_x has 2 values but its group has 3 items"):
         permutation_test([1.0, 2.0, 3.0], [4.0, 5.0], n_permutations=9, effect_x=np.array([1.0, 2.0]))
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from reliability_helpers import assert_one_line_error, make_store, write_study
 
-from biasdask.errors import BiasdaskError, CorruptStoreError
+from biasdask.errors import BiasdaskException, CorruptStoreError
 from biasdask.io.results import open_results
 from biasdask.io.store import open_embeddings
 
@@ -20,7 +20,7 @@ from biasdask.io.store import open_embeddings
 def test_a_deleted_chunk_is_an_error_naming_it(tmp_path, chunk):
     url = make_store(tmp_path)
     (tmp_path / "emb" / "en.zarr" / chunk).unlink()
-    with pytest.raises(BiasdaskError, match=f"en.zarr: chunk {chunk} is missing"):
+    with pytest.raises(CorruptStoreError, match=f"en.zarr: chunk {chunk} is missing"):
         open_embeddings(url)
 
 
@@ -37,14 +37,14 @@ def test_a_flipped_byte_fails_the_checksum_naming_the_chunk(tmp_path, chunk):
     _flip(tmp_path / "emb" / "en.zarr" / chunk)
     emb = open_embeddings(url)
     name = chunk.split("/")[0]
-    with pytest.raises(BiasdaskError, match=f"en.zarr: chunk {chunk}: .*checksum"):
+    with pytest.raises(CorruptStoreError, match=f"en.zarr: chunk {chunk}: .*checksum"):
         emb[name].values  # noqa: B018
 
 
 def test_a_flipped_byte_in_the_words_is_found_at_open(tmp_path):
     url = make_store(tmp_path)
     _flip(tmp_path / "emb" / "en.zarr" / "word" / "c" / "2", offset=10)
-    with pytest.raises(BiasdaskError, match="chunk word/c/2"):
+    with pytest.raises(CorruptStoreError, match="chunk word/c/2"):
         open_embeddings(url)
 
 
@@ -54,14 +54,14 @@ def test_attrs_are_checked_against_the_arrays(tmp_path):
     meta = json.loads(meta_path.read_text())
     meta["attributes"]["n_words"] = 2004
     meta_path.write_text(json.dumps(meta))
-    with pytest.raises(BiasdaskError, match="vectors has 600 rows but attr n_words is 2004"):
+    with pytest.raises(CorruptStoreError, match="vectors has 600 rows but attr n_words is 2004"):
         open_embeddings(url)
 
 
 def test_corrupt_array_metadata(tmp_path):
     url = make_store(tmp_path)
     (tmp_path / "emb" / "en.zarr" / "vectors" / "zarr.json").write_text("{not json")
-    with pytest.raises(BiasdaskError, match="en.zarr"):
+    with pytest.raises(CorruptStoreError, match="en.zarr"):
         open_embeddings(url)
 
 
@@ -134,4 +134,5 @@ def test_the_errors_that_are_oserrors_reach_the_client_as_themselves():
             tblib.pickling_support.install(exc)
             back = pickle.loads(pickle.dumps(exc))
         assert type(back) is cls and str(back) == "x.zarr: chunk c/0: it is missing"
-        assert isinstance(back, OSError) and isinstance(back, BiasdaskError)
+        assert isinstance(back, OSError) and isinstance(back, BiasdaskException)
+        assert not isinstance(back, ValueError)  # one kind each
