@@ -156,14 +156,30 @@ def _sleep(kind: str, seconds: float) -> None:
         _CALLS["slept"][kind] += seconds
 
 
-def _sleepy_scores(url, storage_options, chunk, kind, axes, *arrays, n, methods, extras, block_info=None):
-    """A scores chunk: its duration (scaled to a shorter last chunk), then rows of made-up u."""
-    from biasdask.engine.scores import score_rows
+def _sleepy_scores(url, storage_options, chunk, kind, axes, *arrays, n, methods, extras, gram_step=0, block_info=None):
+    """A scores chunk: its duration (scaled to a shorter last chunk), then rows of made-up u (and, for
+    the placebo, the moments of made-up vectors of the store's few dimensions)."""
+    from biasdask.engine.scores import score_rows, score_weights
+    from biasdask.stats.placebo import MomentAccumulator
 
     (start, stop) = block_info[None]["array-location"][1]
     _sleep("scores", _SLEEPS["scores"] * (stop - start) / chunk)
-    u = np.random.default_rng(start).normal(0.0, 0.05, stop - start).astype(np.float32)
-    return score_rows(u, start, n, methods, **dict(zip(extras, arrays)))
+    rng = np.random.default_rng(start)
+    u = rng.normal(0.0, 0.05, stop - start).astype(np.float32)
+    named = dict(zip(extras, arrays))
+    rows = score_rows(u, start, n, methods, **named)
+    if not gram_step:
+        return rows
+    vectors = rng.normal(0.0, 0.1, (stop - start, axes.shape[1])).astype(np.float32)
+    acc = MomentAccumulator(kind, axes.shape[1], len(methods), step=gram_step, rows=stop - start)
+    acc.add(
+        start,
+        vectors,
+        np.linalg.norm(vectors, axis=1),
+        score_weights(start, stop - start, n, methods, **named),
+        np.isfinite(rows[0]),
+    )
+    return rows, acc.moments()
 
 
 def _sleepy_rows(url, storage_options, chunk, rows, dim):
@@ -326,6 +342,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     from biasdask.engine.scores import attributes_graph, stored_rows, stored_scores
     from biasdask.io import results as rs
     from biasdask.io.store import open_embeddings, stored_vectors
+    from biasdask.stats.placebo import gram_step
     from biasdask.stats.weights import zipf_weights
 
     out: dict = {}
@@ -337,8 +354,17 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     info = {None: {"array-location": [(0, 1 + len(METHODS)), (0, rows_in_chunk)]}}
     out["scores"] = (
         _median_time(
-            lambda: stored_scores(
-                stored.url, None, stored.chunk, "cosine", axes, n=n_words, methods=METHODS, extras=(), block_info=info
+            lambda: stored_scores(  # with the placebo's moments, as a study gathers them by default
+                stored.url,
+                None,
+                stored.chunk,
+                "cosine",
+                axes,
+                n=n_words,
+                methods=METHODS,
+                extras=(),
+                gram_step=gram_step(n_words),
+                block_info=info,
             ),
             5,
         )

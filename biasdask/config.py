@@ -16,7 +16,7 @@ Example::
     correction: holm             # of p over each family of languages: holm (default) | bh | by | none
     alpha: 0.05                  # the level the correction, the report and the figures use
     ci_level: 0.95               # effect size intervals (classic tests: bootstrap of target words); null: none
-    placebo: {n: 1000, exclude: [], match: rank}  # the gender test against random word pairs (default off)
+    placebo: {n: 1000, exclude: [], match: rank}  # the tests against random word pairs (default; false: none)
     attributes: iat              # catalog (default) | iat | {a: [...], b: [...]}; also per language
     exclude_words: gender_specific   # or a list of words
     dedupe_vectors: true         # score each distinct vector once (its first, most frequent word)
@@ -102,6 +102,11 @@ _KEYS = {
 }
 ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
+#: Placebo pairs per test unless the study says otherwise (``placebo: {n: ...}``; ``placebo: false``:
+#: none). Their statistics come from moments gathered in the scoring pass, so a study with them takes
+#: about as long as without (``benchmarks/placebo.py``).
+DEFAULT_PLACEBO = 1000
+
 
 def known_tests() -> tuple[str, ...]:
     """Every test label a study may name: ``gender`` (the full-vocabulary test), ``context`` (Valentini et al. 2022), the classic
@@ -173,7 +178,7 @@ class StudyConfig:
     correction: str = "holm"
     alpha: float = 0.05
     ci_level: float | None = 0.95
-    placebo: int = 0
+    placebo: int = DEFAULT_PLACEBO
     placebo_exclude: tuple[str, ...] = ()
 
     def test_labels(self) -> tuple[str, ...]:
@@ -311,7 +316,7 @@ def _ci_level(raw: dict) -> float | None:
 
 
 def _placebo(raw: dict) -> dict[str, Any]:
-    value = raw.get("placebo", False)
+    value = raw.get("placebo", True)
     if value is False or value is None:
         return {"placebo": 0, "placebo_exclude": ()}
     if value is True:
@@ -323,7 +328,7 @@ def _placebo(raw: dict) -> dict[str, Any]:
     unknown = set(value) - {"n", "exclude", "match"}
     if unknown:
         raise ConfigError(f"placebo: unknown key(s) {sorted(unknown)}; allowed: exclude, match, n")
-    n = value.get("n", 1000)
+    n = value.get("n", DEFAULT_PLACEBO)
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
         raise ConfigError(f"placebo.n: expected a number of placebo pairs from 1 to 1,000,000, got {n!r}")
     if value.get("match", "rank") != "rank":

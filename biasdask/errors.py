@@ -43,6 +43,10 @@ class MissingWordsError(BiasdaskError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class PlaceboUnavailableError(BiasdaskError):
+    """Too few words to draw placebo attribute sets from (a vocabulary of little more than the test's words)."""
+
+
 class ConfigError(BiasdaskError):
     """A study configuration that fails validation (names the key)."""
 

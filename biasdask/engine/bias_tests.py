@@ -14,7 +14,7 @@ from distributed import Client
 
 from biasdask.engine.cluster import compute
 from biasdask.engine.permutation import Alternative, permutation_test
-from biasdask.engine.scores import Method, as_dataset, scores
+from biasdask.engine.scores import Method, as_dataset, scores, scores_and_moments
 from biasdask.engine.words import word_list
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
@@ -149,8 +149,14 @@ def full_vocabulary_test(
         dedupe_vectors=dedupe_vectors,
         association=association,
     )
-    sx = scores(emb, a, b, methods=[method], **opts)
-    u_x, t_x = compute(sx["u"].data, sx["t"].data[0], client=client)
+    if placebo and other is not None:
+        raise BiasdaskError("placebo: the placebo null compares attribute pairs within one language; give no other")
+    if placebo:  # the placebo's moments are gathered in the pass that scores the words
+        sx, moments = scores_and_moments(emb, a, b, [method], client=client, **opts)
+        u_x, t_x = sx["u"].values, sx["t"].values[0]
+    else:
+        sx = scores(emb, a, b, methods=[method], **opts)
+        u_x, t_x = compute(sx["u"].data, sx["t"].data[0], client=client)
     keep = np.isfinite(u_x)
     if not keep.any():
         raise BiasdaskError(f"language {emb.attrs.get('language', '?')!r}: no word has a usable vector")
@@ -177,22 +183,10 @@ def full_vocabulary_test(
     )
     if not placebo:
         return res
-    if other is not None:
-        raise BiasdaskError("placebo: the placebo null compares attribute pairs within one language; give no other")
     from biasdask.engine.placebo import placebo_test
 
     found = placebo_test(
-        emb,
-        sx,
-        u_x,
-        t_x[None, :],
-        a,
-        b,
-        n=int(placebo),
-        seed=res.seed,
-        alternative=res.alternative,
-        exclude=placebo_exclude,
-        client=client,
+        emb, sx, moments, a, b, n=int(placebo), seed=res.seed, alternative=res.alternative, exclude=placebo_exclude
     )
     return dataclasses.replace(
         res,

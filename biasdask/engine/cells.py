@@ -259,9 +259,9 @@ def run_cell(
         Confidence level of the effect size's bootstrap interval (WEAT, XWEAT, career_family; the
         set-level metrics have no effect size); None for none.
     placebo, placebo_exclude
-        WEAT, XWEAT and the set-level metrics on WEAT-7's or the study's sets: the placebo comparison of
-        :func:`weat` and :func:`~biasdask.engine.setmetrics.set_metric_test` (``emb`` must then be the
-        whole vocabulary, where the placebo words are drawn). career_family has none.
+        The placebo comparison of :func:`weat`, :func:`career_family_test` and
+        :func:`~biasdask.engine.setmetrics.set_metric_test` (``emb`` must then be the whole vocabulary,
+        where the placebo words are drawn).
 
     Returns
     -------
@@ -318,7 +318,9 @@ def run_cell(
     if test == "career_family":
         if similarity != "cosine":
             raise BiasdaskError(f"test 'career_family' is defined with cosine similarity, not {similarity!r}")
-        return career_family_test(emb, language, model, **common, ci_level=ci_level)
+        return career_family_test(
+            emb, language, model, **common, ci_level=ci_level, placebo=placebo, placebo_exclude=placebo_exclude
+        )
     sets = weat_test(test) if test.startswith("weat") else xweat_test(language, test)
     return weat(
         emb,

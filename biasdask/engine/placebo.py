@@ -6,9 +6,10 @@ exceeds that of random attribute sets of the same sizes and word frequencies: ea
 replaced by a word of about its frequency rank (:func:`biasdask.stats.placebo.rank_matched_words`),
 drawn from the vocabulary the test scores minus the attribute words and every known gendered word
 (:func:`gendered_words`, plus the caller's ``exclude``), and the test's statistic is recomputed for
-each placebo pair from moments of the target words gathered in one pass
-(:func:`biasdask.stats.placebo.linear_moments`, merged in chunk order, so results are the same on any
-scheduler). Linear associations only (``cosine``, ``semaxis``, ``ripa``).
+each placebo pair from moments of the target words gathered in the pass that scores them
+(:class:`biasdask.stats.placebo.MomentAccumulator`, :func:`biasdask.engine.scores.scores_and_moments`,
+merged in chunk order, so results are the same on any scheduler). Linear associations only
+(``cosine``, ``semaxis``, ``ripa``).
 
 Every placebo pair is scored on the observed test's own targets X: when the test leaves its attribute
 words out of X, they stay out, and each placebo pair's words leave X too (exactly, from the moments);
@@ -19,29 +20,39 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import dask
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from biasdask.errors import BiasdaskError
+from biasdask.errors import BiasdaskError, PlaceboUnavailableError
 from biasdask.lexicon import AttributeTerm, bolukbasi, context_words, iat_words, languages
 from biasdask.stats.association import LINEAR_ASSOCIATIONS, linear_directions
 from biasdask.stats.bootstrap import attribute_bootstrap_interval
 from biasdask.stats.placebo import (
+    DEFAULT_WINDOW,
     LinearMoments,
     evaluate_moments,
-    linear_moments,
-    merge_moments,
     moment_rows,
     placebo_summary,
     rank_matched_words,
 )
 
-__all__ = ["PlaceboResult", "attribute_placebo", "gendered_words", "placebo_test", "summarise", "weights_from_scores"]
+__all__ = [
+    "PlaceboPlan",
+    "PlaceboResult",
+    "attribute_placebo",
+    "frequent_tokens",
+    "gendered_words",
+    "placebo_test",
+    "plan_placebo",
+    "run_placebo",
+    "summarise",
+    "weights_from_scores",
+]
 
 
 @dataclass(frozen=True)
@@ -61,8 +72,8 @@ class PlaceboResult:
         The placebo pairs' d.
     n : int
         P, the placebo pairs drawn.
-    words : ndarray of str, shape (P, n_a + n_b)
-        Each placebo pair's words, A' then B'.
+    words : ndarray of str, shape (P, n_a + n_b), or None
+        Each placebo pair's words, A' then B' (None where not looked up: a study's).
     observed_statistic, observed_effect_size
         The test's own s (per weighting) and d, from the same moments.
     interval : dict
@@ -78,7 +89,7 @@ class PlaceboResult:
     statistics: np.ndarray
     effect_sizes: np.ndarray
     n: int
-    words: np.ndarray
+    words: np.ndarray | None
     observed_statistic: np.ndarray
     observed_effect_size: float
     interval: dict = dataclasses.field(default_factory=dict)
@@ -134,17 +145,6 @@ def weights_from_scores(u: np.ndarray, t: np.ndarray) -> np.ndarray:
     return out
 
 
-def _chunk_moments(vectors: np.ndarray, u: np.ndarray, t: np.ndarray, kind: str) -> LinearMoments:
-    """Task: the moments of the words of one chunk that the test scores (finite u)."""
-    keep = np.isfinite(u)
-    rows = (
-        moment_rows(kind, np.asarray(vectors, dtype=np.float64)[keep])
-        if keep.any()
-        else np.empty((0, vectors.shape[1]))
-    )
-    return linear_moments(rows, weights_from_scores(u[keep], t[:, keep]) if keep.any() else np.empty((t.shape[0], 0)))
-
-
 def _term_tokens(words: Sequence[str | AttributeTerm], used: Iterable[str]) -> list[list[str]]:
     terms = {w.label if isinstance(w, AttributeTerm) else str(w): w for w in words}
     out = []
@@ -154,11 +154,204 @@ def _term_tokens(words: Sequence[str | AttributeTerm], used: Iterable[str]) -> l
     return out
 
 
-def placebo_test(
+@dataclass(frozen=True)
+class PlaceboPlan:
+    """What the placebo draws of one full-vocabulary test need, found in its vocabulary without reading
+    vectors (:func:`plan_placebo`); :func:`run_placebo` evaluates it in a task.
+
+    Attributes
+    ----------
+    kind : str
+        The (linear) association.
+    attribute_ranks : tuple of int
+        The frequency rank of each attribute word used (its most frequent token), A then B.
+    n_a : int
+        The attribute words of A used.
+    attribute_rows, forbidden_rows : ndarray of int
+        The rows of the attribute words' tokens; the rows within ``spans`` no placebo word may take
+        (those, the known gendered words and the caller's exclusions).
+    spans : ndarray of int, shape (m, 2)
+        The rows [lo, hi) a draw may take: around each attribute word's row, as many rows as its
+        neighbourhood and every forbidden word could fill (words beyond them cannot be drawn, so they
+        are not looked up: one scan of a few slices instead of the whole vocabulary).
+    ranks : ndarray of int or None
+        Each row's frequency rank (None: row + 1, a store's).
+    read_rows : callable
+        Sorted rows → their float32 vectors (reads only the chunks that hold them).
+    va, vb : ndarray
+        The attribute vectors the test's own direction is made of.
+    """
+
+    kind: str
+    attribute_ranks: tuple[int, ...]
+    n_a: int
+    attribute_rows: np.ndarray
+    forbidden_rows: np.ndarray
+    spans: np.ndarray
+    ranks: np.ndarray | None
+    read_rows: Callable[[np.ndarray], np.ndarray]
+    va: np.ndarray
+    vb: np.ndarray
+
+
+def _reach(rows: Sequence[int], n: int, reach: int) -> np.ndarray:
+    """The union of the row ranges [row - reach, row + reach] within [0, n), as sorted disjoint spans."""
+    spans: list[list[int]] = []
+    for row in sorted(rows):
+        lo, hi = max(0, row - reach), min(n, row + reach + 1)
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    return np.array(spans, dtype=np.int64).reshape(-1, 2)
+
+
+def _memory_rows(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return np.asarray(vectors[rows], dtype=np.float32)
+
+
+def plan_placebo(
     emb: xr.Dataset,
-    sc: xr.Dataset | None,
+    a: Sequence[str | AttributeTerm],
+    b: Sequence[str | AttributeTerm],
+    *,
+    used: tuple[Sequence[str], Sequence[str]],
+    association: str,
+    exclude: Iterable[str] = (),
+    attribute_vectors: tuple[np.ndarray, np.ndarray] | None = None,
+) -> PlaceboPlan:
+    """The :class:`PlaceboPlan` of a full-vocabulary test of ``emb`` with attribute words ``a``, ``b``
+    (``used``: the labels of those found, as its scores record them), its words looked up in the
+    vocabulary's index; ``attribute_vectors``: the test's (default: read).
+
+    Raises
+    ------
+    BiasdaskError
+        A non-linear association (``euclidean``).
+    """
+    from biasdask.io.store import stored_vectors
+
+    if association not in LINEAR_ASSOCIATIONS:
+        raise BiasdaskError(
+            f"placebo: association {association!r} is not linear in a direction; the placebo null needs "
+            f"one of {', '.join(LINEAR_ASSOCIATIONS)}"
+        )
+    tokens = [
+        [unicodedata.normalize("NFC", t) for t in group]
+        for group in _term_tokens(a, used[0]) + _term_tokens(b, used[1])
+    ]
+    flat = [tok for group in tokens for tok in group]
+    forbidden = sorted(set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude) | set(flat))
+    index = emb.indexes.get("word")
+    if not isinstance(index, pd.Index):
+        index = pd.Index(np.asarray(emb["word"].values).astype(object))
+    hits = np.flatnonzero(index.isin(flat))
+    first_row: dict[str, int] = {}
+    for word, row in zip(index[hits], hits):
+        first_row.setdefault(str(word), int(row))
+    stored = stored_vectors(emb["vectors"].data)
+    ranks = None if stored is not None else np.asarray(emb["rank"].values, dtype=np.int64)
+    attribute_ranks, representatives = [], []
+    for group in tokens:
+        rows = [first_row[t] for t in group if t in first_row]
+        row = min(rows) if rows else 0
+        representatives.append(row)
+        attribute_ranks.append(1 if not rows else row + 1 if ranks is None else int(ranks[row]))
+    spans = _reach(representatives, len(index), DEFAULT_WINDOW + len(forbidden) + len(flat) + 1)
+    if ranks is not None and not np.array_equal(ranks, np.arange(1, ranks.size + 1)):
+        spans = np.array([[0, len(index)]])  # ranks out of row order: every row may be drawn
+    forbidden_rows = np.concatenate(
+        [lo + np.flatnonzero(index[lo:hi].isin(forbidden)) for lo, hi in spans] or [np.empty(0, np.int64)]
+    )
+    if stored is not None:
+        reader: Callable = functools.partial(
+            _stored_rows, stored.url, stored.storage_options, stored.chunk, emb.sizes["dim"]
+        )
+    else:
+        reader = functools.partial(_memory_rows, np.asarray(emb["vectors"].values))
+    va, vb = attribute_vectors if attribute_vectors is not None else _observed_vectors(emb, a, b, association)
+    return PlaceboPlan(
+        kind=association,
+        attribute_ranks=tuple(attribute_ranks),
+        n_a=len(used[0]),
+        attribute_rows=np.array(sorted(first_row.values()), dtype=np.int64),
+        forbidden_rows=forbidden_rows,
+        spans=spans,
+        ranks=ranks,
+        read_rows=reader,
+        va=np.asarray(va),
+        vb=np.asarray(vb),
+    )
+
+
+def _stored_rows(url: str, storage_options: dict | None, chunk: int, dim: int, rows: np.ndarray) -> np.ndarray:
+    from biasdask.engine.scores import stored_rows
+
+    return stored_rows(url, storage_options, chunk, rows, dim)
+
+
+def run_placebo(
+    plan: PlaceboPlan,
     u: np.ndarray,
     t: np.ndarray,
+    moments: LinearMoments,
+    *,
+    n: int,
+    seed: int,
+    alternative: str | Sequence[str],
+    ci_level: float | None = 0.95,
+) -> tuple[PlaceboResult, np.ndarray]:
+    """The placebo distribution of the test ``plan`` describes, from its computed scores (``u`` (N,),
+    ``t`` (K, N): the words of the test are those with finite u) and the ``moments`` of its words;
+    also the rows of each draw (P, n_a + n_b).
+
+    Raises
+    ------
+    BiasdaskError
+        Too few candidate words.
+    """
+    n_words = u.size
+    finite = np.isfinite(u)
+    attribute_rows = plan.attribute_rows[plan.attribute_rows < n_words]
+    # a test that left its attribute words out of X: each placebo pair leaves its own words out likewise
+    excluded_attributes = bool(attribute_rows.size) and not finite[attribute_rows].any()
+    allowed = np.zeros(n_words, dtype=bool)
+    for lo, hi in plan.spans:
+        allowed[lo:hi] = finite[lo:hi]
+    allowed[plan.forbidden_rows[plan.forbidden_rows < n_words]] = False
+    candidates = np.flatnonzero(allowed)
+    k = len(plan.attribute_ranks)
+    if candidates.size < k + 1:
+        raise PlaceboUnavailableError(f"placebo: {candidates.size} candidate words, too few for {k} attribute words")
+    ranks = candidates + 1 if plan.ranks is None else plan.ranks[candidates]
+    # a vocabulary smaller than a neighbourhood: the whole of it is every word's neighbourhood
+    window = min(DEFAULT_WINDOW, candidates.size)
+    draws = candidates[rank_matched_words(list(plan.attribute_ranks), ranks, n=n, seed=seed, window=window)]
+    rows_needed, where = np.unique(draws, return_inverse=True)
+    picked = np.asarray(plan.read_rows(rows_needed), dtype=np.float64)
+    placebo_vectors = picked[where.reshape(draws.shape)]  # (P, k, D)
+    directions = linear_directions(plan.kind, placebo_vectors[:, : plan.n_a], placebo_vectors[:, plan.n_a :])
+    exclude_v = exclude_z = None
+    if excluded_attributes:
+        exclude_v = np.stack([moment_rows(plan.kind, v) for v in placebo_vectors])
+        exclude_z = (
+            weights_from_scores(u[draws.ravel()], t[:, draws.ravel()])
+            .reshape(t.shape[0], *draws.shape)
+            .transpose(1, 0, 2)
+        )
+    placebo = evaluate_moments(moments, directions, exclude_v=exclude_v, exclude_z=exclude_z)
+    observed = evaluate_moments(moments, linear_directions(plan.kind, plan.va, plan.vb))
+    out = summarise(
+        observed.statistic[0], float(observed.effect_size[0]), placebo.statistic, placebo.effect_size, None, alternative
+    )
+    interval = _interval(moments, plan.va, plan.vb, plan.kind, seed, ci_level, placebo.effect_size)
+    return dataclasses.replace(out, interval=interval), draws
+
+
+def placebo_test(
+    emb: xr.Dataset,
+    sc: xr.Dataset,
+    moments: LinearMoments,
     a: Sequence[str | AttributeTerm],
     b: Sequence[str | AttributeTerm],
     *,
@@ -166,23 +359,19 @@ def placebo_test(
     seed: int,
     alternative: str | Sequence[str],
     exclude: Iterable[str] = (),
-    client=None,
-    used: tuple[Sequence[str], Sequence[str]] | None = None,
-    association: str | None = None,
     ci_level: float | None = 0.95,
 ) -> PlaceboResult:
-    """The placebo distribution of a full-vocabulary test whose scores are ``sc`` (:func:`biasdask.scores`,
-    computed: ``u`` and ``t`` (K, N) its values, the words of the test those with finite u).
+    """The placebo distribution of a full-vocabulary test whose scores, computed, are ``sc`` and whose
+    words' moments are ``moments`` (both from :func:`biasdask.engine.scores.scores_and_moments`).
 
     Parameters
     ----------
     emb
-        The embedding the scores come from (its vectors are read once more, chunk by chunk).
+        The embedding the scores come from (the placebo words' vectors are read from it).
     sc
-        The scores Dataset (attributes ``used_a``, ``used_b``, ``association``); None when ``used``
-        and ``association`` are given (the words and ranks then come from ``emb``).
-    u, t
-        Its computed u (N,) and t (K, N).
+        The computed scores Dataset (``u``, ``t``; attributes ``used_a``, ``used_b``, ``association``).
+    moments
+        The moments of the test's words, gathered with its scores.
     a, b
         The attribute words the scores were made with.
     n
@@ -193,8 +382,6 @@ def placebo_test(
         The resolved alternative of each weighting's test (or one for all).
     exclude
         Further words no placebo may use.
-    client
-        Dask client (default: the current one, else Dask's default scheduler).
     ci_level
         Also an interval of d over the resampled attribute words at this level (None: none).
 
@@ -203,89 +390,51 @@ def placebo_test(
     BiasdaskError
         A non-linear association (``euclidean``), or too few candidate words.
     """
-    kind = str(association or sc.attrs.get("association", "cosine"))
-    if kind not in LINEAR_ASSOCIATIONS:
-        raise BiasdaskError(
-            f"placebo: association {kind!r} is not linear in a direction; the placebo null needs "
-            f"one of {', '.join(LINEAR_ASSOCIATIONS)}"
-        )
-    n_words = u.size
-    source = sc if sc is not None else emb.isel(word=slice(0, n_words))
-    words = np.asarray(source["word"].values).astype(object)
-    ranks = np.asarray(source["rank"].values, dtype=np.int64)
-    used_a, used_b = (
-        (list(used[0]), list(used[1])) if used is not None else (list(sc.attrs["used_a"]), list(sc.attrs["used_b"]))
+    plan = plan_placebo(
+        emb,
+        a,
+        b,
+        used=(list(sc.attrs["used_a"]), list(sc.attrs["used_b"])),
+        association=str(sc.attrs.get("association", "cosine")),
+        exclude=exclude,
     )
-    tokens = _term_tokens(a, used_a) + _term_tokens(b, used_b)
-    forbidden = set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude)
-    forbidden.update(tok for group in tokens for tok in group)
-    emb = emb.isel(word=slice(0, n_words))  # the words the scores cover (max_words)
-    position = {w: i for i, w in reversed(list(enumerate(words)))}
-    attribute_rows = [position[tok] for group in tokens for tok in group if tok in position]
-    # a test that left its attribute words out of X: each placebo pair leaves its own words out likewise
-    excluded_attributes = bool(attribute_rows) and not np.isfinite(u[attribute_rows]).any()
-    attribute_ranks = []
-    for group in tokens:
-        found = [position[tok] for tok in group if tok in position]
-        attribute_ranks.append(int(ranks[min(found)]) if found else 1)
-    candidates = np.flatnonzero(np.isfinite(u) & ~pd.Index(words).isin(list(forbidden)))
-    if candidates.size < len(tokens) + 1:
-        raise BiasdaskError(f"placebo: {candidates.size} candidate words, too few for {len(tokens)} attribute words")
-    draws = candidates[rank_matched_words(attribute_ranks, ranks[candidates], n=n, seed=seed)]  # (P, k) rows
-    rows_needed = np.unique(draws)
-    vectors = emb["vectors"]
-    picked = np.asarray(vectors.isel(word=rows_needed).values, dtype=np.float64)
-    lookup = {int(r): i for i, r in enumerate(rows_needed)}
-    placebo_vectors = picked[np.vectorize(lookup.__getitem__)(draws)]  # (P, k, D)
-    n_a = len(used_a)
-    directions = linear_directions(kind, placebo_vectors[:, :n_a], placebo_vectors[:, n_a:])
-
-    data = emb["vectors"].data
-    if not hasattr(data, "to_delayed"):
-        import dask.array as da
-
-        data = da.from_array(np.asarray(data), chunks=(65536, -1))
-    chunks = np.cumsum((0, *data.chunks[0]))
-    blocks = data.to_delayed().ravel()
-    parts = [
-        dask.delayed(_chunk_moments)(block, u[lo:hi], t[:, lo:hi], kind)
-        for block, lo, hi in zip(blocks, chunks[:-1], chunks[1:])
-        if lo < n_words
-    ]
-    from biasdask.engine.cluster import compute
-
-    moments = merge_moments(*compute(*parts, client=client))
-    exclude_v = exclude_z = None
-    if excluded_attributes:
-        exclude_v = np.stack([moment_rows(kind, v) for v in placebo_vectors])
-        exclude_z = (
-            weights_from_scores(u[draws.ravel()], t[:, draws.ravel()])
-            .reshape(t.shape[0], *draws.shape)
-            .transpose(1, 0, 2)
-        )
-    placebo = evaluate_moments(moments, directions, exclude_v=exclude_v, exclude_z=exclude_z)
-    va, vb = _observed_vectors(emb, a, b, kind)
-    observed = evaluate_moments(moments, linear_directions(kind, va, vb))
-    out = summarise(
-        observed.statistic[0],
-        float(observed.effect_size[0]),
-        placebo.statistic,
-        placebo.effect_size,
-        words[draws],
-        alternative,
-    )
-    return dataclasses.replace(out, interval=_interval(moments, va, vb, kind, seed, ci_level))
+    u, t = np.asarray(sc["u"].values), np.asarray(sc["t"].values)
+    found, draws = run_placebo(plan, u, t, moments, n=n, seed=seed, alternative=alternative, ci_level=ci_level)
+    words = np.asarray(sc["word"].values).astype(object)
+    return dataclasses.replace(found, words=words[draws])
 
 
 def _interval(
-    moments: LinearMoments, va: np.ndarray, vb: np.ndarray, kind: str, seed: int, level: float | None
+    moments: LinearMoments,
+    va: np.ndarray,
+    vb: np.ndarray,
+    kind: str,
+    seed: int,
+    level: float | None,
+    placebo_d: np.ndarray,
 ) -> dict:
-    """The interval fields of a full-vocabulary test's d over its resampled attribute words."""
+    """The interval fields of a full-vocabulary test's d: a bootstrap over its resampled attribute
+    words; with one word on a side (nothing to resample), d plus the spread of the placebo pairs' d
+    about their mean (a basic interval over rank-matched attribute words)."""
     if level is None:
         return {}
     found = attribute_bootstrap_interval(moments, va, vb, seed=seed, association=kind, level=level)
     if found.note:
-        return {"ci_level": float(level), "ci_method": f"none: {found.note}"}
+        spread = placebo_d[np.isfinite(placebo_d)]
+        if spread.size < _MIN_SPREAD:
+            return {"ci_level": float(level), "ci_method": f"none: {found.note}"}
+        centred = spread - spread.mean()
+        low, high = np.quantile(centred, [(1 - level) / 2, (1 + level) / 2])
+        return {
+            "effect_size_ci_low": found.effect_size - float(high),
+            "effect_size_ci_high": found.effect_size - float(low),
+            "effect_size_se": float(centred.std(ddof=1)),
+            "ci_level": float(level),
+            "ci_method": (
+                f"placebo spread: d plus the spread of the d of {spread.size} rank-matched placebo pairs "
+                "(one attribute word on a side: nothing to resample)"
+            ),
+        }
     return {
         "effect_size_ci_low": found.ci_low,
         "effect_size_ci_high": found.ci_high,
@@ -295,12 +444,16 @@ def _interval(
     }
 
 
+#: placebo pairs at least behind a placebo-spread interval
+_MIN_SPREAD = 20
+
+
 def summarise(
     observed_s: np.ndarray,
     observed_d: float,
     statistics: np.ndarray,
     effect_sizes: np.ndarray,
-    words: np.ndarray,
+    words: np.ndarray | None,
     alternative: str | Sequence[str],
 ) -> PlaceboResult:
     """The :class:`PlaceboResult` of observed statistics (one per weighting) and d against placebo ones."""
@@ -338,39 +491,70 @@ def attribute_placebo(
     seed: int,
     alternative: str,
     exclude: Iterable[str] = (),
+    observed: tuple[float, float] | None = None,
 ) -> PlaceboResult:
-    """The placebo distribution of a test on word sets (WEAT, a set-level metric): ``statistic(A, B)``
-    (the test's value and its effect size, NaN for none, given the attribute rows) with rank-matched
-    random words in place of the attribute words ``a_words``, ``b_words``; the target words stay. Each
-    placebo set's words come from the vocabulary minus the test's words (``target_words`` too), the known
-    gendered words and ``exclude``, and zero vectors.
+    """The placebo distribution of a test on word sets (WEAT, career_family, a set-level metric):
+    ``statistic(A, B)`` (the test's value and its effect size, NaN for none, given the attribute rows)
+    with rank-matched random words in place of the attribute words ``a_words``, ``b_words``; the target
+    words stay. Each placebo set's words come from the vocabulary minus the test's words
+    (``target_words`` too), the known gendered words and ``exclude``, and zero vectors.
+
+    ``observed``: the test's own (value, effect size) when its attribute vectors are not the rows of
+    ``a_words`` and ``b_words`` (Lewis & Lupyan's terms average their translations; the words given
+    are then each term's most frequent token, whose rank the placebo word matches); default
+    ``statistic`` of those rows.
 
     Raises
     ------
     BiasdaskError
         Too few candidate words.
     """
-    words = np.asarray(emb["word"].values).astype(object)
-    ranks = np.asarray(emb["rank"].values, dtype=np.int64)
-    norms = np.asarray(emb["norm"].values, dtype=np.float64) if "norm" in emb else np.ones(words.size)
-    position = {w: i for i, w in reversed(list(enumerate(words)))}
-    forbidden = set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude)
-    forbidden.update(a_words, b_words, target_words)
-    candidates = np.flatnonzero((norms > 0) & ~pd.Index(words).isin(list(forbidden)))
+    from biasdask.engine.scores import positions
+
     attribute = [*a_words, *b_words]
+    forbidden = sorted(set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude) | set(target_words))
+    found = positions(emb, [*attribute, *forbidden])
+    own_rows, forbidden_rows = found[: len(attribute)], found[len(attribute) :]
+    norms = np.asarray(emb["norm"].values, dtype=np.float64) if "norm" in emb else np.ones(emb.sizes["word"])
+    allowed = norms > 0
+    allowed[own_rows[own_rows >= 0]] = False
+    allowed[forbidden_rows[forbidden_rows >= 0]] = False
+    candidates = np.flatnonzero(allowed)
     if candidates.size < len(attribute) + 1:
-        raise BiasdaskError(f"placebo: {candidates.size} candidate words, too few for {len(attribute)} attribute words")
-    attribute_ranks = [int(ranks[position[w]]) for w in attribute]
-    draws = candidates[rank_matched_words(attribute_ranks, ranks[candidates], n=n, seed=seed)]
-    rows_needed = np.unique(np.concatenate([draws.ravel(), [position[w] for w in attribute]]))
+        raise PlaceboUnavailableError(
+            f"placebo: {candidates.size} candidate words, too few for {len(attribute)} attribute words"
+        )
+    ranks = np.asarray(emb["rank"].values, dtype=np.int64)
+    window = min(DEFAULT_WINDOW, candidates.size)
+    draws = candidates[
+        rank_matched_words([int(ranks[r]) for r in own_rows], ranks[candidates], n=n, seed=seed, window=window)
+    ]
+    rows_needed, where = np.unique(np.concatenate([draws.ravel(), own_rows]), return_inverse=True)
     picked = np.asarray(emb["vectors"].isel(word=rows_needed).values, dtype=np.float64)
-    lookup = {int(r): i for i, r in enumerate(rows_needed)}
-    vectors = picked[np.vectorize(lookup.__getitem__)(draws)]  # (P, k, D)
+    vectors = picked[where[: draws.size].reshape(draws.shape)]  # (P, k, D)
     n_a = len(a_words)
     statistics = np.empty((n, 1))
     effect_sizes = np.empty(n)
     for i, draw in enumerate(vectors):
         statistics[i, 0], effect_sizes[i] = statistic(draw[:n_a], draw[n_a:])
-    own = picked[[lookup[position[w]] for w in attribute]]
-    observed, observed_d = statistic(own[:n_a], own[n_a:])
-    return summarise(np.array([observed]), observed_d, statistics, effect_sizes, words[draws], [alternative])
+    if observed is None:
+        own = picked[where[draws.size :]]
+        observed = statistic(own[:n_a], own[n_a:])
+    words = np.asarray(emb["word"].isel(word=rows_needed).values).astype(object)[where[: draws.size]]
+    return summarise(
+        np.array([observed[0]]), observed[1], statistics, effect_sizes, words.reshape(draws.shape), [alternative]
+    )
+
+
+def frequent_tokens(emb: xr.Dataset, groups: Sequence[Sequence[str]]) -> list[str]:
+    """The most frequent token in ``emb`` (its first row) of each group of tokens, e.g. the tokens found
+    of each IAT word's translations: the word a placebo word replacing the term is matched to."""
+    from biasdask.engine.scores import positions
+
+    rows = positions(emb, [t for group in groups for t in group])
+    out, at = [], 0
+    for group in groups:
+        part = rows[at : at + len(group)]
+        at += len(group)
+        out.append(group[int(np.argmin(np.where(part >= 0, part, np.iinfo(np.intp).max)))])
+    return out

@@ -34,7 +34,7 @@ import math
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,9 +53,11 @@ from biasdask.engine.cells import cell_values, cell_word_sets, cell_words, run_c
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.inference import adjusted_pvalues, correction_warning
 from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
-from biasdask.engine.placebo import PlaceboResult, weights_from_scores
+from biasdask.engine.placebo import PlaceboResult, plan_placebo, run_placebo, weights_from_scores
 from biasdask.engine.scores import (
+    _attribute_vectors,
     as_dataset,
+    as_terms,
     attributes_graph,
     excluded_targets,
     frequency_unavailable,
@@ -71,13 +73,15 @@ from biasdask.errors import (
     ConfigError,
     CorruptStoreError,
     MissingWordsError,
+    PlaceboUnavailableError,
 )
 from biasdask.io import results as rs
 from biasdask.io.formats import display_url, location_key
 from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
-from biasdask.lexicon import AttributeTerm
+from biasdask.lexicon import AttributeTerm, context_words
 from biasdask.progress import progress_bar
-from biasdask.stats.placebo import weighted_effect_size
+from biasdask.stats.association import LINEAR_ASSOCIATIONS
+from biasdask.stats.placebo import merge_moments, weighted_effect_size
 
 log = logging.getLogger(__name__)
 
@@ -356,7 +360,6 @@ def _with_associations(computed: dict) -> xr.Dataset:
 
 def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
     """The tests of the study that apply to ``language`` (the others are written as not applicable)."""
-    from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 
     tests = {"gender"} | set(tests_for_language(language, cfg.iat_model))
     named = next((s.set_metric_words for s in cfg.languages if s.code == language), None)
@@ -609,23 +612,28 @@ class _Tasks:
             return self._track(self.client.compute(together, priority=priority, optimize_graph=False), tag)
         return self._track(self._pool.submit(dask.compute, *arrays, optimize_graph=False), tag)
 
-    def compute_pieces(self, array: da.Array, meta=None, priority: int = 0) -> tuple[list, Any]:
+    def compute_pieces(
+        self, array: da.Array, meta=None, priority: int = 0, extra: Sequence = ()
+    ) -> tuple[list, Any, list]:
         """Futures of the computed chunks of a Dask ``array`` chunked along its last axis only (on a
         ``distributed`` client: one per chunk, each left on the worker that computed it; without one, a
-        single piece), and of the delayed ``meta`` (None without). Tasks that take the pieces
+        single piece), of the delayed ``meta`` (None without) and of the delayed objects ``extra``
+        (on a client one future each, else one future of their list). Tasks that take the pieces
         depend on the chunks' tasks themselves: no task first gathers them into one array."""
         if self.client is not None:
+            blocks = array.to_delayed().ravel().tolist()
             futures = self.client.compute(
-                [*array.to_delayed().ravel().tolist(), *(() if meta is None else (meta,))],
-                priority=priority,
-                optimize_graph=False,
+                [*blocks, *(() if meta is None else (meta,)), *extra], priority=priority, optimize_graph=False
             )
             for future in futures:
                 self._track(future, None)
-            return (futures, None) if meta is None else (futures[:-1], futures[-1])
-        both = self._track(self._pool.submit(dask.compute, array, meta, optimize_graph=False), None)
-        pieces = [self._track(_derived(both, 0), None)]
-        return (pieces, None) if meta is None else (pieces, self._track(_derived(both, 1), None))
+            pieces, rest = futures[: len(blocks)], futures[len(blocks) :]
+            found = None if meta is None else rest.pop(0)
+            return pieces, found, rest
+        computed = self._track(self._pool.submit(dask.compute, array, meta, list(extra), optimize_graph=False), None)
+        pieces = [self._track(_derived(computed, 0), None)]
+        found = None if meta is None else self._track(_derived(computed, 1), None)
+        return pieces, found, [self._track(_derived(computed, 2), None)] if extra else []
 
     def load(self, data: xr.Dataset, priority: int = 0):
         """A future of ``data`` loaded into memory (a task reads the chunks it needs)."""
@@ -790,53 +798,27 @@ def _vector_source(emb: xr.Dataset):
     return ("store", stored.url, stored.storage_options) if stored is not None else emb
 
 
-def _placebo_job(emb: xr.Dataset, lang, association: str, used_a, used_b, cfg: StudyConfig) -> dict | str:
-    """What a family's placebo task needs (the seed is added by the family), or why it cannot run."""
-    from biasdask.stats.association import LINEAR_ASSOCIATIONS
-
-    if association not in LINEAR_ASSOCIATIONS:
-        return f"association {association!r} is not linear in a direction (placebo pairs need {', '.join(LINEAR_ASSOCIATIONS)})"
-    return {
-        "source": _vector_source(emb),
-        "a": lang.a,
-        "b": lang.b,
-        "used": (list(used_a), list(used_b)),
-        "association": association,
-        "n": cfg.placebo,
-        "exclude": cfg.placebo_exclude,
-        "ci_level": cfg.ci_level,
-    }
-
-
-def _family_placebo(job: dict, rows: list[int], *pieces):
-    """Task: the family's placebo statistics (:func:`biasdask.engine.placebo.placebo_test`) from its scores
-    (the chunks of u stacked on t) and one more pass over the vectors; the reason as text where there
-    can be none."""
-    from biasdask.engine.placebo import placebo_test
-
-    ut = _joined(pieces)
-    u, t = ut[0], ut[1:][rows]
-    source = job["source"]
-    emb = open_embeddings(source[1], storage_options=source[2]) if isinstance(source, tuple) else source
+def _family_placebo(job: dict, rows: list[int], n_pieces: int, *pieces):
+    """Task: the family's placebo comparison (:func:`biasdask.engine.placebo.run_placebo`) from its
+    scores (the chunks of u stacked on t) and the moments gathered with them (one per chunk, or
+    lists of them), for its weightings ``rows``; the reason as text where there can be none."""
+    ut = _joined(pieces[:n_pieces])
+    parts = [m for piece in pieces[n_pieces:] for m in (piece if isinstance(piece, list) else [piece])]
+    moments = merge_moments(*parts).weightings(rows)
     try:
-        with dask.config.set(scheduler="synchronous"):
-            return placebo_test(
-                emb,
-                None,
-                u,
-                t,
-                job["a"],
-                job["b"],
-                n=job["n"],
-                seed=job["seed"],
-                alternative="two-sided",
-                exclude=job["exclude"],
-                used=job["used"],
-                association=job["association"],
-                ci_level=job["ci_level"],
-            )
+        found, _ = run_placebo(
+            job["plan"],
+            ut[0],
+            ut[1:][rows],
+            moments,
+            n=job["n"],
+            seed=job["seed"],
+            alternative="two-sided",
+            ci_level=job["ci_level"],
+        )
     except BiasdaskError as exc:
         return str(exc)
+    return found
 
 
 def _cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:
@@ -862,9 +844,15 @@ def _classic_cell(
     source = options.pop("source", None)
     if source is not None:  # a placebo needs the whole vocabulary: the test reads its rows there too
         rows = open_embeddings(source[1], storage_options=source[2]) if isinstance(source, tuple) else source
+    placebo_note = ""
     try:
         with dask.config.set(scheduler="synchronous"):
-            res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
+            try:
+                res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
+            except PlaceboUnavailableError as err:  # a vocabulary of little more than the test's words
+                placebo_note = f"no placebo: {err}"
+                options = {**options, "placebo": None}
+                res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
         values, null = cell_values(res), res.null_distribution
         if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
             values["note"] = (
@@ -876,6 +864,8 @@ def _classic_cell(
             )
     except CoverageError as err:  # logged by the client (this may run on a worker)
         values, null = cell_values(err, note=f"coverage: {err}"), None
+    if placebo_note:
+        values["note"] = "; ".join(v for v in (values.get("note", ""), placebo_note) if v)
     values.update(weighting="none", u_association="none", word_sets=word_sets)
     return values, null
 
@@ -994,7 +984,9 @@ class _Stream:
                 )
                 self._count(lang.code)
         for label in [t for t in plan.families if split_label(t)[0] == "context"]:
-            self.tasks.beside(self._context_graph, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan))
+            self.tasks.beside(
+                self._context_graph, lang, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan)
+            )
             self._count(lang.code)
         options = dict(
             n_permutations=cfg.n_permutations,
@@ -1013,11 +1005,7 @@ class _Stream:
             seed = cell_seed(cfg.seed, lang.code, "uniform", test)
             word_sets = cell_word_sets(test, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words)
             extra = {}
-            with_placebo = test.startswith(("weat", "xweat")) or (
-                test in SET_METRICS
-                and (lang.set_metric_words or set_metric_sets(lang.code, cfg.iat_model) != "career_family")
-            )
-            if cfg.placebo and with_placebo:  # placebo words come from the whole vocabulary
+            if cfg.placebo:  # placebo words come from the whole vocabulary
                 extra = {"placebo": cfg.placebo, "placebo_exclude": cfg.placebo_exclude, "source": _vector_source(emb)}
             self.tasks.submit(
                 _classic_cell,
@@ -1033,59 +1021,93 @@ class _Stream:
             self._count(lang.code)
 
     def _gender_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str):
-        """(scores graph, u stacked on t, its delayed attributes, the computed attribute sets): the attribute rows are
-        read by a task, whose few values this thread (not the loop) waits for; the graph is then built
-        with them, so that no task of it runs twice under two names."""
+        """(scores graph, u stacked on t, its delayed attributes, the delayed placebo moments of its chunks
+        or None, the computed attribute sets): the attribute rows are read by a task, whose few values
+        this thread (not the loop) waits for; the graph is then built with them, so that no task of it
+        runs twice under two names."""
         cfg = self.cfg
-        association = split_label(label)[1]
-        future = self.tasks.compute(
-            attributes_graph(emb, lang.a, lang.b, association), priority=self.prepare[lang.code]
+        return self._vocabulary_graph(
+            lang.code,
+            emb,
+            plan,
+            label,
+            lang.a,
+            lang.b,
+            exclude_attributes=cfg.exclude_attributes,
+            exclude_words=cfg.exclude_words,
+            dedupe_vectors=cfg.dedupe_vectors,
         )
+
+    def _context_graph(self, lang, emb: xr.Dataset, plan: LanguagePlan, label: str):
+        """:meth:`_gender_graph` of Valentini et al.'s context words (:func:`biasdask.engine.frequency.context_scores`)."""
+        words = context_words()  # the 16 context words are left out of the targets, as Valentini et al.'s Table 3 does
+        return self._vocabulary_graph(
+            lang.code, emb, plan, label, words.female, words.male, exclude_words=(*words.female, *words.male)
+        )
+
+    def _vocabulary_graph(self, code: str, emb: xr.Dataset, plan: LanguagePlan, label: str, a, b, **options):
+        association = split_label(label)[1]
+        future = self.tasks.compute(attributes_graph(emb, a, b, association), priority=self.prepare[code])
         try:
             (attributes,) = future.result()
         finally:
             self.tasks.release([future])
-        return *scores_graph(
+        # the placebo's moments are gathered where u is computed, in the same read
+        moments = bool(self.cfg.placebo and plan.families.get(label)) and association in LINEAR_ASSOCIATIONS
+        graph = scores_graph(
             emb,
-            lang.a,
-            lang.b,
+            a,
+            b,
             methods=plan.score_methods if plan.need_scores else plan.families[label],
             association=association,
-            max_words=cfg.max_words,
-            exclude_attributes=cfg.exclude_attributes,
-            exclude_words=cfg.exclude_words,
-            dedupe_vectors=cfg.dedupe_vectors,
+            max_words=self.cfg.max_words,
             attributes=attributes,
-        ), attributes
-
-    def _context_graph(self, emb: xr.Dataset, plan: LanguagePlan, label: str) -> tuple[xr.Dataset, None, None, None]:
-        from biasdask.engine.frequency import context_scores
-
-        return (
-            context_scores(
-                emb, methods=plan.families[label], max_words=self.cfg.max_words, association=split_label(label)[1]
-            ),
-            None,
-            None,
-            None,
+            moments=moments,
+            **options,
         )
+        placebo = self._placebo_plan(emb, code, a, b, attributes, association) if moments else None
+        return *graph, attributes, placebo
+
+    def _placebo_plan(self, emb: xr.Dataset, code: str, a, b, attributes, association: str):
+        """The :class:`~biasdask.engine.placebo.PlaceboPlan` of a family (its words looked up in the
+        thread that builds its graph, not in the loop)."""
+        _, set_a, set_b = attributes
+        return plan_placebo(
+            emb,
+            a,
+            b,
+            used=(set_a.used, set_b.used),
+            association=association,
+            exclude=self.cfg.placebo_exclude,
+            attribute_vectors=_attribute_vectors(association, as_terms(a), as_terms(b), set_a, set_b, code),
+        )
+
+    def _placebo_job(self, plan, association: str, moments, values: dict) -> dict | None:
+        """What a family's placebo task needs (its seed is added by the family); None where it cannot
+        run (a non-linear association: ``values`` gets a note saying so)."""
+        if moments is None:
+            reason = f"association {association!r} is not linear in a direction (placebo pairs need {', '.join(LINEAR_ASSOCIATIONS)})"
+            values["note"] = "; ".join(v for v in (values.get("note", ""), f"no placebo: {reason}") if v)
+            return None
+        return {"plan": plan, "n": self.cfg.placebo, "ci_level": self.cfg.ci_level, "moments": moments}
 
     def _graph_ready(self, label: str, lang, emb: xr.Dataset, plan: LanguagePlan, future) -> None:
         """Submit a family's work once its scores graph is built (or note why it cannot run)."""
         test, association = split_label(label)
         if test == "context":
             try:
-                sc, _, _, _ = future.result()
+                sc, stacked, meta, moments, _, placebo_plan = future.result()
             except MissingWordsError as exc:
                 self._fail(lang.code, exc)
                 log.warning("%s: %s test not run: %s", lang.code, label, exc)
                 return
             values = {"weighting": None, "u_association": association}
-            self._start_family(lang.code, label, sc, None, None, plan.families[label], values, -1, -1)
+            job = self._placebo_job(placebo_plan, association, moments, values) if self.cfg.placebo else None
+            self._start_family(lang.code, label, sc, stacked, meta, plan.families[label], values, -1, -1, placebo=job)
             return
         gender = plan.families.get(label, ())
         try:
-            sc, stacked, meta, (_, set_a, set_b) = future.result()
+            sc, stacked, meta, moments, (_, set_a, set_b), placebo_plan = future.result()
         except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
             missing = _missing_words(_absent(emb, lang.a), _absent(emb, lang.b))
             note = f"missing attribute words: none of A or of B is usable ({missing}): {exc}"
@@ -1123,10 +1145,7 @@ class _Stream:
             values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
         job = None
         if self.cfg.placebo and gender:
-            job = _placebo_job(emb, lang, association, set_a.used, set_b.used, self.cfg)
-            if isinstance(job, str):  # the placebo cannot apply here (a non-linear association): say so in the cells
-                values["note"] = "; ".join(v for v in (values.get("note", ""), f"no placebo: {job}") if v)
-                job = None
+            job = self._placebo_job(placebo_plan, association, moments, values)
         computed = self._start_family(
             lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used), placebo=job
         )
@@ -1204,7 +1223,10 @@ class _Stream:
             # u and t as ONE array: given separately, u (inside t too) would be computed twice, once
             # per name Dask gives the two collections' tasks.
             stacked = da.concatenate([sc["u"].data[None, :], sc["t"].data])
-        pieces, found = self.tasks.compute_pieces(stacked, meta, priority=self.prepare[code])
+        moments = () if placebo is None else placebo.pop("moments")
+        pieces, found, moment_pieces = self.tasks.compute_pieces(
+            stacked, meta, priority=self.prepare[code], extra=moments
+        )
         if not methods:
             return pieces, found
         family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [*pieces, *(() if found is None else (found,))])
@@ -1237,7 +1259,17 @@ class _Stream:
         ]
         placebo_future = None
         if placebo is not None:  # the same placebo pairs for every weighting of the family, seeded by it
-            placebo_future = self.tasks.submit(_family_placebo, {**placebo, "seed": seed}, rows, *pieces, priority=rank)
+            # beside the pool, before the permutations: it is not left to lengthen the family's tail
+            placebo_future = self.tasks.submit(
+                _family_placebo,
+                {**placebo, "seed": seed},
+                rows,
+                len(pieces),
+                *pieces,
+                *moment_pieces,
+                priority=self.prepare[code] + 1,
+            )
+            family.futures += moment_pieces
             family.futures.append(placebo_future)
         cells = self.tasks.submit(
             _family_cells,

@@ -25,7 +25,8 @@ from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
 from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
 from biasdask.io.store import decode_scaled, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.lexicon import AttributeTerm, named_word_list
-from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
+from biasdask.stats.association import ASSOCIATIONS, LINEAR_ASSOCIATIONS, Association, associate, association_axes
+from biasdask.stats.placebo import LinearMoments, MomentAccumulator, gram_step
 from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 
 #: The weightings of t.
@@ -189,26 +190,55 @@ def read_rows(emb: xr.Dataset, words: Iterable[str], client: Client | None = Non
 _DECODE_ROWS = 1024
 
 
+def _stored_blocks(url: str, storage_options: dict | None, chunk: int, start: int, stop: int):
+    """Rows ``start:stop`` of a store's ``vectors`` (the first rows of chunk ``start // chunk``) and
+    their norms: ``(norms, blocks)``, ``blocks`` yielding ``(lo, hi, float32 rows lo:hi)`` a
+    cache-sized block at a time, scaled integers decoded into float32 (the values
+    :func:`biasdask.io.store.read_chunk` gives)."""
+    index, n = start // chunk, stop - start
+    # negative zeros change no dot product; the chunk is consumed here, so it may be in a reused buffer
+    stored, _ = read_stored_vectors(url, storage_options, index, reuse=True)
+    norms = read_chunk(url, storage_options, "norm", index)[:n]
+
+    def blocks():
+        scratch = None if stored.dtype == np.float32 else np.empty((min(n, _DECODE_ROWS), stored.shape[1]), np.float32)
+        for lo in range(0, n, _DECODE_ROWS):
+            hi = min(n, lo + _DECODE_ROWS)
+            if scratch is None:
+                yield lo, hi, stored[lo:hi]
+            else:
+                decode_scaled(stored[lo:hi], scratch[: hi - lo])
+                yield lo, hi, scratch[: hi - lo]
+
+    return norms, blocks()
+
+
 def stored_association(
     url: str, storage_options: dict | None, chunk: int, kind: Association, axes: np.ndarray, start: int, stop: int
 ) -> np.ndarray:
     """The association ``kind`` (:func:`biasdask.stats.association.associate`) of rows ``start:stop``
     of a store's ``vectors``, the first rows of chunk ``start // chunk``, read as stored: scaled
-    integers are decoded a cache-sized block at a time into float32 (the values
-    :func:`biasdask.io.store.read_chunk` gives) and fed to the same association kernel, so u is bit for
-    bit the one computed from the float32 vectors."""
-    index, n = start // chunk, stop - start
-    # negative zeros change no dot product; the chunk is consumed here, so it may be in a reused buffer
-    stored, _ = read_stored_vectors(url, storage_options, index, reuse=True)
-    norms = read_chunk(url, storage_options, "norm", index)[:n]
-    if stored.dtype == np.float32:
-        return associate(kind, stored[:n], norms, axes)
-    out = np.empty(n, dtype=np.float32)
-    scratch = np.empty((min(n, _DECODE_ROWS), stored.shape[1]), dtype=np.float32)
-    for lo in range(0, n, _DECODE_ROWS):
-        hi = min(n, lo + _DECODE_ROWS)
-        decode_scaled(stored[lo:hi], scratch[: hi - lo])
-        out[lo:hi] = associate(kind, scratch[: hi - lo], norms[lo:hi], axes)
+    integers are decoded a cache-sized block at a time into float32 and fed to the same association
+    kernel, so u is bit for bit the one computed from the float32 vectors."""
+    norms, blocks = _stored_blocks(url, storage_options, chunk, start, stop)
+    out = np.empty(stop - start, dtype=np.float32)
+    for lo, hi, rows in blocks:
+        out[lo:hi] = associate(kind, rows, norms[lo:hi], axes)
+    return out
+
+
+def score_weights(start: int, count: int, n: int, methods: Sequence[str], **extras: np.ndarray) -> np.ndarray:
+    """The weights z (one row per method, float64) of the words ``start:start + count`` of a
+    vocabulary of ``n``; ``extras`` as in :func:`score_rows`."""
+    out = np.empty((len(methods), count))
+    for row, method in enumerate(methods):
+        if method == "uniform":
+            out[row] = 1.0
+        elif method == "zipf":
+            rank = extras.get("rank")
+            out[row] = zipf_weights(np.arange(start + 1, start + count + 1) if rank is None else rank, n)
+        else:
+            out[row] = extras["frequency"]
     return out
 
 
@@ -217,21 +247,40 @@ def score_rows(u: np.ndarray, start: int, n: int, methods: Sequence[str], **extr
 
     ``extras``: ``mask`` (False: excluded, u and t NaN), ``rank`` (default: ``start + 1``...), and
     ``frequency`` (the renormalised observed frequencies) of these words. Float32 rows, each t the
-    float64 product rounded once (what ``(z * u).astype(np.float32)`` gives).
+    float64 product z·u rounded once (z: :func:`score_weights`).
     """
     if "mask" in extras:
         u = np.where(extras["mask"], u, np.float32(np.nan))
     out = np.empty((1 + len(methods), u.size), dtype=np.float32)
     out[0] = u
-    for row, method in enumerate(methods, 1):
-        if method == "uniform":
-            out[row] = u
-        elif method == "zipf":
-            rank = extras.get("rank")
-            out[row] = zipf_weights(np.arange(start + 1, start + u.size + 1) if rank is None else rank, n) * u
-        else:
-            out[row] = extras["frequency"] * u
+    for row, (method, z) in enumerate(zip(methods, score_weights(start, u.size, n, methods, **extras)), 1):
+        out[row] = u if method == "uniform" else z * u
     return out
+
+
+def _scores_and_moments(
+    norms: np.ndarray,
+    blocks,
+    start: int,
+    kind: Association,
+    axes: np.ndarray,
+    extras: dict,
+    n: int,
+    methods: Sequence[str],
+    step: int,
+) -> tuple[np.ndarray, LinearMoments]:
+    """:func:`score_rows` of a chunk's rows (``blocks`` as :func:`_stored_blocks` gives them) and the
+    placebo moments of its words in use, gathered from each block while it is in the cache."""
+    count = norms.size
+    u = np.empty(count, dtype=np.float32)
+    z = score_weights(start, count, n, methods, **extras)
+    mask = extras.get("mask")
+    acc = MomentAccumulator(kind, axes.shape[1], len(methods), step=step, rows=count)
+    for lo, hi, rows in blocks:
+        u[lo:hi] = associate(kind, rows, norms[lo:hi], axes)
+        keep = np.isfinite(u[lo:hi]) if mask is None else np.isfinite(u[lo:hi]) & mask[lo:hi]
+        acc.add(start + lo, rows, norms[lo:hi], z[:, lo:hi], keep)
+    return score_rows(u, start, n, methods, **extras), acc.moments()
 
 
 def stored_scores(
@@ -244,13 +293,19 @@ def stored_scores(
     n: int,
     methods: Sequence[str],
     extras: Sequence[str],
+    gram_step: int = 0,
     block_info=None,
-) -> np.ndarray:
+) -> np.ndarray | tuple[np.ndarray, LinearMoments]:
     """Task: :func:`score_rows` of one block of a store's words (its :func:`stored_association`);
-    ``arrays`` are the block's ``extras`` in that order."""
+    ``arrays`` are the block's ``extras`` in that order. With ``gram_step`` (the placebo's sample
+    step, :func:`biasdask.stats.placebo.gram_step`), also the block's placebo moments, from the same read."""
     (start, stop) = block_info[None]["array-location"][1]
+    named = dict(zip(extras, arrays))
+    if gram_step:
+        norms, blocks = _stored_blocks(url, storage_options, chunk, start, stop)
+        return _scores_and_moments(norms, blocks, start, kind, axes, named, n, methods, gram_step)
     u = stored_association(url, storage_options, chunk, kind, axes, start, stop)
-    return score_rows(u, start, n, methods, **dict(zip(extras, arrays)))
+    return score_rows(u, start, n, methods, **named)
 
 
 def _scores_block(
@@ -259,6 +314,33 @@ def _scores_block(
     """Task: :func:`score_rows` of one block of an in-memory model's words."""
     start = block_info[None]["array-location"][1][0]
     return score_rows(u, start, n, methods, **dict(zip(extras, arrays)))
+
+
+def _memory_scores_and_moments(
+    vectors: np.ndarray,
+    norms: np.ndarray,
+    *arrays: np.ndarray,
+    start: int,
+    kind: Association,
+    axes: np.ndarray,
+    n: int,
+    methods: Sequence[str],
+    extras: Sequence[str],
+    gram_step: int,
+) -> tuple[np.ndarray, LinearMoments]:
+    """Task: :func:`stored_scores` with moments, for the block of an in-memory model's words from ``start``."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    blocks = (
+        (lo, min(lo + _DECODE_ROWS, len(vectors)), vectors[lo : lo + _DECODE_ROWS])
+        for lo in range(0, len(vectors), _DECODE_ROWS)
+    )
+    return _scores_and_moments(
+        np.asarray(norms, dtype=np.float64), blocks, start, kind, axes, dict(zip(extras, arrays)), n, methods, gram_step
+    )
+
+
+def _item(pair: tuple, i: int):
+    return pair[i]
 
 
 def _wordfreq() -> Any:
@@ -426,7 +508,7 @@ def scores(
     >>> sc["u"].sizes["word"], sc["t"].dims, sc["method"].values.tolist()
     (1006, ('method', 'word'), ['uniform', 'zipf'])
     """
-    out, _, meta = scores_graph(
+    out, _, meta, _ = scores_graph(
         emb,
         a,
         b,
@@ -458,14 +540,18 @@ def scores_graph(
     storage_options: dict | None = None,
     association: Association = "cosine",
     attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
-) -> tuple[xr.Dataset, da.Array, Delayed]:
+    moments: bool = False,
+) -> tuple[xr.Dataset, da.Array, Delayed, list[Delayed] | None]:
     """:func:`scores` as a graph only: nothing of the vectors is read in this process (but for
     ``dedupe_vectors``' hashing pass and ``frequency``'s weights, which need the whole vocabulary).
 
     The attribute rows are read, and the association's axes computed from them, by a task on which
     every chunk's task depends; so a study's client only submits (:mod:`biasdask.engine.run`).
-    Parameters as in :func:`scores`, and ``attributes``, the computed :func:`attributes_graph` of
-    ``emb``, ``a``, ``b`` and ``association`` (default: that graph, computed with the scores).
+    Parameters as in :func:`scores`, ``attributes``, the computed :func:`attributes_graph` of
+    ``emb``, ``a``, ``b`` and ``association`` (default: that graph, computed with the scores), and
+    ``moments``: also gather the placebo moments of the words in use
+    (:class:`biasdask.stats.placebo.MomentAccumulator`, linear associations) in the tasks that
+    compute u.
 
     Returns
     -------
@@ -476,7 +562,8 @@ def scores_graph(
         task per chunk of a store (``u`` and ``t`` given apart would each be computed by tasks of
         their own); and a ``dask.delayed`` dict of the other attributes (``n_a``... ``n_zero_vectors``),
         whose computation raises :class:`MissingWordsError` when A or B has no usable word (so do
-        ``u`` and ``t``'s).
+        ``u`` and ``t``'s); with ``moments``, one ``dask.delayed`` :class:`LinearMoments` per chunk (to
+        be merged in chunk order, :func:`biasdask.stats.placebo.merge_moments`), else None.
     """
     emb = as_dataset(emb, storage_options)
     a, b = word_list(a, "a"), word_list(b, "b")
@@ -546,6 +633,11 @@ def scores_graph(
     if extras:
         shape["new_axis"] = [0]
     rows = dict(n=n, methods=methods, extras=tuple(extras))
+    step, parts = (gram_step(n) if moments else 0), None
+    if moments and association not in LINEAR_ASSOCIATIONS:
+        raise BiasdaskError(
+            f"placebo moments need a linear association ({', '.join(LINEAR_ASSOCIATIONS)}), not {association!r}"
+        )
     if stored is not None:  # straight from the stored chunks, no float copy of scaled ones
         ut = da.map_blocks(
             stored_scores,
@@ -557,6 +649,27 @@ def scores_graph(
             *extras.values(),
             **rows,
             **shape,
+            **({"gram_step": step} if moments else {}),
+        )
+        if moments:  # each block a (rows, moments) pair: the array is its rows, the moments come apart
+            parts = [dask.delayed(_item, pure=True)(block, 1) for block in ut.to_delayed(optimize_graph=False).ravel()]
+            ut = ut.map_blocks(_item, 0, dtype=np.float32, meta=np.empty((0, 0), np.float32))
+    elif moments:
+        starts = np.cumsum((0, *chunks[:-1]))
+        blocks = [x.to_delayed(optimize_graph=False).ravel() for x in (v.rechunk({1: -1}), norm, *extras.values())]
+        pairs = [
+            dask.delayed(_memory_scores_and_moments, pure=True)(
+                *(x[i] for x in blocks), start=int(starts[i]), kind=association, axes=axes, gram_step=step, **rows
+            )
+            for i in range(len(chunks))
+        ]
+        parts = [dask.delayed(_item, pure=True)(pair, 1) for pair in pairs]
+        ut = da.concatenate(
+            [
+                da.from_delayed(dask.delayed(_item, pure=True)(pair, 0), (1 + len(methods), size), dtype=np.float32)
+                for pair, size in zip(pairs, chunks)
+            ],
+            axis=1,
         )
     else:
         u = da.map_blocks(
@@ -586,7 +699,49 @@ def scores_graph(
     )
     # A store whose ingest found no zero vector has none among the words used: no pass over the norms.
     n_zero = 0 if stored is not None and emb.attrs.get("n_zero_vectors") == 0 else (norm == 0).sum()
-    return out, ut, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, n_zero)
+    return out, ut, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, n_zero), parts
+
+
+def scores_and_moments(
+    emb: Embeddings,
+    a: Sequence[str | AttributeTerm],
+    b: Sequence[str | AttributeTerm],
+    methods: Iterable[Method] = ("uniform", "zipf"),
+    *,
+    client: Client | None = None,
+    **options: Any,
+) -> tuple[xr.Dataset, LinearMoments]:
+    """:func:`scores`, computed, and the placebo moments of the words in use gathered in the same pass
+    (:class:`biasdask.stats.placebo.MomentAccumulator`; linear associations): what
+    :func:`biasdask.engine.placebo.placebo_test` takes.
+
+    ``options`` are those of :func:`scores`; ``client`` the Dask client (default: the current one,
+    else Dask's default scheduler).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["he", "she", *(f"w{i}" for i in range(500))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((502, 8)), words, language="en")
+    >>> sc, moments = scores_and_moments(emb, ["he"], ["she"], ["uniform"])
+    >>> moments.n, int(np.isfinite(sc["u"].values).sum())
+    (502, 502)
+    """
+    from biasdask.engine.cluster import compute
+    from biasdask.stats.placebo import merge_moments
+
+    out, ut, meta, parts = scores_graph(emb, a, b, methods, moments=True, **options)
+    # the blocks as delayed objects: an array's graph optimisation would fuse the scores tasks into the
+    # tasks taking their rows apart, and the moments would then need a second read
+    blocks = ut.to_delayed(optimize_graph=False).ravel().tolist()
+    pieces, found, moments = compute(blocks, meta, parts, client=client)
+    computed = np.concatenate(pieces, axis=1)
+    out = out.copy()
+    out["u"] = ("word",), computed[0]
+    out["t"] = ("method", "word"), computed[1:]
+    out.attrs.update(found)
+    return out, merge_moments(*moments)
 
 
 def attributes_graph(

@@ -295,7 +295,9 @@ def set_metric_test(
     )
 
 
-def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> ClassicTestResult:
+def _iat_set_metric_test(
+    emb, metric, language, model, min_coverage, common, placebo=None, placebo_exclude=()
+) -> ClassicTestResult:
     entries = iat_words(model, language)
     categories = iat_categories()
     with contextlib.nullcontext(active_client(common["client"])) as c:
@@ -306,7 +308,29 @@ def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> 
             coverage[role] = iat_coverage(role, category, categories[category], entries, vectors)
             matrices[role] = np.array([wv[(category, w)] for w in coverage[role].found])
         _check_coverage(coverage, min_coverage, metric, language)
-        return _test(metric, matrices, coverage, **{**common, "client": c}, test=metric, language=language)
+        res = _test(metric, matrices, coverage, **{**common, "client": c}, test=metric, language=language)
+    if not placebo:
+        return res
+    from biasdask.engine.placebo import attribute_placebo, frequent_tokens
+
+    def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
+        return _value(metric, {"x": matrices["x"], "a": a_rows, "b": b_rows}), math.nan
+
+    found = attribute_placebo(  # each male and female term replaced by a word of its most frequent token's rank
+        emb,
+        frequent_tokens(emb, [coverage["a"].tokens[w] for w in coverage["a"].found]),
+        frequent_tokens(emb, [coverage["b"].tokens[w] for w in coverage["b"].found]),
+        statistic,
+        target_words=[t for e in entries for t in e.tokens],
+        n=int(placebo),
+        seed=res.seed,
+        alternative=res.alternative,
+        exclude=placebo_exclude,
+        observed=(_value(metric, matrices), math.nan),
+    )
+    return dataclasses.replace(
+        res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]), n_placebo=found.n
+    )
 
 
 def set_metric_sets(language: str, model: str = "cc") -> str | None:
@@ -344,7 +368,7 @@ def run_set_cell(
     """Run the study test ``rnd``, ``rnsb``, ``mac``, ``ect`` or ``nas`` on ``language``'s gender word sets.
 
     The sets are the study's ``set_metric_words`` (S, A, B) when given, else :func:`set_metric_sets`'s;
-    ``model`` chooses the IAT translations where those are used (they have no placebo). Other parameters
+    ``model`` chooses the IAT translations where those are used. Other parameters
     as in :func:`biasdask.engine.cells.run_cell`.
 
     Raises
@@ -373,7 +397,7 @@ def run_set_cell(
     if sets is None:
         raise BiasdaskError(f"test {test!r}: no gender word sets for language {language!r}")
     if sets == "career_family":
-        return _iat_set_metric_test(emb, test, language, model, min_coverage, common)
+        return _iat_set_metric_test(emb, test, language, model, min_coverage, common, **placebos)
     ws = weat_test(7) if sets == "weat7" else xweat_test(language, 7)
     return set_metric_test(
         emb,

@@ -550,6 +550,8 @@ def career_family_test(
     batch_size: int | None = None,
     progress: bool | None = None,
     ci_level: float | None = 0.95,
+    placebo: int | None = None,
+    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """Lewis & Lupyan 2020's career/family IAT test in one language, on a stored embedding.
 
@@ -576,6 +578,10 @@ def career_family_test(
         As in :func:`weat`; in particular ``seed=None`` (the default) draws a fresh seed, recorded in the
         result's ``seed``. A language with grammatical gender has no interval (its d is not a d of
         the scores that are resampled; ``ci_method`` says so).
+    placebo, placebo_exclude
+        As in :func:`weat`: each career and family term is replaced by a random word matched in rank to
+        its most frequent token (:func:`biasdask.engine.placebo.attribute_placebo`; ``emb`` must be the
+        whole vocabulary).
     min_coverage
         Each category must have at least this share of its eight English words found (a word is found
         when a token of one of its translations is in the embedding; a word without a translation is
@@ -631,13 +637,50 @@ def career_family_test(
             return_null=return_null,
             progress=progress,
         )
+    extra = {}
+    if placebo:
+        extra = _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo, placebo_exclude)
     return _result(
         res,
         coverage,
         effect_size=effect.effect_size,
+        **extra,
         test="career_family",
         language=language,
         similarity="cosine",
         convention=_CAREER_FAMILY_CONVENTION,
         **effect_size_interval(effect.s_x, effect.s_y, seed=res.seed, level=ci_level, effect_size=effect.effect_size),
+    )
+
+
+def _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo, exclude) -> dict:
+    """The placebo fields of a career/family test: its career and family terms replaced by random words."""
+    from biasdask.engine.placebo import attribute_placebo, frequent_tokens
+
+    targets = [tuple(e) for e in entries if e.category in ("male", "female")]
+
+    def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
+        names = [f"\0{role}{i}" for role, rows in (("a", a_rows), ("b", b_rows)) for i in range(len(rows))]
+        placebo_terms = [("career" if name[1] == "a" else "family", name, "N", "0", (name,)) for name in names]
+        placebo_vectors = {**vectors, **dict(zip(names, [*a_rows, *b_rows]))}
+        eff = career_family_effect([*targets, *placebo_terms], placebo_vectors)
+        return weat_statistic(eff.s_x, eff.s_y), eff.effect_size
+
+    found = attribute_placebo(
+        emb,
+        frequent_tokens(emb, [coverage["a"].tokens[w] for w in coverage["a"].found]),
+        frequent_tokens(emb, [coverage["b"].tokens[w] for w in coverage["b"].found]),
+        statistic,
+        target_words=[t for e in entries for t in e.tokens],
+        n=int(placebo),
+        seed=res.seed,
+        alternative=res.alternative,
+        exclude=exclude,
+        observed=(weat_statistic(effect.s_x, effect.s_y), effect.effect_size),
+    )
+    return dict(
+        p_value_placebo=float(found.p_value[0]),
+        z_placebo=float(found.z[0]),
+        effect_size_placebo_percentile=found.effect_size_percentile,
+        n_placebo=found.n,
     )

@@ -307,16 +307,17 @@ def attribute_bootstrap_interval(
     for name, x in (("a_vectors", a), ("b_vectors", b)):
         if x.ndim != 2 or x.shape[1] != moments.dim:
             raise ValueError(f"{name} must have shape (n, {moments.dim}), got {x.shape}")
-    k = moments.n_weightings
+    k_all = moments.n_weightings
+    k = k_all if moments.sum_zvv is not None else 0  # without the weighted Gram: d's interval only
     observed = linear_directions(association, a, b)[None, :]
     d = float(_unweighted_effect_sizes(moments, observed)[0])
-    dw = np.array([_weighted_statistics(moments, observed, j)[1][0] for j in range(k)])
+    dw = np.array([_weighted_statistics(moments, observed, j)[1][0] for j in range(k_all)])
     base: dict[str, Any] = dict(
         effect_size=d, effect_size_weighted=dw, level=float(level), method=method, seed=int(seed)
     )
     smallest = min(a.shape[0], b.shape[0])
     if smallest < 2:
-        nan, nans = math.nan, np.full(k, np.nan)
+        nan, nans = math.nan, np.full(k_all, np.nan)
         return AttributeInterval(
             ci_low=nan,
             ci_high=nan,
@@ -358,13 +359,14 @@ def attribute_bootstrap_interval(
     low, high, se, note = _run(
         data, statistic, level=level, method=method, n_resamples=n_resamples, seed=seed, batch=batch
     )
+    missing = np.full(k_all - k, np.nan)
     return AttributeInterval(
         ci_low=float(low[0]),
         ci_high=float(high[0]),
         se=float(se[0]),
-        weighted_ci_low=low[1:],
-        weighted_ci_high=high[1:],
-        weighted_se=se[1:],
+        weighted_ci_low=np.r_[low[1:], missing],
+        weighted_ci_high=np.r_[high[1:], missing],
+        weighted_se=np.r_[se[1:], missing],
         n_resamples=int(n_resamples),
         note=note,
         **base,

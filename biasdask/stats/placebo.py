@@ -28,6 +28,17 @@ Statistics of many pairs at once (:func:`linear_moments`, :func:`evaluate_moment
     - the weighted effect size (:func:`weighted_effect_size`) over the same 2N pooled values, Y
       carrying copies of X's weights, from s_k, δᵀS2_kδ, Σ z_k and Σ z_k².
 
+Large vocabularies (:class:`MomentAccumulator`)
+    The Gram Σ v vᵀ costs N·D²/2 multiply-adds, several times the association pass itself at 300
+    dimensions. A study therefore gathers N, Σ v, S1_k, Σ z_k and Σ z_k² exactly in the pass that
+    computes u (one compiled loop over each block of rows, no reassociation, so the sums are the same
+    whatever the chunks are processed by), and Σ v vᵀ over a systematic sample of X only: every
+    ``step``-th row of the vocabulary (by frequency rank) that X holds, scaled by N / (rows sampled)
+    where d needs Σ u². With at most :data:`GRAM_WORDS` rows sampled (all of a vocabulary of that size
+    or less, exactly) the relative error of d's SD is about 1/√(2 · 32,768) ≈ 0.4 %, far below the
+    spread of d between attribute pairs; s_k, and so every placebo p-value and z, stay exact. S2_k is
+    not gathered (no weighted effect size for placebo pairs).
+
 Placebo p-value (:func:`placebo_summary`)
     p = (1 + #{placebo statistics at least as extreme as the observed})/(P + 1) (Phipson & Smyth 2010),
     z = (s - mean)/SD (ddof 1) of the placebo statistics, and the observed value's percentile among them.
@@ -35,20 +46,25 @@ Placebo p-value (:func:`placebo_summary`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
+from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.stats.association import LINEAR_ASSOCIATIONS, Association, unit_rows
 
 __all__ = [
     "DEFAULT_WINDOW",
+    "GRAM_WORDS",
     "LinearMoments",
+    "MomentAccumulator",
     "MomentStatistics",
     "PlaceboSummary",
     "evaluate_moments",
+    "gram_step",
     "linear_moments",
     "merge_moments",
     "moment_rows",
@@ -62,6 +78,9 @@ __all__ = [
 DEFAULT_WINDOW = 50
 """Candidates per attribute word's neighbourhood: the 50 nearest in log rank (±25 ranks around rank
 1,000, about ±0.01 decades; at the very top of the vocabulary, ranks 1-51 for a rank-1 word)."""
+
+GRAM_WORDS = 32_768
+"""Rows of a vocabulary at most whose v vᵀ a study sums (a systematic sample; see :func:`gram_step`)."""
 
 Alternative = Literal["greater", "less", "two-sided"]
 _PLACEBO_ALTERNATIVES = ("greater", "less", "two-sided")
@@ -235,22 +254,26 @@ class LinearMoments:
     sum_v : ndarray, shape (D,)
         Σ v_w.
     sum_vv : ndarray, shape (D, D)
-        Σ v_w v_wᵀ.
+        Σ v_w v_wᵀ over the ``n_gram`` words sampled (all N unless gathered by a
+        :class:`MomentAccumulator` from a larger vocabulary).
     sum_zv : ndarray, shape (K, D)
         Σ z_kw v_w per weighting k.
-    sum_zvv : ndarray, shape (K, D, D)
-        Σ z_kw v_w v_wᵀ.
+    sum_zvv : ndarray, shape (K, D, D), or None
+        Σ z_kw v_w v_wᵀ (None: not gathered; the weighted effect sizes are then NaN).
     sum_z, sum_z2 : ndarray, shape (K,)
         Σ z_kw and Σ z_kw².
+    n_gram : int or None
+        The words whose v_w v_wᵀ ``sum_vv`` holds (None: all N).
     """
 
     n: int
     sum_v: np.ndarray
     sum_vv: np.ndarray
     sum_zv: np.ndarray
-    sum_zvv: np.ndarray
+    sum_zvv: np.ndarray | None
     sum_z: np.ndarray
     sum_z2: np.ndarray
+    n_gram: int | None = None
 
     @property
     def n_weightings(self) -> int:
@@ -261,6 +284,22 @@ class LinearMoments:
     def dim(self) -> int:
         """D, the vector dimension."""
         return int(self.sum_v.shape[0])
+
+    @property
+    def sampled(self) -> int:
+        """The words in ``sum_vv``."""
+        return self.n if self.n_gram is None else self.n_gram
+
+    def weightings(self, rows: Sequence[int]) -> LinearMoments:
+        """The moments of the weightings ``rows`` only."""
+        rows = list(rows)
+        return replace(
+            self,
+            sum_zv=self.sum_zv[rows],
+            sum_zvv=None if self.sum_zvv is None else self.sum_zvv[rows],
+            sum_z=self.sum_z[rows],
+            sum_z2=self.sum_z2[rows],
+        )
 
 
 def _gram(rows: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -328,10 +367,10 @@ def linear_moments(v: ArrayLike, z: ArrayLike | None = None) -> LinearMoments:
 
 
 def _check_compatible(a: LinearMoments, b: LinearMoments) -> None:
-    if a.sum_zvv.shape != b.sum_zvv.shape:
+    if a.sum_zv.shape != b.sum_zv.shape or (a.sum_zvv is None) != (b.sum_zvv is None):
         raise ValueError(
             f"moments of different shapes: {a.n_weightings} weightings of dimension {a.dim} and "
-            f"{b.n_weightings} of dimension {b.dim}"
+            f"{b.n_weightings} of dimension {b.dim}, or one without the weighted Gram"
         )
 
 
@@ -347,14 +386,16 @@ def merge_moments(*parts: LinearMoments) -> LinearMoments:
     total = parts[0]
     for part in parts[1:]:
         _check_compatible(total, part)
+        sampled = total.n_gram is not None or part.n_gram is not None
         total = LinearMoments(
             n=total.n + part.n,
             sum_v=total.sum_v + part.sum_v,
             sum_vv=total.sum_vv + part.sum_vv,
             sum_zv=total.sum_zv + part.sum_zv,
-            sum_zvv=total.sum_zvv + part.sum_zvv,
+            sum_zvv=None if total.sum_zvv is None or part.sum_zvv is None else total.sum_zvv + part.sum_zvv,
             sum_z=total.sum_z + part.sum_z,
             sum_z2=total.sum_z2 + part.sum_z2,
+            n_gram=total.sampled + part.sampled if sampled else None,
         )
     return total
 
@@ -365,12 +406,16 @@ def remove_rows(moments: LinearMoments, v: ArrayLike, z: ArrayLike | None = None
     The exact subtraction of their terms: equal to the moments of the remaining words up to
     floating-point rounding. Use it once for a fixed set of words (e.g. attribute words that a study
     excludes from X); words that change with every placebo draw are better passed to
-    :func:`evaluate_moments` as ``exclude_v``/``exclude_z``.
+    :func:`evaluate_moments` as ``exclude_v``/``exclude_z``. Moments with a sampled Gram (from a
+    :class:`MomentAccumulator`) are refused: which of the words the sample holds is not known here.
     """
+    if moments.n_gram is not None or moments.sum_zvv is None:
+        raise ValueError("remove_rows needs moments with the whole Gram (from linear_moments)")
     part = linear_moments(v, z)
     _check_compatible(moments, part)
     if part.n > moments.n:
         raise ValueError(f"cannot remove {part.n} words from moments of {moments.n}")
+    assert part.sum_zvv is not None
     return LinearMoments(
         n=moments.n - part.n,
         sum_v=moments.sum_v - part.sum_v,
@@ -380,6 +425,121 @@ def remove_rows(moments: LinearMoments, v: ArrayLike, z: ArrayLike | None = None
         sum_z=moments.sum_z - part.sum_z,
         sum_z2=moments.sum_z2 - part.sum_z2,
     )
+
+
+def gram_step(n_words: int, gram_words: int = GRAM_WORDS) -> int:
+    """The step of the systematic sample of a vocabulary of ``n_words`` whose Gram a study sums: rows
+    0, step, 2·step... (1: every row, for ``n_words`` ≤ ``gram_words``).
+
+    Examples
+    --------
+    >>> gram_step(30_000), gram_step(2_000_000)
+    (1, 62)
+    """
+    if gram_words < 1:
+        raise ValueError(f"gram_words must be positive, got {gram_words}")
+    return max(1, -(-int(n_words) // int(gram_words)))
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _sums_kernel(vectors, norms, weights, keep, unit, first, step, sums, sample, taken):  # pragma: no cover
+    # Row after row into per-dimension accumulators: no reduction is reassociated, so the sums are
+    # the same whatever the blocks the rows come in. sums: row 0 Σv, rows 1..K Σz_k v, then the
+    # counts: sums[K + 1, :K] Σz_k, sums[K + 2, :K] Σz_k², sums[K + 1, K] N.
+    k_w, dim = weights.shape[0], vectors.shape[1]
+    n_taken = taken[0]
+    for i in range(vectors.shape[0]):
+        if not keep[i]:
+            continue
+        c = 1.0 / norms[i] if unit else 1.0
+        for j in range(dim):
+            sums[0, j] += vectors[i, j] * c
+        for k in range(k_w):
+            wk = weights[k, i] * c
+            for j in range(dim):
+                sums[1 + k, j] += vectors[i, j] * wk
+            sums[k_w + 1, k] += weights[k, i]
+            sums[k_w + 2, k] += weights[k, i] * weights[k, i]
+        sums[k_w + 1, k_w] += 1.0
+        if (first + i) % step == 0:
+            for j in range(dim):
+                sample[n_taken, j] = vectors[i, j] * c
+            n_taken += 1
+    taken[0] = n_taken
+
+
+class MomentAccumulator:
+    """The moments of a vocabulary's words X gathered block by block in the pass that scores them
+    (see the module docstring): exact N, Σ v, Σ z v, Σ z, Σ z²; Σ v vᵀ over every ``step``-th row.
+
+    Parameters
+    ----------
+    kind
+        The association (:data:`biasdask.stats.association.LINEAR_ASSOCIATIONS`): v_w = w / |w|
+        (``cosine``, ``semaxis``) or w (``ripa``).
+    dim, n_weightings
+        D and K.
+    step
+        The sample's step (:func:`gram_step`); rows are sampled by their index in the vocabulary.
+    rows
+        The rows that will be added at most (room for the sample).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> w = rng.normal(size=(100, 4)).astype(np.float32)
+    >>> norms = np.linalg.norm(w.astype(np.float64), axis=1)
+    >>> acc = MomentAccumulator("cosine", 4, 1, step=1, rows=100)
+    >>> acc.add(0, w[:60], norms[:60], np.ones((1, 60)), np.ones(60, bool))
+    >>> acc.add(60, w[60:], norms[60:], np.ones((1, 40)), np.ones(40, bool))
+    >>> m, exact = acc.moments(), linear_moments(moment_rows("cosine", w), np.ones((1, 100)))
+    >>> m.n, bool(np.allclose(m.sum_vv, exact.sum_vv)), bool(np.allclose(m.sum_zv, exact.sum_zv))
+    (100, True, True)
+    """
+
+    def __init__(self, kind: Association, dim: int, n_weightings: int, *, step: int, rows: int) -> None:
+        if kind not in LINEAR_ASSOCIATIONS:
+            raise ValueError(
+                f"association {kind!r} is not linear in a direction; linear ones: {list(LINEAR_ASSOCIATIONS)}"
+            )
+        if step < 1:
+            raise ValueError(f"step must be positive, got {step}")
+        self.unit, self.step, self.k = kind != "ripa", int(step), int(n_weightings)
+        self._sums = np.zeros((n_weightings + 3, max(dim, n_weightings + 1)))
+        self._dim = dim
+        self._sample = np.empty((-(-int(rows) // self.step) + 1, dim))
+        self._taken = np.zeros(1, dtype=np.int64)
+
+    def add(self, start: int, vectors: NDArray, norms: NDArray, weights: NDArray, keep: NDArray) -> None:
+        """Add the rows ``keep`` of a block of raw vectors (float32, rows ``start``... of the
+        vocabulary), with their L2 norms (> 0 where kept) and weights (K, rows)."""
+        _sums_kernel(
+            np.asarray(vectors, dtype=np.float32),
+            np.asarray(norms, dtype=np.float64),
+            np.asarray(weights, dtype=np.float64),
+            np.asarray(keep, dtype=np.bool_),
+            self.unit,
+            int(start),
+            self.step,
+            self._sums,
+            self._sample,
+            self._taken,
+        )
+
+    def moments(self) -> LinearMoments:
+        """The :class:`LinearMoments` of the rows added (``sum_zvv`` None; ``n_gram`` the rows sampled)."""
+        k, dim, sums = self.k, self._dim, self._sums
+        sample = self._sample[: int(self._taken[0])]
+        return LinearMoments(
+            n=int(sums[k + 1, k]),
+            sum_v=sums[0, :dim].copy(),
+            sum_vv=_gram(sample),
+            sum_zv=sums[1 : k + 1, :dim].copy(),
+            sum_zvv=None,
+            sum_z=sums[k + 1, :k].copy(),
+            sum_z2=sums[k + 2, :k].copy(),
+            n_gram=int(sample.shape[0]),
+        )
 
 
 @dataclass(frozen=True)
@@ -405,6 +565,12 @@ class MomentStatistics:
     n: np.ndarray
 
 
+def _dot(directions: NDArray, vector: NDArray) -> NDArray:
+    """δ_p · v for each row p, summed in an order that does not depend on where the arrays lie in memory
+    (a BLAS matrix-vector product may change its last bits with the operands' alignment)."""
+    return np.einsum("pd,d->p", directions, vector)
+
+
 def _quadratic(directions: NDArray, matrix: NDArray) -> NDArray:
     """δ_pᵀ M δ_p for each row p."""
     return np.einsum("pd,pd->p", directions @ matrix, directions)
@@ -417,8 +583,10 @@ def _ratio(num: NDArray, den: NDArray) -> NDArray:
 
 def _unweighted_effect_sizes(moments: LinearMoments, directions: NDArray, exclude: tuple | None = None) -> NDArray:
     """d for each direction (rows of ``directions``); ``exclude`` as in :func:`evaluate_moments`."""
-    total = directions @ moments.sum_v
+    total = _dot(directions, moments.sum_v)
     squares = _quadratic(directions, moments.sum_vv)
+    if moments.n_gram is not None:  # Σ u² over X from the sample's
+        squares = squares * (moments.n / moments.n_gram) if moments.n_gram else np.full_like(squares, np.nan)
     n = np.full(directions.shape[0], float(moments.n))
     if exclude is not None:
         u_ex = exclude[0]
@@ -436,7 +604,10 @@ def _weighted_statistics(
 ) -> tuple[NDArray, NDArray]:
     """(s_k, weighted effect size) for each direction and weighting ``k``; ``exclude`` as in
     :func:`evaluate_moments`."""
-    s = directions @ moments.sum_zv[k]
+    s = _dot(directions, moments.sum_zv[k])
+    if moments.sum_zvv is None:  # not gathered: s only
+        s = s - ((exclude[1][:, k, :] * exclude[0]).sum(axis=1) if exclude is not None else 0.0)
+        return s, np.full(directions.shape[0], np.nan)
     squares = _quadratic(directions, moments.sum_zvv[k])
     sum_z = np.full(directions.shape[0], moments.sum_z[k])
     sum_z2 = np.full(directions.shape[0], moments.sum_z2[k])
@@ -663,20 +834,23 @@ def placebo_summary(
     if unknown:
         raise ValueError(f"alternative must be one of {', '.join(_PLACEBO_ALTERNATIVES)}; got {sorted(unknown)}")
     alt = np.broadcast_to(alt, obs.shape)
-    valid = np.isfinite(draws)
-    n = valid.sum(axis=0)
+    # the draws along the last, contiguous axis: each statistic's sums then round the same way whatever
+    # the others beside it (a sum along axis 0 of (P, K) would depend on K)
+    draws = np.ascontiguousarray(np.moveaxis(draws, 0, -1))
+    obs_, valid = obs[..., None], np.isfinite(draws)
+    n = valid.sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(valid, draws, 0.0).sum(axis=0) / n
-        dev = np.where(valid, draws - mean, 0.0)
-        sd = np.sqrt((dev * dev).sum(axis=0) / (n - 1))
-        greater = (valid & (draws >= obs)).sum(axis=0)
-        less = (valid & (draws <= obs)).sum(axis=0)
-        two = (valid & (np.abs(draws - mean) >= np.abs(obs - mean))).sum(axis=0)
+        mean = np.where(valid, draws, 0.0).sum(axis=-1) / n
+        dev = np.where(valid, draws - mean[..., None], 0.0)
+        sd = np.sqrt((dev * dev).sum(axis=-1) / (n - 1))
+        greater = (valid & (draws >= obs_)).sum(axis=-1)
+        less = (valid & (draws <= obs_)).sum(axis=-1)
+        two = (valid & (np.abs(draws - mean[..., None]) >= np.abs(obs - mean)[..., None])).sum(axis=-1)
         hits = np.where(alt == "greater", greater, np.where(alt == "less", less, two))
         p = (1.0 + hits) / (n + 1.0)
         z = np.where(sd > 0, (obs - mean) / sd, np.nan)
-        below = (valid & (draws < obs)).sum(axis=0)
-        ties = (valid & (draws == obs)).sum(axis=0)
+        below = (valid & (draws < obs_)).sum(axis=-1)
+        ties = (valid & (draws == obs_)).sum(axis=-1)
         percentile = 100.0 * (below + 0.5 * ties) / n
     undefined = np.isnan(obs) | (n == 0)
     nan = np.where(undefined, np.nan, 0.0)

@@ -10,7 +10,7 @@ import xarray as xr
 
 import biasdask
 from biasdask.engine.placebo import gendered_words, placebo_test
-from biasdask.engine.scores import scores
+from biasdask.engine.scores import scores, scores_and_moments
 
 
 def _anisotropic(n=3000, dim=16, seed=0):
@@ -27,9 +27,10 @@ def _anisotropic(n=3000, dim=16, seed=0):
 def test_each_placebo_statistic_is_the_test_of_its_pair(association, exclude_attributes):
     emb = biasdask.as_embeddings(_anisotropic(), language="en")
     a, b = ["w10", "w500"], ["w20", "w900"]
-    sc = scores(emb, a, b, methods=("uniform", "zipf"), association=association, exclude_attributes=exclude_attributes)
-    u, t = sc["u"].values, sc["t"].values
-    found = placebo_test(emb, sc, u, t, a, b, n=40, seed=7, alternative="two-sided")
+    sc, moments = scores_and_moments(
+        emb, a, b, methods=("uniform", "zipf"), association=association, exclude_attributes=exclude_attributes
+    )
+    found = placebo_test(emb, sc, moments, a, b, n=40, seed=7, alternative="two-sided")
     assert found.words.shape == (40, 4) and found.statistics.shape == (40, 2)
     assert not set(found.words.ravel()) & {"he", "she", "man", "woman", *a, *b}  # never a gendered or attribute word
     for i in range(0, 40, 8):  # oracle: the pair's own scores, computed word by word
@@ -57,10 +58,9 @@ def test_each_placebo_statistic_is_the_test_of_its_pair(association, exclude_att
 def test_draws_are_frequency_matched_and_seeded():
     emb = biasdask.as_embeddings(_anisotropic(), language="en")
     a, b = ["w5", "w2000"], ["w6", "w2500"]
-    sc = scores(emb, a, b, methods=("uniform",))
-    u, t = sc["u"].values, sc["t"].values
-    one = placebo_test(emb, sc, u, t, a, b, n=30, seed=3, alternative="greater")
-    again = placebo_test(emb, sc, u, t, a, b, n=30, seed=3, alternative="greater")
+    sc, moments = scores_and_moments(emb, a, b, methods=("uniform",))
+    one = placebo_test(emb, sc, moments, a, b, n=30, seed=3, alternative="greater")
+    again = placebo_test(emb, sc, moments, a, b, n=30, seed=3, alternative="greater")
     np.testing.assert_array_equal(one.statistics, again.statistics)
     rows = np.vectorize(lambda w: int(w[1:]))(one.words)
     # within 50 candidates of each attribute word's rank (log-rank neighbourhood)
@@ -128,12 +128,11 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
     }
     res = biasdask.run(study, progress=False)
     emb = biasdask.open_embeddings(store)
-    sc = scores(emb, a, b, methods=("uniform", "zipf"))
+    sc, moments = scores_and_moments(emb, a, b, methods=("uniform", "zipf"))
     oracle = placebo_test(
         emb,
         sc,
-        sc["u"].values,
-        sc["t"].values,
+        moments,
         a,
         b,
         n=300,
@@ -282,3 +281,45 @@ def test_set_metric_placebo_in_the_api_and_in_a_study(shared_data, tmp_path):
         float(cube["p_value_placebo"].sel({"language": "en", "method": "uniform", "test": "rnd"}))
         == own.p_value_placebo
     )
+
+
+def test_career_family_placebo_is_weats_when_every_term_is_one_word():
+    """English IAT terms are single words without grammatical gender: the career/family test is then
+    WEAT on those words (targets male/female, attributes career/family), and so is its placebo."""
+    from biasdask.lexicon import iat_categories
+
+    cats = iat_categories()
+    words = [w for c in ("male", "female", "career", "family") for w in cats[c]]
+    rng = np.random.default_rng(4)
+    vocab = [*words, *(f"w{i}" for i in range(3000))]
+    emb = biasdask.as_embeddings(rng.normal(size=(len(vocab), 24)).astype(np.float32), vocab, language="en")
+    cf = biasdask.career_family_test(emb, n_permutations=99, seed=11, placebo=60)
+    ref = biasdask.weat(
+        emb,
+        list(cats["male"]),
+        list(cats["female"]),
+        list(cats["career"]),
+        list(cats["family"]),
+        n_permutations=99,
+        seed=11,
+        placebo=60,
+    )
+    assert cf.statistic == pytest.approx(ref.statistic, rel=1e-6)
+    assert cf.n_placebo == ref.n_placebo == 60
+    assert cf.z_placebo == pytest.approx(ref.z_placebo, rel=1e-6)
+    assert cf.p_value_placebo == ref.p_value_placebo
+    assert cf.effect_size_placebo_percentile == pytest.approx(ref.effect_size_placebo_percentile)
+
+
+def test_one_word_a_side_gets_the_interval_of_its_placebo_spread():
+    """Nothing to resample with one attribute word a side (the catalog's male/female): the interval is
+    d plus the spread of the rank-matched placebo pairs' d about their mean."""
+    emb = biasdask.as_embeddings(_anisotropic(), language="en")
+    res = biasdask.full_vocabulary_test(emb, ["w10"], ["w20"], "zipf", n_permutations=99, seed=5, placebo=300)
+    assert res.ci_method.startswith("placebo spread") and res.ci_level == 0.95
+    sc, moments = scores_and_moments(emb, ["w10"], ["w20"], methods=("zipf",))
+    found = placebo_test(emb, sc, moments, ["w10"], ["w20"], n=300, seed=res.seed, alternative="two-sided")
+    centred = found.effect_sizes - found.effect_sizes.mean()
+    assert res.effect_size_ci_low == pytest.approx(res.effect_size - np.quantile(centred, 0.975), rel=1e-9)
+    assert res.effect_size_ci_high == pytest.approx(res.effect_size - np.quantile(centred, 0.025), rel=1e-9)
+    assert res.effect_size_ci_low < res.effect_size < res.effect_size_ci_high

@@ -141,10 +141,10 @@ def test_a_slow_language_does_not_hold_back_the_cells_of_another(tmp_path, store
         return block
 
     def scores_graph(emb, *args, **kwargs):
-        sc, ut, meta = real_scores(emb, *args, **kwargs)
+        sc, ut, meta, moments = real_scores(emb, *args, **kwargs)
         if sc.attrs["language"] == "en":
             ut = ut.map_blocks(slow_identity, dtype=np.float32)
-        return sc, ut, meta
+        return sc, ut, meta, moments
 
     monkeypatch.setattr(run_module, "scores_graph", scores_graph)
     written = []

@@ -413,7 +413,7 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     emb = store.open_embeddings(url)
     a, b = ["male", "man"], ["female", "woman"]
     (attributes,) = dask.compute(attributes_graph(emb, a, b, "cosine"), scheduler="sync")
-    sc, ut, meta = scores_graph(emb, a, b, ["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes)
+    sc, ut, meta, _ = scores_graph(emb, a, b, ["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes)
     assert len(ut.__dask_graph__()) == 3 * (2 if exclude else 1)
     got, found = dask.compute(ut, meta, scheduler="sync")
 
