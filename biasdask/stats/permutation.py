@@ -90,6 +90,7 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtr
 
 from biasdask.stats.effect import effect_size, null_moments
+from biasdask.stats.rng import _POOL_SIZE, _U, _bounded, _next, _rotl, _seed_state, _use_floyd
 
 __all__ = [
     "ALTERNATIVES",
@@ -118,16 +119,6 @@ ALTERNATIVES = ("auto", "greater", "less", "two-sided")
 #: size (kept to write the results) already takes 400 MB
 MAX_PERMUTATIONS = 100_000_000
 
-_U = np.uint64
-_M32 = np.uint64(0xFFFFFFFF)
-# numpy.random.SeedSequence constants (O'Neill's seed_seq_fe, numpy/random/bit_generator.pyx).
-_INIT_A = np.uint64(0x43B0D7E5)
-_MULT_A = np.uint64(0x931E8875)
-_INIT_B = np.uint64(0x8B51F9DD)
-_MULT_B = np.uint64(0x58F38DED)
-_MIX_MULT_L = np.uint64(0xCA01F9DD)
-_MIX_MULT_R = np.uint64(0x4973F715)
-_POOL_SIZE = 4
 
 _GROUP = 16  # permutations per pass over a block of the pool
 _BLOCK_WORDS = 64  # mask words per block: 4096 pool items, 32 KiB as float64
@@ -283,110 +274,11 @@ class PreparedTest:
 
 
 @njit(cache=True)
-def _hashmix(value, hash_const):
-    value = (value ^ hash_const) & _M32
-    hash_const = (hash_const * _MULT_A) & _M32
-    value = (value * hash_const) & _M32
-    value ^= value >> _U(16)
-    return value, hash_const
-
-
-@njit(cache=True)
-def _mix(x, y):
-    result = (_MIX_MULT_L * x - _MIX_MULT_R * y) & _M32
-    result ^= result >> _U(16)
-    return result
-
-
-@njit(cache=True)
-def _entropy_word(entropy, index, j):
-    """Word j of SeedSequence's assembled entropy: run entropy, then the spawn key (index,)."""
-    n_run = entropy.shape[0]
-    if j < n_run:
-        return entropy[j]
-    if j == n_run:
-        return _U(index) & _M32
-    return _U(index) >> _U(32)
-
-
-@njit(cache=True)
-def _seed_state(entropy, index, pool, out):
-    """out[:4] = SeedSequence(entropy, spawn_key=(index,)).generate_state(4, np.uint64)."""
-    n_words = entropy.shape[0] + (1 if index < 2**32 else 2)
-    hash_const = _INIT_A
-    for i in range(_POOL_SIZE):
-        pool[i], hash_const = _hashmix(_entropy_word(entropy, index, i), hash_const)
-    for i_src in range(_POOL_SIZE):
-        for i_dst in range(_POOL_SIZE):
-            if i_src != i_dst:
-                h, hash_const = _hashmix(pool[i_src], hash_const)
-                pool[i_dst] = _mix(pool[i_dst], h)
-    for i_src in range(_POOL_SIZE, n_words):
-        for i_dst in range(_POOL_SIZE):
-            h, hash_const = _hashmix(_entropy_word(entropy, index, i_src), hash_const)
-            pool[i_dst] = _mix(pool[i_dst], h)
-    hash_b = _INIT_B
-    low = _U(0)
-    for i in range(2 * 4):
-        d = (pool[i % _POOL_SIZE] ^ hash_b) & _M32
-        hash_b = (hash_b * _MULT_B) & _M32
-        d = (d * hash_b) & _M32
-        d ^= d >> _U(16)
-        if i % 2 == 0:
-            low = d
-        else:
-            out[i // 2] = low | (d << _U(32))
-
-
-@njit(cache=True)
-def _rotl(x, k):
-    return (x << _U(k)) | (x >> _U(64 - k))
-
-
-@njit(cache=True)
-def _next(s):
-    """xoshiro256** (Blackman & Vigna 2018): next 64-bit output; advances the state array s."""
-    s0, s1, s2, s3 = s[0], s[1], s[2], s[3]
-    result = _rotl(s1 * _U(5), 7) * _U(9)
-    t = s1 << _U(17)
-    s2 ^= s0
-    s3 ^= s1
-    s1 ^= s2
-    s0 ^= s3
-    s2 ^= t
-    s3 = _rotl(s3, 45)
-    s[0], s[1], s[2], s[3] = s0, s1, s2, s3
-    return result
-
-
-@njit(cache=True)
-def _bounded(s, r):
-    """Uniform integer in [0, r), 1 ≤ r ≤ 2**32 (Lemire 2019, 32-bit multiply-shift with rejection)."""
-    r = _U(r)
-    m = (_next(s) >> _U(32)) * r
-    low = m & _M32
-    if low < r:
-        threshold = ((_M32 + _U(1)) - r) % r
-        while low < threshold:
-            m = (_next(s) >> _U(32)) * r
-            low = m & _M32
-    return np.int64(m >> _U(32))
-
-
-@njit(cache=True)
 def _popcount(x):
     x = x - ((x >> _U(1)) & _U(0x5555555555555555))
     x = (x & _U(0x3333333333333333)) + ((x >> _U(2)) & _U(0x3333333333333333))
     x = (x + (x >> _U(4))) & _U(0x0F0F0F0F0F0F0F0F)
     return np.int64((x * _U(0x0101010101010101)) >> _U(56))
-
-
-@njit(cache=True)
-def _use_floyd(n, k):
-    """Whether Floyd's algorithm is cheaper than random bits + fix-up for a k-subset of n items."""
-    smaller = min(k, n - k)
-    bits_cost = (n + 63) // 64 + 2.0 * (abs(0.5 * n - k) + 0.5 * math.sqrt(n))
-    return smaller < bits_cost
 
 
 @njit(cache=True)

@@ -21,7 +21,7 @@ import itertools
 
 import numpy as np
 
-from biasdask.stats import permutation as _k
+from biasdask.stats import rng as _k
 
 _U = np.uint64
 _M32 = np.uint64(0xFFFFFFFF)
