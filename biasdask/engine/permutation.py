@@ -58,7 +58,8 @@ _SECONDS_PER_VALUE = 3e-10
 
 
 def default_batch_size(n_values: int, n_permutations: int, n_slots: int) -> int:
-    """Permutations per task: about ``biasdask.batch-duration`` of work, and at least two batches per slot.
+    """Permutations per task: about ``biasdask.batch-duration`` of work, and at least two batches per slot
+    unless that would leave a batch less than ``biasdask.min-batch-duration`` of work.
 
     Parameters
     ----------
@@ -71,8 +72,9 @@ def default_batch_size(n_values: int, n_permutations: int, n_slots: int) -> int:
     """
     per_permutation = _SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * n_values
     by_time = max(1, int(seconds("batch-duration") / per_permutation))
-    by_spread = -(-n_permutations // (2 * max(1, n_slots)))
-    return max(1, min(by_time, by_spread))
+    by_floor = max(1, int(seconds("min-batch-duration") / per_permutation))
+    by_spread = max(-(-n_permutations // (2 * max(1, n_slots))), by_floor)
+    return max(1, min(by_time, by_spread, n_permutations))
 
 
 def permutation_test(

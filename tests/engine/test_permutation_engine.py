@@ -128,11 +128,21 @@ def test_tunables_come_from_dask_config(scores, monkeypatch):
 
 
 def test_default_batch_size_spreads_and_bounds_work():
-    # Small pools: at least two batches per worker thread.
-    assert -(-10_000 // default_batch_size(100, 10_000, 8)) >= 16
+    from biasdask.engine.permutation import _SECONDS_PER_PERMUTATION, _SECONDS_PER_VALUE
+
+    def work(n_values, size):  # the estimated seconds of one batch
+        return size * (_SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * n_values)
+
+    # Enough work: at least two batches per worker thread.
+    assert -(-10_000 // default_batch_size(1_000_000, 10_000, 8)) >= 16
     # A 2,000,000-word pool: batches of about a second, many more than the workers.
     size = default_batch_size(2_000_000, 10_000, 2)
     assert 500 <= size <= 5000
+    # Spread over hundreds of threads, no batch falls below about 50 ms of work (the scheduler's ~1 ms
+    # a task stays a small share); a test with less work in all is one batch.
+    for n_values, slots in ((2_000_000, 256), (4_000_000, 512), (100_000, 256)):
+        assert work(n_values, default_batch_size(n_values, 10_000, slots)) >= 0.049
+    assert default_batch_size(100, 10_000, 8) == 10_000
     assert default_batch_size(10, 1, 4) == 1
 
 
