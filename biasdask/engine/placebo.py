@@ -47,6 +47,7 @@ __all__ = [
     "attribute_placebo",
     "frequent_tokens",
     "gendered_words",
+    "iat_placebo",
     "placebo_test",
     "plan_placebo",
     "run_placebo",
@@ -558,3 +559,32 @@ def frequent_tokens(emb: xr.Dataset, groups: Sequence[Sequence[str]]) -> list[st
         at += len(group)
         out.append(group[int(np.argmin(np.where(part >= 0, part, np.iinfo(np.intp).max)))])
     return out
+
+
+def iat_placebo(
+    emb: xr.Dataset,
+    entries: Sequence,
+    coverage: dict,
+    statistic: Callable[[np.ndarray, np.ndarray], tuple[float, float]],
+    observed: tuple[float, float],
+    *,
+    n: int,
+    seed: int,
+    alternative: str,
+    exclude: Iterable[str] = (),
+) -> PlaceboResult:
+    """:func:`attribute_placebo` of a test on Lewis & Lupyan's translated IAT terms (``entries``,
+    :func:`biasdask.lexicon.iat_words`): the terms found in roles ``a`` and ``b`` of ``coverage`` are
+    replaced by random words matched to their most frequent tokens; no word of any translation is drawn."""
+    return attribute_placebo(
+        emb,
+        frequent_tokens(emb, [coverage["a"].tokens[w] for w in coverage["a"].found]),
+        frequent_tokens(emb, [coverage["b"].tokens[w] for w in coverage["b"].found]),
+        statistic,
+        target_words=[t for e in entries for t in e.tokens],
+        n=n,
+        seed=seed,
+        alternative=alternative,
+        exclude=exclude,
+        observed=observed,
+    )

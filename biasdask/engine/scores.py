@@ -242,18 +242,27 @@ def score_weights(start: int, count: int, n: int, methods: Sequence[str], **extr
     return out
 
 
-def score_rows(u: np.ndarray, start: int, n: int, methods: Sequence[str], **extras: np.ndarray) -> np.ndarray:
+def score_rows(
+    u: np.ndarray,
+    start: int,
+    n: int,
+    methods: Sequence[str],
+    weights: np.ndarray | None = None,
+    **extras: np.ndarray,
+) -> np.ndarray:
     """The rows u, t(method)... of the words ``start:start + len(u)`` of a vocabulary of ``n``.
 
     ``extras``: ``mask`` (False: excluded, u and t NaN), ``rank`` (default: ``start + 1``...), and
     ``frequency`` (the renormalised observed frequencies) of these words. Float32 rows, each t the
-    float64 product z·u rounded once (z: :func:`score_weights`).
+    float64 product z·u rounded once (z: ``weights``, default :func:`score_weights`).
     """
     if "mask" in extras:
         u = np.where(extras["mask"], u, np.float32(np.nan))
+    if weights is None:
+        weights = score_weights(start, u.size, n, methods, **extras)
     out = np.empty((1 + len(methods), u.size), dtype=np.float32)
     out[0] = u
-    for row, (method, z) in enumerate(zip(methods, score_weights(start, u.size, n, methods, **extras)), 1):
+    for row, (method, z) in enumerate(zip(methods, weights), 1):
         out[row] = u if method == "uniform" else z * u
     return out
 
@@ -280,7 +289,7 @@ def _scores_and_moments(
         u[lo:hi] = associate(kind, rows, norms[lo:hi], axes)
         keep = np.isfinite(u[lo:hi]) if mask is None else np.isfinite(u[lo:hi]) & mask[lo:hi]
         acc.add(start + lo, rows, norms[lo:hi], z[:, lo:hi], keep)
-    return score_rows(u, start, n, methods, **extras), acc.moments()
+    return score_rows(u, start, n, methods, z, **extras), acc.moments()
 
 
 def stored_scores(

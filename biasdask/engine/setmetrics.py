@@ -311,22 +311,21 @@ def _iat_set_metric_test(
         res = _test(metric, matrices, coverage, **{**common, "client": c}, test=metric, language=language)
     if not placebo:
         return res
-    from biasdask.engine.placebo import attribute_placebo, frequent_tokens
+    from biasdask.engine.placebo import iat_placebo
 
     def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
         return _value(metric, {"x": matrices["x"], "a": a_rows, "b": b_rows}), math.nan
 
-    found = attribute_placebo(  # each male and female term replaced by a word of its most frequent token's rank
+    found = iat_placebo(  # each male and female term replaced by a word of its most frequent token's rank
         emb,
-        frequent_tokens(emb, [coverage["a"].tokens[w] for w in coverage["a"].found]),
-        frequent_tokens(emb, [coverage["b"].tokens[w] for w in coverage["b"].found]),
+        entries,
+        coverage,
         statistic,
-        target_words=[t for e in entries for t in e.tokens],
+        (_value(metric, matrices), math.nan),
         n=int(placebo),
         seed=res.seed,
         alternative=res.alternative,
         exclude=placebo_exclude,
-        observed=(_value(metric, matrices), math.nan),
     )
     return dataclasses.replace(
         res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]), n_placebo=found.n

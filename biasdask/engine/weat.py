@@ -655,7 +655,7 @@ def career_family_test(
 
 def _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo, exclude) -> dict:
     """The placebo fields of a career/family test: its career and family terms replaced by random words."""
-    from biasdask.engine.placebo import attribute_placebo, frequent_tokens
+    from biasdask.engine.placebo import iat_placebo
 
     targets = [tuple(e) for e in entries if e.category in ("male", "female")]
 
@@ -666,17 +666,16 @@ def _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo
         eff = career_family_effect([*targets, *placebo_terms], placebo_vectors)
         return weat_statistic(eff.s_x, eff.s_y), eff.effect_size
 
-    found = attribute_placebo(
+    found = iat_placebo(
         emb,
-        frequent_tokens(emb, [coverage["a"].tokens[w] for w in coverage["a"].found]),
-        frequent_tokens(emb, [coverage["b"].tokens[w] for w in coverage["b"].found]),
+        entries,
+        coverage,
         statistic,
-        target_words=[t for e in entries for t in e.tokens],
+        (weat_statistic(effect.s_x, effect.s_y), effect.effect_size),
         n=int(placebo),
         seed=res.seed,
         alternative=res.alternative,
         exclude=exclude,
-        observed=(weat_statistic(effect.s_x, effect.s_y), effect.effect_size),
     )
     return dict(
         p_value_placebo=float(found.p_value[0]),

@@ -323,3 +323,40 @@ def test_one_word_a_side_gets_the_interval_of_its_placebo_spread():
     assert res.effect_size_ci_low == pytest.approx(res.effect_size - np.quantile(centred, 0.975), rel=1e-9)
     assert res.effect_size_ci_high == pytest.approx(res.effect_size - np.quantile(centred, 0.025), rel=1e-9)
     assert res.effect_size_ci_low < res.effect_size < res.effect_size_ci_high
+
+
+def test_iat_set_metric_placebo_is_the_word_lists_when_every_term_is_one_word():
+    """The set-level metrics on the IAT terms (languages without WEAT-7's lists): with English's
+    single-word terms, their placebo is set_metric_test's on the same words."""
+    from biasdask.engine.setmetrics import _iat_set_metric_test
+    from biasdask.lexicon import iat_categories
+
+    cats = iat_categories()
+    words = [w for c in ("career", "male", "female", "family") for w in cats[c]]
+    rng = np.random.default_rng(6)
+    vocab = [*words, *(f"w{i}" for i in range(3000))]
+    emb = biasdask.as_embeddings(rng.normal(size=(len(vocab), 24)).astype(np.float32), vocab, language="en")
+    common = dict(
+        n_permutations=99,
+        alternative="two-sided",
+        seed=3,
+        client=None,
+        return_null=False,
+        batch_size=None,
+        progress=False,
+    )
+    iat = _iat_set_metric_test(emb, "rnd", "en", "cc", 0.8, common, placebo=60)
+    ref = biasdask.set_metric_test(
+        emb,
+        "rnd",
+        list(cats["career"]),
+        list(cats["male"]),
+        list(cats["female"]),
+        n_permutations=99,
+        seed=3,
+        placebo=60,
+        placebo_exclude=list(cats["family"]),  # the IAT path never draws a word of any of its lists
+    )
+    assert iat.statistic == pytest.approx(ref.statistic, rel=1e-6) and iat.n_placebo == ref.n_placebo == 60
+    assert iat.p_value_placebo == ref.p_value_placebo
+    assert iat.z_placebo == pytest.approx(ref.z_placebo, rel=1e-6)
