@@ -850,7 +850,7 @@ def _classic_cell(
             try:
                 res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
             except PlaceboUnavailableError as err:  # a vocabulary of little more than the test's words
-                placebo_note = f"no placebo: {err}"
+                placebo_note = f"no placebo: {str(err).removeprefix('placebo: ')}"
                 options = {**options, "placebo": None}
                 res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
         values, null = cell_values(res), res.null_distribution
@@ -1330,7 +1330,9 @@ class _Stream:
                     )
                     draws = placebo.statistics[:, k]
                 elif isinstance(placebo, str):
-                    values["note"] = "; ".join(v for v in (values.get("note", ""), f"no placebo: {placebo}") if v)
+                    values["note"] = "; ".join(
+                        v for v in (values.get("note", ""), f"no placebo: {placebo.removeprefix('placebo: ')}") if v
+                    )
                 self.write(code, method, tag[2], values, res.null_distribution, draws)
         else:  # classic
             values, null = future.result()
