@@ -101,7 +101,7 @@ def full_vocabulary_test(
         :func:`biasdask.engine.scores.scores`. The dummy language has u = 0 whichever is chosen.
     placebo
         Also compare s with P = ``placebo`` random attribute pairs of the same sizes and word frequencies
-        (:mod:`biasdask.engine.placebo`; linear associations, single-language tests): the result's
+        (:mod:`biasdask.engine.placebo`; single-language tests): the result's
         ``p_value_placebo``, ``z_placebo`` and ``effect_size_placebo_percentile`` answer whether the
         association is larger than that of a random pair of words, which the dummy-language p-value does
         not. Seeded by the test's seed. The same pass gives an interval of d over the resampled attribute

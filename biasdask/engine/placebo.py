@@ -8,8 +8,10 @@ drawn from the vocabulary the test scores minus the attribute words and every kn
 (:func:`gendered_words`, plus the caller's ``exclude``), and the test's statistic is recomputed for
 each placebo pair from moments of the target words gathered in the pass that scores them
 (:class:`biasdask.stats.placebo.MomentAccumulator`, :func:`biasdask.engine.scores.scores_and_moments`,
-merged in chunk order, so results are the same on any scheduler). Linear associations only
-(``cosine``, ``semaxis``, ``ripa``).
+merged in chunk order, so results are the same on any scheduler). For ``euclidean``, not linear in a
+direction, each placebo pair's u is computed explicitly on a systematic sample of the target words
+gathered in the same pass (:func:`biasdask.stats.placebo.euclidean_statistics`), the observed pair's
+statistics on the same sample.
 
 Every placebo pair is scored on the observed test's own targets X: when the test leaves its attribute
 words out of X, they stay out, and each placebo pair's words leave X too (exactly, from the moments);
@@ -30,11 +32,13 @@ import xarray as xr
 
 from biasdask.errors import BiasdaskError, PlaceboUnavailableError
 from biasdask.lexicon import AttributeTerm, bolukbasi, context_words, iat_words, languages
-from biasdask.stats.association import LINEAR_ASSOCIATIONS, linear_directions
+from biasdask.stats.association import linear_directions
 from biasdask.stats.bootstrap import attribute_bootstrap_interval
 from biasdask.stats.placebo import (
     DEFAULT_WINDOW,
     LinearMoments,
+    VocabularySample,
+    euclidean_statistics,
     evaluate_moments,
     moment_rows,
     placebo_summary,
@@ -163,7 +167,7 @@ class PlaceboPlan:
     Attributes
     ----------
     kind : str
-        The (linear) association.
+        The association.
     attribute_ranks : tuple of int
         The frequency rank of each attribute word used (its most frequent token), A then B.
     n_a : int
@@ -225,18 +229,9 @@ def plan_placebo(
     (``used``: the labels of those found, as its scores record them), its words looked up in the
     vocabulary's index; ``attribute_vectors``: the test's (default: read).
 
-    Raises
-    ------
-    BiasdaskError
-        A non-linear association (``euclidean``).
     """
     from biasdask.io.store import stored_vectors
 
-    if association not in LINEAR_ASSOCIATIONS:
-        raise BiasdaskError(
-            f"placebo: association {association!r} is not linear in a direction; the placebo null needs "
-            f"one of {', '.join(LINEAR_ASSOCIATIONS)}"
-        )
     tokens = [
         [unicodedata.normalize("NFC", t) for t in group]
         for group in _term_tokens(a, used[0]) + _term_tokens(b, used[1])
@@ -295,7 +290,7 @@ def run_placebo(
     plan: PlaceboPlan,
     u: np.ndarray,
     t: np.ndarray,
-    moments: LinearMoments,
+    moments: LinearMoments | VocabularySample,
     *,
     n: int,
     seed: int,
@@ -330,18 +325,35 @@ def run_placebo(
     draws = candidates[rank_matched_words(list(plan.attribute_ranks), ranks, n=n, seed=seed, window=window)]
     rows_needed, where = np.unique(draws, return_inverse=True)
     picked = np.asarray(plan.read_rows(rows_needed), dtype=np.float64)
-    placebo_vectors = picked[where.reshape(draws.shape)]  # (P, k, D)
-    directions = linear_directions(plan.kind, placebo_vectors[:, : plan.n_a], placebo_vectors[:, plan.n_a :])
-    exclude_v = exclude_z = None
+    exclude_z = None
     if excluded_attributes:
-        exclude_v = np.stack([moment_rows(plan.kind, v) for v in placebo_vectors])
         exclude_z = (
             weights_from_scores(u[draws.ravel()], t[:, draws.ravel()])
             .reshape(t.shape[0], *draws.shape)
             .transpose(1, 0, 2)
         )
-    placebo = evaluate_moments(moments, directions, exclude_v=exclude_v, exclude_z=exclude_z)
-    observed = evaluate_moments(moments, linear_directions(plan.kind, plan.va, plan.vb))
+    if isinstance(moments, VocabularySample):  # euclidean: each pair's u on the sampled words
+        at = where.reshape(draws.shape)
+        placebo = euclidean_statistics(
+            moments,
+            picked,
+            at[:, : plan.n_a],
+            at[:, plan.n_a :],
+            exclude_rows=draws if excluded_attributes else None,
+            exclude_z=exclude_z,
+        )
+        observed = euclidean_statistics(
+            moments,
+            np.concatenate([plan.va, plan.vb]),
+            np.arange(len(plan.va)),
+            len(plan.va) + np.arange(len(plan.vb)),
+        )
+    else:
+        placebo_vectors = picked[where.reshape(draws.shape)]  # (P, k, D)
+        directions = linear_directions(plan.kind, placebo_vectors[:, : plan.n_a], placebo_vectors[:, plan.n_a :])
+        exclude_v = np.stack([moment_rows(plan.kind, v) for v in placebo_vectors]) if excluded_attributes else None
+        placebo = evaluate_moments(moments, directions, exclude_v=exclude_v, exclude_z=exclude_z)
+        observed = evaluate_moments(moments, linear_directions(plan.kind, plan.va, plan.vb))
     out = summarise(
         observed.statistic[0], float(observed.effect_size[0]), placebo.statistic, placebo.effect_size, None, alternative
     )
@@ -352,7 +364,7 @@ def run_placebo(
 def placebo_test(
     emb: xr.Dataset,
     sc: xr.Dataset,
-    moments: LinearMoments,
+    moments: LinearMoments | VocabularySample,
     a: Sequence[str | AttributeTerm],
     b: Sequence[str | AttributeTerm],
     *,
@@ -389,7 +401,7 @@ def placebo_test(
     Raises
     ------
     BiasdaskError
-        A non-linear association (``euclidean``), or too few candidate words.
+        Too few candidate words.
     """
     plan = plan_placebo(
         emb,
@@ -406,7 +418,7 @@ def placebo_test(
 
 
 def _interval(
-    moments: LinearMoments,
+    moments: LinearMoments | VocabularySample,
     va: np.ndarray,
     vb: np.ndarray,
     kind: str,
@@ -415,8 +427,9 @@ def _interval(
     placebo_d: np.ndarray,
 ) -> dict:
     """The interval fields of a full-vocabulary test's d: a bootstrap over its resampled attribute
-    words; with one word on a side (nothing to resample), d plus the spread of the placebo pairs' d
-    about their mean (a basic interval over rank-matched attribute words)."""
+    words; where there is none (one word on a side: nothing to resample; resamples too alike), d plus
+    the spread of the placebo pairs' d about their mean (a basic interval over rank-matched attribute
+    words)."""
     if level is None:
         return {}
     found = attribute_bootstrap_interval(moments, va, vb, seed=seed, association=kind, level=level)
@@ -433,7 +446,7 @@ def _interval(
             "ci_level": float(level),
             "ci_method": (
                 f"placebo spread: d plus the spread of the d of {spread.size} rank-matched placebo pairs "
-                "(one attribute word on a side: nothing to resample)"
+                f"(no bootstrap: {found.note})"
             ),
         }
     return {

@@ -80,7 +80,6 @@ from biasdask.io.formats import display_url, location_key
 from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
 from biasdask.lexicon import AttributeTerm, context_words
 from biasdask.progress import progress_bar
-from biasdask.stats.association import LINEAR_ASSOCIATIONS
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
 
 log = logging.getLogger(__name__)
@@ -1053,7 +1052,7 @@ class _Stream:
         finally:
             self.tasks.release([future])
         # the placebo's moments are gathered where u is computed, in the same read
-        moments = bool(self.cfg.placebo and plan.families.get(label)) and association in LINEAR_ASSOCIATIONS
+        moments = bool(self.cfg.placebo and plan.families.get(label))
         graph = scores_graph(
             emb,
             a,
@@ -1082,13 +1081,8 @@ class _Stream:
             attribute_vectors=_attribute_vectors(association, as_terms(a), as_terms(b), set_a, set_b, code),
         )
 
-    def _placebo_job(self, plan, association: str, moments, values: dict) -> dict | None:
-        """What a family's placebo task needs (its seed is added by the family); None where it cannot
-        run (a non-linear association: ``values`` gets a note saying so)."""
-        if moments is None:
-            reason = f"association {association!r} is not linear in a direction (placebo pairs need {', '.join(LINEAR_ASSOCIATIONS)})"
-            values["note"] = "; ".join(v for v in (values.get("note", ""), f"no placebo: {reason}") if v)
-            return None
+    def _placebo_job(self, plan, moments) -> dict:
+        """What a family's placebo task needs (its seed is added by the family)."""
         return {"plan": plan, "n": self.cfg.placebo, "ci_level": self.cfg.ci_level, "moments": moments}
 
     def _graph_ready(self, label: str, lang, emb: xr.Dataset, plan: LanguagePlan, future) -> None:
@@ -1102,7 +1096,7 @@ class _Stream:
                 log.warning("%s: %s test not run: %s", lang.code, label, exc)
                 return
             values = {"weighting": None, "u_association": association}
-            job = self._placebo_job(placebo_plan, association, moments, values) if self.cfg.placebo else None
+            job = self._placebo_job(placebo_plan, moments) if self.cfg.placebo else None
             self._start_family(lang.code, label, sc, stacked, meta, plan.families[label], values, -1, -1, placebo=job)
             return
         gender = plan.families.get(label, ())
@@ -1145,7 +1139,7 @@ class _Stream:
             values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
         job = None
         if self.cfg.placebo and gender:
-            job = self._placebo_job(placebo_plan, association, moments, values)
+            job = self._placebo_job(placebo_plan, moments)
         computed = self._start_family(
             lang.code, label, sc, stacked, meta, gender, values, len(set_a.used), len(set_b.used), placebo=job
         )

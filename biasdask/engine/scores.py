@@ -25,8 +25,8 @@ from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
 from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
 from biasdask.io.store import decode_scaled, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.lexicon import AttributeTerm, named_word_list
-from biasdask.stats.association import ASSOCIATIONS, LINEAR_ASSOCIATIONS, Association, associate, association_axes
-from biasdask.stats.placebo import LinearMoments, MomentAccumulator, gram_step
+from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
+from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step
 from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 
 #: The weightings of t.
@@ -277,7 +277,7 @@ def _scores_and_moments(
     n: int,
     methods: Sequence[str],
     step: int,
-) -> tuple[np.ndarray, LinearMoments]:
+) -> tuple[np.ndarray, LinearMoments | VocabularySample]:
     """:func:`score_rows` of a chunk's rows (``blocks`` as :func:`_stored_blocks` gives them) and the
     placebo moments of its words in use, gathered from each block while it is in the cache."""
     count = norms.size
@@ -304,7 +304,7 @@ def stored_scores(
     extras: Sequence[str],
     gram_step: int = 0,
     block_info=None,
-) -> np.ndarray | tuple[np.ndarray, LinearMoments]:
+) -> np.ndarray | tuple[np.ndarray, LinearMoments | VocabularySample]:
     """Task: :func:`score_rows` of one block of a store's words (its :func:`stored_association`);
     ``arrays`` are the block's ``extras`` in that order. With ``gram_step`` (the placebo's sample
     step, :func:`biasdask.stats.placebo.gram_step`), also the block's placebo moments, from the same read."""
@@ -336,7 +336,7 @@ def _memory_scores_and_moments(
     methods: Sequence[str],
     extras: Sequence[str],
     gram_step: int,
-) -> tuple[np.ndarray, LinearMoments]:
+) -> tuple[np.ndarray, LinearMoments | VocabularySample]:
     """Task: :func:`stored_scores` with moments, for the block of an in-memory model's words from ``start``."""
     vectors = np.asarray(vectors, dtype=np.float32)
     blocks = (
@@ -559,8 +559,8 @@ def scores_graph(
     Parameters as in :func:`scores`, ``attributes``, the computed :func:`attributes_graph` of
     ``emb``, ``a``, ``b`` and ``association`` (default: that graph, computed with the scores), and
     ``moments``: also gather the placebo moments of the words in use
-    (:class:`biasdask.stats.placebo.MomentAccumulator`, linear associations) in the tasks that
-    compute u.
+    (:class:`biasdask.stats.placebo.MomentAccumulator`; for ``euclidean`` a sample of the words) in
+    the tasks that compute u.
 
     Returns
     -------
@@ -571,7 +571,7 @@ def scores_graph(
         task per chunk of a store (``u`` and ``t`` given apart would each be computed by tasks of
         their own); and a ``dask.delayed`` dict of the other attributes (``n_a``... ``n_zero_vectors``),
         whose computation raises :class:`MissingWordsError` when A or B has no usable word (so do
-        ``u`` and ``t``'s); with ``moments``, one ``dask.delayed`` :class:`LinearMoments` per chunk (to
+        ``u`` and ``t``'s); with ``moments``, one ``dask.delayed`` :class:`LinearMoments` (or sample) per chunk (to
         be merged in chunk order, :func:`biasdask.stats.placebo.merge_moments`), else None.
     """
     emb = as_dataset(emb, storage_options)
@@ -643,10 +643,6 @@ def scores_graph(
         shape["new_axis"] = [0]
     rows = dict(n=n, methods=methods, extras=tuple(extras))
     step, parts = (gram_step(n) if moments else 0), None
-    if moments and association not in LINEAR_ASSOCIATIONS:
-        raise BiasdaskError(
-            f"placebo moments need a linear association ({', '.join(LINEAR_ASSOCIATIONS)}), not {association!r}"
-        )
     if stored is not None:  # straight from the stored chunks, no float copy of scaled ones
         ut = da.map_blocks(
             stored_scores,
@@ -719,9 +715,9 @@ def scores_and_moments(
     *,
     client: Client | None = None,
     **options: Any,
-) -> tuple[xr.Dataset, LinearMoments]:
+) -> tuple[xr.Dataset, LinearMoments | VocabularySample]:
     """:func:`scores`, computed, and the placebo moments of the words in use gathered in the same pass
-    (:class:`biasdask.stats.placebo.MomentAccumulator`; linear associations): what
+    (:class:`biasdask.stats.placebo.MomentAccumulator`; for ``euclidean`` a sample of the words): what
     :func:`biasdask.engine.placebo.placebo_test` takes.
 
     ``options`` are those of :func:`scores`; ``client`` the Dask client (default: the current one,

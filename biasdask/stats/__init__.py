@@ -21,6 +21,7 @@ _EXPORTS = {
     "linear_moments": "biasdask.stats.placebo",
     "merge_moments": "biasdask.stats.placebo",
     "evaluate_moments": "biasdask.stats.placebo",
+    "euclidean_statistics": "biasdask.stats.placebo",
     "weighted_effect_size": "biasdask.stats.placebo",
     "placebo_summary": "biasdask.stats.placebo",
 }

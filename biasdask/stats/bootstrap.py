@@ -40,7 +40,13 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from biasdask.stats.association import LINEAR_ASSOCIATIONS, Association, linear_directions
-from biasdask.stats.placebo import LinearMoments, _unweighted_effect_sizes, _weighted_statistics
+from biasdask.stats.placebo import (
+    LinearMoments,
+    VocabularySample,
+    _unweighted_effect_sizes,
+    _weighted_statistics,
+    euclidean_statistics,
+)
 
 __all__ = [
     "INTERVAL_METHODS",
@@ -245,7 +251,7 @@ def bootstrap_effect_size(
 
 
 def attribute_bootstrap_interval(
-    moments: LinearMoments,
+    moments: LinearMoments | VocabularySample,
     a_vectors: ArrayLike,
     b_vectors: ArrayLike,
     *,
@@ -261,15 +267,16 @@ def attribute_bootstrap_interval(
     ----------
     moments
         The moments of the test's words X (:func:`biasdask.stats.placebo.linear_moments`, with the
-        ``v_w`` of ``association``); fixed across resamples.
+        ``v_w`` of ``association``), or for ``"euclidean"`` their sample
+        (:class:`biasdask.stats.placebo.VocabularySample`, each resample's statistics estimated on it by
+        :func:`biasdask.stats.placebo.euclidean_statistics`); fixed across resamples.
     a_vectors, b_vectors
         Raw vectors of the attribute words found, shapes (n_a, D) and (n_b, D) (row i of A paired with
         row i of B for ``"ripa"``).
     seed
         Non-negative integer.
     association
-        ``"cosine"``, ``"semaxis"`` or ``"ripa"`` (the linear associations; ``"euclidean"`` has no
-        moments and is refused).
+        ``"cosine"``, ``"semaxis"``, ``"ripa"`` or ``"euclidean"`` (with a sample).
     level, method, n_resamples
         As in :func:`bootstrap_effect_size`; BCa's jackknife leaves out one attribute word (pair)
         at a time.
@@ -282,7 +289,8 @@ def attribute_bootstrap_interval(
     Raises
     ------
     ValueError
-        A non-linear association, vectors of the wrong dimension, bad options.
+        ``"euclidean"`` without a sample (or a sample for another association), vectors of the wrong
+        dimension, bad options.
 
     Examples
     --------
@@ -298,20 +306,32 @@ def attribute_bootstrap_interval(
     'a side has 1 attribute word(s): resampli'
     """
     _check_options(level, method, n_resamples, seed)
-    if association not in LINEAR_ASSOCIATIONS:
+    sample = moments if isinstance(moments, VocabularySample) else None
+    linear = moments if isinstance(moments, LinearMoments) else None
+    if (sample is not None) != (association == "euclidean"):
         raise ValueError(
-            f"association {association!r} has no moments (not linear in a direction); linear ones: {list(LINEAR_ASSOCIATIONS)}"
+            f"association {association!r} needs "
+            + ("a VocabularySample of its words" if association == "euclidean" else "the LinearMoments of its words")
         )
+    if association not in (*LINEAR_ASSOCIATIONS, "euclidean"):
+        raise ValueError(f"unknown association {association!r}")
     a = np.asarray(a_vectors, dtype=np.float64)
     b = np.asarray(b_vectors, dtype=np.float64)
     for name, x in (("a_vectors", a), ("b_vectors", b)):
         if x.ndim != 2 or x.shape[1] != moments.dim:
             raise ValueError(f"{name} must have shape (n, {moments.dim}), got {x.shape}")
     k_all = moments.n_weightings
-    k = k_all if moments.sum_zvv is not None else 0  # without the weighted Gram: d's interval only
-    observed = linear_directions(association, a, b)[None, :]
-    d = float(_unweighted_effect_sizes(moments, observed)[0])
-    dw = np.array([_weighted_statistics(moments, observed, j)[1][0] for j in range(k_all)])
+    # without the weighted Gram: d's interval only
+    k = k_all if linear is None or linear.sum_zvv is not None else 0
+    words = np.concatenate([a, b])
+    if sample is not None:
+        found = euclidean_statistics(sample, words, np.arange(a.shape[0]), a.shape[0] + np.arange(b.shape[0]))
+        d, dw = float(found.effect_size[0]), found.effect_size_weighted[0]
+    else:
+        assert linear is not None
+        observed = linear_directions(association, a, b)[None, :]
+        d = float(_unweighted_effect_sizes(linear, observed)[0])
+        dw = np.array([_weighted_statistics(linear, observed, j)[1][0] for j in range(k_all)])
     base: dict[str, Any] = dict(
         effect_size=d, effect_size_weighted=dw, level=float(level), method=method, seed=int(seed)
     )
@@ -342,11 +362,19 @@ def attribute_bootstrap_interval(
         idx = [np.asarray(s).astype(np.intp) for s in samples]
         lead = idx[0].shape[1:-1]
         out = np.empty((rows, *lead))
+        if sample is not None:  # every row resamples alike (the data are broadcast): one evaluation for all
+            flat = [i[0].reshape(-1, i.shape[-1]) for i in idx]
+            found = euclidean_statistics(sample, words, flat[0], a.shape[0] + flat[1])
+            out[0] = found.effect_size.reshape(lead)
+            for r in range(1, rows):
+                out[r] = found.effect_size_weighted[:, r - 1].reshape(lead)
+            return out
+        assert linear is not None
         for r in range(rows):
             flat = [i[r].reshape(-1, i.shape[-1]) for i in idx]
             delta = directions(flat[0], None if paired else flat[1])
             values = (
-                _unweighted_effect_sizes(moments, delta) if r == 0 else _weighted_statistics(moments, delta, r - 1)[1]
+                _unweighted_effect_sizes(linear, delta) if r == 0 else _weighted_statistics(linear, delta, r - 1)[1]
             )
             out[r] = values.reshape(lead)
         return out

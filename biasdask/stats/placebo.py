@@ -39,6 +39,13 @@ Large vocabularies (:class:`MomentAccumulator`)
     spread of d between attribute pairs; s_k, and so every placebo p-value and z, stay exact. S2_k is
     not gathered (no weighted effect size for placebo pairs).
 
+The euclidean association (:class:`VocabularySample`, :func:`euclidean_statistics`)
+    u(w) = |ŵ - m_B| - |ŵ - m_A| is not linear in a direction, so no moments give it for any pair. The
+    accumulator keeps instead the sampled rows themselves (the same systematic sample, with their
+    weights), and each pair's u is computed on them explicitly; every sum over X is estimated as
+    N / (rows sampled) times the sample's (exact up to :data:`GRAM_WORDS` words). The observed pair is
+    evaluated on the same sample, so a placebo comparison ranks like with like.
+
 Placebo p-value (:func:`placebo_summary`)
     p = (1 + #{placebo statistics at least as extreme as the observed})/(P + 1) (Phipson & Smyth 2010),
     z = (s - mean)/SD (ddof 1) of the placebo statistics, and the observed value's percentile among them.
@@ -63,6 +70,8 @@ __all__ = [
     "MomentAccumulator",
     "MomentStatistics",
     "PlaceboSummary",
+    "VocabularySample",
+    "euclidean_statistics",
     "evaluate_moments",
     "gram_step",
     "linear_moments",
@@ -374,8 +383,9 @@ def _check_compatible(a: LinearMoments, b: LinearMoments) -> None:
         )
 
 
-def merge_moments(*parts: LinearMoments) -> LinearMoments:
-    """The moments of the union of disjoint blocks of words, summed left to right.
+def merge_moments(*parts: LinearMoments | VocabularySample) -> LinearMoments | VocabularySample:
+    """The moments of the union of disjoint blocks of words, summed left to right (samples of a
+    non-linear association, :class:`VocabularySample`, are concatenated in order).
 
     Floating-point addition is not associative: to get bit-identical moments whatever the scheduler,
     merge the chunks' moments in chunk order (``merge_moments(*chunks)``, or folding
@@ -383,8 +393,11 @@ def merge_moments(*parts: LinearMoments) -> LinearMoments:
     """
     if not parts:
         raise ValueError("merge_moments needs at least one LinearMoments")
-    total = parts[0]
-    for part in parts[1:]:
+    if any(isinstance(p, VocabularySample) for p in parts):
+        return _merge_samples(parts)
+    linear = [p for p in parts if isinstance(p, LinearMoments)]
+    total = linear[0]
+    for part in linear[1:]:
         _check_compatible(total, part)
         sampled = total.n_gram is not None or part.n_gram is not None
         total = LinearMoments(
@@ -398,6 +411,25 @@ def merge_moments(*parts: LinearMoments) -> LinearMoments:
             n_gram=total.sampled + part.sampled if sampled else None,
         )
     return total
+
+
+def _merge_samples(parts: Sequence) -> VocabularySample:
+    if not all(isinstance(p, VocabularySample) for p in parts):
+        raise ValueError("cannot merge a VocabularySample with LinearMoments")
+    first = parts[0]
+    if any(p.n_weightings != first.n_weightings or p.dim != first.dim for p in parts):
+        raise ValueError("samples of different shapes: their weightings or dimensions differ")
+    sum_z, sum_z2 = first.sum_z, first.sum_z2
+    for p in parts[1:]:  # left to right, like the moments
+        sum_z, sum_z2 = sum_z + p.sum_z, sum_z2 + p.sum_z2
+    return VocabularySample(
+        n=sum(p.n for p in parts),
+        rows=np.concatenate([p.rows for p in parts]),
+        unit=np.concatenate([p.unit for p in parts]),
+        z=np.concatenate([p.z for p in parts], axis=1),
+        sum_z=sum_z,
+        sum_z2=sum_z2,
+    )
 
 
 def remove_rows(moments: LinearMoments, v: ArrayLike, z: ArrayLike | None = None) -> LinearMoments:
@@ -442,22 +474,24 @@ def gram_step(n_words: int, gram_words: int = GRAM_WORDS) -> int:
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
-def _sums_kernel(vectors, norms, weights, keep, unit, first, step, sums, sample, taken):  # pragma: no cover
+def _sums_kernel(vectors, norms, weights, keep, unit, linear, first, step, sums, sample, taken):  # pragma: no cover
     # Row after row into per-dimension accumulators: no reduction is reassociated, so the sums are
-    # the same whatever the blocks the rows come in. sums: row 0 Σv, rows 1..K Σz_k v, then the
-    # counts: sums[K + 1, :K] Σz_k, sums[K + 2, :K] Σz_k², sums[K + 1, K] N.
+    # the same whatever the blocks the rows come in. sums: row 0 Σv, rows 1..K Σz_k v (``linear``
+    # only), then the counts: sums[K + 1, :K] Σz_k, sums[K + 2, :K] Σz_k², sums[K + 1, K] N.
     k_w, dim = weights.shape[0], vectors.shape[1]
     n_taken = taken[0]
     for i in range(vectors.shape[0]):
         if not keep[i]:
             continue
         c = 1.0 / norms[i] if unit else 1.0
-        for j in range(dim):
-            sums[0, j] += vectors[i, j] * c
-        for k in range(k_w):
-            wk = weights[k, i] * c
+        if linear:
             for j in range(dim):
-                sums[1 + k, j] += vectors[i, j] * wk
+                sums[0, j] += vectors[i, j] * c
+        for k in range(k_w):
+            if linear:
+                wk = weights[k, i] * c
+                for j in range(dim):
+                    sums[1 + k, j] += vectors[i, j] * wk
             sums[k_w + 1, k] += weights[k, i]
             sums[k_w + 2, k] += weights[k, i] * weights[k, i]
         sums[k_w + 1, k_w] += 1.0
@@ -468,15 +502,64 @@ def _sums_kernel(vectors, norms, weights, keep, unit, first, step, sums, sample,
     taken[0] = n_taken
 
 
+@dataclass(frozen=True)
+class VocabularySample:
+    """A systematic sample of a vocabulary's words X for an association that is not linear in a
+    direction (``euclidean``), gathered by a :class:`MomentAccumulator`: every ``step``-th row of the
+    vocabulary that X holds, with its unit vector and weights (:func:`euclidean_statistics`).
+
+    Attributes
+    ----------
+    n : int
+        Words N of X (all of them, not only those sampled).
+    rows : ndarray of int, shape (n_s,)
+        The vocabulary rows sampled, increasing.
+    unit : ndarray, shape (n_s, D)
+        Their unit vectors ŵ (float64).
+    z : ndarray, shape (K, n_s)
+        Their weights per weighting.
+    sum_z, sum_z2 : ndarray, shape (K,)
+        Σ z_k and Σ z_k² over all of X (exact).
+    """
+
+    n: int
+    rows: np.ndarray
+    unit: np.ndarray
+    z: np.ndarray
+    sum_z: np.ndarray
+    sum_z2: np.ndarray
+
+    @property
+    def n_weightings(self) -> int:
+        """K, the number of weightings."""
+        return int(self.sum_z.shape[0])
+
+    @property
+    def dim(self) -> int:
+        """D, the vector dimension."""
+        return int(self.unit.shape[1])
+
+    @property
+    def sampled(self) -> int:
+        """The words sampled."""
+        return int(self.rows.shape[0])
+
+    def weightings(self, rows: Sequence[int]) -> VocabularySample:
+        """The sample with the weightings ``rows`` only."""
+        rows = list(rows)
+        return replace(self, z=self.z[rows], sum_z=self.sum_z[rows], sum_z2=self.sum_z2[rows])
+
+
 class MomentAccumulator:
     """The moments of a vocabulary's words X gathered block by block in the pass that scores them
     (see the module docstring): exact N, Σ v, Σ z v, Σ z, Σ z²; Σ v vᵀ over every ``step``-th row.
+    For ``euclidean`` (not linear in a direction) the sampled rows themselves, with their weights:
+    a :class:`VocabularySample`.
 
     Parameters
     ----------
     kind
-        The association (:data:`biasdask.stats.association.LINEAR_ASSOCIATIONS`): v_w = w / |w|
-        (``cosine``, ``semaxis``) or w (``ripa``).
+        The association: v_w = w / |w| (``cosine``, ``semaxis``, ``euclidean``) or w (``ripa``).
     dim, n_weightings
         D and K.
     step
@@ -498,38 +581,56 @@ class MomentAccumulator:
     """
 
     def __init__(self, kind: Association, dim: int, n_weightings: int, *, step: int, rows: int) -> None:
-        if kind not in LINEAR_ASSOCIATIONS:
-            raise ValueError(
-                f"association {kind!r} is not linear in a direction; linear ones: {list(LINEAR_ASSOCIATIONS)}"
-            )
+        if kind not in (*LINEAR_ASSOCIATIONS, "euclidean"):
+            raise ValueError(f"unknown association {kind!r}")
         if step < 1:
             raise ValueError(f"step must be positive, got {step}")
         self.unit, self.step, self.k = kind != "ripa", int(step), int(n_weightings)
+        self.linear = kind in LINEAR_ASSOCIATIONS
         self._sums = np.zeros((n_weightings + 3, max(dim, n_weightings + 1)))
         self._dim = dim
         self._sample = np.empty((-(-int(rows) // self.step) + 1, dim))
         self._taken = np.zeros(1, dtype=np.int64)
+        self._rows: list[np.ndarray] = []
+        self._z: list[np.ndarray] = []
 
     def add(self, start: int, vectors: NDArray, norms: NDArray, weights: NDArray, keep: NDArray) -> None:
         """Add the rows ``keep`` of a block of raw vectors (float32, rows ``start``... of the
         vocabulary), with their L2 norms (> 0 where kept) and weights (K, rows)."""
+        keep = np.asarray(keep, dtype=np.bool_)
+        weights = np.asarray(weights, dtype=np.float64)
         _sums_kernel(
             np.asarray(vectors, dtype=np.float32),
             np.asarray(norms, dtype=np.float64),
-            np.asarray(weights, dtype=np.float64),
-            np.asarray(keep, dtype=np.bool_),
+            weights,
+            keep,
             self.unit,
+            self.linear,
             int(start),
             self.step,
             self._sums,
             self._sample,
             self._taken,
         )
+        if not self.linear:  # the kernel's sampling rule, for the rows' indices and weights
+            taken = np.flatnonzero(keep & ((int(start) + np.arange(keep.size)) % self.step == 0))
+            self._rows.append(int(start) + taken)
+            self._z.append(weights[:, taken])
 
-    def moments(self) -> LinearMoments:
-        """The :class:`LinearMoments` of the rows added (``sum_zvv`` None; ``n_gram`` the rows sampled)."""
+    def moments(self) -> LinearMoments | VocabularySample:
+        """The :class:`LinearMoments` of the rows added (``sum_zvv`` None; ``n_gram`` the rows sampled),
+        or for ``euclidean`` the :class:`VocabularySample`."""
         k, dim, sums = self.k, self._dim, self._sums
         sample = self._sample[: int(self._taken[0])]
+        if not self.linear:
+            return VocabularySample(
+                n=int(sums[k + 1, k]),
+                rows=np.concatenate([np.empty(0, np.int64), *self._rows]),
+                unit=sample.copy(),
+                z=np.concatenate([np.empty((k, 0)), *self._z], axis=1),
+                sum_z=sums[k + 1, :k].copy(),
+                sum_z2=sums[k + 2, :k].copy(),
+            )
         return LinearMoments(
             n=int(sums[k + 1, k]),
             sum_v=sums[0, :dim].copy(),
@@ -593,6 +694,11 @@ def _unweighted_effect_sizes(moments: LinearMoments, directions: NDArray, exclud
         total = total - u_ex.sum(axis=1)
         squares = squares - np.square(u_ex).sum(axis=1)
         n = n - u_ex.shape[1]
+    return _effect_size_from_sums(total, squares, n)
+
+
+def _effect_size_from_sums(total: NDArray, squares: NDArray, n: NDArray) -> NDArray:
+    """d of X's u against N zeros from Σ_X u, Σ_X u² and N."""
     pooled = 2.0 * n
     with np.errstate(divide="ignore", invalid="ignore"):
         variance = (squares - total * total / pooled) / (pooled - 1.0)
@@ -618,10 +724,16 @@ def _weighted_statistics(
         squares = squares - (zk * u_ex * u_ex).sum(axis=1)
         sum_z = sum_z - zk.sum(axis=1)
         sum_z2 = sum_z2 - np.square(zk).sum(axis=1)
+    return s, _weighted_from_sums(s, squares, sum_z, sum_z2)
+
+
+def _weighted_from_sums(s: NDArray, squares: NDArray, sum_z: NDArray, sum_z2: NDArray) -> NDArray:
+    """The weighted effect size of X's u against N zeros with X's weights, from s = Σ z u, Σ z u²,
+    Σ z and Σ z²."""
     v1, v2 = 2.0 * sum_z, 2.0 * sum_z2
     with np.errstate(divide="ignore", invalid="ignore"):
         variance = (squares - s * s / v1) / (v1 - v2 / v1)
-        return s, _ratio(s / sum_z, variance)
+        return _ratio(s / sum_z, variance)
 
 
 def _directions(moments: LinearMoments, directions: ArrayLike) -> NDArray[np.float64]:
@@ -710,6 +822,158 @@ def evaluate_moments(
         effect_size_weighted=weighted,
         n=np.full(d.shape[0], n, dtype=np.int64),
     )
+
+
+def euclidean_statistics(
+    sample: VocabularySample,
+    words: ArrayLike,
+    a_index: ArrayLike,
+    b_index: ArrayLike,
+    *,
+    exclude_rows: ArrayLike | None = None,
+    exclude_z: ArrayLike | None = None,
+) -> MomentStatistics:
+    """s, d and the weighted effect size of the full-vocabulary test with the ``euclidean`` association
+    for each pair of attribute sets, estimated on a systematic sample of its words.
+
+    u(w) = |ŵ - m_B| - |ŵ - m_A|, m the mean unit vector of a set, is not linear in a direction: each
+    pair's u is computed explicitly on the sampled words (|ŵ - m|² = 1 - 2 ŵ·m + |m|², ŵ·m the mean of
+    the projections on the set's words, one matrix product for all the words of all the pairs), and
+    every sum over X is estimated by (N / n_s) times the sum over the n_s words sampled: exact when
+    the sample holds all of X (a vocabulary of at most :data:`GRAM_WORDS` words). A placebo comparison
+    computes the observed pair's statistics the same way, so it compares like with like.
+
+    Parameters
+    ----------
+    sample
+        The sample of the test's words X (:class:`MomentAccumulator` with ``"euclidean"``).
+    words
+        Raw vectors of the attribute words of all the pairs, shape (W, D).
+    a_index, b_index
+        Rows of ``words`` making each pair's A and B, shapes (P, n_a) and (P, n_b) (or 1-D for one pair).
+    exclude_rows, exclude_z
+        Words to leave out of X for each pair (e.g. the placebo pair's own words): their vocabulary rows,
+        shape (P, m), and weights, shape (P, K, m), as in :func:`evaluate_moments`.
+
+    Returns
+    -------
+    MomentStatistics
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> w = rng.normal(size=(300, 4))
+    >>> acc = MomentAccumulator("euclidean", 4, 1, step=1, rows=300)
+    >>> acc.add(0, w.astype(np.float32), np.linalg.norm(w.astype(np.float32), axis=1), np.ones((1, 300)),
+    ...         np.ones(300, bool))
+    >>> st = euclidean_statistics(acc.moments(), w[:2], [0], [1])
+    >>> from biasdask.stats.association import associate, association_axes
+    >>> u = associate("euclidean", w.astype(np.float32), np.linalg.norm(w, axis=1), association_axes(
+    ...     "euclidean", w[:1], w[1:2]))
+    >>> bool(np.isclose(st.statistic[0, 0], u.sum(dtype=np.float64), rtol=1e-5))
+    True
+    """
+    unit = unit_rows(words)
+    a_idx = np.atleast_2d(np.asarray(a_index, dtype=np.intp))
+    b_idx = np.atleast_2d(np.asarray(b_index, dtype=np.intp))
+    if unit.ndim != 2 or unit.shape[1] != sample.dim:
+        raise ValueError(f"words must have shape (W, {sample.dim}), got {np.shape(words)}")
+    if a_idx.shape[0] != b_idx.shape[0] or 0 in a_idx.shape or 0 in b_idx.shape:
+        raise ValueError(
+            f"a_index and b_index need the same pairs and words on both sides, got {a_idx.shape}, {b_idx.shape}"
+        )
+    if min(a_idx.min(), b_idx.min()) < 0 or max(a_idx.max(), b_idx.max()) >= unit.shape[0]:
+        raise ValueError(f"a_index and b_index must be rows of words (0 to {unit.shape[0] - 1})")
+    n_pairs, k = a_idx.shape[0], sample.n_weightings
+    exclude = None
+    if exclude_rows is not None:
+        ex = np.asarray(exclude_rows, dtype=np.int64).reshape(n_pairs, -1)
+        zs = np.asarray(exclude_z if exclude_z is not None else np.empty((n_pairs, 0, ex.shape[1])), dtype=np.float64)
+        if zs.shape != (n_pairs, k, ex.shape[1]):
+            raise ValueError(f"exclude_z must have shape ({n_pairs}, {k}, {ex.shape[1]}), got {zs.shape}")
+        exclude = ex, zs
+    projections = np.ascontiguousarray(sample.unit @ unit.T)  # (n_s, W): ŵ·â
+    squared = [np.einsum("pd,pd->p", m, m) for m in (unit[a_idx].mean(axis=1), unit[b_idx].mean(axis=1))]
+    skip = np.full((n_pairs, 0), -1, dtype=np.int64)
+    n = np.full(n_pairs, sample.n, dtype=np.int64)
+    sum_z, sum_z2 = np.broadcast_to(sample.sum_z, (n_pairs, k)), np.broadcast_to(sample.sum_z2, (n_pairs, k))
+    if exclude is not None:
+        skip = _sample_positions(sample.rows, exclude[0])
+        n = n - exclude[0].shape[1]
+        sum_z, sum_z2 = sum_z - exclude[1].sum(axis=2), sum_z2 - np.square(exclude[1]).sum(axis=2)
+    sums = np.zeros((2 + 2 * k, n_pairs))
+    _euclidean_kernel(  # type: ignore[call-arg]
+        projections,
+        np.ascontiguousarray(a_idx, dtype=np.int64),
+        np.ascontiguousarray(b_idx, dtype=np.int64),
+        *squared,
+        np.ascontiguousarray(sample.z, dtype=np.float64),
+        skip,
+        sums,
+    )
+    sums = sums.T
+    sampled = sample.sampled - (skip >= 0).sum(axis=1)
+    size = n.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(sampled > 0, size / sampled, np.nan)
+    effect = _effect_size_from_sums(scale * sums[:, 0], scale * sums[:, 1], size)
+    statistic = scale[:, None] * sums[:, 2 : 2 + k]
+    weighted = np.empty((n_pairs, k))
+    for j in range(k):
+        weighted[:, j] = _weighted_from_sums(statistic[:, j], scale * sums[:, 2 + k + j], sum_z[:, j], sum_z2[:, j])
+    return MomentStatistics(statistic=statistic, effect_size=effect, effect_size_weighted=weighted, n=n)
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _euclidean_kernel(projections, a_idx, b_idx, squared_a, squared_b, z, skip, sums):  # pragma: no cover
+    # The sampled words in order, all pairs at each (no sum reassociated: each of a pair's sums adds
+    # its words in row order; the loops over pairs vectorise): u = |ŵ - m_B| - |ŵ - m_A| from the mean
+    # projection on each set's words; sums[:, p] = Σu, Σu², Σz_k u..., Σz_k u²...; a pair's ``skip``
+    # positions (-1: none) add nothing (u = 0 there).
+    n_s, n_pairs, k_w = projections.shape[0], a_idx.shape[0], z.shape[0]
+    n_a, n_b = a_idx.shape[1], b_idx.shape[1]
+    flat = skip.ravel()
+    order = np.argsort(flat, kind="mergesort")
+    at = 0
+    while at < order.size and flat[order[at]] < 0:
+        at += 1
+    to_a, to_b, u = np.empty(n_pairs), np.empty(n_pairs), np.empty(n_pairs)
+    for i in range(n_s):
+        row = projections[i]
+        for p in range(n_pairs):
+            to_a[p] = row[a_idx[p, 0]]
+            to_b[p] = row[b_idx[p, 0]]
+        for j in range(1, n_a):
+            for p in range(n_pairs):
+                to_a[p] += row[a_idx[p, j]]
+        for j in range(1, n_b):
+            for p in range(n_pairs):
+                to_b[p] += row[b_idx[p, j]]
+        for p in range(n_pairs):
+            u[p] = np.sqrt(max(1.0 - 2.0 * (to_b[p] / n_b) + squared_b[p], 0.0)) - np.sqrt(
+                max(1.0 - 2.0 * (to_a[p] / n_a) + squared_a[p], 0.0)
+            )
+        while at < order.size and flat[order[at]] == i:
+            u[order[at] // skip.shape[1]] = 0.0
+            at += 1
+        total, squares = sums[0], sums[1]
+        for p in range(n_pairs):
+            total[p] += u[p]
+            squares[p] += u[p] * u[p]
+        for k in range(k_w):
+            zk, weighted, weighted_squares = z[k, i], sums[2 + k], sums[2 + k_w + k]
+            for p in range(n_pairs):
+                zu = zk * u[p]
+                weighted[p] += zu
+                weighted_squares[p] += zu * u[p]
+
+
+def _sample_positions(sampled: NDArray, rows: NDArray) -> NDArray:
+    """The position in the sorted ``sampled`` rows of each of ``rows`` (-1 where not sampled)."""
+    if sampled.size == 0:
+        return np.full(rows.shape, -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(sampled, rows), sampled.size - 1)
+    return np.where(sampled[at] == rows, at, -1).astype(np.int64)
 
 
 def weighted_effect_size(u_x: ArrayLike, z_x: ArrayLike, u_y: ArrayLike, z_y: ArrayLike) -> NDArray[np.float64] | float:

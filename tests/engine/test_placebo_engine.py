@@ -22,7 +22,7 @@ def _anisotropic(n=3000, dim=16, seed=0):
     return xr.DataArray(v.astype(np.float32), dims=("word", "dim"), coords={"word": words})
 
 
-@pytest.mark.parametrize("association", ["cosine", "semaxis", "ripa"])
+@pytest.mark.parametrize("association", ["cosine", "semaxis", "ripa", "euclidean"])
 @pytest.mark.parametrize("exclude_attributes", [False, True])
 def test_each_placebo_statistic_is_the_test_of_its_pair(association, exclude_attributes):
     emb = biasdask.as_embeddings(_anisotropic(), language="en")
@@ -125,9 +125,26 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
         "n_permutations": 199,
         "seed": 9,
         "placebo": {"n": 300, "exclude": ["w9"]},
+        "associations": ["cosine", "euclidean"],
     }
     res = biasdask.run(study, progress=False)
     emb = biasdask.open_embeddings(store)
+    # the euclidean cells' placebo, pairs computed explicitly on the sampled words
+    sc, sample = scores_and_moments(emb, a, b, methods=("uniform", "zipf"), association="euclidean")
+    euclidean = placebo_test(
+        emb,
+        sc,
+        sample,
+        a,
+        b,
+        n=300,
+        seed=family_seed(9, "en", "gender.euclidean"),
+        alternative="two-sided",
+        exclude=["w9"],
+    )
+    cells = res.sel({"language": "en", "test": "gender.euclidean"})
+    np.testing.assert_array_equal(cells["p_value_placebo"].values, euclidean.p_value)
+    assert "placebo" not in str(cells["note"].values) and np.isfinite(cells["effect_size_ci_low"].values).all()
     sc, moments = scores_and_moments(emb, a, b, methods=("uniform", "zipf"))
     oracle = placebo_test(
         emb,

@@ -155,7 +155,7 @@ def test_one_attribute_word_gives_nan_with_a_reason():
 def test_attribute_bootstrap_checks_its_arguments():
     _, vocab, z = _vocab(6)
     m = linear_moments(moment_rows("cosine", vocab), z)
-    with pytest.raises(ValueError, match="no moments"):
+    with pytest.raises(ValueError, match="needs a VocabularySample"):
         attribute_bootstrap_interval(m, vocab[:2], vocab[2:4], seed=0, association="euclidean")
     with pytest.raises(ValueError, match="shape"):
         attribute_bootstrap_interval(m, vocab[:2, :5], vocab[2:4], seed=0)
