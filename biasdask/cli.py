@@ -89,7 +89,7 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
 
 def _size(url: str) -> int:
     """Bytes of the input as stored, 0 when unknown (then it is parsed in this process)."""
-    from biasdask.io.formats import NETWORK_ERRORS, url_to_fs
+    from biasdask.io.fs import NETWORK_ERRORS, url_to_fs
 
     try:
         fs, path = url_to_fs(url)
@@ -579,7 +579,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def error_line(exc: BaseException) -> str:
     """One line describing ``exc``, secrets in URLs removed; other than biasdask's own errors it names
     the exception type and points at ``--debug``."""
-    from biasdask.io.formats import redact
+    from biasdask.io.fs import redact
 
     text = " ".join(str(exc).split())
     if isinstance(exc, BiasdaskException):

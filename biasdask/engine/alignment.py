@@ -63,7 +63,7 @@ class Alignment:
 
 def _read_dictionary(path: str, storage_options: dict | None) -> list[tuple[str, str]]:
     """Pairs of a two-column dictionary file: tab-separated, or else separated by ASCII spaces."""
-    from biasdask.io.formats import display_url, storage_options_for
+    from biasdask.io.fs import display_url, storage_options_for
 
     shown = display_url(path)
     try:

@@ -107,6 +107,7 @@ def warm_kernels() -> dict[str, float]:
     import numpy as np
 
     from biasdask.io import formats, store
+    from biasdask.io.parse import parse_block, row_hashes
     from biasdask.stats import permutation, permutation_numpy
     from biasdask.stats.association import association
 
@@ -140,8 +141,8 @@ def warm_kernels() -> dict[str, float]:
             try:
                 info = formats.sniff_source(url)
                 data = fs.cat_file(url)
-                parsed = formats.parse_block(data, 2, info, 0, formats.skip_lines(data, 1))
-                formats.row_hashes(parsed.vectors)
+                parsed = parse_block(data, 2, info, 0, formats.skip_lines(data, 1))
+                row_hashes(parsed.vectors)
             finally:
                 fs.rm_file(url)
 

@@ -29,7 +29,7 @@ from biasdask.engine.scores import as_dataset, positions, read_rows
 from biasdask.engine.words import pair_list, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings
-from biasdask.io.formats import display_url
+from biasdask.io.fs import display_url
 from biasdask.io.store import (
     check_replaceable,
     default_chunk_words,

@@ -65,7 +65,9 @@ from tqdm import tqdm
 from biasdask.engine.cluster import active_client, workers_keep_freed_memory
 from biasdask.errors import BiasdaskError, InputFormatError, StorageFullError
 from biasdask.io import formats
-from biasdask.io.formats import SourceInfo, display_url
+from biasdask.io.formats import SourceInfo
+from biasdask.io.fs import display_url
+from biasdask.io.parse import parse_block, row_hashes
 from biasdask.io.store import (
     EncodingError,
     VectorEncoding,
@@ -107,7 +109,7 @@ class ChunkResult:
     n_bytes: int
     end: int
     normalised: np.ndarray  # rows (in the whole body) whose word NFC normalisation changed
-    vector_hashes: np.ndarray | None = None  # formats.row_hashes of the chunk's rows (shared vectors)
+    vector_hashes: np.ndarray | None = None  # row_hashes of the chunk's rows (shared vectors)
 
 
 def ingest(
@@ -296,7 +298,7 @@ def _first_encoding(info: SourceInfo, storage_options: dict | None) -> VectorEnc
         block = formats.head_block(info, ENCODING_SAMPLE_WORDS, storage_options)
         if block is None:
             return "float32"
-        vectors = formats.parse_block(block.data, block.n, info, 0).vectors
+        vectors = parse_block(block.data, block.n, info, 0).vectors
     except InputFormatError:
         return "float32"  # the ingest itself reports what is wrong, where
     return fitting_encoding(vectors)
@@ -343,7 +345,7 @@ def _ingest_range(
 
 
 def _parse_and_write(dest, storage_options, info, data, offset, index, n, chunk_words, base) -> ChunkResult:
-    parsed = formats.parse_block(data, n, info, index * chunk_words, offset)
+    parsed = parse_block(data, n, info, index * chunk_words, offset)
     write_block(dest, storage_options, index * chunk_words, parsed.words, parsed.vectors, parsed.norms)
     return ChunkResult(
         hashes=parsed.hashes,
@@ -352,7 +354,7 @@ def _parse_and_write(dest, storage_options, info, data, offset, index, n, chunk_
         n_bytes=parsed.n_bytes,
         end=base + offset + parsed.n_bytes,
         normalised=parsed.normalised + index * chunk_words,
-        vector_hashes=formats.row_hashes(parsed.vectors),
+        vector_hashes=row_hashes(parsed.vectors),
     )
 
 
@@ -659,7 +661,7 @@ class _Job:
         if n_shared > SHARED_VECTORS_WARNING * max(n_rows - int(drop.size), 1):
             n_kept = n_rows - int(drop.size)
             warnings.warn(
-                f"{formats.display_url(self.dest)}: {n_shared} of {n_kept} words ({n_shared / n_kept:.0%}) share a "
+                f"{display_url(self.dest)}: {n_shared} of {n_kept} words ({n_shared / n_kept:.0%}) share a "
                 "bit-identical vector with an earlier word (a spaCy-style table?), so their scores are not "
                 "independent; consider the study option dedupe_vectors: true",
                 stacklevel=2,

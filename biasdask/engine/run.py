@@ -76,7 +76,7 @@ from biasdask.errors import (
     PlaceboUnavailableError,
 )
 from biasdask.io import results as rs
-from biasdask.io.formats import display_url, location_key
+from biasdask.io.fs import display_url, location_key
 from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
 from biasdask.lexicon import AttributeTerm, context_words
 from biasdask.progress import progress_bar

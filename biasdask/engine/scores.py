@@ -422,7 +422,7 @@ def excluded_targets(
 def vector_hashes(emb: xr.Dataset) -> np.ndarray:
     """A 64-bit hash of every stored vector's bits (0 for zero vectors): one pass over the store, on the
     current Dask client if there is one."""
-    from biasdask.io.formats import row_hashes
+    from biasdask.io.parse import row_hashes
 
     h = da.asarray(emb["vectors"].data).map_blocks(row_hashes, drop_axis=1, dtype=np.uint64)
     return np.asarray(h.compute())

@@ -23,7 +23,7 @@ import yaml
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyChanges, StudyConfig, split_label, study_changes
 from biasdask.errors import StoreConflictError
 from biasdask.io import results as rs
-from biasdask.io.formats import display_url
+from biasdask.io.fs import display_url
 
 __all__ = ["check_changes", "prepare_update", "run_attrs"]
 

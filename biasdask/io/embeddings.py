@@ -164,7 +164,7 @@ def _from_dataarray(arr: xr.DataArray, language: str | None) -> xr.Dataset:
 
 
 def _build(vectors: Any, words: Sequence[str] | np.ndarray, language: str | None, kind: str) -> xr.Dataset:
-    from biasdask.io.formats import _row_norms
+    from biasdask.io.parse import _row_norms
     from biasdask.io.store import default_chunk_words
 
     if not isinstance(vectors, da.Array):

@@ -67,7 +67,7 @@ from zarr.errors import GroupNotFoundError, NodeNotFoundError
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, ConfigError, IncompleteStoreError, StoreConflictError
 from biasdask.io import zarr_compat
-from biasdask.io.formats import storage_options_for
+from biasdask.io.fs import storage_options_for
 
 __all__ = [
     "DERIVED_VARIABLES",

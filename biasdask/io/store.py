@@ -68,7 +68,7 @@ from zarr.core.dtype import Int16, Int32
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
 from biasdask.io import zarr_compat
-from biasdask.io.formats import NETWORK_ERRORS, display_url, redact, storage_options_for, url_to_fs
+from biasdask.io.fs import NETWORK_ERRORS, display_url, redact, storage_options_for, url_to_fs
 
 COMPLETE_ATTR = "biasdask_complete"
 _LANGUAGE_RE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]{2,8})*")

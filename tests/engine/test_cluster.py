@@ -206,13 +206,13 @@ def _kernel_state(dask_worker):
     """On a worker: what WarmKernels.setup returned, and the signatures each compiled kernel has loaded."""
     from numba.core.dispatcher import Dispatcher
 
-    from biasdask.io import formats
+    from biasdask.io import parse
     from biasdask.stats import association, permutation
 
     plugin = dask_worker.plugins.get(WarmKernels.name)
     loaded = {
         f"{module.__name__}.{name}": len(obj.signatures)
-        for module in (permutation, association, formats)
+        for module in (permutation, association, parse)
         for name, obj in vars(module).items()
         if isinstance(obj, Dispatcher)
     }
@@ -253,7 +253,7 @@ def test_workers_load_the_kernels_when_they_join(monkeypatch):
                 for name in ("_masked_sums", "_null_sums", "_exact_sums"):
                     assert loaded[f"biasdask.stats.permutation.{name}"] == 1
                 assert loaded["biasdask.stats.association._association_kernel"] == 1
-                assert loaded["biasdask.io.formats._parse_text_kernel"] == 1
+                assert loaded["biasdask.io.parse._parse_text_kernel"] == 1
 
             rng = np.random.default_rng(4)
             x, y = rng.standard_normal(300), rng.standard_normal(200)

@@ -292,7 +292,7 @@ def test_dedupe_vectors_scores_each_distinct_vector_once():
 
 
 def test_row_hashes_against_the_bytes():
-    from biasdask.io.formats import row_hashes
+    from biasdask.io.parse import row_hashes
 
     rng = np.random.default_rng(3)
     v = rng.standard_normal((200, 7)).astype(np.float32)

@@ -10,6 +10,8 @@ import pytest
 
 from biasdask.errors import BiasdaskError, InputFormatError
 from biasdask.io import formats
+from biasdask.io.fs import display_url, storage_options_for
+from biasdask.io.parse import parse_block, word_hash
 
 # tokens that break str.split(), splitlines(), CSV readers or NA handling
 ODD_WORDS = [
@@ -43,7 +45,7 @@ def _write(tmp_path, name, data: bytes):
 def _parse_all(path, **kw):
     info = formats.sniff_source(path, **kw)
     blocks = list(formats.iter_blocks(info, 7))
-    parsed = [formats.parse_block(b.data, b.n, info, b.first) for b in blocks]
+    parsed = [parse_block(b.data, b.n, info, b.first) for b in blocks]
     words = [w for p in parsed for w in p.words]
     return info, words, np.concatenate([p.vectors for p in parsed]), parsed
 
@@ -223,7 +225,7 @@ def test_invalid_utf8_is_replaced_and_counted(tmp_path):
     assert words == ["ok", "bad\ufffd\ufffd", "\ufffd"]
     assert sum(p.n_invalid_utf8 for p in parsed) == 2
     hashes = np.concatenate([p.hashes for p in parsed])
-    assert hashes[1] == formats.word_hash("bad\ufffd\ufffd") and hashes[0] == formats.word_hash("ok")
+    assert hashes[1] == word_hash("bad\ufffd\ufffd") and hashes[0] == word_hash("ok")
 
 
 # ---------------------------------------------------------------------------------------------- errors
@@ -294,29 +296,27 @@ def test_truncated_or_non_finite_binary_is_an_error(tmp_path):
 
 
 def test_display_url_strips_credentials():
-    assert formats.display_url("https://user:pw@host:8080/a/b.vec?X-Amz-Signature=s#f") == "https://host:8080/a/b.vec"
-    assert formats.display_url("s3://bucket/key.vec.gz") == "s3://bucket/key.vec.gz"
-    assert formats.display_url("/tmp/x.vec") == "/tmp/x.vec"
+    assert display_url("https://user:pw@host:8080/a/b.vec?X-Amz-Signature=s#f") == "https://host:8080/a/b.vec"
+    assert display_url("s3://bucket/key.vec.gz") == "s3://bucket/key.vec.gz"
+    assert display_url("/tmp/x.vec") == "/tmp/x.vec"
 
 
 def test_flat_storage_options_go_to_object_stores_only():
     opts = {"endpoint_url": "http://127.0.0.1:1", "key": "k"}
-    assert formats.storage_options_for("s3://b/k", opts) == opts
-    assert formats.storage_options_for("https://h/x.vec", opts) == {}
-    assert formats.storage_options_for("/tmp/x", opts) == {}
+    assert storage_options_for("s3://b/k", opts) == opts
+    assert storage_options_for("https://h/x.vec", opts) == {}
+    assert storage_options_for("/tmp/x", opts) == {}
     keyed = {"s3": opts, "https": {"headers": {"A": "b"}}}
-    assert formats.storage_options_for("https://h/x.vec", keyed) == {"headers": {"A": "b"}}
-    assert (
-        formats.storage_options_for("memory://b/x", keyed) == {}
-    )  # (gs:// without gcsfs: tests/io/test_storage_options.py)
+    assert storage_options_for("https://h/x.vec", keyed) == {"headers": {"A": "b"}}
+    assert storage_options_for("memory://b/x", keyed) == {}  # (gs:// without gcsfs: tests/io/test_storage_options.py)
     nested = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}  # flat, though every value is a dict
-    assert formats.storage_options_for("s3://b/k", nested) == nested
+    assert storage_options_for("s3://b/k", nested) == nested
 
 
 def test_the_parsers_multiplication_shortcut_rounds_like_the_division():
     """Below 2^22 digits and 8 decimals the fast path multiplies by the double nearest 10^-n: for every
     such mantissa this rounds to the float32 of the correctly rounded quotient (what gensim gets)."""
-    from biasdask.io.formats import _NEG_POW10
+    from biasdask.io.parse import _NEG_POW10
 
     mant = np.arange(2**22, dtype=np.float64)
     for n in range(9):

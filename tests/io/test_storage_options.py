@@ -11,7 +11,7 @@ from fsspec.registry import _registry as fsspec_classes
 
 import biasdask
 from biasdask.errors import BiasdaskError
-from biasdask.io.formats import storage_options_for
+from biasdask.io.fs import storage_options_for
 
 
 def test_flat_and_protocol_keyed_options_resolve_per_url():

@@ -39,7 +39,7 @@ def test_user_info_in_a_url_is_not_shown(tmp_path, http_server, cli):
 
 
 def test_redact_removes_queries_user_info_and_loose_signatures():
-    from biasdask.io.formats import redact
+    from biasdask.io.fs import redact
 
     text = (
         "ClientResponseError: 403, url='https://b.s3.amazonaws.com/en.vec?" + SECRET_QUERY + "' "

@@ -1,0 +1,194 @@
+"""Locations: URLs and their file systems, storage options, secrets kept out of messages, timeouts.
+
+Every file or store biasdask opens (embedding files, embedding and results stores, dictionaries, the
+CLI's size checks) goes through :func:`url_to_fs`, which applies the storage options that belong to the
+URL's protocol (:func:`storage_options_for`) and, for http(s), the connect and read timeouts of the Dask
+config (:func:`http_timeouts`). Messages name a location by :func:`display_url` and pass every
+third-party error text through :func:`redact`, so no credential reaches a log or a terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import urllib.parse
+
+import fsspec
+
+from biasdask.errors import BiasdaskError
+
+__all__ = [
+    "NETWORK_ERRORS",
+    "display_url",
+    "http_timeouts",
+    "location_key",
+    "one_line",
+    "redact",
+    "storage_options_for",
+    "timeout_error",
+    "url_to_fs",
+]
+
+#: protocols that take no flat storage options (a flat dict is meant for object stores)
+_NO_OPTION_PROTOCOLS = {"file", "local", "memory", "http", "https"}
+
+
+def _network_errors() -> tuple[type[Exception], ...]:
+    errors: list[type[Exception]] = [OSError]
+    with contextlib.suppress(ImportError):
+        import botocore.exceptions
+
+        errors.append(botocore.exceptions.BotoCoreError)
+    with contextlib.suppress(ImportError):
+        import aiohttp
+
+        errors.append(aiohttp.ClientError)
+    return tuple(errors)
+
+
+#: exceptions of storage and network layers, reported as one-line errors naming the URL
+NETWORK_ERRORS = _network_errors()
+
+
+def display_url(url: str) -> str:
+    """Return ``url`` without user name, password, query string or fragment (which may hold secrets)."""
+    parts = urllib.parse.urlsplit(str(url))
+    if not parts.scheme or len(parts.scheme) == 1:  # a local path (or a Windows drive letter)
+        return str(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def location_key(url: str) -> str:
+    """A comparable form of a store location: a local path made absolute (``file://`` stripped), a URL
+    with its scheme lower-cased; no trailing ``/``. ``a`` lies inside ``b`` when
+    ``location_key(a).startswith(location_key(b) + "/")``.
+
+    Examples
+    --------
+    >>> location_key("S3://bucket/emb/en.zarr/")
+    's3://bucket/emb/en.zarr'
+    """
+    url = str(url)
+    if url.startswith("file://"):
+        url = url[len("file://") :]
+    scheme, sep, rest = url.partition("://")
+    if sep and len(scheme) > 1:
+        return f"{scheme.lower()}://{rest.rstrip('/')}"
+    return os.path.abspath(os.path.expanduser(url))
+
+
+_URL_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")
+_URL_QUERY_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s?#'\"]*)[?#][^\s'\"]*")
+_SECRET_PARAM_RE = re.compile(
+    r"(?<![\w-])((?:X-Amz-[A-Za-z-]+|AWSAccessKeyId|Signature|sig|se|sp|sv|sr|st|skoid|sktid|token|access_token|key)=)[^&\s'\"]+",
+    re.IGNORECASE,
+)
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with the secrets URLs may carry removed: user info, query strings and fragments
+    of every URL in it, and any left-over signature or credential parameters (``X-Amz-Signature=...``).
+
+    Examples
+    --------
+    >>> redact("GET https://b.s3.amazonaws.com/x.vec?X-Amz-Signature=abc&X-Amz-Credential=AK failed")
+    'GET https://b.s3.amazonaws.com/x.vec failed'
+    """
+    text = _URL_USERINFO_RE.sub(r"\1", str(text))
+    text = _URL_QUERY_RE.sub(r"\1", text)
+    return _SECRET_PARAM_RE.sub(r"\1<redacted>", text)
+
+
+def http_timeouts() -> tuple[float, float]:
+    """Connect and read timeouts (seconds) of http(s) sources: Dask config keys
+    ``biasdask.http.connect-timeout`` (default 30) and ``biasdask.http.read-timeout`` (default 120),
+    also settable as ``DASK_BIASDASK__HTTP__CONNECT_TIMEOUT`` / ``..._READ_TIMEOUT``."""
+    import dask.config
+
+    connect = float(dask.config.get("biasdask.http.connect-timeout"))
+    read = float(dask.config.get("biasdask.http.read-timeout"))
+    return connect, read
+
+
+def storage_options_for(url: str, storage_options: dict | None) -> dict:
+    """Return the fsspec options that apply to ``url``.
+
+    ``storage_options`` is either flat (applied to object stores: every protocol except local files,
+    ``memory://`` and ``http(s)://``) or keyed by protocol (``{"s3": {...}, "https": {...}}``), which
+    targets any protocol, http(s) included. Every store biasdask opens (ingest source and destination,
+    embedding stores, results store, dictionaries) takes its options from here.
+
+    Raises
+    ------
+    BiasdaskError
+        The file system of ``url``'s protocol is not installed (e.g. ``gs://`` without ``gcsfs``:
+        ``pip install 'biasdask[gcs]'``).
+    """
+    protocol = fsspec.core.split_protocol(str(url))[0] or "file"
+    _check_protocol(url, protocol)
+    if not storage_options:
+        return {}
+    if set(storage_options) <= set(fsspec.available_protocols()):  # keyed by protocol
+        return dict(storage_options.get(protocol) or {})
+    return {} if protocol in _NO_OPTION_PROTOCOLS else dict(storage_options)
+
+
+#: extras of biasdask that bring the file system of a protocol
+_PROTOCOL_EXTRAS = {"gs": "gcs", "gcs": "gcs", "s3": "s3", "s3a": "s3", "http": "http", "https": "http"}
+
+
+def _check_protocol(url: str, protocol: str) -> None:
+    """Raise a one-line error when the file system of ``protocol`` is not installed."""
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except ImportError as exc:
+        extra = _PROTOCOL_EXTRAS.get(protocol)
+        hint = f"pip install 'biasdask[{extra}]'" if extra else str(exc)
+        raise BiasdaskError(
+            f"{display_url(url)}: {protocol}:// needs a package that is not installed ({hint})"
+        ) from None
+    except ValueError:
+        pass  # an unknown protocol: fsspec's own error, where the URL is opened, says so
+
+
+def url_to_fs(url: str, storage_options: dict | None = None) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The file system and path of ``url``, with its storage options (:func:`storage_options_for`) and,
+    for http(s), the connect and read timeouts of :func:`http_timeouts`: every URL biasdask opens goes
+    through here, so no request waits longer than the configured timeouts.
+
+    Raises
+    ------
+    BiasdaskError
+        A URL fsspec cannot open (unknown protocol, file system not installed).
+    """
+    options = storage_options_for(url, storage_options)
+    if (fsspec.core.split_protocol(str(url))[0] or "file") in ("http", "https"):
+        client_kwargs = dict(options.get("client_kwargs") or {})
+        if "timeout" not in client_kwargs:
+            import aiohttp
+
+            connect, read = http_timeouts()
+            client_kwargs["timeout"] = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read)
+        options = {**options, "client_kwargs": client_kwargs}
+    try:
+        return fsspec.core.url_to_fs(str(url), **options)
+    except (ImportError, ValueError) as exc:
+        raise BiasdaskError(f"{display_url(url)}: cannot open this URL: {redact(str(exc))}") from None
+
+
+def timeout_error(display: str) -> BiasdaskError:
+    """The one-line error of a read of ``display`` that timed out, naming the timeouts and their keys."""
+    connect, read = http_timeouts()
+    return BiasdaskError(
+        f"{display}: timed out (connect {connect:g} s, read {read:g} s; Dask config "
+        "biasdask.http.connect-timeout / read-timeout)"
+    )
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line of text, its secrets removed (:func:`redact`)."""
+    return redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
