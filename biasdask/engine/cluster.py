@@ -106,7 +106,7 @@ def warm_kernels() -> dict[str, float]:
     import fsspec
     import numpy as np
 
-    from biasdask.io import formats, store
+    from biasdask.io import codecs, formats
     from biasdask.io.parse import parse_block, row_hashes
     from biasdask.stats import permutation, permutation_numpy
     from biasdask.stats.association import association
@@ -153,8 +153,8 @@ def warm_kernels() -> dict[str, float]:
     def scaled() -> None:  # scaled-integer stores: encoded at ingest, decoded when u reads them
         block = np.array([[1.5, -0.0]], dtype=np.float32)
         for encoding in ("int16", "int32"):
-            ints, _ = store.encode_scaled(block, encoding)
-            store.decode_scaled(ints, np.empty(ints.shape, dtype=np.float32))
+            ints, _ = codecs.encode_scaled(block, encoding)
+            codecs.decode_scaled(ints, np.empty(ints.shape, dtype=np.float32))
 
     timed("embedding readers", parse)
     timed("scaled-integer stores", scaled)

@@ -32,7 +32,7 @@ lines are counted and parsed in the page cache, never copied into Python bytes.
 
 *Encoding.* The first lines of a text file choose the store's encoding (scaled int16/int32 integers
 when the values have at most 4 decimals, float32 otherwise; :mod:`biasdask.io.store`); a block that
-does not fit it fails its write with :class:`biasdask.io.store.EncodingError`, and the ingest starts
+does not fit it fails its write with :class:`biasdask.io.codecs.EncodingError`, and the ingest starts
 over in the encoding that block needs.
 
 Workers open the destination (and, for byte ranges, the source) themselves: on a remote cluster both
@@ -65,29 +65,24 @@ from tqdm import tqdm
 from biasdask.engine.cluster import active_client, workers_keep_freed_memory
 from biasdask.errors import BiasdaskError, InputFormatError, StorageFullError
 from biasdask.io import formats
+from biasdask.io.codecs import EncodingError, VectorEncoding, fitting_encoding
 from biasdask.io.formats import SourceInfo
 from biasdask.io.fs import display_url
 from biasdask.io.parse import parse_block, row_hashes
 from biasdask.io.store import (
-    EncodingError,
-    VectorEncoding,
-    acquire_lock,
     check_language_code,
     check_replaceable,
     compact_store,
-    fitting_encoding,
-    fresh_location,
     ingest_chunk_words,
     open_embeddings,
     prepare_store,
     read_words,
-    remove_leftovers,
     remove_store,
     resize_store,
     set_attrs,
-    swap_in,
     write_block,
 )
+from biasdask.io.swap import acquire_lock, fresh_location, remove_leftovers, swap_in
 from biasdask.progress import progress_bar
 
 #: inputs at least this large (as stored) are ingested on a Dask cluster when no client is given
@@ -135,7 +130,7 @@ def ingest(
         Path or fsspec URL of the store. An existing biasdask store there (complete or not) is replaced
         once the new one is completely written (at a fresh location next to it, ``<dest>.ingest-<id>``,
         then moved); bad input leaves it untouched; anything else there is refused. While the ingest
-        runs it holds the lock ``<dest>.lock`` (:class:`biasdask.io.store.StoreLock`, on local disks
+        runs it holds the lock ``<dest>.lock`` (:class:`biasdask.io.swap.StoreLock`, on local disks
         and object stores): a second ingest into the same ``dest`` fails at once. Invalid arguments (language code, counts)
         are refused before anything is touched.
     language

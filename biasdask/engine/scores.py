@@ -22,8 +22,9 @@ from distributed import Client
 
 from biasdask.engine.words import word_list
 from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
+from biasdask.io.codecs import decode_scaled
 from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
-from biasdask.io.store import decode_scaled, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
+from biasdask.io.store import default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
 from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step

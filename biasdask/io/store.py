@@ -3,7 +3,7 @@
 Layout, as ``xarray.open_zarr(url, consolidated=False)`` shows it:
 
 - ``vectors`` float32 (word, dim), chunked along ``word`` only, compressed with blosc lz4 over
-  bit-shuffled values (see :data:`VECTOR_COMPRESSORS`; the other arrays use zarr's default compression).
+  bit-shuffled values (see :data:`biasdask.io.codecs.VECTOR_COMPRESSORS`; the other arrays use zarr's default compression).
   Stored either as float32 or, when every value is a decimal of at most 4 decimals (fastText's
   ``.vec``), losslessly as scaled integers ``k = 10^4 v`` (int16 when every ``|k| <= 32767``, else
   int32 up to ``|k| < 2^22``) through the ``numcodecs.fixedscaleoffset`` codec, which any zarr reader
@@ -37,21 +37,17 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import functools
 import json
 import os
 import re
-import socket
 import sys
 import threading
 import uuid
-import warnings
 from collections.abc import Iterator
 from typing import Any, Literal, cast
 
 import dask.array as da
 import fsspec
-import numba
 import numcodecs
 import numpy as np
 import xarray as xr
@@ -60,14 +56,23 @@ import zarr.codecs
 import zarr.core.buffer
 import zarr.core.sync
 import zarr.storage
-from zarr.codecs.numcodecs import FixedScaleOffset
-from zarr.core.array import Array, AsyncArray
 from zarr.core.array_spec import ArrayConfigParams
-from zarr.core.dtype import Int16, Int32
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
 from biasdask.io import zarr_compat
+from biasdask.io.codecs import (
+    NEGATIVE_ZERO,
+    OTHER_COMPRESSORS,
+    SCALE,
+    VectorEncoding,
+    decode_scaled,
+    encode_scaled,
+    quiet_codecs,
+    raw_vectors,
+    vector_codecs,
+    vector_encoding,
+)
 from biasdask.io.fs import NETWORK_ERRORS, display_url, redact, storage_options_for, url_to_fs
 
 COMPLETE_ATTR = "biasdask_complete"
@@ -78,151 +83,9 @@ _ARRAYS = ("vectors", "norm", "rank", "word")
 _METADATA_ERRORS: tuple[type[Exception], ...] = (KeyError, ValueError, TypeError, *NETWORK_ERRORS)
 #: target bytes of one chunk of ``vectors``
 CHUNK_BYTES = 2**25
-#: compression of ``vectors``: embedding floats hardly compress, and reading (decoding) the store is
-#: the whole cost of the scores. On GloVe 840B vectors blosc lz4 over bit-shuffled floats keeps 87 %
-#: of the bytes (zstd level 1: 93 %, level 3: 92 %) and a 500,000 x 300 store is read 13 % faster
-#: than with zstd level 1.
-VECTOR_COMPRESSORS = (
-    zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle", typesize=4),
-    zarr.codecs.Crc32cCodec(),
-)
-#: compression of the other arrays: zarr's default (zstd) followed by the checksum
-OTHER_COMPRESSORS = (zarr.codecs.ZstdCodec(level=0), zarr.codecs.Crc32cCodec())
 #: every chunk is stored, also one equal to the fill value, so that a missing chunk is an error
 # (a cast: mypy reads zarr's NotRequired keys as required for Python 3.10)
 _ARRAY_CONFIG = cast(ArrayConfigParams, {"write_empty_chunks": True})
-
-#: how a store holds its vectors: scaled integers (narrowest first), or float32
-VectorEncoding = Literal["int16", "int32", "float32"]
-#: the integer encodings store ``k = SCALE * v`` (4 decimals)
-SCALE = 10_000
-#: the largest ``|k|`` of each integer encoding. For int32 it is below 2^22, where ``float32(k / 10^4)``
-#: (the codec's decoding) equals ``float32(k * 1e-4)`` (the fast reader's) and ``rint(10^4 v)`` gives
-#: ``k`` back from ``v = float32(k / 10^4)`` (both checked for every such k by the tests)
-ENCODING_LIMITS = {"int16": 2**15 - 1, "int32": 2**22 - 1}
-_INT_TYPES: dict[str, tuple[type[np.integer], type[Int16] | type[Int32]]] = {
-    "int16": (np.int16, Int16),
-    "int32": (np.int32, Int32),
-}
-NEGATIVE_ZERO = "negative_zero"
-_CODEC_WARNING = "Numcodecs codecs are not in the Zarr version 3 specification"
-
-
-def _quiet_codecs(fn):
-    """Silence zarr's warning that numcodecs' codecs are not in the core Zarr v3 spec (zarr-python, the
-    reader biasdask and xarray use, reads them) while ``fn`` opens or creates arrays."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=_CODEC_WARNING)
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
-class EncodingError(ValueError):
-    """A block's vectors do not fit the store's integer encoding; ``needed`` is the narrowest that fits."""
-
-    def __init__(self, message: str, needed: VectorEncoding):
-        super().__init__(message)
-        self.needed = needed
-
-    def __reduce__(self):  # raised on workers: the client gets ``needed`` too
-        return type(self), (str(self), self.needed)
-
-
-def _vector_codecs(encoding: VectorEncoding) -> dict:
-    if encoding == "float32":
-        return {"compressors": VECTOR_COMPRESSORS}
-    np_type = np.dtype(_INT_TYPES[encoding][0]).newbyteorder("<")
-    return {
-        "filters": (FixedScaleOffset(offset=0, scale=SCALE, dtype="<f4", astype=np_type.str),),
-        "compressors": (
-            zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle", typesize=np_type.itemsize),
-            zarr.codecs.Crc32cCodec(),
-        ),
-    }
-
-
-def vector_encoding(array: zarr.Array) -> VectorEncoding:
-    """The encoding of a store's ``vectors`` array, from its codecs."""
-    first = zarr_compat.v3_metadata(array).codecs[0]
-    if isinstance(first, FixedScaleOffset):
-        return "int16" if np.dtype(str(first.codec_config["astype"])).itemsize == 2 else "int32"
-    return "float32"
-
-
-def raw_vectors(array: zarr.Array) -> zarr.Array:
-    """The integers of a scaled ``vectors`` array as stored (zarr's pipeline without the scaling: the
-    blosc decompression and the CRC-32C check stay zarr's)."""
-    meta = zarr_compat.v3_metadata(array)
-    dtype = _INT_TYPES[vector_encoding(array)][1]()
-    raw = dataclasses.replace(meta, data_type=dtype, codecs=meta.codecs[1:], fill_value=dtype.cast_scalar(0))
-    return Array(AsyncArray(metadata=raw, store_path=array.store_path, config=array._async_array.config))
-
-
-@numba.njit(nogil=True, cache=True)
-def _encode_scaled(vectors, limit, ints, negative):
-    """``ints = rint(10^4 v)`` where ``float32(ints * 1e-4)`` gives back every ``v`` bit for bit (a
-    ``-0.0`` is marked in ``negative``). Returns (status, the largest |k|): status 0 when every value
-    fits, 1 when some |k| exceeds ``limit`` (but the values are 4-decimal ones), 2 otherwise."""
-    n, d = vectors.shape
-    bits = vectors.view(np.uint32)
-    largest = 0.0
-    exact = True
-    for i in range(n):
-        for j in range(d):
-            v = vectors[i, j]
-            x = np.float64(v) * 10000.0
-            if not (abs(x) < 2147483647.0):  # also NaN
-                x = 0.0
-                exact = False
-            k = np.rint(x)  # -0.0 for -0.0, stored as 0 and marked
-            exact &= np.float32(k * 1e-4) == v
-            largest = max(largest, abs(k))
-            ints[i, j] = np.int32(k)
-            negative[i, j] = bits[i, j] == np.uint32(0x80000000)
-    if not exact:
-        return 2, np.int64(largest)
-    return (1 if largest > limit else 0), np.int64(largest)
-
-
-@numba.njit(nogil=True, cache=True)
-def decode_scaled(ints, out):
-    """``out = float32(ints * 1e-4)`` (what the fixedscaleoffset codec gives, without its float64 array)."""
-    n, d = ints.shape
-    for i in range(n):
-        for j in range(d):
-            out[i, j] = np.float32(np.float64(ints[i, j]) * 1e-4)
-
-
-def encode_scaled(vectors: np.ndarray, encoding: VectorEncoding) -> tuple[np.ndarray, np.ndarray]:
-    """The integers and the packed negative-zero bits that store ``vectors`` losslessly in ``encoding``.
-
-    Raises
-    ------
-    EncodingError
-        Some value is not a decimal of at most 4 decimals within the encoding's range; ``needed``
-        names the narrowest encoding that holds the block.
-    """
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    ints = np.empty(vectors.shape, dtype=_INT_TYPES[encoding][0])
-    negative = np.empty(vectors.shape, dtype=np.bool_)
-    status, largest = _encode_scaled(vectors, ENCODING_LIMITS[encoding], ints, negative)
-    if status:
-        needed: VectorEncoding = "float32" if status == 2 or largest > ENCODING_LIMITS["int32"] else "int32"
-        raise EncodingError(f"the vectors do not fit {encoding} (they need {needed})", needed)
-    return ints, np.packbits(negative, axis=1)
-
-
-def fitting_encoding(vectors: np.ndarray) -> VectorEncoding:
-    """The narrowest encoding that stores ``vectors`` losslessly."""
-    try:
-        encode_scaled(vectors, "int16")
-    except EncodingError as exc:
-        return exc.needed
-    return "int16"
 
 
 def check_language_code(code: str) -> str:
@@ -284,14 +147,15 @@ def ingest_chunk_words(dim: int, n_words: int | None) -> int:
     return -(-n_words // n_chunks)
 
 
-def _is_local(url: str) -> bool:
+def is_local(url: str) -> bool:
+    """Whether ``url`` is a local path (or ``file://``)."""
     return (fsspec.core.split_protocol(str(url))[0] or "file") in ("file", "local")
 
 
 def _zarr_store(
     url: str, storage_options: dict | None, read_only: bool
 ) -> zarr.storage.LocalStore | zarr.storage.FsspecStore:
-    if _is_local(url):
+    if is_local(url):
         return zarr.storage.LocalStore(fsspec.core.strip_protocol(str(url)), read_only=read_only)
     return zarr.storage.FsspecStore.from_url(
         str(url), storage_options=storage_options_for(url, storage_options), read_only=read_only
@@ -302,13 +166,9 @@ def _group(url: str, storage_options: dict | None, mode: Literal["r", "r+"] = "r
     return zarr.open_group(_zarr_store(url, storage_options, read_only=mode == "r"), mode=mode, zarr_format=3)
 
 
-def _fs(url: str, storage_options: dict | None) -> tuple[fsspec.AbstractFileSystem, str]:
-    return url_to_fs(url, storage_options)
-
-
-def _read_group_attrs(url: str, storage_options: dict | None) -> dict | None:
+def read_group_attrs(url: str, storage_options: dict | None) -> dict | None:
     """The group attrs of the store at ``url``; None when there is no Zarr v3 group there."""
-    fs, path = _fs(url, storage_options)
+    fs, path = url_to_fs(url, storage_options)
     try:
         meta = json.loads(fs.cat_file(path.rstrip("/") + "/zarr.json"))
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError):
@@ -318,7 +178,8 @@ def _read_group_attrs(url: str, storage_options: dict | None) -> dict | None:
     return meta.get("attributes", {})
 
 
-def _is_embedding_store(attrs: dict | None) -> bool:
+def is_embedding_store(attrs: dict | None) -> bool:
+    """Whether group attrs ``attrs`` are those of a biasdask embedding store (complete or not)."""
     return attrs is not None and all(k in attrs for k in ("biasdask_version", "language", "format", "dim"))
 
 
@@ -334,16 +195,16 @@ def check_replaceable(
         ``url`` holds something else, which ingest will not delete; or the store of another language
         than ``language`` and not ``overwrite``.
     """
-    fs, path = _fs(url, storage_options)
+    fs, path = url_to_fs(url, storage_options)
     try:
         if not fs.exists(path) or (fs.isdir(path) and not fs.ls(path)):
             return
-        attrs = _read_group_attrs(url, storage_options)
+        attrs = read_group_attrs(url, storage_options)
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(
             f"{display_url(url)}: cannot reach the destination: {redact(' '.join(str(exc).split()))}"
         ) from None
-    if attrs is None or not _is_embedding_store(attrs):
+    if attrs is None or not is_embedding_store(attrs):
         raise StoreConflictError(
             f"{display_url(url)} exists and is not a biasdask embedding store: refusing to replace it"
         )
@@ -356,12 +217,12 @@ def check_replaceable(
 
 def remove_store(url: str, storage_options: dict | None = None) -> None:
     """Delete the store at ``url`` (if any)."""
-    fs, path = _fs(url, storage_options)
+    fs, path = url_to_fs(url, storage_options)
     if fs.exists(path):
         fs.rm(path, recursive=True)
 
 
-@_quiet_codecs
+@quiet_codecs
 def prepare_store(
     url: str,
     storage_options: dict | None,
@@ -423,7 +284,7 @@ def prepare_store(
         dimension_names=("word", "dim"),
         attributes={"coordinates": "rank"},
         config=_ARRAY_CONFIG,
-        **_vector_codecs(vector_encoding),
+        **vector_codecs(vector_encoding),
     )
     if vector_encoding != "float32":
         group.create_array(
@@ -448,7 +309,7 @@ def _array_names(group: zarr.Group) -> tuple[str, ...]:
     return _ARRAYS + ((NEGATIVE_ZERO,) if group.attrs.get("vector_encoding", "float32") != "float32" else ())
 
 
-@_quiet_codecs
+@quiet_codecs
 def resize_store(url: str, storage_options: dict | None, n_words: int) -> None:
     """Set the number of rows of every array (chunks beyond a smaller size are deleted)."""
     group = _group(url, storage_options)
@@ -457,7 +318,7 @@ def resize_store(url: str, storage_options: dict | None, n_words: int) -> None:
         node.resize((n_words,) + node.shape[1:])
 
 
-@_quiet_codecs
+@quiet_codecs
 def write_block(
     url: str,
     storage_options: dict | None,
@@ -510,7 +371,7 @@ def read_words(url: str, storage_options: dict | None, positions: np.ndarray) ->
     return [str(w) for w in np.asarray(words)]
 
 
-@_quiet_codecs
+@quiet_codecs
 def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> int:
     """Remove the rows ``drop`` (sorted positions), shifting the later rows up, in place.
 
@@ -561,7 +422,7 @@ def finish_store(url: str, storage_options: dict | None, attrs: dict) -> None:
     _group(url, storage_options).update_attributes({**attrs, COMPLETE_ATTR: True})
 
 
-@_quiet_codecs
+@quiet_codecs
 def check_embeddings(url: str, storage_options: dict | None = None, language: str | None = None) -> dict:
     """Verify an embedding store without reading its data; return its attrs.
 
@@ -581,10 +442,10 @@ def check_embeddings(url: str, storage_options: dict | None = None, language: st
 def _verified(url: str, storage_options: dict | None, language: str | None) -> tuple[dict, dict[str, zarr.Array]]:
     shown = display_url(url)
     try:
-        attrs = _read_group_attrs(url, storage_options)
+        attrs = read_group_attrs(url, storage_options)
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(f"{shown}: cannot read the store: {redact(' '.join(str(exc).split()))}") from None
-    if attrs is None or not _is_embedding_store(attrs):
+    if attrs is None or not is_embedding_store(attrs):
         raise BiasdaskError(f"{shown}: no biasdask embedding store there")
     if attrs.get(COMPLETE_ATTR) is not True:
         raise IncompleteStoreError(
@@ -602,7 +463,7 @@ def _verified(url: str, storage_options: dict | None, language: str | None) -> t
     return attrs, arrays
 
 
-@_quiet_codecs
+@quiet_codecs
 def open_embeddings(url: str, storage_options: dict | None = None, language: str | None = None) -> xr.Dataset:
     """Open a complete embedding store, verified, as a dask-backed :class:`xarray.Dataset`.
 
@@ -645,7 +506,7 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
     """
     attrs, arrays = _verified(url, storage_options, language)
     shown = display_url(url)
-    if _is_local(url):  # workers may run in another directory
+    if is_local(url):  # workers may run in another directory
         url = os.path.abspath(fsspec.core.strip_protocol(str(url)))
     n, dim = arrays["vectors"].shape
     chunk = arrays["vectors"].chunks[0]
@@ -702,7 +563,7 @@ def _read_words(url: str, storage_options: dict | None, array: zarr.Array) -> np
             rows = slice(start, min(start + chunk, n))
             words[rows] = _read_verified(url, storage_options, array, "word", rows).astype(object)
         return words
-    fs, path = _fs(url, storage_options)
+    fs, path = url_to_fs(url, storage_options)
     keys = [f"word/c/{k}" for k in range(-(-n // chunk))]
     paths = [fs._strip_protocol(f"{path.rstrip('/')}/{key}") for key in keys]
     fetched = fs.cat(paths, on_error="return") if paths else {}  # keyed by path, in sorted order
@@ -731,7 +592,7 @@ def vocabulary_files(url: str, storage_options: dict | None, n: int) -> Iterator
     CorruptStoreError
         Naming the store and the chunk key when a chunk is missing.
     """
-    fs, path = _fs(url, storage_options)
+    fs, path = url_to_fs(url, storage_options)
     root = path.rstrip("/") + "/word"
     meta = json.loads(fs.cat_file(root + "/zarr.json"))
     meta["shape"] = [n]
@@ -782,7 +643,7 @@ def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: d
         raise CorruptStoreError(
             f"{shown}: attr vector_encoding is {attrs.get('vector_encoding')!r} but array vectors is stored as {encoding}"
         )
-    fs, path = _fs(url, storage_options)
+    fs, path = url_to_fs(url, storage_options)
     root = path.rstrip("/")
     try:
         present = {key[len(root) + 1 :] for key in fs.find(root)}
@@ -897,7 +758,7 @@ def _read_reused(url: str, storage_options: dict | None, array: zarr.Array, inde
         buffer = _REUSED.buffer = np.empty(nbytes, dtype=np.uint8)
     buffer = buffer[:nbytes]
     key = f"vectors/c/{index}/0"
-    fs, path = _fs(url, storage_options)
+    fs, path = url_to_fs(url, storage_options)
     try:
         numcodecs.blosc.decompress(numcodecs.CRC32C().decode(fs.cat_file(f"{path.rstrip('/')}/{key}")), buffer)
     except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
@@ -906,7 +767,7 @@ def _read_reused(url: str, storage_options: dict | None, array: zarr.Array, inde
     return buffer.view(array.dtype).reshape(shape)[: rows.stop - rows.start]
 
 
-@_quiet_codecs
+@quiet_codecs
 def read_vectors(url: str, storage_options: dict | None, rows: slice) -> np.ndarray:
     """Rows ``[rows.start, rows.stop)`` of ``vectors`` as float32, bit for bit as written (any encoding)."""
     group = _group(url, storage_options, mode="r")
@@ -928,7 +789,7 @@ def _decoded(stored: np.ndarray, negative: np.ndarray | None) -> np.ndarray:
     return out
 
 
-@_quiet_codecs
+@quiet_codecs
 def _open_chunk(url: str, storage_options: dict | None, name: str, index: int) -> zarr.Array:
     """Array ``name``, after checking that its chunk ``index`` exists."""
     try:
@@ -968,161 +829,3 @@ def _open_array(url: str, storage_options: dict | None, name: str) -> zarr.Array
 def _chunk_rows(array: zarr.Array, index: int) -> slice:
     chunk = array.chunks[0]
     return slice(index * chunk, min((index + 1) * chunk, array.shape[0]))
-
-
-# --------------------------------------------------------------------------------------------------
-# replacing a store safely: a lock next to it, a fresh location, then a swap
-
-
-def _sibling(url: str, suffix: str) -> str:
-    return str(url).rstrip("/") + suffix
-
-
-class StoreLock:
-    """The lock object ``<url>.lock`` of a destination, held while a store is written there.
-
-    On a local disk it is an ``flock`` on that file, which the operating system releases when the
-    process dies, so a killed ingest never blocks the next one. Elsewhere (S3, gs...) it is created
-    with an exclusive write (``If-None-Match: *`` on S3), which exactly one of two writers wins, and
-    deleted on release; one left by a killed process has to be deleted by hand (the error says so).
-    Use :func:`acquire_lock`.
-    """
-
-    def __init__(self, url: str, storage_options: dict | None, fd: int | None) -> None:
-        self.url, self.storage_options, self._fd = url, storage_options, fd
-
-    def release(self) -> None:
-        """Give the lock up (and delete the lock object)."""
-        fs, path = _fs(self.url, self.storage_options)
-        if self._fd is not None:
-            os.unlink(path)  # before unlocking: whoever opens the path next gets a new file
-            os.close(self._fd)
-            self._fd = None
-            return
-        try:
-            fs.rm_file(path)
-        except FileNotFoundError:
-            pass
-
-
-def acquire_lock(url: str, storage_options: dict | None = None) -> StoreLock:
-    """Take the lock of the destination ``url`` (see :class:`StoreLock`), creating its parents.
-
-    Raises
-    ------
-    StoreConflictError
-        Another writer holds the lock.
-    BiasdaskError
-        The lock cannot be created (a parent that is a file, an unreachable or missing bucket...).
-    """
-    lock = _sibling(url, ".lock")
-    fs, path = _fs(lock, storage_options)
-    try:
-        if _is_local(lock):
-            return StoreLock(lock, storage_options, _flock(path))
-        with fs.open(path, "xb") as f:
-            f.write(_holder())
-        return StoreLock(lock, storage_options, None)
-    except FileExistsError:
-        try:
-            holder = json.loads(fs.cat_file(path))
-            who = f" (taken by {holder.get('host')} pid {holder.get('pid')} at {holder.get('created')})"
-        except Exception:  # noqa: BLE001 - only for the message
-            who = ""
-        raise StoreConflictError(
-            f"{display_url(url)}: another writer holds its lock {display_url(lock)}{who}; "
-            "if none is running any more (it was killed), delete that lock and try again"
-        ) from None
-    except (NotADirectoryError, FileNotFoundError) as exc:
-        raise BiasdaskError(f"{display_url(url)}: cannot create the destination: {_os_reason(exc)}") from None
-    except NETWORK_ERRORS as exc:
-        raise BiasdaskError(f"{display_url(url)}: cannot write to the destination: {_os_reason(exc)}") from None
-
-
-def _holder() -> bytes:
-    """The lock's content: who holds it, for the message of whoever finds it taken."""
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "created": now}).encode()
-
-
-def _flock(path: str) -> int:
-    """An open descriptor of ``path`` holding an exclusive ``flock``; FileExistsError if one is held.
-
-    Hand-written rather than ``filelock.FileLock``: the lock file must name its holder (for the message
-    of whoever finds it taken) and be deleted on release, and a file deleted on release can be locked by a
-    second process that opened it just before; the inode check below closes that race, which filelock
-    avoids only by leaving its lock files behind.
-    """
-    import fcntl
-
-    parent = os.path.dirname(path)
-    if not os.path.isdir(parent):
-        try:
-            os.makedirs(parent)
-        except FileExistsError:  # a parent is a file
-            raise NotADirectoryError(parent) from None
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise FileExistsError(path) from None
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:  # else the holder released (unlinked) it between our open and flock: try again
-            os.ftruncate(fd, 0)
-            os.write(fd, _holder())
-            return fd
-        os.close(fd)
-
-
-def _os_reason(exc: BaseException) -> str:
-    if isinstance(exc, NotADirectoryError):
-        return "a parent of it is a file, not a directory"
-    if isinstance(exc, FileNotFoundError):
-        return "no such bucket or directory"
-    return redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
-
-
-def remove_leftovers(url: str, storage_options: dict | None = None) -> None:
-    """Delete the fresh stores (``<url>.ingest-*``) that killed writers left next to ``url``.
-
-    Call it only while holding the lock of ``url``: no live writer is using them then.
-    """
-    fs, path = _fs(url, storage_options)
-    for left in fs.glob(path.rstrip("/") + ".ingest-*"):
-        left_url = left if _is_local(url) else fs.unstrip_protocol(left)
-        if _is_embedding_store(_read_group_attrs(left_url, storage_options)) or (fs.isdir(left) and not fs.ls(left)):
-            fs.rm(left, recursive=True)
-
-
-def fresh_location(url: str) -> str:
-    """A new URL next to ``url`` where a store can be written before it replaces ``url``."""
-    return _sibling(url, f".ingest-{uuid.uuid4().hex[:12]}")
-
-
-def swap_in(fresh: str, url: str, storage_options: dict | None = None) -> None:
-    """Replace the store at ``url`` by the finished (but unmarked) store at ``fresh``, then mark it.
-
-    The old store is deleted only now that the new one is completely written. The completion marker
-    is set at ``url`` after the move, so a swap killed half-way leaves an incomplete store, which
-    :func:`open_embeddings` refuses, never a mixed one.
-    """
-    check_replaceable(url, storage_options)
-    remove_store(url, storage_options)
-    fs, src = _fs(fresh, storage_options)
-    _, dst = _fs(url, storage_options)
-    if _is_local(url):
-        os.replace(src, dst)  # one atomic rename
-    else:  # object stores have no rename: copy every object, then delete the fresh store
-        fs.invalidate_cache()
-        keys = sorted(fs.find(src), key=lambda k: k != f"{src}/zarr.json")
-        # the group metadata first: a swap killed half-way leaves a store recognisably ours, replaceable
-        fs.copy(keys[:1], [dst + keys[0][len(src) :]])
-        fs.copy(keys[1:], [dst + key[len(src) :] for key in keys[1:]])
-        fs.rm(src, recursive=True)
-        fs.invalidate_cache()
-    finish_store(url, storage_options, {})

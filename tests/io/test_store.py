@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
-from biasdask.io import store
+from biasdask.io import codecs, store
 
 
 def _make(url, words, vectors, chunk, storage_options=None, finish=True):
@@ -202,19 +202,19 @@ def test_scaled_decoding_is_the_float32_parse_of_every_4_decimal_text():
         [np.float32(f"{'-' if x < 0 else ''}{abs(x) // 10000}.{abs(x) % 10000:04d}") for x in k[:, 0].tolist()]
     )
     out = np.empty(k.shape, np.float32)
-    store.decode_scaled(k, out)
+    codecs.decode_scaled(k, out)
     assert out[:, 0].tobytes() == text.tobytes()
     assert out.tobytes() == (k / 10000).astype(np.float32).tobytes()
-    ints, negative = store.encode_scaled(out, "int16")
+    ints, negative = codecs.encode_scaled(out, "int16")
     assert np.array_equal(ints, k) and not negative.any()
 
 
 def test_int32_decoding_equals_the_codecs_up_to_its_limit():
-    k = np.arange(-store.ENCODING_LIMITS["int32"], store.ENCODING_LIMITS["int32"] + 1, dtype=np.int32)[:, None]
+    k = np.arange(-codecs.ENCODING_LIMITS["int32"], codecs.ENCODING_LIMITS["int32"] + 1, dtype=np.int32)[:, None]
     out = np.empty(k.shape, np.float32)
-    store.decode_scaled(k, out)
+    codecs.decode_scaled(k, out)
     assert out.tobytes() == (k / 10000).astype(np.float32).tobytes()
-    assert np.array_equal(store.encode_scaled(out, "int32")[0], k)
+    assert np.array_equal(codecs.encode_scaled(out, "int32")[0], k)
 
 
 @pytest.mark.parametrize(
@@ -230,7 +230,7 @@ def test_int32_decoding_equals_the_codecs_up_to_its_limit():
 )
 def test_the_narrowest_lossless_encoding_is_chosen(values, encoding):
     vectors = np.array([[np.float32(v) for v in values]])
-    assert store.fitting_encoding(vectors) == encoding
+    assert codecs.fitting_encoding(vectors) == encoding
 
 
 @pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr version 3")
@@ -266,7 +266,7 @@ def test_scaled_store_round_trip_keeps_negative_zeros_and_any_zarr_reader_decode
     assert [c["name"] for c in meta["codecs"]] == ["numcodecs.fixedscaleoffset", "bytes", "blosc", "crc32c"]
     assert meta["codecs"][0]["configuration"]["astype"] == "<i2"
     # a block that does not fit is refused, nothing written
-    with pytest.raises(store.EncodingError, match="need float32") as err:
+    with pytest.raises(codecs.EncodingError, match="need float32") as err:
         store.write_block(url, None, 0, np.array(words[:10], dtype=object), vectors[:10] + np.float32(1e-5), norms[:10])
     assert err.value.needed == "float32"
     assert store.open_embeddings(url).vectors.values.tobytes() == vectors.tobytes()
@@ -349,7 +349,7 @@ def test_vectors_decoded_into_the_threads_reused_buffer_equal_zarrs_read(tmp_pat
         )
     store.finish_store(url, None, {"n_words": 23})
     array = zarr.open_array(url, path="vectors", mode="r")
-    raw = array if encoding == "float32" else store.raw_vectors(array)
+    raw = array if encoding == "float32" else codecs.raw_vectors(array)
     first = None
     for index, rows in enumerate([slice(0, 10), slice(10, 20), slice(20, 23)]):
         reused, negative = store.read_stored_vectors(url, None, index, reuse=True)

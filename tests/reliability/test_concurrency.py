@@ -100,7 +100,7 @@ def test_two_ingests_into_one_s3_destination(tmp_path, s3_bucket):
 
 
 def test_the_lock_of_a_remote_destination_is_exclusive(s3_bucket):
-    from biasdask.io.store import acquire_lock
+    from biasdask.io.swap import acquire_lock
 
     bucket, options = s3_bucket
     lock = acquire_lock(f"s3://{bucket}/x.zarr", options)

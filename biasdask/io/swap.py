@@ -1,0 +1,176 @@
+"""Replacing a store safely: a lock next to the destination, the new store written at a fresh location,
+then swapped in, so that a reader never sees half a store and a failed write leaves the old one whole.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+import uuid
+
+from biasdask.errors import BiasdaskError, StoreConflictError
+from biasdask.io.fs import NETWORK_ERRORS, display_url, redact, url_to_fs
+from biasdask.io.store import (
+    check_replaceable,
+    finish_store,
+    is_embedding_store,
+    is_local,
+    read_group_attrs,
+    remove_store,
+)
+
+
+def _sibling(url: str, suffix: str) -> str:
+    return str(url).rstrip("/") + suffix
+
+
+class StoreLock:
+    """The lock object ``<url>.lock`` of a destination, held while a store is written there.
+
+    On a local disk it is an ``flock`` on that file, which the operating system releases when the
+    process dies, so a killed ingest never blocks the next one. Elsewhere (S3, gs...) it is created
+    with an exclusive write (``If-None-Match: *`` on S3), which exactly one of two writers wins, and
+    deleted on release; one left by a killed process has to be deleted by hand (the error says so).
+    Use :func:`acquire_lock`.
+    """
+
+    def __init__(self, url: str, storage_options: dict | None, fd: int | None) -> None:
+        self.url, self.storage_options, self._fd = url, storage_options, fd
+
+    def release(self) -> None:
+        """Give the lock up (and delete the lock object)."""
+        fs, path = url_to_fs(self.url, self.storage_options)
+        if self._fd is not None:
+            os.unlink(path)  # before unlocking: whoever opens the path next gets a new file
+            os.close(self._fd)
+            self._fd = None
+            return
+        try:
+            fs.rm_file(path)
+        except FileNotFoundError:
+            pass
+
+
+def acquire_lock(url: str, storage_options: dict | None = None) -> StoreLock:
+    """Take the lock of the destination ``url`` (see :class:`StoreLock`), creating its parents.
+
+    Raises
+    ------
+    StoreConflictError
+        Another writer holds the lock.
+    BiasdaskError
+        The lock cannot be created (a parent that is a file, an unreachable or missing bucket...).
+    """
+    lock = _sibling(url, ".lock")
+    fs, path = url_to_fs(lock, storage_options)
+    try:
+        if is_local(lock):
+            return StoreLock(lock, storage_options, _flock(path))
+        with fs.open(path, "xb") as f:
+            f.write(_holder())
+        return StoreLock(lock, storage_options, None)
+    except FileExistsError:
+        try:
+            holder = json.loads(fs.cat_file(path))
+            who = f" (taken by {holder.get('host')} pid {holder.get('pid')} at {holder.get('created')})"
+        except Exception:  # noqa: BLE001 - only for the message
+            who = ""
+        raise StoreConflictError(
+            f"{display_url(url)}: another writer holds its lock {display_url(lock)}{who}; "
+            "if none is running any more (it was killed), delete that lock and try again"
+        ) from None
+    except (NotADirectoryError, FileNotFoundError) as exc:
+        raise BiasdaskError(f"{display_url(url)}: cannot create the destination: {_os_reason(exc)}") from None
+    except NETWORK_ERRORS as exc:
+        raise BiasdaskError(f"{display_url(url)}: cannot write to the destination: {_os_reason(exc)}") from None
+
+
+def _holder() -> bytes:
+    """The lock's content: who holds it, for the message of whoever finds it taken."""
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "created": now}).encode()
+
+
+def _flock(path: str) -> int:
+    """An open descriptor of ``path`` holding an exclusive ``flock``; FileExistsError if one is held.
+
+    Hand-written rather than ``filelock.FileLock``: the lock file must name its holder (for the message
+    of whoever finds it taken) and be deleted on release, and a file deleted on release can be locked by a
+    second process that opened it just before; the inode check below closes that race, which filelock
+    avoids only by leaving its lock files behind.
+    """
+    import fcntl
+
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        try:
+            os.makedirs(parent)
+        except FileExistsError:  # a parent is a file
+            raise NotADirectoryError(parent) from None
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise FileExistsError(path) from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:  # else the holder released (unlinked) it between our open and flock: try again
+            os.ftruncate(fd, 0)
+            os.write(fd, _holder())
+            return fd
+        os.close(fd)
+
+
+def _os_reason(exc: BaseException) -> str:
+    if isinstance(exc, NotADirectoryError):
+        return "a parent of it is a file, not a directory"
+    if isinstance(exc, FileNotFoundError):
+        return "no such bucket or directory"
+    return redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
+
+
+def remove_leftovers(url: str, storage_options: dict | None = None) -> None:
+    """Delete the fresh stores (``<url>.ingest-*``) that killed writers left next to ``url``.
+
+    Call it only while holding the lock of ``url``: no live writer is using them then.
+    """
+    fs, path = url_to_fs(url, storage_options)
+    for left in fs.glob(path.rstrip("/") + ".ingest-*"):
+        left_url = left if is_local(url) else fs.unstrip_protocol(left)
+        if is_embedding_store(read_group_attrs(left_url, storage_options)) or (fs.isdir(left) and not fs.ls(left)):
+            fs.rm(left, recursive=True)
+
+
+def fresh_location(url: str) -> str:
+    """A new URL next to ``url`` where a store can be written before it replaces ``url``."""
+    return _sibling(url, f".ingest-{uuid.uuid4().hex[:12]}")
+
+
+def swap_in(fresh: str, url: str, storage_options: dict | None = None) -> None:
+    """Replace the store at ``url`` by the finished (but unmarked) store at ``fresh``, then mark it.
+
+    The old store is deleted only now that the new one is completely written. The completion marker
+    is set at ``url`` after the move, so a swap killed half-way leaves an incomplete store, which
+    :func:`open_embeddings` refuses, never a mixed one.
+    """
+    check_replaceable(url, storage_options)
+    remove_store(url, storage_options)
+    fs, src = url_to_fs(fresh, storage_options)
+    _, dst = url_to_fs(url, storage_options)
+    if is_local(url):
+        os.replace(src, dst)  # one atomic rename
+    else:  # object stores have no rename: copy every object, then delete the fresh store
+        fs.invalidate_cache()
+        keys = sorted(fs.find(src), key=lambda k: k != f"{src}/zarr.json")
+        # the group metadata first: a swap killed half-way leaves a store recognisably ours, replaceable
+        fs.copy(keys[:1], [dst + keys[0][len(src) :]])
+        fs.copy(keys[1:], [dst + key[len(src) :] for key in keys[1:]])
+        fs.rm(src, recursive=True)
+        fs.invalidate_cache()
+    finish_store(url, storage_options, {})
