@@ -386,7 +386,8 @@ def weat(
         Also compare s with P = ``placebo`` WEATs whose attribute words are replaced by random words of
         about the same frequency ranks (never a test word or a known gendered word;
         :func:`biasdask.engine.placebo.attribute_placebo`): ``p_value_placebo``, ``z_placebo``,
-        ``effect_size_placebo_percentile`` of the result. Seeded by the test's seed; single-store tests.
+        ``effect_size_placebo_percentile`` of the result. Seeded by the test's seed. A cross-lingual
+        test draws its placebo words from the attributes' store (``attributes_from``).
     placebo_exclude
         Words no placebo set may use, besides the test's words and the known gendered words.
 
@@ -473,11 +474,7 @@ def weat(
             progress=progress,
         )
     extra = {}
-    if placebo:
-        if attributes_from is not None:
-            raise BiasdaskError(
-                "placebo: a cross-lingual WEAT draws no placebo attribute words (give no attributes_from)"
-            )
+    if placebo:  # placebo attribute words from the attributes' language (cross-lingual: attributes_from)
         from biasdask.engine.placebo import attribute_placebo
 
         def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
@@ -485,7 +482,7 @@ def weat(
             return weat_statistic(px, py), weat_effect_size(px, py)
 
         found = attribute_placebo(
-            emb,
+            attr_emb,
             coverage["a"].found,
             coverage["b"].found,
             statistic,

@@ -377,3 +377,36 @@ def test_iat_set_metric_placebo_is_the_word_lists_when_every_term_is_one_word():
     assert iat.statistic == pytest.approx(ref.statistic, rel=1e-6) and iat.n_placebo == ref.n_placebo == 60
     assert iat.p_value_placebo == ref.p_value_placebo
     assert iat.z_placebo == pytest.approx(ref.z_placebo, rel=1e-6)
+
+
+def test_cross_lingual_weat_draws_its_placebo_words_from_the_attributes_language():
+    """A cross-lingual WEAT (targets from one store, attributes from another of the same space) compares
+    with placebo attribute sets drawn from the attributes' language; oracle: attribute_placebo on that
+    store with the statistic of the fixed targets, and each draw's statistic is that draw's own test."""
+    from biasdask.engine.placebo import attribute_placebo
+    from biasdask.stats.weat import weat_effect_size, weat_scores, weat_statistic
+
+    source = _anisotropic(n=1500, seed=3)
+    de_words = np.array([f"d{i}" for i in range(1500)], dtype=object)
+    target = biasdask.as_embeddings(source, language="en")
+    attributes = biasdask.as_embeddings(source.assign_coords(word=de_words), language="de")
+    x, y, a, b = ["w10", "w11", "w12"], ["w20", "w21", "w22"], ["d30", "d31"], ["d40", "d41"]
+    res = biasdask.weat(target, x, y, a, b, attributes_from=attributes, n_permutations=99, seed=5, placebo=80)
+    vectors = {str(w): v for w, v in zip(source["word"].values, np.asarray(source.values, dtype=np.float64))}
+    vectors.update({str(w): v for w, v in zip(de_words, np.asarray(source.values, dtype=np.float64))})
+    tx, ty = np.array([vectors[w] for w in x]), np.array([vectors[w] for w in y])
+
+    def statistic(a_rows, b_rows):
+        sx, sy = weat_scores(tx, ty, a_rows, b_rows, "cosine")
+        return weat_statistic(sx, sy), weat_effect_size(sx, sy)
+
+    found = attribute_placebo(
+        attributes, a, b, statistic, target_words=[*x, *y], n=80, seed=5, alternative=res.alternative
+    )
+    assert res.n_placebo == 80 and res.p_value_placebo == found.p_value[0]
+    assert res.z_placebo == pytest.approx(found.z[0], rel=1e-6)  # the store's float32 vectors
+    assert all(str(w).startswith("d") for w in found.words.ravel())  # the attributes' language
+    own = biasdask.weat(
+        target, x, y, list(found.words[7, :2]), list(found.words[7, 2:]), attributes_from=attributes, n_permutations=9
+    )
+    assert found.statistics[7, 0] == pytest.approx(own.statistic, rel=1e-6)
