@@ -206,9 +206,12 @@ def figures(
     *,
     cell: tuple[str, str, str] | None = None,
     storage_options: dict | None = None,
+    profiles: dict[str, xr.Dataset] | None = None,
 ) -> dict[str, Any]:
     """The figures of a results store, by file stem (``overview``, ``effect_sizes``, ``null_...``,
-    ``frequency_profile_...``), as matplotlib Figures. See :func:`write_plots`."""
+    ``frequency_profile_...``), as matplotlib Figures. See :func:`write_plots`; ``profiles``: the
+    languages' frequency profiles when already computed (default:
+    :func:`biasdask.engine.frequency.frequency_profiles` of the store)."""
     from biasdask import plot
     from biasdask.engine.frequency import frequency_profiles
     from biasdask.errors import IncompleteStoreError
@@ -257,7 +260,8 @@ def figures(
                     else {}
                 ),
             )
-    profiles = frequency_profiles(results_url, storage_options=storage_options)
+    if profiles is None:
+        profiles = frequency_profiles(results_url, storage_options=storage_options)
     if profiles:
         # t of "uniform" is u itself: its figure would repeat frequency_profile_u
         for score in ["u", *(f"t_{m}" for m in results["method"].values if m != "uniform")]:
@@ -563,35 +567,35 @@ def write_report(
     """
     import jinja2
 
-    from biasdask.io.results import open_results, scores_done
+    from biasdask.engine.frequency import frequency_profile
+    from biasdask.io.results import open_results, open_scores, scores_done
 
     results = open_results(results_url, storage_options=storage_options)
-    table = cube_table(results)
-    pngs = {name: _png(fig) for name, fig in figures(results_url, storage_options=storage_options).items()}
-    if plots_dir is not None:
-        _write_pngs(pngs, plots_dir)
-    texts = captions(results, list(pngs))
-    columns, rows = _cube_rows(table)
     methods = [str(m) for m in results["method"].values]
-    languages = []
+    languages, profiles = [], {}
+    # one read of each language's scores for its word lists and its frequency profile, then let go of
+    # it (the scores of a whole study need not fit in memory)
     for lang in [str(v) for v in results["language"].values]:
         notes = sorted({str(n) for n in np.asarray(results["note"].sel({"language": lang}).values).ravel() if str(n)})
         words = []
         if scores_done(results_url, lang, storage_options=storage_options):
-            words.append(
-                _words_rows(
-                    top_words(results_url, lang, n_words, "u", storage_options=storage_options), "by u (unweighted)"
-                )
-            )
+            scores = open_scores(results_url, lang, storage_options=storage_options).load()
+            if not {"tokens_a", "tokens_b"} & set(scores.attrs):  # older stores: the cube's attribute labels
+                scores.attrs["tokens_a"] = sorted(_attribute_words(results_url, lang, storage_options))
+            profiles[lang] = frequency_profile(scores, language=lang)
+            words.append(_words_rows(top_words(scores, lang, n_words, "u"), "by u (unweighted)"))
             for m in methods:
                 if m != "uniform":
-                    words.append(
-                        _words_rows(
-                            top_words(results_url, lang, n_words, "t", method=m, storage_options=storage_options),
-                            f"by t ({m} weighting)",
-                        )
-                    )
+                    words.append(_words_rows(top_words(scores, lang, n_words, "t", method=m), f"by t ({m} weighting)"))
+            del scores
         languages.append({"code": lang, "notes": notes, "words": words})
+    table = cube_table(results)
+    drawn = figures(results_url, storage_options=storage_options, profiles=profiles)
+    pngs = {name: _png(fig) for name, fig in drawn.items()}
+    if plots_dir is not None:
+        _write_pngs(pngs, plots_dir)
+    texts = captions(results, list(pngs))
+    columns, rows = _cube_rows(table)
     legend = "; ".join(f"{c['header']}: {c['title']}" for c in columns[3:] if c["key"] not in ("note",)) + "."
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("biasdask", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
