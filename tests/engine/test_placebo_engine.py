@@ -111,7 +111,7 @@ def _vec_file(path, emb: xr.DataArray) -> str:
 def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identically(tmp_path):
     from distributed import LocalCluster
 
-    from biasdask.engine.run import family_seed
+    from biasdask.engine.plan import family_seed
     from biasdask.io.results import read_null
 
     store = str(tmp_path / "en.zarr")
@@ -261,7 +261,7 @@ def test_a_study_with_placebo_gives_its_weat_cells_the_placebo_of_weat(shared_da
         "placebo": {"n": 99},
     }
     res = biasdask.run(study, progress=False)
-    from biasdask.engine.run import cell_seed
+    from biasdask.engine.plan import cell_seed
 
     own = biasdask.weat(store, "weat1", n_permutations=199, seed=cell_seed(2, "en", "uniform", "weat1"), placebo=99)
     cell = res.sel({"language": "en", "method": "uniform", "test": "weat1"})
@@ -270,7 +270,7 @@ def test_a_study_with_placebo_gives_its_weat_cells_the_placebo_of_weat(shared_da
 
 
 def test_set_metric_placebo_in_the_api_and_in_a_study(shared_data, tmp_path):
-    from biasdask.engine.run import cell_seed
+    from biasdask.engine.plan import cell_seed
     from biasdask.lexicon import weat_test
 
     store = str(tmp_path / "en.zarr")

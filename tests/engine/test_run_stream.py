@@ -15,7 +15,7 @@ from biasdask.config import parse_config
 from biasdask.demo import write_language
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.engine.ingest import ingest
-from biasdask.engine.run import family_seed, plan_language
+from biasdask.engine.plan import family_seed, plan_language
 from biasdask.errors import BiasdaskError, IncompleteStoreError
 from biasdask.io import results as rs
 
@@ -217,7 +217,7 @@ def test_classic_cells_are_tasks_that_read_only_their_rows(tmp_path):
     """weat7, career_family and rnd run as tasks on the workers (the client reads no row), on the rows
     they need only, and give the numbers of one cell at a time on the whole store."""
     from biasdask.engine.cells import cell_words, run_cell
-    from biasdask.engine.run import cell_seed
+    from biasdask.engine.plan import cell_seed
 
     tests = ["weat7", "career_family", "rnd"]
     needed = list(dict.fromkeys(w for t in tests for w in cell_words(t, "en")))

@@ -282,7 +282,7 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
         W7.a,
         W7.b,
         n_permutations=99,
-        seed=biasdask.engine.run.cell_seed(4, "en", "uniform", "rnd"),
+        seed=biasdask.engine.plan.cell_seed(4, "en", "uniform", "rnd"),
         progress=False,
     )
     assert en["p_value"].sel({"test": "rnd", "method": "zipf"}).item() == direct.pvalue
@@ -304,7 +304,7 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
         W7.a,
         W7.b,
         n_permutations=99,
-        seed=biasdask.engine.run.cell_seed(4, "hu", "uniform", "nas"),
+        seed=biasdask.engine.plan.cell_seed(4, "hu", "uniform", "nas"),
         progress=False,
     )
     assert out["statistic"].sel({"language": "hu", "test": "nas", "method": "zipf"}).item() == hu.statistic
