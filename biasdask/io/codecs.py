@@ -15,8 +15,6 @@ import numpy as np
 import zarr
 import zarr.codecs
 from zarr.codecs.numcodecs import FixedScaleOffset
-from zarr.core.array import Array, AsyncArray
-from zarr.core.dtype import Int16, Int32
 
 from biasdask.io import zarr_compat
 
@@ -39,10 +37,7 @@ SCALE = 10_000
 #: (the codec's decoding) equals ``float32(k * 1e-4)`` (the fast reader's) and ``rint(10^4 v)`` gives
 #: ``k`` back from ``v = float32(k / 10^4)`` (both checked for every such k by the tests)
 ENCODING_LIMITS = {"int16": 2**15 - 1, "int32": 2**22 - 1}
-_INT_TYPES: dict[str, tuple[type[np.integer], type[Int16] | type[Int32]]] = {
-    "int16": (np.int16, Int16),
-    "int32": (np.int32, Int32),
-}
+_INT_TYPES: dict[str, type[np.integer]] = {"int16": np.int16, "int32": np.int32}
 NEGATIVE_ZERO = "negative_zero"
 _CODEC_WARNING = "Numcodecs codecs are not in the Zarr version 3 specification"
 
@@ -75,7 +70,7 @@ def vector_codecs(encoding: VectorEncoding) -> dict:
     """The filters and compressors of a ``vectors`` array in ``encoding`` (arguments of ``zarr.create_array``)."""
     if encoding == "float32":
         return {"compressors": VECTOR_COMPRESSORS}
-    np_type = np.dtype(_INT_TYPES[encoding][0]).newbyteorder("<")
+    np_type = np.dtype(_INT_TYPES[encoding]).newbyteorder("<")
     return {
         "filters": (FixedScaleOffset(offset=0, scale=SCALE, dtype="<f4", astype=np_type.str),),
         "compressors": (
@@ -97,9 +92,9 @@ def raw_vectors(array: zarr.Array) -> zarr.Array:
     """The integers of a scaled ``vectors`` array as stored (zarr's pipeline without the scaling: the
     blosc decompression and the CRC-32C check stay zarr's)."""
     meta = zarr_compat.v3_metadata(array)
-    dtype = _INT_TYPES[vector_encoding(array)][1]()
+    dtype = zarr_compat.integer_dtype(_INT_TYPES[vector_encoding(array)])
     raw = dataclasses.replace(meta, data_type=dtype, codecs=meta.codecs[1:], fill_value=dtype.cast_scalar(0))
-    return Array(AsyncArray(metadata=raw, store_path=array.store_path, config=array._async_array.config))
+    return zarr_compat.with_metadata(array, raw)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -147,7 +142,7 @@ def encode_scaled(vectors: np.ndarray, encoding: VectorEncoding) -> tuple[np.nda
         names the narrowest encoding that holds the block.
     """
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    ints = np.empty(vectors.shape, dtype=_INT_TYPES[encoding][0])
+    ints = np.empty(vectors.shape, dtype=_INT_TYPES[encoding])
     negative = np.empty(vectors.shape, dtype=np.bool_)
     status, largest = _encode_scaled(vectors, ENCODING_LIMITS[encoding], ints, negative)
     if status:

@@ -59,9 +59,6 @@ import numpy as np
 import xarray as xr
 import zarr
 import zarr.api.asynchronous as zarr_async
-from zarr.core.array import AsyncArray
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync as _zarr_sync
 from zarr.errors import GroupNotFoundError, NodeNotFoundError
 
 from biasdask._version import __version__
@@ -411,7 +408,7 @@ def create_results(
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     target, kw = _target(url, storage_options)
-    _zarr_sync(_create_async(target, kw, labels, attributes, digest))
+    zarr_compat.run(_create_async(target, kw, labels, attributes, digest))
 
 
 async def _create_async(
@@ -531,7 +528,7 @@ async def _write_cell_async(
         },
     }
     data = json.dumps(record, allow_nan=False, ensure_ascii=False).encode("utf-8")
-    await root.store_path.store.set(_record_key(idx), default_buffer_prototype().buffer.from_bytes(data))
+    await root.store_path.store.set(_record_key(idx), zarr_compat.bytes_buffer(data))
 
 
 def write_cell(
@@ -569,7 +566,7 @@ def write_cell(
         raise ValueError(f"write_cell: unknown variable(s) {', '.join(unknown)}")
     full = {name: _cell_value(name, values.get(name)) for name in CELL_VARIABLES}
     target, kw = _target(url, storage_options)
-    _zarr_sync(_write_cell_async(target, kw, url, (language, method, test), full))
+    zarr_compat.run(_write_cell_async(target, kw, url, (language, method, test), full))
 
 
 async def _read_records_async(root: Any, url: str, labels: dict[str, list[str]]) -> dict[tuple[int, ...], dict]:
@@ -577,7 +574,7 @@ async def _read_records_async(root: Any, url: str, labels: dict[str, list[str]])
     names = [n async for n in store.list_dir(f"{_CELLS}/")]
     names = [n for n in names if n.count(".") == 2 and n != "zarr.json"]
     blobs = await asyncio.gather(
-        *(store.get(f"{_CELLS}/{n}/zarr.json", prototype=default_buffer_prototype()) for n in names)
+        *(store.get(f"{_CELLS}/{n}/zarr.json", prototype=zarr_compat.buffer_prototype()) for n in names)
     )
     store_id = root.attrs["store_id"]
     out = {}
@@ -615,7 +612,7 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
         if isinstance(node, BaseException) and (name in DIMS or name == _DONE or not isinstance(node, KeyError)):
             raise node
     # a store of an older biasdask may lack a variable added since: read as its fill value
-    arrays = {n: a for n, a in zip(names, found) if isinstance(a, AsyncArray)}
+    arrays = {n: a for n, a in zip(names, found) if isinstance(a, zarr_compat.AsyncArray)}
     data = dict(zip(arrays, await asyncio.gather(*(a.getitem(...) for a in arrays.values()))))
     labels = {d: [str(x) for x in np.asarray(data[d])] for d in DIMS}
     records = await _read_records_async(root, url, labels)
@@ -636,7 +633,7 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
 
 def _load(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any, dict, dict, dict, dict]:
     target, kw = _target(url, storage_options)
-    return _zarr_sync(_load_async(target, kw, url))
+    return zarr_compat.run(_load_async(target, kw, url))
 
 
 def compact_results(url: str, storage_options: Mapping[str, Any] | None = None) -> int:
@@ -670,7 +667,7 @@ def compact_results(url: str, storage_options: Mapping[str, Any] | None = None) 
         store = root.store_path.store
         await asyncio.gather(*(store.delete_dir(f"{_CELLS}/{i}.{j}.{k}") for i, j, k in records))
 
-    _zarr_sync(fold())
+    zarr_compat.run(fold())
     return len(records)
 
 
@@ -712,7 +709,7 @@ def write_cube_variable(
         await target_array.setitem(..., data)
         await target_array.update_attributes(dict(attrs or {}))
 
-    _zarr_sync(write())
+    zarr_compat.run(write())
 
 
 def done_cells(url: str, storage_options: Mapping[str, Any] | None = None) -> set[tuple[str, str, str]]:
@@ -974,7 +971,7 @@ def write_null(
     if values.ndim != 1:
         raise ValueError(f"write_null: null distribution must be 1-D, got shape {values.shape}")
     target, kw = _target(url, storage_options)
-    _zarr_sync(_write_null_async(target, kw, url, (language, method, test), values, kind))
+    zarr_compat.run(_write_null_async(target, kw, url, (language, method, test), values, kind))
 
 
 async def _write_null_async(

@@ -53,10 +53,7 @@ import numpy as np
 import xarray as xr
 import zarr
 import zarr.codecs
-import zarr.core.buffer
-import zarr.core.sync
 import zarr.storage
-from zarr.core.array_spec import ArrayConfigParams
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
@@ -85,7 +82,7 @@ _METADATA_ERRORS: tuple[type[Exception], ...] = (KeyError, ValueError, TypeError
 CHUNK_BYTES = 2**25
 #: every chunk is stored, also one equal to the fill value, so that a missing chunk is an error
 # (a cast: mypy reads zarr's NotRequired keys as required for Python 3.10)
-_ARRAY_CONFIG = cast(ArrayConfigParams, {"write_empty_chunks": True})
+_ARRAY_CONFIG = cast(zarr_compat.ArrayConfigParams, {"write_empty_chunks": True})
 
 
 def check_language_code(code: str) -> str:
@@ -797,7 +794,7 @@ def _open_chunk(url: str, storage_options: dict | None, name: str, index: int) -
     except Exception as exc:  # noqa: BLE001
         raise CorruptStoreError(f"{display_url(url)}: array {name} cannot be opened: {redact(str(exc))}") from None
     key = f"{name}/c/{index}" + ("/0" if array.ndim == 2 else "")
-    if not zarr.core.sync.sync(array.store_path.store.exists(key)):
+    if not zarr_compat.run(array.store_path.store.exists(key)):
         raise CorruptStoreError(f"{display_url(url)}: chunk {key} is missing")
     return array
 
@@ -811,7 +808,7 @@ def _open_array(url: str, storage_options: dict | None, name: str) -> zarr.Array
     """Array ``name`` of the store at ``url``, read only. Its metadata is read every time, but parsed
     (codecs built) only when its bytes changed: a chunk reader opens two arrays per chunk."""
     zstore = _zarr_store(url, storage_options, read_only=True)
-    meta = zarr.core.sync.sync(zstore.get(f"{name}/zarr.json", zarr.core.buffer.default_buffer_prototype()))
+    meta = zarr_compat.run(zstore.get(f"{name}/zarr.json", zarr_compat.buffer_prototype()))
     if meta is None:
         raise FileNotFoundError(f"{name}/zarr.json")
     key = (str(url), json.dumps(storage_options, sort_keys=True, default=str), name)
