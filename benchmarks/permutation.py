@@ -66,18 +66,18 @@ def bench_rows(
 
     The k are timed in turn within each repeat, so that a change of the machine's load hits all alike.
     """
-    from biasdask.stats.permutation import null_batches, prepare_tests
+    from biasdask.stats.permutation import null_batch, prepare_test
 
     preps = {}
     for k in rows:
         stacked = np.stack([x] + [(x * np.float32(1.0 / (w + 2))).astype(np.float32) for w in range(k - 1)])
-        preps[k] = prepare_tests(stacked, x.size, n_permutations=n_permutations, seed=1)
-        null_batches(preps[k], 0, 2)  # load or compile the kernel
+        preps[k] = prepare_test(stacked, x.size, n_permutations=n_permutations, seed=1)
+        null_batch(preps[k], 0, 2)  # load or compile the kernel
     best = dict.fromkeys(rows, float("inf"))
     for _ in range(repeats):
         for k in rows:
             start = time.thread_time()
-            null_batches(preps[k], 0, n_permutations)
+            null_batch(preps[k], 0, n_permutations)
             best[k] = min(best[k], time.thread_time() - start)
     return best
 

@@ -35,12 +35,9 @@ from biasdask.stats.permutation import (
     PreparedTest,
     PreparedTests,
     exact_null,
-    exact_nulls,
     finish_test,
     null_batch,
-    null_batches,
     prepare_test,
-    prepare_tests,
     resolve_seed,
     shared_split_groups,
 )
@@ -199,13 +196,13 @@ def prepare_pools(
     effect_y: np.ndarray | int | None = None,
 ) -> list[tuple[list[int], PreparedTests]]:
     """The rows of ``x`` (weightings) grouped by shared splits, each group prepared
-    (:func:`biasdask.stats.permutation.prepare_tests`) with the same seed: usually one group; a
+    (:func:`biasdask.stats.permutation.prepare_test` of rows) with the same seed: usually one group; a
     weighting zero where the others are not (``frequency``) gets its own."""
     seed = resolve_seed(seed)
     return [
         (
             rows,
-            prepare_tests(
+            prepare_test(
                 x[rows],
                 y if isinstance(y, (int, np.integer)) else y[rows],
                 n_permutations,
@@ -245,7 +242,7 @@ def pools_batch(pools: list[tuple[list[int], PreparedTests]], start: int, stop: 
     n_rows = sum(len(r) for r, _ in pools)
     out = np.empty((n_rows, stop - start))
     for rows, prep in pools:  # an exact group's splits are all enumerated by finish_pools instead
-        out[rows] = np.nan if prep.exact else null_batches(prep, start, stop)
+        out[rows] = np.nan if prep.exact else null_batch(prep, start, stop)
     return out
 
 
@@ -270,7 +267,7 @@ def finish_pools(
             )
         weights = None
         if prep.exact:
-            group_nulls, weights = exact_nulls(prep)
+            group_nulls, weights = exact_null(prep)
         for w, row in enumerate(rows):
             null = group_nulls[w] if prep.exact else nulls[row]
             results[row] = finish_test(prep.tests[w], null, weights, return_null)

@@ -44,7 +44,7 @@ Randomness
 
 Several weightings
     The weightings of a language (t_w = z_w·u over the same items) can share every split
-    (:func:`prepare_tests`, :func:`null_batches`, :func:`exact_nulls`): one seed, one draw of split i,
+    (:func:`prepare_test` of rows, :func:`null_batch`, :func:`exact_null`): one seed, one draw of split i,
     and the kernel sums each row of a (k × n) pool on the same mask in one pass over the pool, each row
     exactly as it would be summed alone, so row w's null is bit-identical to the single test of row w
     with that seed (common random numbers). Rows must be zero at the same items
@@ -99,17 +99,14 @@ __all__ = [
     "PreparedTest",
     "PreparedTests",
     "exact_null",
-    "exact_nulls",
     "finish_test",
     "hypergeometric_cdf",
     "normal_pvalue",
     "null_batch",
-    "null_batches",
     "permutation_pvalue",
     "permutation_test_local",
     "permutation_tests_local",
     "prepare_test",
-    "prepare_tests",
     "resolve_seed",
     "shared_split_groups",
 ]
@@ -560,20 +557,50 @@ def prepare_test(
     seed: int | None = None,
     effect_x: ArrayLike | int | None = None,
     effect_y: ArrayLike | int | None = None,
-) -> PreparedTest:
-    """Validate the inputs and compute everything except the null distribution.
+) -> PreparedTest | PreparedTests:
+    """Validate the inputs and compute everything except the null distribution, for one test or for
+    the tests of several weightings that share every split.
 
-    Parameters are those of :func:`permutation_test_local`.
+    Parameters
+    ----------
+    x
+        Scores of X: shape (|X|,) for one test, or (k, |X|) for k weightings (one row each).
+    y
+        Scores of Y, shape (|Y|,) or (k, |Y|), or an ``int`` n of dummy zero items (shared by all rows).
+    n_permutations, alternative, seed
+        As in :func:`permutation_test_local`; one seed for all rows (``None`` draws one).
+    effect_x, effect_y
+        Unweighted scores u of X and Y for the effect sizes, shared by all rows (default: each row's
+        own scores).
 
     Returns
     -------
-    PreparedTest
+    PreparedTest or PreparedTests
+        For rows: row w's test is exactly the one-row test of row w with the same seed, and its null
+        (:func:`null_batch`, :func:`exact_null`) is bit-identical to that test's.
 
     Raises
     ------
     ValueError
-        Empty groups, non-finite scores, a bad ``alternative``, ``seed`` or ``n_permutations``.
+        Empty groups, non-finite scores, a bad ``alternative``, ``seed`` or ``n_permutations``; rows
+        whose zero items differ (group them with :func:`shared_split_groups`).
     """
+    if np.ndim(x) > 2:
+        raise ValueError(f"x must be 1-D (one test) or 2-D (one row per weighting), got shape {np.shape(x)}")
+    if np.ndim(x) == 2:
+        return _prepare_rows(x, y, n_permutations, alternative, seed, effect_x, effect_y)
+    return _prepare_row(x, y, n_permutations, alternative, seed, effect_x, effect_y)
+
+
+def _prepare_row(
+    x: ArrayLike,
+    y: ArrayLike | int,
+    n_permutations: int,
+    alternative: str,
+    seed: int | None,
+    effect_x: ArrayLike | int | None,
+    effect_y: ArrayLike | int | None,
+) -> PreparedTest:
     xs = _scores(x, "x")
     if _is_count(y):
         if y < 1:
@@ -683,14 +710,26 @@ def _fill_prefix(mask: np.ndarray, count: int) -> None:
         mask[full] = np.uint64((1 << rest) - 1)
 
 
-def null_batch(prep: PreparedTest, start: int, stop: int, group: int = _GROUP) -> np.ndarray:
-    """Statistics s_i (float64) of the sampled permutations i in [start, stop).
+def null_batch(prep: PreparedTest | PreparedTests, start: int, stop: int, group: int = _GROUP) -> np.ndarray:
+    """Statistics s_i (float64) of the sampled permutations i in [start, stop): shape (stop - start,)
+    for one test, (k, stop - start) for the k rows of a :class:`PreparedTests`.
 
     Each permutation depends only on (seed, i): any partition of the indices into batches, and any
-    ``group`` (permutations sharing a pass over the pool), gives bit-identical values.
+    ``group`` (permutations sharing a pass over the pool), gives bit-identical values. One split per
+    permutation evaluates every row in one pass over the pool; row w equals the one-row test's null
+    bit for bit.
     """
-    sums, ks = _sampled_sums(prep.values[None, :], prep, start, stop, group)
-    return _statistics(sums[:, 0], ks, prep.total, prep.n_values, prep.centre)
+    values, tests = _rows_of(prep)
+    sums, ks = _sampled_sums(values, tests[0], start, stop, group)
+    out = np.stack([_statistics(sums[:, w], ks, t.total, t.n_values, t.centre) for w, t in enumerate(tests)])
+    return out[0] if isinstance(prep, PreparedTest) else out
+
+
+def _rows_of(prep: PreparedTest | PreparedTests) -> tuple[np.ndarray, tuple[PreparedTest, ...]]:
+    """The pooled values, one row per test, and the tests."""
+    if isinstance(prep, PreparedTest):
+        return prep.values[None, :], (prep,)
+    return prep.values, prep.tests
 
 
 def _sampled_sums(
@@ -706,14 +745,17 @@ def _sampled_sums(
     return sums, ks
 
 
-def exact_null(prep: PreparedTest) -> tuple[np.ndarray, np.ndarray]:
-    """Every distinct split: (s of each subset of nonzero items placed in X_i, its multiplicity).
+def exact_null(prep: PreparedTest | PreparedTests) -> tuple[np.ndarray, np.ndarray]:
+    """Every distinct split: (s of each subset of nonzero items placed in X_i, its multiplicity); the
+    statistics have shape (splits,) for one test, (k, splits) for the k rows of a :class:`PreparedTests`.
 
     The multiplicity of a subset of k nonzero items is C(n_zero, |X| - k), the number of ways to place
     the zeros; the multiplicities sum to C(|X| + |Y|, |X|).
     """
-    sums, sub_k, weights = _exact_sums_of(prep.values[None, :], prep)
-    return _statistics(sums[:, 0], sub_k, prep.total, prep.n_values, prep.centre), weights
+    values, tests = _rows_of(prep)
+    sums, sub_k, weights = _exact_sums_of(values, tests[0])
+    nulls = np.stack([_statistics(sums[:, w], sub_k, t.total, t.n_values, t.centre) for w, t in enumerate(tests)])
+    return (nulls[0] if isinstance(prep, PreparedTest) else nulls), weights
 
 
 def _exact_sums_of(values: np.ndarray, prep: PreparedTest) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -741,9 +783,9 @@ def _exact_sums_of(values: np.ndarray, prep: PreparedTest) -> tuple[np.ndarray, 
 class PreparedTests:
     """Tests of several weightings t_w = z_w·u of the same items that share every split.
 
-    Built by :func:`prepare_tests`. The rows share the seed and the items that are zero, hence the
+    Built by :func:`prepare_test` of rows. The rows share the seed and the items that are zero, hence the
     pool's size, the distribution of k and, for permutation i, the split itself; one pass of the kernel
-    over ``values`` evaluates every row on it (:func:`null_batches`, :func:`exact_nulls`).
+    over ``values`` evaluates every row on it (:func:`null_batch`, :func:`exact_null`).
 
     Attributes
     ----------
@@ -783,7 +825,7 @@ def _rows(x: ArrayLike, name: str) -> np.ndarray:
 def shared_split_groups(x: ArrayLike, y: ArrayLike | int) -> list[list[int]]:
     """Rows of ``x`` (and ``y``) grouped by the items that are zero, in order of first row.
 
-    Rows of one group have the same nonzero items, so :func:`prepare_tests` can evaluate them on the
+    Rows of one group have the same nonzero items, so :func:`prepare_test` can evaluate them on the
     same splits with results bit-identical to one test per row. A weighting that is zero where another
     is not (``frequency`` gives words without an observed frequency weight 0) has another pool and
     needs its own pass.
@@ -799,41 +841,15 @@ def shared_split_groups(x: ArrayLike, y: ArrayLike | int) -> list[list[int]]:
     return list(groups.values())
 
 
-def prepare_tests(
+def _prepare_rows(
     x: ArrayLike,
     y: ArrayLike | int,
-    n_permutations: int = 9999,
-    alternative: str = "two-sided",
-    seed: int | None = None,
-    effect_x: ArrayLike | int | None = None,
-    effect_y: ArrayLike | int | None = None,
+    n_permutations: int,
+    alternative: str,
+    seed: int | None,
+    effect_x: ArrayLike | int | None,
+    effect_y: ArrayLike | int | None,
 ) -> PreparedTests:
-    """Prepare the tests of several weightings (rows of ``x``) that share every split.
-
-    Parameters
-    ----------
-    x
-        Scores of X, shape (k, |X|): one row per weighting.
-    y
-        Scores of Y, shape (k, |Y|), or an ``int`` n of dummy zero items (shared by all rows).
-    n_permutations, alternative, seed
-        As in :func:`permutation_test_local`; one seed for all rows (``None`` draws one).
-    effect_x, effect_y
-        Unweighted scores u of X and Y for the effect sizes, shared by all rows (default: each row's
-        own scores).
-
-    Returns
-    -------
-    PreparedTests
-        Row w's test is exactly :func:`prepare_test` of row w with the same seed, and its null
-        (:func:`null_batches`, :func:`exact_nulls`) is bit-identical to that test's.
-
-    Raises
-    ------
-    ValueError
-        Rows whose zero items differ (group them with :func:`shared_split_groups`), and the errors of
-        :func:`prepare_test`.
-    """
     xs = _rows(x, "x")
     ys: Any = y if _is_count(y) else _rows(y, "y")  # a count of dummy zeros, or a (weightings × items) array
     if not _is_count(ys) and ys.shape[0] != xs.shape[0]:
@@ -842,31 +858,12 @@ def prepare_tests(
         raise ValueError("the rows of x (or y) are zero at different items, so they cannot share splits")
     seed, _ = _seed_entropy(seed)
     tests = [
-        prepare_test(xs[w], ys if _is_count(ys) else ys[w], n_permutations, alternative, seed, effect_x, effect_y)
+        _prepare_row(xs[w], ys if _is_count(ys) else ys[w], n_permutations, alternative, seed, effect_x, effect_y)
         for w in range(xs.shape[0])
     ]
     values = np.stack([t.values for t in tests])
     empty = np.empty(0, dtype=np.float32)
     return PreparedTests(values=values, tests=tuple(replace(t, values=empty) for t in tests))
-
-
-def null_batches(prep: PreparedTests, start: int, stop: int, group: int = _GROUP) -> np.ndarray:
-    """Statistics of the sampled permutations i in [start, stop) of every row, shape (k, stop - start).
-
-    One split per permutation evaluates all k rows in one pass over the pool; row w equals
-    :func:`null_batch` of ``prep.tests[w]`` (with its values) bit for bit.
-    """
-    first = prep.tests[0]
-    sums, ks = _sampled_sums(prep.values, first, start, stop, group)
-    return np.stack([_statistics(sums[:, w], ks, t.total, t.n_values, t.centre) for w, t in enumerate(prep.tests)])
-
-
-def exact_nulls(prep: PreparedTests) -> tuple[np.ndarray, np.ndarray]:
-    """Every distinct split of every row: (statistics, shape (k, splits); multiplicities), as
-    :func:`exact_null` of each row."""
-    sums, sub_k, weights = _exact_sums_of(prep.values, prep.tests[0])
-    nulls = np.stack([_statistics(sums[:, w], sub_k, t.total, t.n_values, t.centre) for w, t in enumerate(prep.tests)])
-    return nulls, weights
 
 
 def permutation_pvalue(
@@ -989,7 +986,7 @@ def permutation_test_local(
     -------
     PermutationTestResult
     """
-    prep = prepare_test(x, y, n_permutations, alternative, seed, effect_x, effect_y)
+    prep = _prepare_row(x, y, n_permutations, alternative, seed, effect_x, effect_y)
     if prep.exact:
         null, weights = exact_null(prep)
         return finish_test(prep, null, weights, return_null)
@@ -1011,7 +1008,7 @@ def permutation_tests_local(
     Result w is bit-identical to :func:`permutation_test_local` of row w with the same ``seed``: rows
     with the same zero items (:func:`shared_split_groups`) share each split, evaluated in one pass
     over the pool; a row zero elsewhere gets its own pass with the same seed. Parameters as in
-    :func:`prepare_tests` and :func:`permutation_test_local`.
+    :func:`prepare_test` and :func:`permutation_test_local`.
 
     Returns
     -------
@@ -1023,11 +1020,11 @@ def permutation_tests_local(
     results: list[PermutationTestResult | None] = [None] * xs.shape[0]
     for rows in shared_split_groups(xs, y):
         ys = y if _is_count(y) else _rows(y, "y")[rows]
-        prep = prepare_tests(xs[rows], ys, n_permutations, alternative, seed, effect_x, effect_y)
+        prep = _prepare_rows(xs[rows], ys, n_permutations, alternative, seed, effect_x, effect_y)
         if prep.exact:
-            nulls, weights = exact_nulls(prep)
+            nulls, weights = exact_null(prep)
         else:
-            nulls, weights = null_batches(prep, 0, prep.n_permutations), None
+            nulls, weights = null_batch(prep, 0, prep.n_permutations), None
         for w, row in enumerate(rows):
             results[row] = finish_test(prep.tests[w], nulls[w], weights, return_null)
     return cast(list[PermutationTestResult], results)  # every row is in one group

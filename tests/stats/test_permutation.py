@@ -605,11 +605,11 @@ def test_weightings_share_each_split():
     split (separate random splits would give another sample)."""
     rng = np.random.default_rng(22)
     x = (rng.standard_normal(5000) * 0.05).astype(np.float32)
-    prep = perm.prepare_tests(np.stack([x, 2 * x]), 5000, 300, seed=9)
-    nulls = perm.null_batches(prep, 0, 300)
+    prep = perm.prepare_test(np.stack([x, 2 * x]), 5000, 300, seed=9)
+    nulls = perm.null_batch(prep, 0, 300)
     np.testing.assert_array_equal(nulls[1], 2 * nulls[0])
     assert nulls.shape == (2, 300)
-    np.testing.assert_array_equal(nulls[:, 100:200], perm.null_batches(prep, 100, 200))
+    np.testing.assert_array_equal(nulls[:, 100:200], perm.null_batch(prep, 100, 200))
 
 
 def test_several_weightings_exact():
@@ -629,6 +629,10 @@ def test_shared_split_groups_and_refusal():
     _, t = _weightings(rng, 500)
     assert perm.shared_split_groups(t, 500) == [[0, 1], [2]]
     with pytest.raises(ValueError, match="zero at different items"):
-        perm.prepare_tests(t, 500, 99, seed=1)
+        perm.prepare_test(t, 500, 99, seed=1)
     with pytest.raises(ValueError, match="2-D"):
-        perm.prepare_tests(t[0], 500, 99, seed=1)
+        perm.prepare_test(t[None], 500, 99, seed=1)
+    # one row is one test: the same null as that row among others
+    one, rows = perm.prepare_test(t[0], 500, 99, seed=1), perm.prepare_test(t[:2], 500, 99, seed=1)
+    assert isinstance(one, perm.PreparedTest) and isinstance(rows, perm.PreparedTests)
+    np.testing.assert_array_equal(perm.null_batch(one, 0, 99), perm.null_batch(rows, 0, 99)[0])
