@@ -63,6 +63,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from biasdask.engine.cluster import active_client, workers_keep_freed_memory
+from biasdask.engine.tasks import Tasks, windowed
 from biasdask.errors import BiasdaskError, InputFormatError, StorageFullError
 from biasdask.io import formats
 from biasdask.io.codecs import EncodingError, VectorEncoding, fitting_encoding
@@ -406,88 +407,9 @@ def plan_ranges(
 # running
 
 
-def _run_parallel(
-    client, jobs: Iterator[tuple[int, Callable]], window: int, on_done: Callable[[int, object], None]
-) -> None:
-    """Submit ``jobs`` (index, submit function) keeping at most ``window`` futures in flight.
-
-    On failure nothing more is submitted; the futures in flight are awaited and the error of the
-    earliest block is raised (an error raised while producing jobs comes after every submitted block).
-    """
-    from distributed import as_completed, wait
-
-    pending: dict = {}
-    failures: list[tuple[int, BaseException]] = []
-    feed_error: BaseException | None = None
-    completed = as_completed(loop=client.loop)
-
-    def submit_more() -> bool:
-        nonlocal feed_error
-        while len(pending) < window and not failures:
-            try:
-                index, submit = next(jobs)
-            except StopIteration:
-                return False
-            except Exception as exc:  # noqa: BLE001 - re-raised below, after the blocks in flight
-                feed_error = exc
-                return False
-            future = submit()
-            pending[future] = index
-            completed.add(future)
-        return not failures
-
-    more = submit_more()
-    try:
-        while pending:
-            future = next(completed)
-            index = pending.pop(future)
-            try:
-                result = future.result()
-            except Exception as exc:  # noqa: BLE001 - the earliest one is re-raised below
-                failures.append((index, exc))
-            else:
-                on_done(index, result)
-            future.release()
-            if more:
-                more = submit_more()
-    except BaseException:
-        # interrupted: let the tasks in flight end, so that none writes after the store is removed
-        with contextlib.suppress(BaseException):
-            wait(list(pending))
-        raise
-    if failures:
-        raise min(failures, key=lambda f: f[0])[1]
-    if feed_error is not None:
-        raise feed_error
-
-
-def _window(client) -> int:
-    return 1 if isinstance(client, _Inline) else 2 * max(1, sum(client.nthreads().values()))
-
-
-class _Inline:
-    """Runs the tasks of :meth:`_Job.run_ranges` in this process, in order (``client=None``)."""
-
-    class _Done:
-        def __init__(self, value):
-            self.value = value
-
-        def result(self):
-            return self.value
-
-    def submit(self, fn, *args, pure=False):
-        return self._Done(fn(*args))
-
-
-def _run_jobs(
-    client, jobs: Iterator[tuple[int, Callable]], window: int, on_done: Callable[[int, object], None]
-) -> None:
-    """:func:`_run_parallel` on a cluster; in order, in this process, when ``client`` is an :class:`_Inline`."""
-    if not isinstance(client, _Inline):
-        _run_parallel(client, jobs, window, on_done)
-        return
-    for index, submit in jobs:
-        on_done(index, submit().result())
+def _window(tasks: Tasks) -> int:
+    """Jobs in flight: two per worker thread of a cluster; one at a time in this process."""
+    return 1 if tasks.client is None else 2 * max(1, sum(tasks.client.nthreads().values()))
 
 
 class _Job:
@@ -523,36 +445,35 @@ class _Job:
                 )
 
     def run_stream(self, client) -> None:
-        def jobs(bar: tqdm) -> Iterator[tuple[int, Callable]]:
+        tasks = Tasks(client, 1)
+
+        def jobs(bar: tqdm) -> Iterator[tuple[int, Callable, tuple]]:
             for block in self._blocks(bar):
                 data = client.scatter(block.data, hash=False)
+                args = (self.dest, self.storage_options, self.info, data, block.index, block.n, self.chunk_words)
+                yield block.index, _ingest_block, args
 
-                def submit(block=block, data=data):
-                    return client.submit(
-                        _ingest_block,
-                        self.dest,
-                        self.storage_options,
-                        self.info,
-                        data,
-                        block.index,
-                        block.n,
-                        self.chunk_words,
-                        pure=False,
-                    )
-
-                yield block.index, submit
-
-        with (
-            _bar(self.progress, self.info.size, f"ingest {self.info.format}") as bar,
-            workers_keep_freed_memory(client),
-        ):
-            _run_parallel(client, jobs(bar), _window(client), self.results.__setitem__)
+        try:
+            with (
+                _bar(self.progress, self.info.size, f"ingest {self.info.format}") as bar,
+                workers_keep_freed_memory(client),
+            ):
+                windowed(tasks, jobs(bar), _window(tasks), self.results.__setitem__)
+        finally:
+            tasks.close()
 
     # byte ranges --------------------------------------------------------------------------------
 
     def run_ranges(self, client) -> None:
         """Count lines then parse chunks by byte ranges, on ``client``, or in this process when None."""
-        client = _Inline() if client is None else client
+        tasks = Tasks(client, 1)
+        try:
+            self._run_ranges(tasks)
+        finally:
+            tasks.close()
+
+    def _run_ranges(self, tasks: Tasks) -> None:
+        client = tasks.client
         info = self.info
         assert info.size is not None
         body, end = info.body_offset, info.size
@@ -567,22 +488,15 @@ class _Job:
         seen = 0  # newlines in the contiguous prefix of counted groups
         next_group = 0
 
-        def count_jobs() -> Iterator[tuple[int, Callable]]:
+        def count_jobs() -> Iterator[tuple[int, Callable, tuple]]:
             for g, group in enumerate(groups):
                 if need is not None and seen >= need:
                     return
-
-                def submit(group=group):
-                    return client.submit(
-                        formats.count_newlines,
-                        info.url,
-                        self.storage_options,
-                        starts[group].tolist(),
-                        ends[group].tolist(),
-                        pure=False,
-                    )
-
-                yield g, submit
+                yield (
+                    g,
+                    formats.count_newlines,
+                    (info.url, self.storage_options, starts[group].tolist(), ends[group].tolist()),
+                )
 
         def counted(g: int, result: np.ndarray) -> None:
             nonlocal seen, next_group
@@ -593,7 +507,7 @@ class _Job:
                 next_group += 1
 
         with _bar(self.progress, end - body, "count lines") as count_bar:
-            _run_jobs(client, count_jobs(), _window(client), counted)
+            windowed(tasks, count_jobs(), _window(tasks), counted)
         block_counts = np.concatenate([counts[g] for g in range(next_group)])
         n_lines = int(block_counts.sum())
         if next_group == len(groups) and end > body:
@@ -612,33 +526,21 @@ class _Job:
         n_counted = len(block_counts)
         plan = plan_ranges(starts[:n_counted], block_counts, int(ends[n_counted - 1]), target, self.chunk_words)
 
-        def parse_jobs() -> Iterator[tuple[int, Callable]]:
+        def parse_jobs() -> Iterator[tuple[int, Callable, tuple]]:
             for k, (start, stop, skip) in enumerate(plan):
                 n = min(self.chunk_words, target - k * self.chunk_words)
-
-                def submit(k=k, start=start, stop=stop, skip=skip, n=n):
-                    return client.submit(
-                        _ingest_range,
-                        self.dest,
-                        self.storage_options,
-                        info,
-                        start,
-                        stop,
-                        skip,
-                        k,
-                        n,
-                        self.chunk_words,
-                        pure=False,
-                    )
-
-                yield k, submit
+                yield (
+                    k,
+                    _ingest_range,
+                    (self.dest, self.storage_options, info, start, stop, skip, k, n, self.chunk_words),
+                )
 
         def parsed(k: int, result: ChunkResult) -> None:
             self.results[k] = result
             bar.update(result.n_bytes)
 
         with _bar(self.progress, end - body, f"ingest {info.format}") as bar, workers_keep_freed_memory(client):
-            _run_jobs(client, parse_jobs(), _window(client), parsed)
+            windowed(tasks, parse_jobs(), _window(tasks), parsed)
         if target == info.n_words:  # all the header's words were read: nothing else may follow
             formats.check_only_whitespace_after(info, self.storage_options, self.results[len(plan) - 1].end)
 

@@ -32,9 +32,6 @@ import dataclasses
 import logging
 import math
 import os
-import queue
-import threading
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +70,7 @@ from biasdask.engine.scores import (
     positions,
     scores_graph,
 )
+from biasdask.engine.tasks import Tasks
 from biasdask.engine.update import check_changes, prepare_update, run_attrs
 from biasdask.errors import (
     BiasdaskError,
@@ -371,164 +369,13 @@ class _CellWriter:
 
 
 # ----------------------------------------------------------------------------------------------
-# Submission: thin. Tasks run on the client's workers, or in threads of this process.
-
-
-def _together(*arrays):
-    return arrays
+# Submission: thin. Tasks run on the client's workers, or in threads of this process
+# (:class:`biasdask.engine.tasks.Tasks`).
 
 
 def _joined(pieces: tuple[np.ndarray, ...]) -> np.ndarray:
     """The chunks of an array chunked along its last axis, as one array."""
     return pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=-1)
-
-
-def _derived(source: concurrent.futures.Future, i: int) -> concurrent.futures.Future:
-    """A future of item ``i`` of what ``source`` returns."""
-    out: concurrent.futures.Future = concurrent.futures.Future()
-    source.add_done_callback(lambda f: _copy_outcome(f, out, i))
-    return out
-
-
-def _resolved(fn: Callable, args: tuple, kwargs: dict):
-    """Call ``fn`` with the results of the futures among ``args`` (all done by now)."""
-    args = tuple(a.result() if isinstance(a, concurrent.futures.Future) else a for a in args)
-    return fn(*args, **kwargs)
-
-
-def _copy_outcome(
-    source: concurrent.futures.Future, target: concurrent.futures.Future, item: int | None = None
-) -> None:
-    """``target`` ends as ``source`` did (with item ``item`` of its result, if given)."""
-    if source.cancelled():
-        target.cancel()
-    elif source.exception() is not None:
-        target.set_exception(source.exception())
-    else:
-        target.set_result(source.result() if item is None else source.result()[item])
-
-
-class _Tasks:
-    """Where the stream's tasks run, and one queue on which tagged tasks report as they finish.
-
-    With a ``distributed`` client, tasks are its futures: a task taking another's future as argument
-    depends on it, and its data moves only to the worker that runs the task. Without one, they run in
-    a pool of this process's threads, each task once its inputs are done, and scores graphs on
-    Dask's default scheduler. What must happen in this process (building a scores graph, which waits
-    for its attribute task) runs ``beside`` the stream, in threads of this process,
-    so that the loop keeps writing cells and submitting work meanwhile.
-    """
-
-    def __init__(self, client: Client | None, threads: int) -> None:
-        self.client = client
-        self.finished: queue.Queue = queue.Queue()
-        self._pool = None if client is not None else concurrent.futures.ThreadPoolExecutor(threads, "biasdask-run")
-        self._side = concurrent.futures.ThreadPoolExecutor(4, "biasdask-client")
-        self.live: set = set()
-        self._closing = False
-
-    def _track(self, future, tag):
-        self.live.add(future)
-        if tag is not None:
-            self.report(future, tag)
-        return future
-
-    def report(self, future, tag: tuple) -> None:
-        """Put ``(tag, future)`` on :attr:`finished` when ``future`` is done."""
-        future.add_done_callback(lambda f: self.finished.put((tag, f)))
-
-    def submit(self, fn: Callable, *args, tag: tuple | None = None, priority: int = 0, **kwargs):
-        """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies. A
-        ``distributed`` scheduler runs the higher ``priority`` first among tasks ready at once."""
-        if self.client is not None:
-            return self._track(self.client.submit(fn, *args, priority=priority, **kwargs), tag)
-        return self._track(self._after(fn, args, kwargs), tag)
-
-    def _after(self, fn: Callable, args: tuple, kwargs: dict) -> concurrent.futures.Future:
-        """A thread runs ``fn`` once the futures among ``args`` are done (no thread waits for them)."""
-        out: concurrent.futures.Future = concurrent.futures.Future()
-        deps = [a for a in args if isinstance(a, concurrent.futures.Future)]
-        remaining = [len(deps)]
-        lock = threading.Lock()
-
-        def start() -> None:
-            if self._closing:  # the run failed; called back from the pool's shutdown, which holds its lock
-                out.cancel()
-                return
-            with contextlib.suppress(RuntimeError):  # the pool was shut down: the run failed
-                self._pool.submit(_resolved, fn, args, kwargs).add_done_callback(lambda f: _copy_outcome(f, out))
-
-        def one_done(_) -> None:
-            with lock:
-                remaining[0] -= 1
-                ready = remaining[0] == 0
-            if ready:
-                start()
-
-        if not deps:
-            start()
-        for dep in deps:
-            dep.add_done_callback(one_done)
-        return out
-
-    def compute(self, *arrays, tag: tuple | None = None, priority: int = 0):
-        """A future of the tuple of the computed Dask ``arrays`` (and delayed values). Dask names the
-        tasks of each collection given apart, so a task two of them share runs once per collection:
-        give shared work once (u stacked on t, not u and t). Graphs are not optimised (fusing renames
-        tasks too)."""
-        if self.client is not None:
-            together = dask.delayed(_together)(*arrays)
-            return self._track(self.client.compute(together, priority=priority, optimize_graph=False), tag)
-        return self._track(self._pool.submit(dask.compute, *arrays, optimize_graph=False), tag)
-
-    def compute_pieces(
-        self, array: da.Array, meta=None, priority: int = 0, extra: Sequence = ()
-    ) -> tuple[list, Any, list]:
-        """Futures of the computed chunks of a Dask ``array`` chunked along its last axis only (on a
-        ``distributed`` client: one per chunk, each left on the worker that computed it; without one, a
-        single piece), of the delayed ``meta`` (None without) and of the delayed objects ``extra``
-        (on a client one future each, else one future of their list). Tasks that take the pieces
-        depend on the chunks' tasks themselves: no task first gathers them into one array."""
-        if self.client is not None:
-            blocks = array.to_delayed().ravel().tolist()
-            futures = self.client.compute(
-                [*blocks, *(() if meta is None else (meta,)), *extra], priority=priority, optimize_graph=False
-            )
-            for future in futures:
-                self._track(future, None)
-            pieces, rest = futures[: len(blocks)], futures[len(blocks) :]
-            found = None if meta is None else rest.pop(0)
-            return pieces, found, rest
-        computed = self._track(self._pool.submit(dask.compute, array, meta, list(extra), optimize_graph=False), None)
-        pieces = [self._track(_derived(computed, 0), None)]
-        found = None if meta is None else self._track(_derived(computed, 1), None)
-        return pieces, found, [self._track(_derived(computed, 2), None)] if extra else []
-
-    def load(self, data: xr.Dataset, priority: int = 0):
-        """A future of ``data`` loaded into memory (a task reads the chunks it needs)."""
-        if self.client is not None:
-            return self._track(self.client.compute(data, priority=priority), None)
-        return self._track(self._pool.submit(data.compute), None)
-
-    def beside(self, fn: Callable, *args, tag: tuple):
-        """Run ``fn(*args)`` in a thread of this process."""
-        return self._track(self._side.submit(fn, *args), tag)
-
-    def release(self, futures) -> None:
-        """Forget finished work (a ``distributed`` future's data leaves the cluster with it)."""
-        self.live.difference_update(futures)
-
-    def close(self) -> None:
-        """Cancel what is still running (a run that failed) and stop the threads."""
-        self._closing = True
-        remote = [f for f in self.live if not isinstance(f, concurrent.futures.Future)]
-        if self.client is not None and remote:
-            with contextlib.suppress(Exception):
-                self.client.cancel(remote)
-        for pool in (self._pool, self._side):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
-        self.live.clear()
 
 
 @dataclass(frozen=True)
@@ -757,7 +604,7 @@ class _Stream:
         self.cfg, self.options, self.client, self.write = cfg, options, client, write
         self.scores_url = scores_url  # of _scores_destination
         self.slots = n_slots(client)
-        self.tasks = _Tasks(client, self.slots)
+        self.tasks = Tasks(client, self.slots)
         self.failures: list[str] = []
         self.pending: dict[str, int] = {}  # language -> tagged tasks not yet handled
         self.families: dict[tuple[str, str], _Family] = {}

@@ -253,24 +253,6 @@ def test_classic_cells_are_tasks_that_read_only_their_rows(tmp_path):
                 assert int(cell["n_x"]) == alone.n_x and int(cell["n_a"]) == alone.n_a
 
 
-def test_closing_the_threads_of_a_failed_run_does_not_wait_on_itself():
-    """Shutting the pool down cancels queued tasks, whose dependents then try to start: they must not
-    submit to the pool being shut down (its lock is held: the run hung instead of raising)."""
-    import threading
-
-    tasks = run_module._Tasks(None, 1)
-    release = threading.Event()
-    tasks.submit(release.wait, 30)  # holds the only thread
-    queued = tasks.submit(int, "1")  # waits in the pool's queue
-    tasks.submit(int, queued)  # starts when the queued one is done or cancelled
-    closer = threading.Thread(target=tasks.close, daemon=True)
-    closer.start()
-    closer.join(10)
-    release.set()
-    assert not closer.is_alive(), "close() waits on the pool it is shutting down"
-    assert queued.cancelled()
-
-
 def test_per_word_scores_are_written_where_they_were_computed(tmp_path, stores, dask_client, monkeypatch):
     """A language's per-word scores never travel to the client: a task on a worker writes them (the
     client's write_scores is never called), and they equal biasdask.scores computed in this process

@@ -1,0 +1,230 @@
+"""Where the engine's tasks run: one executor for a study run and an ingest alike.
+
+With a ``distributed`` client, tasks are its futures (a task taking another's future as argument depends
+on it, and data moves only to the worker that runs the task); without one, a pool of this process's
+threads runs each task once its inputs are done. Either way every task can report on one queue as it
+finishes (:class:`Tasks`), and :func:`windowed` keeps a bounded number of independent jobs in flight
+(an ingest's blocks), reporting each result in the order they finish and the earliest job's error.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import dask
+import dask.array as da
+import xarray as xr
+from distributed import Client
+
+__all__ = ["Tasks", "windowed"]
+
+
+def _together(*arrays):
+    return arrays
+
+
+def _derived(source: concurrent.futures.Future, i: int) -> concurrent.futures.Future:
+    """A future of item ``i`` of what ``source`` returns."""
+    out: concurrent.futures.Future = concurrent.futures.Future()
+    source.add_done_callback(lambda f: _copy_outcome(f, out, i))
+    return out
+
+
+def _resolved(fn: Callable, args: tuple, kwargs: dict):
+    """Call ``fn`` with the results of the futures among ``args`` (all done by now)."""
+    args = tuple(a.result() if isinstance(a, concurrent.futures.Future) else a for a in args)
+    return fn(*args, **kwargs)
+
+
+def _copy_outcome(
+    source: concurrent.futures.Future, target: concurrent.futures.Future, item: int | None = None
+) -> None:
+    """``target`` ends as ``source`` did (with item ``item`` of its result, if given)."""
+    if source.cancelled():
+        target.cancel()
+    elif source.exception() is not None:
+        target.set_exception(source.exception())
+    else:
+        target.set_result(source.result() if item is None else source.result()[item])
+
+
+class Tasks:
+    """Where the stream's tasks run, and one queue on which tagged tasks report as they finish.
+
+    With a ``distributed`` client, tasks are its futures: a task taking another's future as argument
+    depends on it, and its data moves only to the worker that runs the task. Without one, they run in
+    a pool of this process's threads, each task once its inputs are done, and scores graphs on
+    Dask's default scheduler. What must happen in this process (building a scores graph, which waits
+    for its attribute task) runs ``beside`` the stream, in threads of this process,
+    so that the loop keeps writing cells and submitting work meanwhile.
+    """
+
+    def __init__(self, client: Client | None, threads: int) -> None:
+        self.client = client
+        self.finished: queue.Queue = queue.Queue()
+        self._pool = None if client is not None else concurrent.futures.ThreadPoolExecutor(threads, "biasdask-run")
+        self._side = concurrent.futures.ThreadPoolExecutor(4, "biasdask-client")
+        self.live: set = set()
+        self._closing = False
+
+    def _track(self, future, tag):
+        self.live.add(future)
+        if tag is not None:
+            self.report(future, tag)
+        return future
+
+    def report(self, future, tag: Any) -> None:
+        """Put ``(tag, future)`` on :attr:`finished` when ``future`` is done."""
+        future.add_done_callback(lambda f: self.finished.put((tag, f)))
+
+    def submit(self, fn: Callable, *args, tag: Any = None, priority: int = 0, pure: bool = True, **kwargs):
+        """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies. A
+        ``distributed`` scheduler runs the higher ``priority`` first among tasks ready at once;
+        ``pure=False`` gives the task a key of its own (its arguments are not hashed)."""
+        if self.client is not None:
+            return self._track(self.client.submit(fn, *args, priority=priority, pure=pure, **kwargs), tag)
+        return self._track(self._after(fn, args, kwargs), tag)
+
+    def _after(self, fn: Callable, args: tuple, kwargs: dict) -> concurrent.futures.Future:
+        """A thread runs ``fn`` once the futures among ``args`` are done (no thread waits for them)."""
+        out: concurrent.futures.Future = concurrent.futures.Future()
+        deps = [a for a in args if isinstance(a, concurrent.futures.Future)]
+        remaining = [len(deps)]
+        lock = threading.Lock()
+
+        def start() -> None:
+            if self._closing:  # the run failed; called back from the pool's shutdown, which holds its lock
+                out.cancel()
+                return
+            with contextlib.suppress(RuntimeError):  # the pool was shut down: the run failed
+                self._pool.submit(_resolved, fn, args, kwargs).add_done_callback(lambda f: _copy_outcome(f, out))
+
+        def one_done(_) -> None:
+            with lock:
+                remaining[0] -= 1
+                ready = remaining[0] == 0
+            if ready:
+                start()
+
+        if not deps:
+            start()
+        for dep in deps:
+            dep.add_done_callback(one_done)
+        return out
+
+    def compute(self, *arrays, tag: Any = None, priority: int = 0):
+        """A future of the tuple of the computed Dask ``arrays`` (and delayed values). Dask names the
+        tasks of each collection given apart, so a task two of them share runs once per collection:
+        give shared work once (u stacked on t, not u and t). Graphs are not optimised (fusing renames
+        tasks too)."""
+        if self.client is not None:
+            together = dask.delayed(_together)(*arrays)
+            return self._track(self.client.compute(together, priority=priority, optimize_graph=False), tag)
+        return self._track(self._pool.submit(dask.compute, *arrays, optimize_graph=False), tag)
+
+    def compute_pieces(
+        self, array: da.Array, meta=None, priority: int = 0, extra: Sequence = ()
+    ) -> tuple[list, Any, list]:
+        """Futures of the computed chunks of a Dask ``array`` chunked along its last axis only (on a
+        ``distributed`` client: one per chunk, each left on the worker that computed it; without one, a
+        single piece), of the delayed ``meta`` (None without) and of the delayed objects ``extra``
+        (on a client one future each, else one future of their list). Tasks that take the pieces
+        depend on the chunks' tasks themselves: no task first gathers them into one array."""
+        if self.client is not None:
+            blocks = array.to_delayed().ravel().tolist()
+            futures = self.client.compute(
+                [*blocks, *(() if meta is None else (meta,)), *extra], priority=priority, optimize_graph=False
+            )
+            for future in futures:
+                self._track(future, None)
+            pieces, rest = futures[: len(blocks)], futures[len(blocks) :]
+            found = None if meta is None else rest.pop(0)
+            return pieces, found, rest
+        computed = self._track(self._pool.submit(dask.compute, array, meta, list(extra), optimize_graph=False), None)
+        pieces = [self._track(_derived(computed, 0), None)]
+        found = None if meta is None else self._track(_derived(computed, 1), None)
+        return pieces, found, [self._track(_derived(computed, 2), None)] if extra else []
+
+    def load(self, data: xr.Dataset, priority: int = 0):
+        """A future of ``data`` loaded into memory (a task reads the chunks it needs)."""
+        if self.client is not None:
+            return self._track(self.client.compute(data, priority=priority), None)
+        return self._track(self._pool.submit(data.compute), None)
+
+    def beside(self, fn: Callable, *args, tag: Any):
+        """Run ``fn(*args)`` in a thread of this process."""
+        return self._track(self._side.submit(fn, *args), tag)
+
+    def release(self, futures) -> None:
+        """Forget finished work (a ``distributed`` future's data leaves the cluster with it)."""
+        self.live.difference_update(futures)
+
+    def close(self) -> None:
+        """Cancel what is still running (a run that failed) and stop the threads."""
+        self._closing = True
+        remote = [f for f in self.live if not isinstance(f, concurrent.futures.Future)]
+        if self.client is not None and remote:
+            with contextlib.suppress(Exception):
+                self.client.cancel(remote)
+        for pool in (self._pool, self._side):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self.live.clear()
+
+
+def windowed(
+    tasks: Tasks, jobs: Iterator[tuple[int, Callable, tuple]], window: int, on_done: Callable[[int, Any], None]
+) -> None:
+    """Run ``jobs`` (index, function, arguments) as tasks, at most ``window`` in flight, calling
+    ``on_done(index, result)`` in this thread as each finishes (the job iterator may read what
+    ``on_done`` recorded).
+
+    On failure nothing more is submitted; the tasks in flight are awaited and the error of the
+    earliest job is raised (an error raised while producing jobs comes after every submitted job). On
+    an interrupt the tasks in flight end first, so that none acts after the caller cleans up.
+    """
+    pending: dict[Any, int] = {}
+    failures: list[tuple[int, BaseException]] = []
+    feed_error: BaseException | None = None
+
+    def submit_more() -> bool:
+        nonlocal feed_error
+        while len(pending) < window and not failures:
+            try:
+                index, fn, args = next(jobs)
+            except StopIteration:
+                return False
+            except Exception as exc:  # noqa: BLE001 - re-raised below, after the jobs in flight
+                feed_error = exc
+                return False
+            pending[tasks.submit(fn, *args, tag=index, pure=False)] = index
+        return not failures
+
+    more = submit_more()
+    try:
+        while pending:
+            index, future = tasks.finished.get()
+            pending.pop(future)
+            try:
+                result = future.result()
+            except Exception as exc:  # noqa: BLE001 - the earliest one is re-raised below
+                failures.append((index, exc))
+            else:
+                on_done(index, result)
+            tasks.release([future])
+            if more:
+                more = submit_more()
+    except BaseException:
+        for future in list(pending):
+            with contextlib.suppress(BaseException):
+                future.result()
+        raise
+    if failures:
+        raise min(failures, key=lambda f: f[0])[1]
+    if feed_error is not None:
+        raise feed_error

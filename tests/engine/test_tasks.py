@@ -1,0 +1,94 @@
+"""The engine's one executor (a study run's and an ingest's): tasks on a cluster or in threads of this
+process, and a window of independent jobs whose earliest error is the one raised."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from biasdask.engine.tasks import Tasks, windowed
+
+
+def test_closing_the_threads_of_a_failed_run_does_not_wait_on_itself():
+    """Shutting the pool down cancels queued tasks, whose dependents then try to start: they must not
+    submit to the pool being shut down (its lock is held: the run hung instead of raising)."""
+    tasks = Tasks(None, 1)
+    release = threading.Event()
+    tasks.submit(release.wait, 30)  # holds the only thread
+    queued = tasks.submit(int, "1")  # waits in the pool's queue
+    tasks.submit(int, queued)  # starts when the queued one is done or cancelled
+    closer = threading.Thread(target=tasks.close, daemon=True)
+    closer.start()
+    closer.join(10)
+    release.set()
+    assert not closer.is_alive(), "close() waits on the pool it is shutting down"
+    assert queued.cancelled()
+
+
+def _job(index: int, fail: bool = False, delay: float = 0.0) -> int:
+    time.sleep(delay)
+    if fail:
+        raise ValueError(f"job {index} failed")
+    return index * 10
+
+
+@pytest.mark.parametrize("on_cluster", [False, True])
+def test_a_window_of_jobs_reports_each_result_and_the_earliest_error(on_cluster, request):
+    client = request.getfixturevalue("dask_client") if on_cluster else None
+    tasks = Tasks(client, 2)
+    try:
+        seen: dict[int, int] = {}
+        in_flight = []
+
+        def jobs(n, failing=()):
+            for i in range(n):
+                in_flight.append(len(tasks.live))
+                yield i, _job, (i, i in failing, 0.01 * (i % 3))
+
+        windowed(tasks, jobs(12), 3, seen.__setitem__)
+        assert seen == {i: 10 * i for i in range(12)}
+        assert max(in_flight) <= 3  # never more than the window before submitting one more
+        # two failures: the earliest job's error, whatever finishes first; later jobs are not submitted
+        in_flight.clear()
+        with pytest.raises(ValueError, match="job 4 failed"):
+            windowed(tasks, jobs(40, failing={4, 6}), 3, lambda i, r: None)
+        assert len(in_flight) < 40
+    finally:
+        tasks.close()
+
+
+def test_an_error_making_the_jobs_comes_after_the_jobs_in_flight():
+    tasks = Tasks(None, 1)
+    done = []
+
+    def jobs():
+        yield 0, _job, (0,)
+        raise OSError("cannot read block 1")
+
+    try:
+        with pytest.raises(OSError, match="block 1"):
+            windowed(tasks, jobs(), 2, lambda i, r: done.append(i))
+        assert done == [0]
+    finally:
+        tasks.close()
+
+
+def test_the_jobs_see_what_each_result_recorded_in_this_process():
+    """One job at a time in this process: the job iterator reads what on_done wrote (an ingest stops
+    counting lines once it has enough)."""
+    tasks = Tasks(None, 1)
+    total = [0]
+
+    def jobs():
+        i = 0
+        while total[0] < 50:
+            yield i, _job, (i,)
+            i += 1
+
+    try:
+        windowed(tasks, jobs(), 1, lambda i, r: total.__setitem__(0, total[0] + r))
+        assert total[0] == 60  # 0 + 10 + 20 + 30: stops right after passing 50
+    finally:
+        tasks.close()
