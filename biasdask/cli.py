@@ -22,6 +22,11 @@ from biasdask.report import write_plots
 from biasdask.tables import COLUMNS, FORMATS, format_table
 
 
+def _add_quiet(p: argparse.ArgumentParser) -> None:
+    """The same switch on every long-running subcommand (``--no-progress`` is its other name)."""
+    p.add_argument("--quiet", "--no-progress", dest="quiet", action="store_true", help="no progress bars")
+
+
 def _workers(text: str) -> int:
     """``--workers``: an integer from 0 to ``biasdask.engine.run.MAX_LOCAL_WORKERS`` (4 per core)."""
     from biasdask.engine.run import check_n_workers
@@ -83,7 +88,7 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         "for inputs of 256 MiB or more)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace a store at DEST that holds another language")
-    p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    _add_quiet(p)
     p.set_defaults(func=_run_ingest)
 
 
@@ -105,7 +110,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         format=args.format,
         max_words=args.max_words,
         chunk_words=args.chunk_words,
-        progress=not args.no_progress,
+        progress=not args.quiet,
         overwrite=args.overwrite,
     )
     if args.workers == 0 and not args.scheduler:
@@ -157,7 +162,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "tests and associations, keep every other cell bit for bit (a changed seed, n_permutations, "
         "alternative... needs --overwrite)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_quiet(p)
     p.set_defaults(func=_cmd_run)
 
 
@@ -194,7 +199,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dim", type=int, default=50, help="vector dimensions (default: %(default)s)")
     p.add_argument("--permutations", type=int, default=9999, help="permutations per test (default: %(default)s)")
     p.add_argument("--workers", type=_workers, metavar="N", help="worker processes (default: one per core)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_quiet(p)
     p.set_defaults(func=_cmd_demo)
 
 
@@ -251,7 +256,7 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--workers", type=int, metavar="N", help="worker processes of a local cluster (default: this process)"
     )
-    p.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
+    _add_quiet(p)
     p.set_defaults(func=_cmd_debias)
 
 
@@ -280,7 +285,7 @@ def _cmd_debias(args: argparse.Namespace) -> int:
     else:
         scope = contextlib.nullcontext(None)
     with scope as client:
-        ds = debias(args.source, args.dest, args.method, client=client, progress=not args.no_progress, **words)
+        ds = debias(args.source, args.dest, args.method, client=client, progress=not args.quiet, **words)
     a = ds.attrs
     print(
         f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_method']} debiasing of {a['debias_source']}); "
@@ -547,7 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not debug:
         _silence_worker_failures()
     # biasdask's log records (dashboard link, skipped cells) on stderr, one line each
-    quiet = getattr(args, "quiet", False) or getattr(args, "no_progress", False)
+    quiet = getattr(args, "quiet", False)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("biasdask: %(message)s"))
     logger = logging.getLogger("biasdask")

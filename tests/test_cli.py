@@ -221,3 +221,14 @@ def test_demo_runs_small(tmp_path, capsys):
 def test_demo_with_no_words(tmp_path, capsys):
     assert main(["demo", "--output", str(tmp_path / "demo"), "--words", "0"]) == 2
     assert "--words" in _one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("command", ["ingest", "run", "demo", "debias"])
+@pytest.mark.parametrize("switch", ["--quiet", "--no-progress"])
+def test_every_long_step_takes_the_same_quiet_switch(command, switch):
+    from biasdask.cli import build_parser
+
+    positional = {"ingest": ["src.vec", "dest.zarr", "--language", "en"], "run": ["study.yaml"], "demo": []}
+    positional["debias"] = ["emb.zarr", "out.zarr", "--method", "hard"]
+    args = build_parser().parse_args([command, *positional[command], switch])
+    assert args.quiet is True
