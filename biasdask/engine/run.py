@@ -32,6 +32,7 @@ import dataclasses
 import logging
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -587,6 +588,50 @@ def _classic_cell(
 
 
 #: added to a language's priority for its reads, pools and scores writes (see _Stream)
+# What the stream's tasks report on the executor's queue when they finish, one type per kind.
+
+
+@dataclass(frozen=True, eq=False)
+class _Opened:
+    """A language's embedding store is open: the loop may start it."""
+
+
+@dataclass(frozen=True, eq=False)
+class _GraphBuilt:
+    """A family's scores graph is built (or failed to be): submit its work."""
+
+    code: str
+    label: str
+    lang: Any
+    emb: xr.Dataset
+    plan: LanguagePlan
+
+
+@dataclass(frozen=True, eq=False)
+class _ScoresWritten:
+    """A language's per-word scores are written; ``held`` are the futures of its scores."""
+
+    code: str
+    held: Sequence
+
+
+@dataclass(frozen=True, eq=False)
+class _FamilyDone:
+    """The cells of a family (a full-vocabulary test's weightings) are computed."""
+
+    code: str
+    test: str
+
+
+@dataclass(frozen=True, eq=False)
+class _ClassicDone:
+    """A classic cell is computed; its result fills the cells of ``methods``."""
+
+    code: str
+    test: str
+    methods: tuple[str, ...]
+
+
 _PREPARE_FIRST = 1_000_000
 
 
@@ -626,7 +671,7 @@ class _Stream:
         waiting = self.waiting = list(self.cfg.languages)
         limit = languages_in_flight(self.slots)
         for future in stores.values():  # a language starts once its words are read: the loop hears of it
-            future.add_done_callback(lambda f: self.tasks.finished.put((("opened",), f)))
+            future.add_done_callback(lambda f: self.tasks.finished.put((_Opened(), f)))
         try:
             while waiting or self.pending:
                 # in the study's order; meanwhile the loop handles what the started languages report
@@ -647,9 +692,9 @@ class _Stream:
                     if not self.pending.get(lang.code):
                         self.pending.pop(lang.code, None)
                 if self.pending or waiting:
-                    tag, future = self.tasks.finished.get()
-                    if tag[0] != "opened":
-                        self._handle(tag, future)
+                    event, future = self.tasks.finished.get()
+                    if not isinstance(event, _Opened):
+                        self._handle(event, future)
         finally:
             self.tasks.close()
         return self.failures
@@ -696,12 +741,12 @@ class _Stream:
         for label in [cube_label("gender", a) for a in associations]:
             if label in plan.families or plan.need_scores:
                 self.tasks.beside(
-                    self._gender_graph, lang, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan)
+                    self._gender_graph, lang, emb, plan, label, tag=_GraphBuilt(lang.code, label, lang, emb, plan)
                 )
                 self._count(lang.code)
         for label in [t for t in plan.families if split_label(t)[0] == "context"]:
             self.tasks.beside(
-                self._context_graph, lang, emb, plan, label, tag=("graph", lang.code, label, lang, emb, plan)
+                self._context_graph, lang, emb, plan, label, tag=_GraphBuilt(lang.code, label, lang, emb, plan)
             )
             self._count(lang.code)
         options = dict(
@@ -731,7 +776,7 @@ class _Stream:
                 lang.set_metric_words,
                 word_sets,
                 {**options, "seed": seed, **extra},
-                tag=("classic", lang.code, test, methods),
+                tag=_ClassicDone(lang.code, test, tuple(methods)),
                 priority=rank,
             )
             self._count(lang.code)
@@ -896,7 +941,7 @@ class _Stream:
                     parts,
                     counts,
                     *computed,
-                    tag=("written", code, computed),
+                    tag=_ScoresWritten(code, computed),
                     priority=self.prepare[code],
                 )
             else:  # the workers do not see the results store: gathered and written here
@@ -908,7 +953,7 @@ class _Stream:
                     parts,
                     counts,
                     computed,
-                    tag=("written", code, computed),
+                    tag=_ScoresWritten(code, computed),
                 )
             self._count(code)
 
@@ -988,7 +1033,7 @@ class _Stream:
             placebo_future,
             *parts,
             return_null=self.cfg.save_null,
-            tag=("cells", code, test),
+            tag=_FamilyDone(code, test),
             priority=rank,
         )
         family.futures += [family.pool, *parts, cells]
@@ -998,8 +1043,8 @@ class _Stream:
 
     # -- reacting to finished tasks -----------------------------------------------------------
 
-    def _handle(self, tag: tuple, future) -> None:
-        kind, code = tag[0], tag[1]
+    def _handle(self, event: _GraphBuilt | _ScoresWritten | _FamilyDone | _ClassicDone, future) -> None:
+        code = event.code
         self._count(code, -1)
         error = None if future.cancelled() else future.exception()
         if isinstance(error, CorruptStoreError):
@@ -1007,21 +1052,21 @@ class _Stream:
             # tasks: as for its words, that language's cells stay not done, to run on resume once the
             # store is mended; it is named in the run's error, the other languages go on.
             self._fail(code, error)
-            held = []
-            if kind == "written":
-                held = tag[2]
-            elif kind == "cells":
-                held = self.families.pop((code, tag[2])).futures
+            held: Sequence = []
+            if isinstance(event, _ScoresWritten):
+                held = event.held
+            elif isinstance(event, _FamilyDone):
+                held = self.families.pop((code, event.test)).futures
             self.tasks.release([future, *held])
             return
-        if kind == "graph":
-            self._graph_ready(*tag[2:], future)
+        if isinstance(event, _GraphBuilt):
+            self._graph_ready(event.label, event.lang, event.emb, event.plan, future)
             self.tasks.release([future])
-        elif kind == "written":
+        elif isinstance(event, _ScoresWritten):
             future.result()
-            self.tasks.release([future, *tag[2]])
-        elif kind == "cells":
-            family = self.families.pop((code, tag[2]))
+            self.tasks.release([future, *event.held])
+        elif isinstance(event, _FamilyDone):
+            family = self.families.pop((code, event.test))
             done = future.result()
             self.tasks.release([*family.futures, future])
             if done is None:
@@ -1044,11 +1089,11 @@ class _Stream:
                     values["note"] = "; ".join(
                         v for v in (values.get("note", ""), f"no placebo: {placebo.removeprefix('placebo: ')}") if v
                     )
-                self.write(code, method, tag[2], values, res.null_distribution, draws)
-        else:  # classic
+                self.write(code, method, event.test, values, res.null_distribution, draws)
+        else:  # _ClassicDone
             values, null = future.result()
             if str(values.get("note", "")).startswith("coverage: "):
                 log.warning("%s", values["note"].removeprefix("coverage: "))
-            for method in tag[3]:
-                self.write(code, method, tag[2], values, null)
+            for method in event.methods:
+                self.write(code, method, event.test, values, null)
             self.tasks.release([future])
