@@ -290,9 +290,7 @@ def set_metric_test(
         alternative=res.alternative,
         exclude=placebo_exclude,
     )
-    return dataclasses.replace(
-        res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]), n_placebo=found.n
-    )
+    return _with_placebo(res, found)
 
 
 def _iat_set_metric_test(
@@ -327,9 +325,7 @@ def _iat_set_metric_test(
         alternative=res.alternative,
         exclude=placebo_exclude,
     )
-    return dataclasses.replace(
-        res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]), n_placebo=found.n
-    )
+    return _with_placebo(res, found)
 
 
 def set_metric_sets(language: str, model: str = "cc") -> str | None:
@@ -409,4 +405,11 @@ def run_set_cell(
         test=test,
         **common,
         **placebos,
+    )
+
+
+def _with_placebo(res, found):
+    """``res`` with the placebo comparison of its one statistic (a set-level metric has no effect size)."""
+    return dataclasses.replace(
+        res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]), n_placebo=found.n
     )

@@ -129,34 +129,23 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
     }
     res = biasdask.run(study, progress=False)
     emb = biasdask.open_embeddings(store)
+
+    def oracle_of(association: str, label: str):
+        """The placebo of one family computed apart: its scores, its moments (a sample for euclidean)."""
+        sc, moments = scores_and_moments(emb, a, b, methods=("uniform", "zipf"), association=association)
+        seed = family_seed(9, "en", label)
+        return (
+            sc,
+            moments,
+            placebo_test(emb, sc, moments, a, b, n=300, seed=seed, alternative="two-sided", exclude=["w9"]),
+        )
+
     # the euclidean cells' placebo, pairs computed explicitly on the sampled words
-    sc, sample = scores_and_moments(emb, a, b, methods=("uniform", "zipf"), association="euclidean")
-    euclidean = placebo_test(
-        emb,
-        sc,
-        sample,
-        a,
-        b,
-        n=300,
-        seed=family_seed(9, "en", "gender.euclidean"),
-        alternative="two-sided",
-        exclude=["w9"],
-    )
+    euclidean = oracle_of("euclidean", "gender.euclidean")[2]
     cells = res.sel({"language": "en", "test": "gender.euclidean"})
     np.testing.assert_array_equal(cells["p_value_placebo"].values, euclidean.p_value)
     assert "placebo" not in str(cells["note"].values) and np.isfinite(cells["effect_size_ci_low"].values).all()
-    sc, moments = scores_and_moments(emb, a, b, methods=("uniform", "zipf"))
-    oracle = placebo_test(
-        emb,
-        sc,
-        moments,
-        a,
-        b,
-        n=300,
-        seed=family_seed(9, "en", "gender"),
-        alternative="two-sided",
-        exclude=["w9"],
-    )
+    sc, moments, oracle = oracle_of("cosine", "gender")
     cells = res.sel({"language": "en", "test": "gender"})
     np.testing.assert_array_equal(cells["p_value_placebo"].values, oracle.p_value)
     np.testing.assert_array_equal(cells["z_placebo"].values, oracle.z)

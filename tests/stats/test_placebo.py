@@ -352,20 +352,25 @@ def test_accumulated_moments_are_the_moments_whatever_the_blocks():
         assert one.n == exact.n == keep.sum() and one.sampled == one.n
 
 
+def _sampled_vocabulary(kind, n, dim, gram_words, seed):
+    """An anisotropic vocabulary of n words, uniform and Zipf weights, and what a MomentAccumulator of
+    ``kind`` gathers from it with a sample of about ``gram_words`` rows."""
+    from biasdask.stats.placebo import MomentAccumulator, gram_step
+
+    rng = np.random.default_rng(seed)
+    w = (2.0 * rng.normal(size=dim) + rng.normal(size=(n, dim)) * np.linspace(2.0, 0.3, dim)).astype(np.float32)
+    z = np.stack([np.ones(n), 1.0 / np.arange(1, n + 1)])
+    step = gram_step(n, gram_words)
+    acc = MomentAccumulator(kind, dim, 2, step=step, rows=n)
+    acc.add(0, w, np.linalg.norm(w.astype(np.float64), axis=1), z, np.ones(n, bool))
+    return rng, w, z, step, acc.moments()
+
+
 def test_a_sampled_gram_gives_d_within_a_fraction_of_a_percent_and_s_exactly():
     """A vocabulary larger than the sample: every step-th row's Gram, scaled, gives d within 1 % of the
     exact d of random directions; s, which does not use the Gram, is exact."""
-    from biasdask.stats.placebo import MomentAccumulator, gram_step
-
-    rng = np.random.default_rng(8)
     n, dim = 120_000, 10
-    w = (2.0 * rng.normal(size=dim) + rng.normal(size=(n, dim)) * np.linspace(2.0, 0.3, dim)).astype(np.float32)
-    norms = np.linalg.norm(w.astype(np.float64), axis=1)
-    z = np.stack([np.ones(n), 1.0 / np.arange(1, n + 1)])
-    step = gram_step(n, 30_000)
-    acc = MomentAccumulator("cosine", dim, 2, step=step, rows=n)
-    acc.add(0, w, norms, z, np.ones(n, bool))
-    sampled = acc.moments()
+    rng, w, z, step, sampled = _sampled_vocabulary("cosine", n, dim, 30_000, seed=8)
     assert sampled.n_gram == len(range(0, n, step)) < n
     exact = linear_moments(moment_rows("cosine", w), z)
     directions = rng.normal(size=(50, dim)) * 0.1
@@ -438,17 +443,10 @@ def test_euclidean_statistics_on_a_sample_keep_the_placebo_pairs_apart():
     """A vocabulary larger than the sample: the estimates of s and d from every step-th row differ from
     the exact ones by a small fraction of their spread between attribute pairs (what a placebo
     comparison ranks)."""
-    from biasdask.stats.placebo import MomentAccumulator, euclidean_statistics, gram_step
+    from biasdask.stats.placebo import euclidean_statistics
 
-    rng = np.random.default_rng(9)
-    n, dim = 100_000, 10
-    w = (2.0 * rng.normal(size=dim) + rng.normal(size=(n, dim)) * np.linspace(2.0, 0.3, dim)).astype(np.float32)
-    norms = np.linalg.norm(w.astype(np.float64), axis=1)
-    z = np.stack([np.ones(n), 1.0 / np.arange(1, n + 1)])
-    step = gram_step(n, 25_000)
-    acc = MomentAccumulator("euclidean", dim, 2, step=step, rows=n)
-    acc.add(0, w, norms, z, np.ones(n, bool))
-    sample = acc.moments()
+    n = 100_000
+    rng, w, z, step, sample = _sampled_vocabulary("euclidean", n, 10, 25_000, seed=9)
     assert sample.sampled == len(range(0, n, step)) < n and sample.n == n
     a_rows, b_rows = rng.integers(0, n, size=(40, 1)), rng.integers(0, n, size=(40, 1))
     words = np.concatenate([w[a_rows.ravel()], w[b_rows.ravel()]]).astype(np.float64)
