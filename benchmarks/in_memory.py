@@ -4,7 +4,7 @@ Run in a fresh process (``python benchmarks/in_memory.py``): it builds a random 
 words (the WEAT 7 words included) as a gensim ``KeyedVectors`` when gensim is installed, else as an
 ``xarray.DataArray``, imports biasdask (not timed), then times
 
-- the first ``biasdask.weat(model, "weat7")`` (the model wrapped, the rows read, the 9,999
+- the first ``biasdask.weat(model, test="weat7")`` (the model wrapped, the rows read, the 9,999
   permutations sampled; a test this small runs in the numpy twin of the compiled kernels,
   :mod:`biasdask.stats.permutation_numpy`, so the process does not pay numba's ~0.5 s start-up; the
   script prints which compiled kernels, if any, the calls loaded);
@@ -37,6 +37,7 @@ def main() -> None:
     from biasdask.lexicon import weat_test
 
     weat = biasdask.weat  # imports the engine (not part of the call)
+    Resampling = biasdask.Resampling
     t_import = time.perf_counter() - t0
     sets = weat_test("weat7")
     words = list(dict.fromkeys([*sets.x, *sets.y, *sets.a, *sets.b]))
@@ -53,10 +54,10 @@ def main() -> None:
         model = xr.DataArray(vectors, dims=("word", "dim"), coords={"word": words})
 
     t, c = time.perf_counter(), time.process_time()
-    first = weat(model, "weat7", seed=1, progress=False)
+    first = weat(model, test="weat7", resampling=Resampling(seed=1), progress=False)
     t_first, c_first = time.perf_counter() - t, time.process_time() - c
     t, c = time.perf_counter(), time.process_time()
-    weat(model, "weat7", seed=1, progress=False)
+    weat(model, test="weat7", resampling=Resampling(seed=1), progress=False)
     t_second, c_second = time.perf_counter() - t, time.process_time() - c
 
     t, c = time.perf_counter(), time.process_time()

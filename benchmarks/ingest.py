@@ -121,10 +121,10 @@ def main(argv=None) -> None:
         base_size = base.stat().st_size
         mb = 1e6
 
-        ingest(base, tmp / "warm.zarr", "en", client=False, progress=False)  # compiled code loaded
+        ingest(base, tmp / "warm.zarr", language="en", client=False, progress=False)  # compiled code loaded
         seq = []
         for _ in range(args.repeats):
-            cpu, wall = timed(lambda: ingest(src, tmp / "seq.zarr", "en", client=False, progress=False))
+            cpu, wall = timed(lambda: ingest(src, tmp / "seq.zarr", language="en", client=False, progress=False))
             seq.append((cpu, wall, os.getloadavg()[0]))
             print(f"  one process: {cpu:.2f} CPU s, {wall:.2f} s wall (load average {seq[-1][2]:.1f})", flush=True)
         seq_core, seq_wall = size / min(c for c, *_ in seq) / mb, size / min(w for _, w, _ in seq) / mb
@@ -138,11 +138,13 @@ def main(argv=None) -> None:
         ):
             # every worker loads the compiled parser before the clock starts
             warm_chunk = max(1, min(args.baseline_words, args.words) // (4 * args.workers))
-            ingest(base, tmp / "warm2.zarr", "en", client=client, chunk_words=warm_chunk, progress=False)
+            ingest(base, tmp / "warm2.zarr", language="en", client=client, chunk_words=warm_chunk, progress=False)
             runs = []
             for _ in range(args.repeats):
                 before = client.run(cpu_times)
-                client_cpu, wall = timed(lambda: ingest(src, tmp / "par.zarr", "en", client=client, progress=False))
+                client_cpu, wall = timed(
+                    lambda: ingest(src, tmp / "par.zarr", language="en", client=client, progress=False)
+                )
                 after = client.run(cpu_times)
                 user = sum(after[w][0] - before[w][0] for w in after)
                 system = sum(after[w][1] - before[w][1] for w in after)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from biasdask import Resampling
+
 
 @dataclass
 class Rate:
@@ -110,12 +112,15 @@ def bench_cluster(x: np.ndarray, n_permutations: int, n_workers: int) -> Rate:
             client.wait_for_workers(n_workers)
             # Warm every worker (imports, the cached compiled kernel) outside the timing.
             permutation_test(
-                x[:1000], 1000, n_permutations=4 * n_workers, batch_size=1, seed=2, client=client, progress=False
+                x[:1000],
+                1000,
+                client=client,
+                progress=False,
+                resampling=Resampling(n_permutations=4 * n_workers, batch_size=1, seed=2),
             )
             before = client.run(time.process_time)
-            _, wall, _ = _timed(
-                permutation_test, x, x.size, n_permutations=n_permutations, seed=1, client=client, progress=False
-            )
+            options = Resampling(n_permutations=n_permutations, seed=1)
+            _, wall, _ = _timed(permutation_test, x, x.size, resampling=options, client=client, progress=False)
             after = client.run(time.process_time)
     worker_cpu = sum(after[w] - before[w] for w in before)
     return Rate(f"biasdask engine, {n_workers} workers", x.size, n_permutations / wall, n_permutations / worker_cpu)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from biasdask import Resampling
 from biasdask.config import DEFAULT_PLACEBO
 
 
@@ -71,11 +72,9 @@ def calibration(store: str, pairs: int, placebo: int, alpha: float, seed: int) -
             emb,
             [f"w{a}"],
             [f"w{b}"],
-            "zipf",
-            n_permutations=199,
-            seed=int(rng.integers(2**31)),
-            placebo=placebo,
+            method="zipf",
             exclude_attributes=True,
+            resampling=Resampling(n_permutations=199, seed=int(rng.integers(2**31)), placebo=placebo),
         )
         dummy += res.pvalue <= alpha
         placebo_hits += res.p_value_placebo <= alpha

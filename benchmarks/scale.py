@@ -298,7 +298,9 @@ def make_stores(where: Path, codes: list[str], n_words: int, dim: int, chunk: in
         vec = where / f"words-{n_words}w-{dim}d.vec"
         generate(vec, n_words, dim)
         first = todo.pop(0)
-        biasdask.ingest(str(vec), urls[first], first, client=False, chunk_words=chunk, progress=False, overwrite=True)
+        biasdask.ingest(
+            str(vec), urls[first], language=first, client=False, chunk_words=chunk, progress=False, overwrite=True
+        )
         vec.unlink()
         source = urls[first]
     for code in todo:

@@ -153,7 +153,7 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
             t = time.perf_counter()
             for code, src in sources.items():
                 stores[code] = str(work / f"{label}-{code}.zarr")
-                biasdask.ingest(str(src), stores[code], code, client=client, progress=False)
+                biasdask.ingest(str(src), stores[code], language=code, client=client, progress=False)
             ingest_wall = time.perf_counter() - t
         study = {
             "output": str(work / f"{label}-results.zarr"),
@@ -290,7 +290,8 @@ rng = np.random.default_rng(0)
 x, y = rng.standard_normal(200_000), rng.standard_normal(200_000)
 with get_task_stream(client) as ts:
     t = time.perf_counter()
-    biasdask.permutation_test(x, y, 40, seed=1, client=client, batch_size=40, progress=False)
+    options = biasdask.Resampling(n_permutations=40, seed=1, batch_size=40)
+    biasdask.permutation_test(x, y, resampling=options, client=client, progress=False)
     wall = time.perf_counter() - t
 (task,) = [t for t in ts.data if str(t["key"]).startswith("null")] or ts.data[-1:]
 compute = sum(s["stop"] - s["start"] for s in task["startstops"] if s["action"] == "compute")
@@ -339,7 +340,7 @@ def scores_write(results_url: str, store_url: str, args) -> dict:
     from biasdask.io import results as rs
     from biasdask.io.store import vocabulary_files
 
-    sc = rs.open_scores(results_url, CODES[0]).load()
+    sc = rs.open_scores(results_url, language=CODES[0]).load()
     out = results_url + ".rewrite"
     langs = list(CODES[: args.languages])
     rs.create_results(

@@ -40,6 +40,9 @@ _EXPORTS = {
     "frequency_profile": "biasdask.engine.frequency",
     "load_config": "biasdask.config",
     "meta_analysis": "biasdask.engine.inference",
+    "Resampling": "biasdask.stats.resampling",
+    "WordSets": "biasdask.lexicon",
+    "Location": "biasdask.io.fs",
 }
 
 __all__ = ["__version__", *_EXPORTS]

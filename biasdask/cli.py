@@ -114,19 +114,19 @@ def _run_ingest(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
     )
     if args.workers == 0 and not args.scheduler:
-        ds = ingest(args.source, args.dest, args.language, client=False, **kwargs)
+        ds = ingest(args.source, args.dest, language=args.language, client=False, **kwargs)
     elif args.scheduler or args.workers:
         from biasdask.engine.cluster import client_scope
 
         with client_scope(scheduler=args.scheduler, n_workers=args.workers) as client:
-            ds = ingest(args.source, args.dest, args.language, client=client, **kwargs)
+            ds = ingest(args.source, args.dest, language=args.language, client=client, **kwargs)
     elif _size(args.source) >= PARALLEL_MIN_BYTES:  # a large input: the CLI starts a cluster for it
         from biasdask.engine.cluster import client_scope
 
         with client_scope() as client:
-            ds = ingest(args.source, args.dest, args.language, client=client, **kwargs)
+            ds = ingest(args.source, args.dest, language=args.language, client=client, **kwargs)
     else:
-        ds = ingest(args.source, args.dest, args.language, **kwargs)
+        ds = ingest(args.source, args.dest, language=args.language, **kwargs)
     a = ds.attrs
     print(
         f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['format']}, language {a['language']}); "
@@ -265,11 +265,12 @@ def _cmd_debias(args: argparse.Namespace) -> int:
 
     from biasdask.engine.alignment import _read_dictionary
     from biasdask.engine.debias import debias
+    from biasdask.io.fs import as_location
 
     words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
     for key in ("definitional", "equalize"):
         if getattr(args, key):
-            words[f"{key}_pairs"] = _read_dictionary(getattr(args, key), None)
+            words[f"{key}_pairs"] = _read_dictionary(as_location(getattr(args, key)))
     if args.gender_specific:
         try:
             with open(args.gender_specific, encoding="utf-8") as f:
@@ -285,7 +286,7 @@ def _cmd_debias(args: argparse.Namespace) -> int:
     else:
         scope = contextlib.nullcontext(None)
     with scope as client:
-        ds = debias(args.source, args.dest, args.method, client=client, progress=not args.quiet, **words)
+        ds = debias(args.source, args.dest, method=args.method, client=client, progress=not args.quiet, **words)
     a = ds.attrs
     print(
         f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_method']} debiasing of {a['debias_source']}); "
@@ -365,7 +366,9 @@ def _cmd_words(args: argparse.Namespace) -> int:
     from biasdask.report import top_words
     from biasdask.tables import format_words
 
-    table = top_words(args.results, args.language, args.n, args.by, method=args.method, association=args.association)
+    table = top_words(
+        args.results, language=args.language, n=args.n, by=args.by, method=args.method, association=args.association
+    )
     _print_text(format_words(table, args.format))
     return 0
 

@@ -66,7 +66,8 @@ import yaml
 from biasdask.errors import ConfigError
 from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm
 from biasdask.stats.association import ASSOCIATIONS
-from biasdask.stats.permutation import ALTERNATIVES, MAX_PERMUTATIONS
+from biasdask.stats.permutation import MAX_PERMUTATIONS
+from biasdask.stats.resampling import ALTERNATIVES
 from biasdask.stats.weat import SIMILARITIES
 from biasdask.stats.weights import METHODS
 

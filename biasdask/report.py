@@ -15,8 +15,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from biasdask._calls import keyword_api
 from biasdask.config import FULL_VOCABULARY_TESTS, split_label
 from biasdask.errors import BiasdaskError
+from biasdask.io.fs import Locatable, as_location
 from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, word_list_family
 
 __all__ = [
@@ -31,18 +33,18 @@ __all__ = [
 ]
 
 
-def _scores_source(results: str | xr.Dataset, language: str, storage_options: dict | None) -> xr.Dataset:
+def _scores_source(results: Locatable | xr.Dataset, language: str) -> xr.Dataset:
     from biasdask.io.results import open_scores
 
     if isinstance(results, xr.Dataset):
         return results
-    return open_scores(results, language, storage_options=storage_options)
+    return open_scores(results, language=language)
 
 
-def _attribute_words(results: str, language: str, storage_options: dict | None) -> set[str]:
+def _attribute_words(results: Locatable, language: str) -> set[str]:
     from biasdask.io.results import open_results
 
-    cube = open_results(results, storage_options=storage_options)
+    cube = open_results(results)
     if "gender" not in cube["test"].values:
         return set()
     cube = cube.sel({"language": language, "test": "gender"})
@@ -54,15 +56,15 @@ def _attribute_words(results: str, language: str, storage_options: dict | None) 
     return words
 
 
+@keyword_api("top_words(results, language=..., n=..., by=...)")
 def top_words(
-    results: str | xr.Dataset,
+    results: Locatable | xr.Dataset,
+    *,
     language: str,
     n: int = 30,
     by: Literal["u", "t"] = "u",
-    *,
     method: str | None = None,
     association: str = "cosine",
-    storage_options: dict | None = None,
 ) -> pd.DataFrame:
     """The words carrying the most bias on each side of a language's statistic.
 
@@ -73,8 +75,9 @@ def top_words(
 
     Parameters
     ----------
-    results : str or xarray.Dataset
-        A results store URL (its ``scores/<language>``), or a scores Dataset (``u``, ``t``, ``rank``,
+    results : str, Location or xarray.Dataset
+        A results store (path, URL, :class:`~biasdask.Location` or fsspec mapper; its
+        ``scores/<language>``), or a scores Dataset (``u``, ``t``, ``rank``,
         e.g. from :func:`biasdask.open_scores`).
     language : str
         The language.
@@ -87,8 +90,6 @@ def top_words(
     association : str
         The per-word association whose scores are ranked (``cosine``, the default: ``u`` and ``t``;
         another one of the study's ``associations``: its ``u_<name>`` and ``t_<name>``).
-    storage_options : dict, optional
-        fsspec options of the store.
 
     Returns
     -------
@@ -107,7 +108,7 @@ def top_words(
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
     >>> _ = biasdask.run({"output": "memory://examples/top_words/r.zarr", "languages": {"en": {"store": emb}},
     ...                   "tests": ["gender"], "n_permutations": 99, "seed": 1})
-    >>> top = biasdask.top_words("memory://examples/top_words/r.zarr", "en", n=3, by="t", method="zipf")
+    >>> top = biasdask.top_words("memory://examples/top_words/r.zarr", language="en", n=3, by="t", method="zipf")
     >>> len(top), top.columns.tolist()[:4]
     (6, ['side', 'rank', 'word', 'frequency_rank'])
     """
@@ -115,7 +116,7 @@ def top_words(
         raise ValueError(f"by must be 'u' or 't', got {by!r}")
     if n < 1:
         raise ValueError(f"n must be positive, got {n}")
-    sc = _scores_source(results, language, storage_options)
+    sc = _scores_source(results, language)
     methods = [str(m) for m in sc["method"].values] if "method" in sc.coords else []
     if by == "t":
         if method is None:
@@ -140,7 +141,7 @@ def top_words(
     # labels of the cube's gender cells).
     attributes = {*sc.attrs.get("tokens_a", ()), *sc.attrs.get("tokens_b", ())}
     if not attributes and isinstance(results, str):
-        attributes = _attribute_words(results, language, storage_options)
+        attributes = _attribute_words(results, language)
     finite = np.flatnonzero(np.isfinite(score))
     order = finite[np.argsort(score[finite], kind="stable")]
     rows = []
@@ -168,9 +169,7 @@ def top_words(
     return table
 
 
-def least_normal_cell(
-    results_url: str, storage_options: dict | None = None
-) -> tuple[tuple[str, str, str], float] | None:
+def least_normal_cell(results: Locatable) -> tuple[tuple[str, str, str], float] | None:
     """The cell whose stored null distribution is furthest from a normal one, and that distance.
 
     The distance is the Kolmogorov-Smirnov statistic between the standardised null (its own mean
@@ -182,7 +181,8 @@ def least_normal_cell(
     from biasdask.errors import IncompleteStoreError
     from biasdask.io.results import open_results, read_null
 
-    cube = open_results(results_url, storage_options=storage_options)
+    loc = as_location(results)
+    cube = open_results(loc)
     best = None
     for lang in cube["language"].values:
         for method in cube["method"].values:
@@ -191,7 +191,7 @@ def least_normal_cell(
                 if not np.isfinite(float(cube["statistic"].sel(dict(zip(("language", "method", "test"), cell))))):
                     continue
                 try:
-                    null = read_null(results_url, *cell, storage_options=storage_options)
+                    null = read_null(loc.url, *cell, storage_options=loc.storage_options)
                 except IncompleteStoreError:
                     continue
                 sd = null.std(ddof=1) if null.size > 1 else 0.0
@@ -202,10 +202,9 @@ def least_normal_cell(
 
 
 def figures(
-    results_url: str,
+    location: Locatable,
     *,
     cell: tuple[str, str, str] | None = None,
-    storage_options: dict | None = None,
     profiles: dict[str, xr.Dataset] | None = None,
 ) -> dict[str, Any]:
     """The figures of a results store, by file stem (``overview``, ``effect_sizes``, ``null_...``,
@@ -217,7 +216,8 @@ def figures(
     from biasdask.errors import IncompleteStoreError
     from biasdask.io.results import open_results, read_null
 
-    results = open_results(results_url, storage_options=storage_options)
+    loc = as_location(location)
+    results = open_results(loc)
     out: dict[str, Any] = {}
     tests = [str(t) for t in results["test"].values]
     test = "gender" if "gender" in tests else tests[0]
@@ -227,21 +227,21 @@ def figures(
     out.update(_forests(results))
     distance = None
     if cell is None:
-        found = least_normal_cell(results_url, storage_options)
+        found = least_normal_cell(loc)
         if found is not None:
             cell, distance = found
     else:
         try:
             values = results.sel(dict(zip(("language", "method", "test"), cell)))
         except KeyError:
-            raise BiasdaskError(f"--cell: no cell ({', '.join(cell)}) in {results_url}") from None
+            raise BiasdaskError(f"--cell: no cell ({', '.join(cell)}) in {loc}") from None
         if not np.isfinite(float(values["statistic"])):
-            raise BiasdaskError(f"--cell: cell ({', '.join(cell)}) of {results_url} was not run")
+            raise BiasdaskError(f"--cell: cell ({', '.join(cell)}) of {loc} was not run")
     if cell is not None:
         lang, method, test_ = cell
         values = results.sel({"language": lang, "method": method, "test": test_})
         try:
-            null = read_null(results_url, lang, method, test_, storage_options=storage_options)
+            null = read_null(loc.url, lang, method, test_, storage_options=loc.storage_options)
         except IncompleteStoreError:
             if distance is None and cell is not None:
                 raise
@@ -261,7 +261,7 @@ def figures(
                 ),
             )
     if profiles is None:
-        profiles = frequency_profiles(results_url, storage_options=storage_options)
+        profiles = frequency_profiles(loc)
     if profiles:
         # t of "uniform" is u itself: its figure would repeat frequency_profile_u
         for score in ["u", *(f"t_{m}" for m in results["method"].values if m != "uniform")]:
@@ -290,11 +290,10 @@ def _forests(results: xr.Dataset) -> dict[str, Any]:
 
 
 def write_plots(
-    results_url: str,
+    results: Locatable,
     out_dir: str | Path,
     *,
     cell: tuple[str, str, str] | None = None,
-    storage_options: dict | None = None,
 ) -> list[Path]:
     """Write the figures of a results store as PNG files and return their paths.
 
@@ -308,7 +307,7 @@ def write_plots(
       ``uniform``, whose t is u): per language, the mean bias per log10-rank bin (Valentini et al. 2022,
       Figure 1), when the store holds per-word scores.
     """
-    figs = figures(results_url, cell=cell, storage_options=storage_options)
+    figs = figures(results, cell=cell)
     return _write_pngs({name: _png(fig) for name, fig in figs.items()}, out_dir)
 
 
@@ -529,12 +528,11 @@ def _words_rows(table: pd.DataFrame, title: str) -> dict:
 
 
 def write_report(
-    results_url: str,
+    location: Locatable,
     out_dir: str | Path,
     *,
     n_words: int = 15,
     plots_dir: str | Path | None = None,
-    storage_options: dict | None = None,
 ) -> Path:
     """Write a self-contained static HTML report of a results store: ``<out_dir>/index.html``.
 
@@ -548,7 +546,7 @@ def write_report(
 
     Parameters
     ----------
-    results_url : str
+    location : str, Location or fsspec mapper
         The results store.
     out_dir : str or Path
         Directory to write ``index.html`` into (created if needed).
@@ -557,8 +555,6 @@ def write_report(
     plots_dir : str or Path, optional
         Also write the page's figures there as PNG files, as :func:`write_plots` does (each figure
         is drawn once for both).
-    storage_options : dict, optional
-        fsspec options of the store.
 
     Returns
     -------
@@ -570,7 +566,8 @@ def write_report(
     from biasdask.engine.frequency import frequency_profile
     from biasdask.io.results import open_results, open_scores, scores_done
 
-    results = open_results(results_url, storage_options=storage_options)
+    loc = as_location(location)
+    results = open_results(loc)
     methods = [str(m) for m in results["method"].values]
     languages, profiles = [], {}
     # one read of each language's scores for its word lists and its frequency profile, then let go of
@@ -578,19 +575,20 @@ def write_report(
     for lang in [str(v) for v in results["language"].values]:
         notes = sorted({str(n) for n in np.asarray(results["note"].sel({"language": lang}).values).ravel() if str(n)})
         words = []
-        if scores_done(results_url, lang, storage_options=storage_options):
-            scores = open_scores(results_url, lang, storage_options=storage_options).load()
+        if scores_done(loc.url, lang, storage_options=loc.storage_options):
+            scores = open_scores(loc, language=lang).load()
             if not {"tokens_a", "tokens_b"} & set(scores.attrs):  # older stores: the cube's attribute labels
-                scores.attrs["tokens_a"] = sorted(_attribute_words(results_url, lang, storage_options))
+                scores.attrs["tokens_a"] = sorted(_attribute_words(loc, lang))
             profiles[lang] = frequency_profile(scores, language=lang)
-            words.append(_words_rows(top_words(scores, lang, n_words, "u"), "by u (unweighted)"))
+            words.append(_words_rows(top_words(scores, language=lang, n=n_words, by="u"), "by u (unweighted)"))
             for m in methods:
                 if m != "uniform":
-                    words.append(_words_rows(top_words(scores, lang, n_words, "t", method=m), f"by t ({m} weighting)"))
+                    top = top_words(scores, language=lang, n=n_words, by="t", method=m)
+                    words.append(_words_rows(top, f"by t ({m} weighting)"))
             del scores
         languages.append({"code": lang, "notes": notes, "words": words})
     table = cube_table(results)
-    drawn = figures(results_url, storage_options=storage_options, profiles=profiles)
+    drawn = figures(loc, profiles=profiles)
     pngs = {name: _png(fig) for name, fig in drawn.items()}
     if plots_dir is not None:
         _write_pngs(pngs, plots_dir)

@@ -17,6 +17,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from biasdask import Resampling
+
 IMG = Path(__file__).resolve().parent / "img"
 
 
@@ -100,7 +102,7 @@ def sensitivity_figure(shared: Path, workdir: Path) -> None:
     url = str(workdir / "fr.zarr")
     biasdask.ingest(str(shared / "data" / "iat" / "cc" / "fr.vec"), url, language="fr", client=False, progress=False)
     a, b = iat_attribute_terms("cc", "fr")
-    sens = biasdask.attribute_sensitivity(url, a, b, n_permutations=9999, seed=1, progress=False)
+    sens = biasdask.attribute_sensitivity(url, a, b, progress=False, resampling=Resampling(n_permutations=9999, seed=1))
     fig = plot.plot_attribute_sensitivity(
         sens, title="French IAT words (Common Crawl fastText, 44-word vocabulary): leave one attribute word out"
     )

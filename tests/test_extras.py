@@ -103,8 +103,9 @@ def test_the_in_memory_path_runs_on_the_core(core_env, tmp_path):
         words = [*t.x, *t.y, *t.a, *t.b, *(f"w{i}" for i in range(500))]
         vectors = np.random.default_rng(0).standard_normal((len(words), 20))
         emb = biasdask.as_embeddings(vectors, words, language="en")
-        res = biasdask.weat(emb, "weat7", seed=1)
-        full = biasdask.full_vocabulary_test(emb, a=list(t.a), b=list(t.b), method="zipf", n_permutations=99, seed=1)
+        res = biasdask.weat(emb, test="weat7", resampling=biasdask.Resampling(seed=1))
+        options = biasdask.Resampling(n_permutations=99, seed=1)
+        full = biasdask.full_vocabulary_test(emb, list(t.a), list(t.b), method="zipf", resampling=options)
         print(np.isfinite(res.effect_size), np.isfinite(full.pvalue))
         """,
         core_env,

@@ -75,7 +75,7 @@ def _fingerprint(output: str) -> dict:
                     pass
     scores = {}
     for lang in cube["language"].values:
-        ds = rs.open_scores(output, str(lang)).load()
+        ds = rs.open_scores(output, language=str(lang)).load()
         scores[str(lang)] = {name: _digest(ds[name].values) for name in sorted(ds.data_vars)}
     return {"cells": cells, "nulls": nulls, "scores": scores}
 

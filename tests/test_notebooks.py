@@ -24,6 +24,8 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 from scipy.stats import spearmanr
 
+from biasdask import Location
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 KERNEL = "biasdask-test-python"
 CELL_TIMEOUT = 180
@@ -359,7 +361,12 @@ def test_multilingual_on_user_stores_in_s3(dask_client, s3_bucket, tmp_path, not
     bucket, options = s3_bucket
     catalog = languages().set_index("code")
     raw = {lang.code: lang.path for lang in biasdask.demo.generate(tmp_path / "raw", n_words=600, dim=20, seed=3)}
-    ingest(str(raw["ja"]), f"s3://{bucket}/emb/ja.zarr", language="ja", storage_options=options, progress=False)
+    ingest(
+        Location(str(raw["ja"]), options),
+        Location(f"s3://{bucket}/emb/ja.zarr", options),
+        language="ja",
+        progress=False,
+    )
     work = tmp_path / "work"
     notebook_env.setenv("BIASDASK_STORES", f"s3://{bucket}/emb/{{language}}.zarr")
     notebook_env.setenv("BIASDASK_RESULTS", f"s3://{bucket}/results/gender.zarr")

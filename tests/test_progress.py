@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from biasdask import Resampling
 from biasdask.engine.permutation import permutation_test
 from biasdask.progress import progress_bar, wanted
 
@@ -28,7 +29,7 @@ def test_no_output_at_all_when_not_a_terminal(monkeypatch):
     err = io.StringIO()
     monkeypatch.setattr("sys.stderr", err)
     x = np.random.default_rng(1).standard_normal(2000).astype(np.float32)
-    permutation_test(x, 2000, n_permutations=400, batch_size=100, seed=1)
+    permutation_test(x, 2000, resampling=Resampling(n_permutations=400, batch_size=100, seed=1))
     assert err.getvalue() == ""
 
 
@@ -36,7 +37,7 @@ def test_a_bar_on_a_terminal_counts_the_batches(monkeypatch):
     err = _Terminal()
     monkeypatch.setattr("sys.stderr", err)
     x = np.random.default_rng(1).standard_normal(2000).astype(np.float32)
-    permutation_test(x, 2000, n_permutations=400, batch_size=100, seed=1)
+    permutation_test(x, 2000, resampling=Resampling(n_permutations=400, batch_size=100, seed=1))
     assert "permutations" in err.getvalue() and "100%" in err.getvalue()
 
 

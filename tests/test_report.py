@@ -159,7 +159,7 @@ def test_show_formats_and_selection_from_the_cli(store, capsys):
 def test_top_words_against_a_hand_computation(store):
     sc = _scores()
     for by, method in (("u", None), ("t", "zipf")):
-        table = top_words(store, "en", n=3, by=by)
+        table = top_words(store, language="en", n=3, by=by)
         score = sc.u.values.astype(np.float64) if by == "u" else sc.t.sel({"method": method}).values.astype(np.float64)
         order = np.argsort(score)
         expected_a = [WORDS[i] for i in order[::-1][:3] if score[i] > 0]
@@ -173,7 +173,7 @@ def test_top_words_against_a_hand_computation(store):
         if by == "t":
             z = (1 / (k + 1)) / np.sum(1 / np.arange(1, len(WORDS) + 1))
             assert first.weight == pytest.approx(z, rel=1e-5)
-    flagged = top_words(store, "en", n=5)
+    flagged = top_words(store, language="en", n=5)
     assert set(flagged[flagged.attribute].word) == {"man", "woman", "he", "she"} & set(flagged.word)
     assert flagged.attribute.any()
     out = subprocess.run(
@@ -370,7 +370,7 @@ def test_top_words_flag_the_attribute_tokens_of_an_iat_study(tmp_path, shared_da
         "seed": 1,
     }
     biasdask.run(study, progress=False)
-    table = top_words(out, "fr", n=40)
+    table = top_words(out, language="fr", n=40)
     a, b = iat_attribute_terms("cc", "fr")
     tokens = {tok for term in (*a, *b) for tok in term.tokens}
     flagged = set(table[table.attribute].word)

@@ -9,9 +9,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import dask
 import dask.array as da
@@ -20,11 +20,13 @@ import numpy as np
 import xarray as xr
 from distributed import Client, as_completed
 
+from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client
-from biasdask.engine.scores import as_dataset, read_rows
+from biasdask.engine.scores import read_rows
 from biasdask.engine.words import _language
 from biasdask.errors import BiasdaskError, InputFormatError, MissingWordsError
-from biasdask.io.embeddings import Embeddings
+from biasdask.io.embeddings import Embeddings, as_embeddings
+from biasdask.io.fs import Locatable, Location, as_location, url_to_fs
 from biasdask.io.store import (
     check_replaceable,
     finish_store,
@@ -61,13 +63,12 @@ class Alignment:
     unit_length: bool
 
 
-def _read_dictionary(path: str, storage_options: dict | None) -> list[tuple[str, str]]:
+def _read_dictionary(loc: Location) -> list[tuple[str, str]]:
     """Pairs of a two-column dictionary file: tab-separated, or else separated by ASCII spaces."""
-    from biasdask.io.fs import display_url, storage_options_for
-
-    shown = display_url(path)
+    shown = str(loc)
     try:
-        with fsspec.open(path, "rb", compression="infer", **storage_options_for(path, storage_options)) as f:
+        fs, path = url_to_fs(loc.url, loc.storage_options)
+        with fs.open(path, "rb", compression=fsspec.utils.infer_compression(path)) as f:
             data = f.read()
     except FileNotFoundError:
         raise InputFormatError(f"{shown}: no such dictionary file") from None
@@ -89,9 +90,9 @@ def _read_dictionary(path: str, storage_options: dict | None) -> list[tuple[str,
     return pairs
 
 
-def _dictionary_pairs(dictionary: Iterable[tuple[str, str]] | str | Path, storage_options: dict | None):
-    if isinstance(dictionary, (str, Path)):
-        return _read_dictionary(str(dictionary), storage_options)
+def _dictionary_pairs(dictionary: Iterable[tuple[str, str]] | Locatable):
+    if isinstance(dictionary, (str, os.PathLike, Location, fsspec.FSMap)):
+        return _read_dictionary(as_location(dictionary))
     pairs = [tuple(p) for p in dictionary]
     bad = [p for p in pairs if len(p) != 2]
     if bad or not pairs:
@@ -102,28 +103,26 @@ def _dictionary_pairs(dictionary: Iterable[tuple[str, str]] | str | Path, storag
 def fit_alignment(
     source: Embeddings,
     target: Embeddings,
-    dictionary: Iterable[tuple[str, str]] | str | Path,
+    dictionary: Iterable[tuple[str, str]] | Locatable,
     *,
     unit_length: bool = True,
     client: Client | None | bool = None,
-    storage_options: dict | None = None,
 ) -> Alignment:
     """Learn the orthogonal map W = U Vᵀ (U Σ Vᵀ = SVD(X_Tᵀ X_S)) from the source space to the target space.
 
     Parameters
     ----------
     source, target
-        Embedding Datasets or store URLs.
+        Embeddings in any form :func:`biasdask.as_embeddings` accepts (stores, Datasets...).
     dictionary
-        (source word, target word) pairs, or the path/URL of a two-column text file (one pair per line,
-        tab- or space-separated; ``.gz`` etc. decompressed by name).
+        (source word, target word) pairs, or the location (path, URL, :class:`~biasdask.Location`) of a
+        two-column text file (one pair per line, tab- or space-separated; ``.gz`` etc. decompressed by
+        name).
     unit_length
         Fit on unit-length vectors (Smith et al. 2017, XWEAT); else on the raw vectors.
     client
         Dask client that reads the dictionary rows (default: the current one, else this process);
         ``False`` reads them in this process.
-    storage_options
-        fsspec options for URLs.
 
     Returns
     -------
@@ -136,9 +135,9 @@ def fit_alignment(
     InputFormatError
         A dictionary file line without exactly two words (names the line).
     """
-    src = as_dataset(source, storage_options)
-    tgt = as_dataset(target, storage_options)
-    pairs = _dictionary_pairs(dictionary, storage_options)
+    src = as_embeddings(source)
+    tgt = as_embeddings(target)
+    pairs = _dictionary_pairs(dictionary)
     if client is False:
         return _fit(src, tgt, pairs, unit_length, None)
     with contextlib.nullcontext(active_client(client)) as c:
@@ -176,14 +175,14 @@ def _write_aligned_block(
     return int(np.count_nonzero(norms == 0))
 
 
+@keyword_api("align(source, target, dictionary, dest, unit_length=...)")
 def align(
     source: Embeddings,
     target: Embeddings,
-    dictionary: Iterable[tuple[str, str]] | str | Path,
-    dest: str,
+    dictionary: Iterable[tuple[str, str]] | Locatable,
+    dest: Locatable,
     *,
     unit_length: bool = True,
-    storage_options: dict | None = None,
     client: Client | None | bool = None,
     progress: bool | None = None,
 ) -> xr.Dataset:
@@ -199,16 +198,16 @@ def align(
     Parameters
     ----------
     source, target
-        Embedding Datasets or store URLs (the workers must be able to read the source's chunks).
+        Embeddings in any form :func:`biasdask.as_embeddings` accepts (the workers must be able to read
+        the source's chunks).
     dictionary
         (source word, target word) pairs, or the path/URL of a two-column file (see
         :func:`fit_alignment`).
     dest
-        Path or fsspec URL of the aligned store; an existing biasdask store there is replaced.
+        Where to write the aligned store: a path, fsspec URL, :class:`~biasdask.Location` or fsspec
+        mapper; an existing biasdask store there is replaced.
     unit_length
         Fit W on unit-length vectors (Smith et al. 2017, XWEAT).
-    storage_options
-        fsspec options of every URL.
     client
         Dask client (default: the current one, else this process); ``False``, or a
         ``memory://`` destination, computes and writes in this process.
@@ -245,10 +244,11 @@ def align(
     >>> [en_words[i] for i in nearest]
     ['man', 'woman', 'king', 'queen', 'house']
     """
-    src = as_dataset(source, storage_options)
-    tgt = as_dataset(target, storage_options)
-    pairs = _dictionary_pairs(dictionary, storage_options)
-    dest = str(dest)
+    src = as_embeddings(source)
+    tgt = as_embeddings(target)
+    pairs = _dictionary_pairs(dictionary)
+    loc = as_location(dest, "dest")
+    dest, storage_options = loc.url, loc.storage_options
     protocol = fsspec.core.split_protocol(dest)[0] or "file"
     if protocol in ("file", "local"):
         dest = fsspec.core.strip_protocol(dest)  # absolute, for workers elsewhere in the file tree
@@ -315,4 +315,4 @@ def _align(src, tgt, pairs, dest, unit_length, storage_options, client, progress
     except BaseException:
         remove_store(dest, storage_options)
         raise
-    return open_embeddings(dest, storage_options)
+    return open_embeddings(Location(dest, storage_options))

@@ -12,44 +12,42 @@ from collections.abc import Sequence
 import numpy as np
 from distributed import Client
 
+from biasdask._calls import keyword_api
 from biasdask.engine.cluster import compute
-from biasdask.engine.permutation import Alternative, permutation_test
-from biasdask.engine.scores import Method, as_dataset, scores, scores_and_moments
+from biasdask.engine.permutation import permutation_test
+from biasdask.engine.scores import Method, scores, scores_and_moments
 from biasdask.engine.words import word_list
 from biasdask.errors import BiasdaskError
-from biasdask.io.embeddings import Embeddings
+from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.stats.association import Association
 from biasdask.stats.permutation import PermutationTestResult
+from biasdask.stats.resampling import Resampling
+from biasdask.stats.resampling import resampling as resampling_options
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
+@keyword_api("full_vocabulary_test(emb, a, b, method=..., resampling=Resampling(...))")
 def full_vocabulary_test(
     emb: Embeddings,
     a: Sequence[str],
     b: Sequence[str],
-    method: Method = "uniform",
-    n_permutations: int = 9999,
     *,
+    method: Method = "uniform",
+    resampling: Resampling | None = None,
     other: Embeddings | None = None,
     other_a: Sequence[str] | None = None,
     other_b: Sequence[str] | None = None,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
     max_words: int | None = None,
     exclude_attributes: bool = False,
     exclude_words: str | Sequence[str] = (),
     dedupe_vectors: bool = False,
     client: Client | None = None,
-    batch_size: int | None = None,
     return_null: bool = False,
     progress: bool | None = None,
-    storage_options: dict | None = None,
     association: Association = "cosine",
-    placebo: int | None = None,
-    placebo_exclude: Sequence[str] = (),
 ) -> PermutationTestResult:
     """The full-vocabulary test: the whole vocabulary against an equally sized unbiased dummy language.
 
@@ -60,23 +58,28 @@ def full_vocabulary_test(
     Parameters
     ----------
     emb
-        The embedding of language X: a store URL, Dataset, DataArray (word, dim) or gensim
-        ``KeyedVectors`` (see :func:`biasdask.as_embeddings`).
+        The embedding of language X: a store (URL, :class:`~biasdask.Location` or fsspec mapper), Dataset,
+        DataArray (word, dim) or gensim ``KeyedVectors`` (see :func:`biasdask.as_embeddings`).
     a, b
         Attribute words in language X (e.g. translations of *male*, *female*).
     method
         ``"uniform"``, ``"zipf"`` or ``"frequency"``.
-    n_permutations
-        Sampled permutations (an exact enumeration is used when it is smaller).
+    resampling
+        :class:`~biasdask.Resampling` (default ``Resampling()``): ``n_permutations`` (an exact enumeration
+        is used when it is smaller), ``alternative`` (``"two-sided"`` by default; ``"auto"`` is the
+        full-vocabulary test's original rule: the tail s points to, chosen after seeing s, type-I rate
+        about 2α), ``seed`` (the same seed gives bit-identical results on any scheduler and number of
+        workers; ``None`` draws one, recorded in the result's ``seed``), ``batch_size``, and
+        ``placebo``: also compare s with P = ``placebo`` random attribute pairs of the same sizes and
+        word frequencies (:mod:`biasdask.engine.placebo`; single-language tests): the result's
+        ``p_value_placebo``, ``z_placebo`` and ``effect_size_placebo_percentile`` answer whether the
+        association is larger than that of a random pair of words, which the dummy-language p-value
+        does not. Seeded by the test's seed. The same pass gives an interval of d over the resampled
+        attribute words (``effect_size_ci_low``, ``effect_size_ci_high``, ``effect_size_se``; BCa,
+        95 %; NaN with a ``ci_method`` saying why when a side has one word). ``placebo_exclude``: words
+        no placebo pair may use, besides the attribute words and the known gendered words.
     other, other_a, other_b
         The second language of a pairwise test and its attribute words (default: ``a``, ``b``).
-    alternative
-        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (the full-vocabulary test's original rule: the tail s
-        points to, chosen after seeing s; type-I rate about 2α).
-    seed
-        Non-negative integer seed; the same seed gives bit-identical results on any scheduler and number of
-        workers. ``None`` (the default) draws a fresh seed, recorded in the result's ``seed``: pass it back
-        to reproduce the result bit for bit.
     max_words
         Keep the ``max_words`` most frequent words.
     exclude_attributes, exclude_words
@@ -87,28 +90,14 @@ def full_vocabulary_test(
     client
         Dask client; default the current ``distributed`` client, else Dask's default scheduler
         (threads). No cluster is started.
-    batch_size
-        Permutations per Dask task (default chosen by the engine).
     return_null
         Keep the sampled null distribution in the result.
     progress
         Show progress bars (default: only when stderr is a terminal).
-    storage_options
-        fsspec options for store URLs.
     association
         The per-word association u that t weights: ``"cosine"`` (the full-vocabulary test), ``"euclidean"``,
         ``"ripa"`` (a and b paired by position) or ``"semaxis"``; see
         :func:`biasdask.engine.scores.scores`. The dummy language has u = 0 whichever is chosen.
-    placebo
-        Also compare s with P = ``placebo`` random attribute pairs of the same sizes and word frequencies
-        (:mod:`biasdask.engine.placebo`; single-language tests): the result's
-        ``p_value_placebo``, ``z_placebo`` and ``effect_size_placebo_percentile`` answer whether the
-        association is larger than that of a random pair of words, which the dummy-language p-value does
-        not. Seeded by the test's seed. The same pass gives an interval of d over the resampled attribute
-        words (``effect_size_ci_low``, ``effect_size_ci_high``, ``effect_size_se``; BCa, 95 %; NaN with a
-        ``ci_method`` saying why when a side has one word).
-    placebo_exclude
-        Words no placebo pair may use, besides the attribute words and the known gendered words.
 
     Returns
     -------
@@ -123,23 +112,26 @@ def full_vocabulary_test(
     >>> rng = np.random.default_rng(0)
     >>> words = ["he", "she", "man", "woman", *(f"w{i}" for i in range(2000))]
     >>> emb = biasdask.as_embeddings(rng.standard_normal((len(words), 20)), words, language="en")
-    >>> res = biasdask.full_vocabulary_test(emb, a=["he"], b=["she"], method="zipf", n_permutations=999, seed=1)
+    >>> res = biasdask.full_vocabulary_test(emb, ["he"], ["she"], method="zipf",
+    ...                                     resampling=biasdask.Resampling(n_permutations=999, seed=1))
     >>> res.n_permutations, bool(0 < res.pvalue <= 1)
     (999, True)
 
     With a placebo null of 200 random word pairs of the same frequency ranks:
 
-    >>> res = biasdask.full_vocabulary_test(emb, a=["he", "man"], b=["she", "woman"], n_permutations=999,
-    ...                                     placebo=200, seed=1)
+    >>> options = biasdask.Resampling(n_permutations=999, placebo=200, seed=1)
+    >>> res = biasdask.full_vocabulary_test(emb, ["he", "man"], ["she", "woman"], resampling=options)
     >>> res.n_placebo, bool(0 < res.p_value_placebo <= 1)
     (200, True)
     """
     a, b = word_list(a, "a"), word_list(b, "b")
     other_a = None if other_a is None else word_list(other_a, "other_a")
     other_b = None if other_b is None else word_list(other_b, "other_b")
-    emb = as_dataset(emb, storage_options)
+    options = resampling_options(resampling)
+    placebo = options.placebo
+    emb = as_embeddings(emb)
     if other is not None:
-        other = as_dataset(other, storage_options)
+        other = as_embeddings(other)
         n_common = min(emb.sizes["word"], other.sizes["word"], max_words or np.iinfo(np.int64).max)
         max_words = int(n_common)
     opts = dict(
@@ -152,7 +144,7 @@ def full_vocabulary_test(
     if placebo and other is not None:
         raise BiasdaskError("placebo: the placebo null compares attribute pairs within one language; give no other")
     if placebo:  # the placebo's moments are gathered in the pass that scores the words
-        sx, moments = scores_and_moments(emb, a, b, [method], client=client, **opts)
+        sx, moments = scores_and_moments(emb, a, b, methods=[method], client=client, **opts)
         u_x, t_x = sx["u"].values, sx["t"].values[0]
     else:
         sx = scores(emb, a, b, methods=[method], **opts)
@@ -171,11 +163,8 @@ def full_vocabulary_test(
     res = permutation_test(
         t_x[keep],
         y,
-        n_permutations=n_permutations,
-        alternative=alternative,
-        seed=seed,
+        resampling=options,
         client=client,
-        batch_size=batch_size,
         return_null=return_null,
         effect_x=u_x[keep],
         effect_y=effect_y,
@@ -186,7 +175,15 @@ def full_vocabulary_test(
     from biasdask.engine.placebo import placebo_test
 
     found = placebo_test(
-        emb, sx, moments, a, b, n=int(placebo), seed=res.seed, alternative=res.alternative, exclude=placebo_exclude
+        emb,
+        sx,
+        moments,
+        a,
+        b,
+        n=int(placebo),
+        seed=res.seed,
+        alternative=res.alternative,
+        exclude=options.placebo_exclude,
     )
     return dataclasses.replace(
         res,

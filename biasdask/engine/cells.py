@@ -20,11 +20,11 @@ from typing import Literal
 
 from distributed import Client
 
-from biasdask.engine.permutation import Alternative
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, CoverageError, career_family_test, weat
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.lexicon import available_tests, iat_languages, iat_words, weat_test, xweat_test
+from biasdask.stats.resampling import Resampling
 
 __all__ = ["cell_values", "cell_word_sets", "cell_words", "coverage_values", "run_cell", "tests_for_language"]
 
@@ -221,21 +221,15 @@ def run_cell(
     emb: Embeddings,
     *,
     language: str,
-    n_permutations: int = 9999,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
+    resampling: Resampling | None = None,
     similarity: Literal["cosine", "euclidean"] = "cosine",
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
     model: Literal["cc", "wiki", "subt"] = "cc",
     return_null: bool = False,
-    batch_size: int | None = None,
     progress: bool = False,
-    storage_options: dict | None = None,
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
     ci_level: float | None = 0.95,
-    placebo: int | None = None,
-    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """Run one classic test of a study on one language's store.
 
@@ -249,8 +243,10 @@ def run_cell(
         The language's embedding Dataset or store URL.
     language
         The language code (selects the word lists).
-    n_permutations, alternative, seed, similarity, client, min_coverage, return_null, batch_size, progress, storage_options
-        As in :func:`weat`.
+    resampling, similarity, client, min_coverage, return_null, progress
+        As in :func:`weat`; ``resampling.placebo`` asks for the placebo comparison of :func:`weat`,
+        :func:`career_family_test` and :func:`~biasdask.engine.setmetrics.set_metric_test` (``emb``
+        must then be the whole vocabulary, where the placebo words are drawn).
     model
         IAT translation lists for ``career_family`` (``cc`` for Common Crawl stores).
     set_metric_words
@@ -258,10 +254,6 @@ def run_cell(
     ci_level
         Confidence level of the effect size's bootstrap interval (WEAT, XWEAT, career_family; the
         set-level metrics have no effect size); None for none.
-    placebo, placebo_exclude
-        The placebo comparison of :func:`weat`, :func:`career_family_test` and
-        :func:`~biasdask.engine.setmetrics.set_metric_test` (``emb`` must then be the whole vocabulary,
-        where the placebo words are drawn).
 
     Returns
     -------
@@ -283,19 +275,13 @@ def run_cell(
             test,
             emb,
             language=language,
-            n_permutations=n_permutations,
-            alternative=alternative,
-            seed=seed,
+            resampling=resampling,
             client=client,
             min_coverage=min_coverage,
             model=model,
             return_null=return_null,
-            batch_size=batch_size,
             progress=progress,
-            storage_options=storage_options,
             set_metric_words=set_metric_words,
-            placebo=placebo,
-            placebo_exclude=placebo_exclude,
         )
     tests = available_tests()
     if test not in tests:
@@ -305,34 +291,16 @@ def run_cell(
             f"test {test!r} does not apply to language {language!r} (it applies to {list(tests[test])})"
         )
     common = dict(
-        n_permutations=n_permutations,
-        alternative=alternative,
-        seed=seed,
+        resampling=resampling,
         client=client,
         min_coverage=min_coverage,
         return_null=return_null,
-        storage_options=storage_options,
-        batch_size=batch_size,
         progress=progress,
+        ci_level=ci_level,
     )
     if test == "career_family":
         if similarity != "cosine":
             raise BiasdaskError(f"test 'career_family' is defined with cosine similarity, not {similarity!r}")
-        return career_family_test(
-            emb, language, model, **common, ci_level=ci_level, placebo=placebo, placebo_exclude=placebo_exclude
-        )
+        return career_family_test(emb, language=language, model=model, **common)
     sets = weat_test(test) if test.startswith("weat") else xweat_test(language, test)
-    return weat(
-        emb,
-        sets.x,
-        sets.y,
-        sets.a,
-        sets.b,
-        similarity,
-        names=(sets.x_name, sets.y_name, sets.a_name, sets.b_name),
-        test=test,
-        **common,
-        ci_level=ci_level,
-        placebo=placebo,
-        placebo_exclude=placebo_exclude,
-    )
+    return weat(emb, sets, similarity=similarity, **common)

@@ -196,6 +196,7 @@ def warm_workers(client: Client) -> None:
 
 
 def get_client(
+    *,
     client: Client | None = None,
     scheduler: str | None = None,
     n_workers: int | None = None,

@@ -22,14 +22,15 @@ import pandas as pd
 import xarray as xr
 from distributed import Client
 
+from biasdask._calls import keyword_api
 from biasdask._version import __version__
 from biasdask.engine.cluster import active_client, compute
 from biasdask.engine.directions import direction
-from biasdask.engine.scores import as_dataset, positions, read_rows
+from biasdask.engine.scores import positions, read_rows
 from biasdask.engine.words import pair_list, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError
-from biasdask.io.embeddings import Embeddings
-from biasdask.io.fs import display_url
+from biasdask.io.embeddings import Embeddings, as_embeddings
+from biasdask.io.fs import Locatable, Location, as_location, display_url
 from biasdask.io.store import (
     check_replaceable,
     default_chunk_words,
@@ -65,17 +66,17 @@ def equalize_candidates(pairs: Sequence[tuple[str, str]] | None = None) -> list[
     return list(dict.fromkeys(out))
 
 
+@keyword_api("debias(emb, dest, method=..., ...)")
 def debias(
     emb: Embeddings,
-    dest: str,
-    method: DebiasMethod = "hard",
+    dest: Locatable,
     *,
+    method: DebiasMethod = "hard",
     definitional_pairs: Sequence[tuple[str, str]] | None = None,
     equalize_pairs: Sequence[tuple[str, str]] | None = None,
     gender_specific: Sequence[str] | None = None,
     a: Sequence[str] | None = None,
     b: Sequence[str] | None = None,
-    storage_options: dict | None = None,
     client: Client | None | bool = None,
     progress: bool | None = None,
 ) -> xr.Dataset:
@@ -92,11 +93,11 @@ def debias(
     Parameters
     ----------
     emb
-        Any embedding :func:`biasdask.as_embeddings` accepts (a store URL, a Dataset, a DataArray, a
-        gensim ``KeyedVectors``...).
+        Any embedding :func:`biasdask.as_embeddings` accepts (a store's URL, :class:`~biasdask.Location`
+        or fsspec mapper, a Dataset, a DataArray, a gensim ``KeyedVectors``...).
     dest
-        Path or fsspec URL of the new store; an existing biasdask store there is replaced (never the
-        source itself), anything else is refused.
+        Where to write the new store: a path, fsspec URL, :class:`~biasdask.Location` or fsspec mapper;
+        an existing biasdask store there is replaced (never the source itself), anything else is refused.
     method
         ``"hard"`` or ``"project"``.
     definitional_pairs, equalize_pairs, gender_specific
@@ -105,8 +106,6 @@ def debias(
     a, b
         ``project`` only: the two attribute sets (default the catalog's translations of *male* and
         *female* for the embedding's language, as the study's ``gender`` test uses).
-    storage_options
-        fsspec options of every URL.
     client
         Dask client (default: the current one, else Dask's default scheduler in this process);
         ``False``, or a ``memory://`` destination, computes and writes in this process.
@@ -153,12 +152,13 @@ def debias(
     wrong = [k for k, v in (hard_only if method == "project" else {"a": a, "b": b}).items() if v is not None]
     if wrong:
         raise BiasdaskError(f"debias {method!r} does not take {', '.join(wrong)}")
-    dest = str(dest)
+    loc = as_location(dest, "dest")
+    dest, storage_options = loc.url, loc.storage_options
     protocol = fsspec.core.split_protocol(dest)[0] or "file"
     if protocol in ("file", "local"):
         dest = os.path.abspath(fsspec.core.strip_protocol(dest))  # absolute, for workers elsewhere in the file tree
-    if isinstance(emb, (str, os.PathLike)):
-        src_url = str(emb)
+    if isinstance(emb, (str, os.PathLike, Location, fsspec.FSMap)):
+        src_url = as_location(emb).url
         if (fsspec.core.split_protocol(src_url)[0] or "file") in ("file", "local"):
             src_url = os.path.abspath(fsspec.core.strip_protocol(src_url))
         if src_url.rstrip("/") == dest.rstrip("/"):
@@ -168,7 +168,7 @@ def debias(
         source_label = display_url(src_url)
     else:
         source_label = f"in-memory {type(emb).__name__}"
-    src = as_dataset(emb, storage_options)
+    src = as_embeddings(emb)
     check_replaceable(dest, storage_options)
     local = client is False or protocol == "memory"
     c = None if local else active_client(client)
@@ -324,4 +324,4 @@ def _write(src, dest, storage_options, method, g, plan, source_label, provenance
     except BaseException:
         remove_store(dest, storage_options)
         raise
-    return open_embeddings(dest, storage_options)
+    return open_embeddings(Location(dest, storage_options))

@@ -18,10 +18,10 @@ import numpy as np
 import xarray as xr
 from numpy.typing import ArrayLike, NDArray
 
-from biasdask.engine.scores import as_dataset
+from biasdask._calls import keyword_api
 from biasdask.engine.words import _language, _read, _require, _warn_missing, pair_list, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError
-from biasdask.io.embeddings import Embeddings
+from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import bolukbasi
 from biasdask.stats import directions as sd
 
@@ -35,13 +35,14 @@ def _check_dim(g: ArrayLike, emb: xr.Dataset) -> NDArray[np.float64]:
     return g
 
 
+@keyword_api("direction(emb, pairs, method=...) or direction(emb, a=..., b=..., method=...)")
 def direction(
     emb: Embeddings,
     pairs: Sequence[tuple[str, str]] | None = None,
+    *,
     a: Sequence[str] | str | None = None,
     b: Sequence[str] | str | None = None,
     method: Literal["pair", "sum", "pca"] = "pca",
-    storage_options: dict | None = None,
 ) -> NDArray[np.float64]:
     """A unit bias direction in the store's space, from the first ends towards the second ends.
 
@@ -61,8 +62,6 @@ def direction(
         ``"pca"`` (Bolukbasi: first principal component of the pair-centred pairs, oriented so that the
         first words project positively on average), ``"sum"`` (unit vector along mean_a â - mean_b b̂,
         WEAT's d_AB up to its length) or ``"pair"`` (``(â - b̂) / |â - b̂|``).
-    storage_options
-        fsspec options when ``emb`` is a URL.
 
     Returns
     -------
@@ -100,7 +99,7 @@ def direction(
         raise BiasdaskError("direction: give either pairs or a and b, not both")
     if (a is None) != (b is None):
         raise BiasdaskError("direction: a and b go together")
-    emb = as_dataset(emb, storage_options)
+    emb = as_embeddings(emb)
     if a is not None:
         a_words, b_words = word_list(a, "a", one_word=True), word_list(b, "b", one_word=True)
         if method == "sum":
@@ -147,12 +146,13 @@ def neutral_professions() -> tuple[str, ...]:
     return tuple(p.word for p in data.professions if p.word not in specific)
 
 
+@keyword_api("direct_bias(emb, direction, neutral_words, c=...)")
 def direct_bias(
     emb: Embeddings,
     direction: ArrayLike,
     neutral_words: Sequence[str] | None = None,
+    *,
     c: float = 1,
-    storage_options: dict | None = None,
 ) -> float:
     """Bolukbasi's DirectBias_c = mean over neutral words w of ``|cos(w, g)|^c``, on a store.
 
@@ -166,8 +166,6 @@ def direct_bias(
         Gender-neutral words; default :func:`neutral_professions`. Missing ones are skipped.
     c
         Strictness (>= 0); 1 gives Bolukbasi et al.'s DirectBias.
-    storage_options
-        fsspec options when ``emb`` is a URL.
 
     Warns
     -----
@@ -191,7 +189,7 @@ def direct_bias(
     >>> bool(0 <= value <= 1)
     True
     """
-    emb = as_dataset(emb, storage_options)
+    emb = as_embeddings(emb)
     g = _check_dim(direction, emb)
     words = list(
         dict.fromkeys(neutral_professions() if neutral_words is None else word_list(neutral_words, "neutral_words"))
@@ -203,6 +201,7 @@ def direct_bias(
     return sd.direct_bias(np.array([vec[w] for w in words if w in vec]), g, c)
 
 
+@keyword_api("indirect_bias(emb, direction, w, v, normalized=...)")
 def indirect_bias(
     emb: Embeddings,
     direction: ArrayLike,
@@ -210,7 +209,6 @@ def indirect_bias(
     v: str,
     *,
     normalized: bool = True,
-    storage_options: dict | None = None,
 ) -> float:
     """IndirectBias of the word pair (w, v) along ``direction`` (Bolukbasi et al. 2016 §5), on a store.
 
@@ -225,8 +223,6 @@ def indirect_bias(
     normalized
         ``True``: Bolukbasi's beta (the renormalised rejections); ``False``: the unnormalised
         <g, v><g, w>/<v, w>. See :func:`biasdask.stats.directions.indirect_bias`.
-    storage_options
-        fsspec options when ``emb`` is a URL.
 
     Raises
     ------
@@ -245,7 +241,7 @@ def indirect_bias(
     >>> bool(-1 <= beta <= 1)
     True
     """
-    emb = as_dataset(emb, storage_options)
+    emb = as_embeddings(emb)
     g = _check_dim(direction, emb)
     vec = _read(emb, [w, v])
     missing = [x for x in (w, v) if x not in vec]

@@ -22,16 +22,18 @@ import xarray as xr
 from distributed import Client
 from numpy.typing import ArrayLike
 
+from biasdask._calls import keyword_api
 from biasdask.engine.bias_tests import full_vocabulary_test
-from biasdask.engine.permutation import Alternative
 from biasdask.engine.scores import Method, _observed_frequencies, check_frequency_language, scores
 from biasdask.engine.scores import scores as _scores
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
+from biasdask.io.fs import Locatable, as_location
 from biasdask.lexicon import context_words
 from biasdask.stats.association import Association
 from biasdask.stats.frequency import BinProfile, bin_profile, frequency_bin_edges, rank_bin_edges
 from biasdask.stats.permutation import PermutationTestResult
+from biasdask.stats.resampling import Resampling
 
 __all__ = [
     "CONTEXT_TEST",
@@ -53,15 +55,15 @@ def _score_names(ds: xr.Dataset) -> list[str]:
     return names
 
 
+@keyword_api("frequency_profile(scores, bins=..., by=..., language=..., a=..., b=...)")
 def frequency_profile(
     scores: Embeddings,
+    *,
     bins: float | ArrayLike | None = None,
     by: Literal["rank", "frequency"] = "rank",
     language: str | None = None,
-    *,
     a: Sequence[str] | None = None,
     b: Sequence[str] | None = None,
-    storage_options: dict | None = None,
 ) -> xr.Dataset:
     """Per-word bias binned by log10 frequency rank or observed frequency (Valentini et al. 2022, Figure 1, Table 3).
 
@@ -73,8 +75,8 @@ def frequency_profile(
     ----------
     scores
         A Dataset with ``u`` (word), optionally ``t`` (method, word), and ``rank`` (word): the output of
-        :func:`biasdask.engine.scores.scores` or of :func:`biasdask.io.results.open_scores`; or the URL
-        of a results store, whose ``scores/<language>`` is opened (``language`` required); or, with
+        :func:`biasdask.engine.scores.scores` or of :func:`biasdask.io.results.open_scores`; or the
+        location of a results store (URL, :class:`~biasdask.Location` or fsspec mapper), whose ``scores/<language>`` is opened (``language`` required); or, with
         ``a`` and ``b``, an embedding in any form :func:`biasdask.as_embeddings` accepts, whose
         scores (uniform and zipf) are computed first.
     bins
@@ -89,8 +91,6 @@ def frequency_profile(
         language to open when ``scores`` is a URL.
     a, b
         Attribute words, when ``scores`` is an embedding.
-    storage_options
-        fsspec options when ``scores`` is a URL.
 
     Returns
     -------
@@ -118,13 +118,13 @@ def frequency_profile(
     if a is not None or b is not None:
         if a is None or b is None:
             raise BiasdaskError("frequency_profile: a and b go together (the attribute words of an embedding)")
-        scores = _scores(scores, a, b, storage_options=storage_options)
-    elif isinstance(scores, str):
+        scores = _scores(scores, a, b)
+    elif not isinstance(scores, xr.Dataset):
         if language is None:
             raise BiasdaskError("frequency_profile: give the language of the scores to open from a results store")
         from biasdask.io.results import open_scores
 
-        scores = open_scores(scores, language, storage_options)
+        scores = open_scores(scores, language=language)
     missing = [v for v in ("u", "rank") if v not in scores.variables]
     if missing:
         raise BiasdaskError(f"frequency_profile: the scores have no {', '.join(missing)}")
@@ -184,25 +184,22 @@ def frequency_profile(
 
 
 def frequency_profiles(
-    results: str,
+    results: Locatable,
+    *,
     languages: Sequence[str] | None = None,
     bins: float | ArrayLike | None = None,
     by: Literal["rank", "frequency"] = "rank",
-    *,
-    storage_options: dict | None = None,
 ) -> dict[str, xr.Dataset]:
     """:func:`frequency_profile` of every language of a results store whose per-word scores are complete.
 
     Parameters
     ----------
     results
-        URL of a results store.
+        A results store (URL, :class:`~biasdask.Location` or fsspec mapper).
     languages
         Languages to profile (default: all of the store's languages with complete ``scores/<language>``).
     bins, by
         As in :func:`frequency_profile` (``by="frequency"`` uses each language's own wordfreq list).
-    storage_options
-        fsspec options.
 
     Returns
     -------
@@ -212,10 +209,11 @@ def frequency_profiles(
     """
     from biasdask.io.results import open_results, scores_done
 
+    loc = as_location(results)
     if languages is None:
-        cube = open_results(results, storage_options)
-        languages = [str(x) for x in cube["language"].values if scores_done(results, str(x), storage_options)]
-    return {lang: frequency_profile(results, bins, by, lang, storage_options=storage_options) for lang in languages}
+        cube = open_results(loc)
+        languages = [str(x) for x in cube["language"].values if scores_done(loc.url, str(x), loc.storage_options)]
+    return {lang: frequency_profile(loc, bins=bins, by=by, language=lang) for lang in languages}
 
 
 def profile_for_plot(profile: xr.Dataset, score: str = "u") -> BinProfile:
@@ -256,11 +254,10 @@ def _context_words(exclude_context: bool) -> tuple[tuple[str, ...], tuple[str, .
 
 def context_scores(
     emb: Embeddings,
-    methods: Iterable[str] = ("uniform", "zipf"),
     *,
+    methods: Iterable[str] = ("uniform", "zipf"),
     exclude_context: bool = True,
     max_words: int | None = None,
-    storage_options: dict | None = None,
     association: Association = "cosine",
 ) -> xr.Dataset:
     """Per-word female bias of Valentini et al. 2022 (their eq. 1) over a whole vocabulary: the input of their Figure 1.
@@ -280,8 +277,6 @@ def context_scores(
         Leave the 16 context words out of the targets (their u is NaN), as Valentini et al. 2022's Table 3 does.
     max_words
         Use only the most frequent ``max_words`` words.
-    storage_options
-        fsspec options when ``emb`` is a URL.
     association
         The per-word association (:func:`biasdask.engine.scores.scores`); cosine is Valentini et al. 2022's u.
     """
@@ -290,31 +285,26 @@ def context_scores(
         emb,
         female,
         male,
-        methods,
+        methods=methods,
         max_words=max_words,
         exclude_words=excluded,
-        storage_options=storage_options,
         association=association,
     )
 
 
 def context_test(
     emb: Embeddings,
-    method: Method = "uniform",
-    n_permutations: int = 9999,
     *,
+    method: Method = "uniform",
+    resampling: Resampling | None = None,
     exclude_context: bool = True,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
     max_words: int | None = None,
     client: Client | None = None,
-    batch_size: int | None = None,
     return_null: bool = False,
     progress: bool | None = None,
-    storage_options: dict | None = None,
     association: Association = "cosine",
 ) -> PermutationTestResult:
-    """Seed 003's female/male context words as a named test (label :data:`CONTEXT_TEST`).
+    """Valentini et al. 2022's female/male context words as a named test (label :data:`CONTEXT_TEST`).
 
     The full-vocabulary test (:func:`biasdask.engine.bias_tests.full_vocabulary_test`) with
     A = Valentini et al. 2022's female context words and B = its male ones: X is the vocabulary (without the 16
@@ -329,7 +319,7 @@ def context_test(
         An English embedding Dataset or store URL.
     method
         ``"uniform"``, ``"zipf"`` or ``"frequency"``.
-    n_permutations, alternative, seed, max_words, client, batch_size, return_null, progress, storage_options
+    resampling, max_words, client, return_null, progress
         As in :func:`~biasdask.engine.bias_tests.full_vocabulary_test`.
     exclude_context
         Leave the context words out of X.
@@ -346,16 +336,12 @@ def context_test(
         emb,
         female,
         male,
-        method,
-        n_permutations,
-        alternative=alternative,
-        seed=seed,
+        method=method,
+        resampling=resampling,
         max_words=max_words,
         exclude_words=excluded,
         client=client,
-        batch_size=batch_size,
         return_null=return_null,
         progress=progress,
-        storage_options=storage_options,
         association=association,
     )

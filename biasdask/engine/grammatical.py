@@ -16,10 +16,9 @@ import numpy as np
 import xarray as xr
 from numpy.typing import NDArray
 
-from biasdask.engine.scores import as_dataset
 from biasdask.engine.words import Form, _label, _language, _read, _require, _warn_missing, pair_list, word_list
 from biasdask.errors import MissingWordsError
-from biasdask.io.embeddings import Embeddings
+from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import iat_categories, iat_words, source, xweat_translations
 from biasdask.stats import grammatical as sg
 
@@ -279,7 +278,6 @@ def bad_test(
     attributes: Sequence[tuple[Form, Form]],
     *,
     alternative: str = "two-sided",
-    storage_options: dict | None = None,
 ) -> GenderFormsResult:
     """The BAD test (the BAD study's eq. 4-5) and its paired t-test on the forms a store holds.
 
@@ -294,8 +292,6 @@ def bad_test(
         (masculine, feminine) forms of gender-bearing attribute words (semantic gender terms, names).
     alternative
         Of the t-test: ``"two-sided"`` (the BAD paper's), ``"less"``, ``"greater"``.
-    storage_options
-        fsspec options when ``emb`` is a URL.
 
     Returns
     -------
@@ -313,7 +309,7 @@ def bad_test(
         Fewer than two target pairs or no attribute pair left; names the missing forms.
     """
     targets, attributes = pair_list(targets, "targets"), pair_list(attributes, "attributes")
-    emb = as_dataset(emb, storage_options)
+    emb = as_embeddings(emb)
     vec = _read(emb, [f for p in (*targets, *attributes) for f in p])
     kept_t, dropped_t = _pairs_found("bad_test, targets", targets, vec, emb, 2)
     kept_a, dropped_a = _pairs_found("bad_test, attributes", attributes, vec, emb, 1)
@@ -332,7 +328,6 @@ def mweat_test(
     b: Sequence[Form],
     *,
     alternative: str = "two-sided",
-    storage_options: dict | None = None,
 ) -> GenderFormsResult:
     """MWEAT (Zhou et al. 2019) and the paired t-test of masculine vs feminine forms.
 
@@ -346,8 +341,6 @@ def mweat_test(
         Male and female attribute words (sizes may differ; missing ones are skipped).
     alternative
         Of the t-test.
-    storage_options
-        fsspec options when ``emb`` is a URL.
 
     Returns
     -------
@@ -364,7 +357,7 @@ def mweat_test(
         Fewer than two target pairs, or no word of ``a`` or of ``b``.
     """
     targets, a, b = pair_list(targets, "targets"), word_list(a, "a"), word_list(b, "b")
-    emb = as_dataset(emb, storage_options)
+    emb = as_embeddings(emb)
     vec = _read(emb, [*(f for p in targets for f in p), *a, *b])
     kept_t, dropped = _pairs_found("mweat_test, targets", targets, vec, emb, 2)
     ends = []

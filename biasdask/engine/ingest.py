@@ -62,13 +62,14 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
+from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client, workers_keep_freed_memory
 from biasdask.engine.tasks import Tasks, windowed
 from biasdask.errors import BiasdaskError, InputFormatError, StorageFullError
 from biasdask.io import formats
 from biasdask.io.codecs import EncodingError, VectorEncoding, fitting_encoding
 from biasdask.io.formats import SourceInfo
-from biasdask.io.fs import display_url
+from biasdask.io.fs import Locatable, Location, as_location, display_url
 from biasdask.io.parse import parse_block, row_hashes
 from biasdask.io.store import (
     check_language_code,
@@ -108,13 +109,14 @@ class ChunkResult:
     vector_hashes: np.ndarray | None = None  # row_hashes of the chunk's rows (shared vectors)
 
 
+@keyword_api("ingest(source, dest, language=..., format=..., max_words=...)")
 def ingest(
-    source: str,
-    dest: str,
+    source: Locatable,
+    dest: Locatable,
+    *,
     language: str,
     format: str = "auto",
     max_words: int | None = None,
-    storage_options: dict | None = None,
     client=None,
     chunk_words: int | None = None,
     progress: bool | None = None,
@@ -125,10 +127,10 @@ def ingest(
     Parameters
     ----------
     source
-        Path or fsspec URL (local, ``http(s)://``, ``s3://``, ``gs://``...) of a fastText/word2vec text
+        Path, fsspec URL, :class:`~biasdask.Location` (URL and storage options) or fsspec mapper (local, ``http(s)://``, ``s3://``, ``gs://``...) of a fastText/word2vec text
         (``.vec``), GloVe text or word2vec binary file, optionally gzip-, bz2- or xz-compressed. Read as a stream.
     dest
-        Path or fsspec URL of the store. An existing biasdask store there (complete or not) is replaced
+        Path, fsspec URL, :class:`~biasdask.Location` or fsspec mapper of the store. An existing biasdask store there (complete or not) is replaced
         once the new one is completely written (at a fresh location next to it, ``<dest>.ingest-<id>``,
         then moved); bad input leaves it untouched; anything else there is refused. While the ingest
         runs it holds the lock ``<dest>.lock`` (:class:`biasdask.io.swap.StoreLock`, on local disks
@@ -140,8 +142,6 @@ def ingest(
         ``"auto"``, ``"vec"``, ``"glove"`` or ``"word2vec-binary"``.
     max_words
         Keep only the first ``max_words`` lines (the most frequent words); later lines are not read.
-    storage_options
-        fsspec options for object stores, flat (applied to s3/gs/... URLs) or keyed by protocol.
     client
         A ``distributed.Client`` to parse on; ``False`` to parse in this process; None to use the
         current client, if there is one, for inputs of at least :data:`PARALLEL_MIN_BYTES`, and this
@@ -198,15 +198,17 @@ def ingest(
         raise BiasdaskError(f"max_words must be a positive integer, not {max_words!r}")
     if chunk_words is not None and (int(chunk_words) != chunk_words or chunk_words < 1):
         raise BiasdaskError(f"chunk_words must be a positive integer, not {chunk_words!r}")
-    dest = _normalise(dest)
+    src, dst = as_location(source, "source"), as_location(dest, "dest")
+    storage_options, source_options = dst.storage_options, src.storage_options
+    dest = _normalise(dst.url)
     check_replaceable(dest, storage_options, language=language, overwrite=overwrite)
-    info = formats.sniff_source(_normalise(source), format, storage_options)
+    info = formats.sniff_source(_normalise(src.url), format, source_options)
     cw = int(chunk_words or ingest_chunk_words(info.dim, _planned_words(info, max_words)))
     mode = _choose_mode(info, dest, client)
     lock = acquire_lock(dest, storage_options)
     try:
         remove_leftovers(dest, storage_options)
-        encoding = _first_encoding(info, storage_options)
+        encoding = _first_encoding(info, source_options)
         while True:
             # the new store is written next to DEST and swapped in once complete: DEST is untouched until then
             fresh = fresh_location(dest)
@@ -222,7 +224,7 @@ def ingest(
                     n_words=_planned_words(info, max_words) or 0,
                     vector_encoding=encoding,
                 )
-                job = _Job(info, fresh, storage_options, cw, max_words, progress)
+                job = _Job(info, fresh, storage_options, source_options, cw, max_words, progress)
                 if mode == "sequential" and info.splittable and _protocol(info.url) in ("file", "local"):
                     job.run_ranges(None)  # a local file: parsed in place from its memory map
                 elif mode == "sequential":
@@ -254,7 +256,7 @@ def ingest(
     finally:
         with contextlib.suppress(Exception):
             lock.release()
-    return open_embeddings(dest, storage_options)
+    return open_embeddings(Location(dest, storage_options))
 
 
 def _normalise(url: str) -> str:
@@ -284,14 +286,14 @@ def _choose_mode(info: SourceInfo, dest: str, client) -> str:
 ENCODING_SAMPLE_WORDS = 1000
 
 
-def _first_encoding(info: SourceInfo, storage_options: dict | None) -> VectorEncoding:
+def _first_encoding(info: SourceInfo, source_options: dict | None) -> VectorEncoding:
     """The narrowest encoding (scaled integers, or float32) that holds the first words of a text file
     losslessly; float32 for word2vec binary. A later block that needs a wider one makes :func:`ingest`
     start over with it (a second read, for the rare file whose precision or range changes deep inside)."""
     if info.format == "word2vec-binary":
         return "float32"
     try:
-        block = formats.head_block(info, ENCODING_SAMPLE_WORDS, storage_options)
+        block = formats.head_block(info, ENCODING_SAMPLE_WORDS, source_options)
         if block is None:
             return "float32"
         vectors = parse_block(block.data, block.n, info, 0).vectors
@@ -325,6 +327,7 @@ def _ingest_block(
 def _ingest_range(
     dest: str,
     storage_options: dict | None,
+    source_options: dict | None,
     info: SourceInfo,
     start: int,
     end: int,
@@ -334,7 +337,7 @@ def _ingest_range(
     chunk_words: int,
 ) -> ChunkResult:
     """Read bytes ``[start, end)``, skip ``skip`` lines, parse ``n`` lines and write chunk ``index``."""
-    data = formats.view_range(info.url, storage_options, start, end)
+    data = formats.view_range(info.url, source_options, start, end)
     return _parse_and_write(
         dest, storage_options, info, data, formats.skip_lines(data, skip), index, n, chunk_words, start
     )
@@ -415,10 +418,13 @@ def _window(tasks: Tasks) -> int:
 class _Job:
     """One ingest: feeds blocks to the chosen executor and gathers the chunk summaries."""
 
-    def __init__(self, info: SourceInfo, dest: str, storage_options, chunk_words: int, max_words, progress: bool):
+    def __init__(
+        self, info: SourceInfo, dest: str, storage_options, source_options, chunk_words: int, max_words, progress: bool
+    ):
         self.info = info
         self.dest = dest
-        self.storage_options = storage_options
+        self.storage_options = storage_options  # of the destination
+        self.source_options = source_options
         self.chunk_words = chunk_words
         self.max_words = max_words
         self.progress = progress
@@ -430,7 +436,7 @@ class _Job:
 
     def _blocks(self, bar: tqdm) -> Iterator[formats.Block]:
         for block in formats.iter_blocks(
-            self.info, self.chunk_words, self.max_words, self.storage_options, on_progress=bar.update
+            self.info, self.chunk_words, self.max_words, self.source_options, on_progress=bar.update
         ):
             if block.first + block.n > self.rows:  # no header: grow the arrays to cover the block
                 self.rows = block.first + block.n
@@ -495,7 +501,7 @@ class _Job:
                 yield (
                     g,
                     formats.count_newlines,
-                    (info.url, self.storage_options, starts[group].tolist(), ends[group].tolist()),
+                    (info.url, self.source_options, starts[group].tolist(), ends[group].tolist()),
                 )
 
         def counted(g: int, result: np.ndarray) -> None:
@@ -511,7 +517,7 @@ class _Job:
         block_counts = np.concatenate([counts[g] for g in range(next_group)])
         n_lines = int(block_counts.sum())
         if next_group == len(groups) and end > body:
-            if formats.read_range(info.url, self.storage_options, end - 1, end) != b"\n":
+            if formats.read_range(info.url, self.source_options, end - 1, end) != b"\n":
                 n_lines += 1  # a last line without a newline
         if info.n_words is not None:
             target = self.planned
@@ -532,7 +538,18 @@ class _Job:
                 yield (
                     k,
                     _ingest_range,
-                    (self.dest, self.storage_options, info, start, stop, skip, k, n, self.chunk_words),
+                    (
+                        self.dest,
+                        self.storage_options,
+                        self.source_options,
+                        info,
+                        start,
+                        stop,
+                        skip,
+                        k,
+                        n,
+                        self.chunk_words,
+                    ),
                 )
 
         def parsed(k: int, result: ChunkResult) -> None:
@@ -542,7 +559,7 @@ class _Job:
         with _bar(self.progress, end - body, f"ingest {info.format}") as bar, workers_keep_freed_memory(client):
             windowed(tasks, parse_jobs(), _window(tasks), parsed)
         if target == info.n_words:  # all the header's words were read: nothing else may follow
-            formats.check_only_whitespace_after(info, self.storage_options, self.results[len(plan) - 1].end)
+            formats.check_only_whitespace_after(info, self.source_options, self.results[len(plan) - 1].end)
 
     # finishing ----------------------------------------------------------------------------------
 

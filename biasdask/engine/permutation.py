@@ -12,27 +12,24 @@ client, else Dask's default (threads). The p-value is computed from the whole nu
 Permutation i depends only on (seed, i), so the result is bit-identical whatever the scheduler, the
 number of workers, the batch size, or tasks re-run after a worker is lost.
 
-:func:`permutation_tests` does the same for several weightings of the same items on common splits
-(one pass of the kernel per split evaluates them all). Its pieces (:func:`prepare_pools`,
+:func:`permutation_test` of a 2-D ``x`` does the same for several weightings of the same items on
+common splits (one pass of the kernel per split evaluates them all). Its pieces (:func:`prepare_pools`,
 :func:`batch_plan`, :func:`pools_batch`, :func:`finish_pools`) are plain functions, which a study run
 (:mod:`biasdask.engine.run`) submits as the tasks of its stream.
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
 import dask
 import numpy as np
 from distributed import Client
 from numpy.typing import ArrayLike
 
+from biasdask._calls import keyword_api
 from biasdask._dask_config import seconds
 from biasdask.engine.cluster import compute, n_slots
-from biasdask.errors import BiasdaskError
 from biasdask.stats.permutation import (
     PermutationTestResult,
-    PreparedTest,
     PreparedTests,
     exact_null,
     finish_test,
@@ -41,11 +38,11 @@ from biasdask.stats.permutation import (
     resolve_seed,
     shared_split_groups,
 )
+from biasdask.stats.resampling import Alternative, Resampling
+from biasdask.stats.resampling import resampling as resampling_options
 
-__all__ = ["batch_plan", "default_batch_size", "permutation_test", "permutation_tests"]
+__all__ = ["batch_plan", "default_batch_size", "permutation_test"]
 
-#: The choices of ``alternative``.
-Alternative = Literal["auto", "greater", "less", "two-sided"]
 
 # Per-permutation cost of the kernel on one core: a fixed part (seeding, subset draw) plus a pass
 # over the pool, per weighting evaluated on the split (benchmarks/permutation.py: 0.14 ns per pooled
@@ -74,50 +71,47 @@ def default_batch_size(n_values: int, n_permutations: int, n_slots: int) -> int:
     return max(1, min(by_time, by_spread, n_permutations))
 
 
+@keyword_api("permutation_test(x, y, resampling=Resampling(...))")
 def permutation_test(
     x: ArrayLike,
     y: ArrayLike | int,
-    n_permutations: int = 9999,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
+    *,
+    resampling: Resampling | None = None,
     client: Client | None = None,
-    batch_size: int | None = None,
     return_null: bool = False,
     effect_x: ArrayLike | int | None = None,
     effect_y: ArrayLike | int | None = None,
     progress: bool | None = None,
-) -> PermutationTestResult:
+) -> PermutationTestResult | list[PermutationTestResult]:
     """Permutation test of s = Σx - Σy with batches of permutations as Dask tasks.
 
     Parameters
     ----------
     x
-        Scores t of X, 1-D (kept as float32, the precision of stored scores).
+        Scores t of X, 1-D (kept as float32, the precision of stored scores); or 2-D, one row per
+        weighting of the same items, all tested on common splits (one pass of the kernel per split
+        evaluates every row; rows zero at different items get their own pass). Row w's result is bit
+        for bit the 1-D test of ``x[w]`` with the same seed.
     y
-        Scores of Y, or an ``int`` n meaning n dummy items scoring 0 (the dummy language of the full-vocabulary test).
-    n_permutations
-        Splits to sample uniformly without replacement. When ``C(|X|+|Y|, |X|)`` is at most this, every
-        split is enumerated instead and the p-value is exact (``exact=True``).
-    alternative
-        ``"two-sided"`` (default: ``|s_i - E s_i|`` against ``|s - E s_i|``), ``"greater"``, ``"less"``, or
-        ``"auto"`` (``"greater"`` if s > 0, ``"less"`` if s < 0, ``"two-sided"`` if s = 0: the full-vocabulary test's
-        rule, whose type-I rate is about 2α since the tail is chosen after seeing s).
-    seed
-        Non-negative integer; permutation i draws from ``SeedSequence(seed, spawn_key=(i,))``.
-        ``None`` (the default) draws fresh entropy, recorded in the result's ``seed``: pass it back to
-        reproduce the result bit for bit.
+        Scores of Y (with as many rows as ``x``), or an ``int`` n meaning n dummy items scoring 0 (the
+        dummy language of the full-vocabulary test).
+    resampling
+        :class:`~biasdask.Resampling`: ``n_permutations`` splits sampled uniformly without replacement
+        (every split enumerated when ``C(|X|+|Y|, |X|)`` is at most that, ``exact=True``), the
+        ``alternative`` (``"two-sided"``: ``|s_i - E s_i|`` against ``|s - E s_i|``; ``"auto"`` is the
+        full-vocabulary test's rule, whose type-I rate is about 2α), the ``seed`` (permutation i draws
+        from ``SeedSequence(seed, spawn_key=(i,))``) and ``batch_size`` (permutations per task; default
+        about ``biasdask.batch-duration`` of work and at least two tasks per worker thread; without it a
+        test of less than ``biasdask.in-process-threshold`` of estimated work runs in this thread).
+        Default ``Resampling()``.
     client
         Dask client to run on; default the current ``distributed`` client, else Dask's default
         scheduler (threads). No cluster is started here.
-    batch_size
-        Permutations per task; default about ``biasdask.batch-duration`` (1 s) of work and at least
-        two tasks per worker thread. Without it, a test of less than ``biasdask.in-process-threshold``
-        (0.2 s) of estimated work runs in this thread.
     return_null
         Keep the null distribution (float64) in the result.
     effect_x, effect_y
         Unweighted scores u for the effect size when x, y are weighted scores t (default x and y;
-        an ``int`` means that many zeros).
+        an ``int`` means that many zeros; shared by every row).
     progress
         Show a progress bar of finished batches (default: only when stderr is a terminal).
 
@@ -126,13 +120,12 @@ def permutation_test(
     PermutationTestResult
         ``statistic``, ``pvalue``, ``effect_size`` (ddof = 1), ``z_score``, ``p_value_normal``,
         ``null_mean``, ``null_std``, ``n_permutations``, ``exact``, ``alternative`` (resolved),
-        ``n_x``, ``n_y``, ``seed``, ``null_distribution``.
+        ``n_x``, ``n_y``, ``seed``, ``null_distribution``; a list of them, one per row, for a 2-D ``x``.
 
     Raises
     ------
-    BiasdaskError
-        (a ``ValueError``) Empty groups, non-finite scores, or a bad ``alternative``, ``seed``,
-        ``n_permutations`` or ``batch_size``.
+    ValueError
+        Empty groups, non-finite scores, or more permutations than biasdask allows.
 
     Examples
     --------
@@ -140,7 +133,7 @@ def permutation_test(
     >>> import biasdask
     >>> rng = np.random.default_rng(0)
     >>> x, y = rng.normal(1.0, 1, 30), rng.normal(0.0, 1, 30)
-    >>> res = biasdask.permutation_test(x, y, n_permutations=9999, seed=1)
+    >>> res = biasdask.permutation_test(x, y, resampling=biasdask.Resampling(n_permutations=9999, seed=1))
     >>> round(res.statistic, 2), round(res.pvalue, 2), round(res.effect_size, 2)
     (18.07, 0.01, 0.65)
 
@@ -149,36 +142,34 @@ def permutation_test(
 
     Against a dummy language of zeros (an integer ``y`` is its size):
 
-    >>> res = biasdask.permutation_test(x, 30, n_permutations=999, alternative="greater", seed=1)
+    >>> res = biasdask.permutation_test(x, 30, resampling=biasdask.Resampling(n_permutations=999, alternative="greater", seed=1))
     >>> bool(res.pvalue < 0.01)
     True
     """
-    if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
-        raise BiasdaskError(f"batch_size must be a positive integer, got {batch_size!r}")
-    prep = prepare_test(x, y, n_permutations, alternative, seed, effect_x, effect_y)
-    if prep.exact:
-        null, weights = exact_null(prep)
-        return finish_test(prep, null, weights, return_null)
-    work = prep.n_permutations * (_SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * prep.n_values)
-    if batch_size is None and work < seconds("in-process-threshold"):
-        return finish_test(prep, null_batch(prep, 0, prep.n_permutations), None, return_null)
-    null = _sampled_null(client, prep, batch_size, progress)
-    return finish_test(prep, null, None, return_null)
-
-
-def _sampled_null(
-    client: Client | None, prep: PreparedTest, batch_size: int | None, progress: bool | None
-) -> np.ndarray:
-    """The sampled null statistics in permutation order, one Dask task per batch."""
-    m = prep.n_permutations
-    if batch_size is None:
-        batch_size = default_batch_size(prep.n_values, m, n_slots(client))
-    # One key for the prepared pool, shared by every batch (sent once to each worker that needs it);
-    # pure=True names it by content, so a re-run reuses nothing but identical data.
-    pool = dask.delayed(prep, pure=True, traverse=False)
-    batch = dask.delayed(null_batch, pure=True)
-    parts = [batch(pool, start, min(m, start + batch_size)) for start in range(0, m, batch_size)]
-    return np.concatenate(compute(*parts, client=client, progress=progress, desc="permutations"))
+    options = resampling_options(resampling)
+    xs = np.asarray(x)
+    one = xs.ndim == 1
+    ys = y if isinstance(y, (int, np.integer)) else np.asarray(y)
+    if one:
+        xs = xs[None]
+        ys = ys if isinstance(ys, (int, np.integer)) else ys[None]
+    pools = prepare_pools(xs, ys, options.n_permutations, options.alternative, options.seed, effect_x, effect_y)
+    work, _, m, exact = pools_summary(pools)
+    if exact:
+        results = finish_pools(pools, return_null=return_null)
+    elif options.batch_size is None and m * (_SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * work) < seconds(
+        "in-process-threshold"
+    ):
+        results = finish_pools(pools, pools_batch(pools, 0, m), return_null=return_null)
+    else:
+        # One key for the prepared pools, shared by every batch (sent once to each worker that needs
+        # it); pure=True names it by content, so a re-run reuses nothing but identical data.
+        shared = dask.delayed(pools, pure=True, traverse=False)
+        batch = dask.delayed(pools_batch, pure=True)
+        parts = [batch(shared, a, b) for a, b in batch_plan(work, m, options.batch_size, n_slots(client))]
+        nulls = compute(*parts, client=client, progress=progress, desc="permutations")
+        results = finish_pools(pools, *nulls, return_null=return_null)
+    return results[0] if one else results
 
 
 # ----------------------------------------------------------------------------------------------
@@ -272,56 +263,3 @@ def finish_pools(
             null = group_nulls[w] if prep.exact else nulls[row]
             results[row] = finish_test(prep.tests[w], null, weights, return_null)
     return results
-
-
-def permutation_tests(
-    x: ArrayLike,
-    y: ArrayLike | int,
-    n_permutations: int = 9999,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
-    client: Client | None = None,
-    batch_size: int | None = None,
-    return_null: bool = False,
-    effect_x: ArrayLike | int | None = None,
-    effect_y: ArrayLike | int | None = None,
-    progress: bool | None = None,
-) -> list[PermutationTestResult]:
-    """:func:`permutation_test` of several weightings of the same items (rows of ``x``) on common splits.
-
-    One seed for all rows; each split is drawn once and every row is evaluated on it in one pass over
-    the pool (rows zero at different items get their own pass). Result w is bit-identical to
-    ``permutation_test(x[w], y or y[w], seed=seed, ...)``: the rows' p-values are ordinary permutation
-    p-values, correlated through the common splits.
-
-    Parameters
-    ----------
-    x
-        Scores of X, shape (k, |X|).
-    y
-        Scores of Y, shape (k, |Y|), or an ``int`` n of dummy zero items.
-    n_permutations, alternative, seed, client, batch_size, return_null, effect_x, effect_y, progress
-        As in :func:`permutation_test` (``effect_x``, ``effect_y`` shared by all rows).
-
-    Returns
-    -------
-    list of PermutationTestResult
-        One per row.
-    """
-    if batch_size is not None and (not isinstance(batch_size, (int, np.integer)) or batch_size < 1):
-        raise BiasdaskError(f"batch_size must be a positive integer, got {batch_size!r}")
-    xs = np.asarray(x)
-    ys = y if isinstance(y, (int, np.integer)) else np.asarray(y)
-    pools = prepare_pools(xs, ys, n_permutations, alternative, seed, effect_x, effect_y)
-    work, _, m, exact = pools_summary(pools)
-    if exact:
-        return finish_pools(pools, return_null=return_null)
-    if batch_size is None and m * (_SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * work) < seconds(
-        "in-process-threshold"
-    ):
-        return finish_pools(pools, pools_batch(pools, 0, m), return_null=return_null)
-    shared = dask.delayed(pools, pure=True, traverse=False)
-    batch = dask.delayed(pools_batch, pure=True)
-    parts = [batch(shared, a, b) for a, b in batch_plan(work, m, batch_size, n_slots(client))]
-    nulls = compute(*parts, client=client, progress=progress, desc="permutations")
-    return finish_pools(pools, *nulls, return_null=return_null)

@@ -15,10 +15,10 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
+from biasdask._calls import keyword_api
 from biasdask.engine.cluster import compute
 from biasdask.engine.permutation import permutation_test
 from biasdask.engine.scores import (
-    as_dataset,
     as_terms,
     attribute_set,
     excluded_targets,
@@ -28,45 +28,47 @@ from biasdask.engine.scores import (
 )
 from biasdask.engine.words import word_list
 from biasdask.errors import MissingWordsError
+from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import AttributeTerm
 from biasdask.stats.permutation import resolve_seed
+from biasdask.stats.resampling import Resampling
+from biasdask.stats.resampling import resampling as resampling_options
 
 __all__ = ["attribute_sensitivity"]
 
 
+@keyword_api("attribute_sensitivity(emb, a, b, method=..., resampling=Resampling(...))")
 def attribute_sensitivity(
-    emb: xr.Dataset | str,
+    emb: Embeddings,
     a: Sequence[str | AttributeTerm],
     b: Sequence[str | AttributeTerm],
-    method: str = "uniform",
-    n_permutations: int = 9999,
     *,
-    alternative: str = "two-sided",
-    seed: int | None = None,
+    method: str = "uniform",
+    resampling: Resampling | None = None,
     max_words: int | None = None,
     exclude_attributes: bool = False,
     exclude_words: str | Sequence[str] = (),
     dedupe_vectors: bool = False,
     client: Client | None = None,
     progress: bool = True,
-    storage_options: dict | None = None,
 ) -> xr.Dataset:
     """The full-vocabulary test re-run leaving out each attribute word in turn.
 
     Parameters
     ----------
     emb
-        Embedding Dataset or store URL.
+        An embedding in any form :func:`biasdask.as_embeddings` accepts (a store's URL,
+        :class:`~biasdask.Location` or fsspec mapper; a Dataset, DataArray or ``KeyedVectors``).
     a, b
         Attribute words (or :class:`~biasdask.lexicon.AttributeTerm`, e.g. from
         :func:`biasdask.lexicon.iat_attribute_terms`). Words absent from the vocabulary or stored as
         zero vectors are not tested (they would change nothing).
     method
         ``"uniform"``, ``"zipf"`` or ``"frequency"``.
-    n_permutations, alternative, seed
-        As for :func:`biasdask.full_vocabulary_test`; every row uses the same seed. ``None`` (the
-        default) draws a fresh seed, recorded in the result's ``seed`` attr: pass it back to reproduce
-        the result bit for bit.
+    resampling
+        As for :func:`biasdask.full_vocabulary_test` (its ``placebo`` is not used); every row uses the
+        same seed. A seed of ``None`` (the default) draws a fresh seed, recorded in the result's ``seed``
+        attr: pass it back to reproduce the result bit for bit.
     max_words, exclude_attributes, exclude_words, dedupe_vectors
         As for :func:`biasdask.scores`. With ``exclude_attributes`` a left-out word is still excluded
         from the targets, so the targets are the same in every row.
@@ -75,8 +77,6 @@ def attribute_sensitivity(
         (threads). No cluster is started.
     progress
         Show progress bars.
-    storage_options
-        fsspec options for a store URL.
 
     Returns
     -------
@@ -94,15 +94,16 @@ def attribute_sensitivity(
     >>> words = ["male", "female", "he", "she", "man", "woman", *(f"w{i}" for i in range(1000))]
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
     >>> sens = biasdask.attribute_sensitivity(emb, ["he", "man", "male"], ["she", "woman", "female"],
-    ...                                       n_permutations=99, seed=1)
+    ...                                       resampling=biasdask.Resampling(n_permutations=99, seed=1))
     >>> sens.sizes["left_out"], list(sens.data_vars)[:4]
     (7, ['statistic', 'effect_size', 'z_score', 'p_value'])
 
     With the IAT's terms of a language, ``a, b = biasdask.lexicon.iat_attribute_terms("cc", "fr")``, and
     ``biasdask.plot.plot_attribute_sensitivity(sens)`` draws the rows.
     """
+    options = resampling_options(resampling)
     terms_a, terms_b = as_terms(word_list(a, "a")), as_terms(word_list(b, "b"))
-    emb = as_dataset(emb, storage_options)
+    emb = as_embeddings(emb)
     used_a, used_b = attribute_set(emb, terms_a, "A").used, attribute_set(emb, terms_b, "B").used
     # The same targets in every row: with exclude_attributes all the attribute words are excluded, and
     # the words sharing an earlier word's vector are found once (one hashing pass, not one per row).
@@ -120,7 +121,8 @@ def attribute_sensitivity(
             graphs.append(scores(emb, va, vb, **opts))
         except MissingWordsError:  # the left-out word was its set's only usable word
             graphs.append(None)
-    seed = resolve_seed(seed)
+    seed = resolve_seed(options.seed)
+    options = options.replace(seed=seed)
     n = len(variants)
     out = {k: np.full(n, math.nan) for k in ("statistic", "effect_size", "z_score", "p_value")}
     n_a, n_b = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
@@ -132,9 +134,7 @@ def attribute_sensitivity(
         res = permutation_test(
             t[keep],
             int(keep.sum()),
-            n_permutations=n_permutations,
-            alternative=alternative,
-            seed=seed,
+            resampling=options,
             client=client,
             effect_x=u[keep],
             progress=progress,
@@ -149,8 +149,8 @@ def attribute_sensitivity(
     ds.attrs.update(
         language=str(emb.attrs.get("language", "")),
         method=method,
-        alternative=alternative,
+        alternative=options.alternative,
         seed=seed,
-        n_permutations=int(n_permutations),
+        n_permutations=options.n_permutations,
     )
     return ds

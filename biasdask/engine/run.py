@@ -63,7 +63,6 @@ from biasdask.engine.plan import (
 )
 from biasdask.engine.scores import (
     _attribute_vectors,
-    as_dataset,
     as_terms,
     attributes_graph,
     excluded_targets,
@@ -83,11 +82,13 @@ from biasdask.errors import (
     PlaceboUnavailableError,
 )
 from biasdask.io import results as rs
-from biasdask.io.fs import display_url, location_key
+from biasdask.io.embeddings import as_embeddings
+from biasdask.io.fs import Location, display_url, location_key
 from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
 from biasdask.lexicon import AttributeTerm, context_words
 from biasdask.progress import progress_bar
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
+from biasdask.stats.resampling import Resampling
 
 log = logging.getLogger(__name__)
 
@@ -214,12 +215,12 @@ def run(
         rs.replace_results(fresh, final, storage_options=options)
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
-    return rs.open_results(final, storage_options=options)
+    return rs.open_results(Location(final, options))
 
 
 def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
     """The cube's p-values corrected over their families (:mod:`biasdask.engine.inference`), written whole."""
-    cube = rs.open_results(cfg.output, storage_options=options)
+    cube = rs.open_results(Location(cfg.output, options))
     for variable in ("p_value", "p_value_placebo"):
         adjusted = adjusted_pvalues(cube, variable, correction=cfg.correction)
         rs.write_cube_variable(
@@ -315,15 +316,15 @@ def _check_language(lang, options: dict) -> xr.Dataset | None:
     if isinstance(lang.store, (str, os.PathLike)):
         check_embeddings(os.fspath(lang.store), storage_options=options, language=lang.code)
         return None
-    return as_dataset(lang.store, storage_options=options)
+    return as_embeddings(lang.store)
 
 
 def _open_language(lang, options: dict) -> xr.Dataset:
     """A study language's embedding: a store URL opened and verified (of this language), or an
     in-memory form (see :func:`biasdask.as_embeddings`)."""
     if isinstance(lang.store, (str, os.PathLike)):
-        return open_embeddings(os.fspath(lang.store), storage_options=options, language=lang.code)
-    return as_dataset(lang.store, storage_options=options)
+        return open_embeddings(Location(os.fspath(lang.store), options), language=lang.code)
+    return as_embeddings(lang.store)
 
 
 #: the most worker processes a local cluster may be asked for
@@ -560,7 +561,7 @@ def _classic_cell(
 
     source = options.pop("source", None)
     if source is not None:  # a placebo needs the whole vocabulary: the test reads its rows there too
-        rows = open_embeddings(source[1], storage_options=source[2]) if isinstance(source, tuple) else source
+        rows = open_embeddings(Location(source[1], source[2])) if isinstance(source, tuple) else source
     placebo_note = ""
     try:
         with dask.config.set(scheduler="synchronous"):
@@ -568,7 +569,7 @@ def _classic_cell(
                 res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
             except PlaceboUnavailableError as err:  # a vocabulary of little more than the test's words
                 placebo_note = f"no placebo: {str(err).removeprefix('placebo: ')}"
-                options = {**options, "placebo": None}
+                options = {**options, "resampling": options["resampling"].replace(placebo=None)}
                 res = run_cell(test, rows, language=code, set_metric_words=set_metric_words, client=None, **options)
         values, null = cell_values(res), res.null_distribution
         if res.n_permutations == 0:  # a set metric without a null (MAC): say why p is empty
@@ -750,12 +751,9 @@ class _Stream:
             )
             self._count(lang.code)
         options = dict(
-            n_permutations=cfg.n_permutations,
             similarity=cfg.similarity,
             min_coverage=cfg.min_coverage,
             model=cfg.iat_model,
-            alternative=cfg.alternative,
-            batch_size=cfg.batch_size,
             return_null=cfg.save_null,
             ci_level=cfg.ci_level,
         )
@@ -763,11 +761,18 @@ class _Stream:
         if plan.classic:
             rows = self.tasks.load(_cell_rows(emb, plan.classic, lang.code, cfg, lang.set_metric_words), priority=rank)
         for test, methods in plan.classic.items():
-            seed = cell_seed(cfg.seed, lang.code, "uniform", test)
+            resampling = Resampling(
+                n_permutations=cfg.n_permutations,
+                alternative=cfg.alternative,
+                seed=cell_seed(cfg.seed, lang.code, "uniform", test),
+                batch_size=cfg.batch_size,
+                placebo=cfg.placebo or None,
+                placebo_exclude=cfg.placebo_exclude,
+            )
             word_sets = cell_word_sets(test, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words)
-            extra = {}
+            extra = {"resampling": resampling}
             if cfg.placebo:  # placebo words come from the whole vocabulary
-                extra = {"placebo": cfg.placebo, "placebo_exclude": cfg.placebo_exclude, "source": _vector_source(emb)}
+                extra["source"] = _vector_source(emb)
             self.tasks.submit(
                 _classic_cell,
                 rows,
@@ -775,7 +780,7 @@ class _Stream:
                 lang.code,
                 lang.set_metric_words,
                 word_sets,
-                {**options, "seed": seed, **extra},
+                {**options, **extra},
                 tag=_ClassicDone(lang.code, test, tuple(methods)),
                 priority=rank,
             )

@@ -20,6 +20,7 @@ import xarray as xr
 from dask.delayed import Delayed
 from distributed import Client
 
+from biasdask._calls import keyword_api
 from biasdask.engine.words import word_list
 from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
 from biasdask.io.codecs import decode_scaled
@@ -32,11 +33,6 @@ from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 
 #: The weightings of t.
 Method = Literal["uniform", "zipf", "frequency"]
-
-
-def as_dataset(emb: Embeddings, storage_options: dict | None = None) -> xr.Dataset:
-    """An embedding in any form :func:`biasdask.as_embeddings` accepts, as a Dataset in the store layout."""
-    return as_embeddings(emb, storage_options=storage_options)
 
 
 def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
@@ -439,18 +435,18 @@ def first_of_each_vector(hashes: np.ndarray) -> np.ndarray:
     return keep
 
 
+@keyword_api("scores(emb, a, b, methods=..., ...)")
 def scores(
     emb: Embeddings,
     a: Sequence[str | AttributeTerm],
     b: Sequence[str | AttributeTerm],
-    methods: Iterable[Method] = ("uniform", "zipf"),
     *,
+    methods: Iterable[Method] = ("uniform", "zipf"),
     max_words: int | None = None,
     exclude_attributes: bool = False,
     exclude_words: str | Iterable[str] = (),
     dedupe_vectors: bool = False,
     frequency_language: str | None = None,
-    storage_options: dict | None = None,
     association: Association = "cosine",
 ) -> xr.Dataset:
     """Per-word association u and weighted scores t of a stored embedding (lazy, dask-backed).
@@ -458,8 +454,9 @@ def scores(
     Parameters
     ----------
     emb
-        A store URL, a Dataset from :func:`biasdask.open_embeddings`, a DataArray (word, dim) or a
-        gensim ``KeyedVectors`` (see :func:`biasdask.as_embeddings`).
+        A store (URL, :class:`~biasdask.Location` or fsspec mapper), a Dataset from
+        :func:`biasdask.open_embeddings`, a DataArray (word, dim) or a gensim ``KeyedVectors`` (see
+        :func:`biasdask.as_embeddings`).
     a, b
         Attribute words (e.g. the translations of *male* and *female*), or :class:`AttributeTerm`
         (a word given by its translations, e.g. the IAT's). They are looked up in the whole vocabulary,
@@ -482,8 +479,6 @@ def scores(
         store's ``n_duplicate_vectors`` is 0).
     frequency_language
         wordfreq language code for ``"frequency"`` (default: the store's ``language`` attribute).
-    storage_options
-        fsspec options when ``emb`` is a URL.
     association
         The per-word association u (:mod:`biasdask.stats.association`; > 0 always means closer to A):
         ``"cosine"`` (the full-vocabulary test: mean cos with A - mean cos with B), ``"euclidean"`` (relative norm
@@ -522,13 +517,12 @@ def scores(
         emb,
         a,
         b,
-        methods,
+        methods=methods,
         max_words=max_words,
         exclude_attributes=exclude_attributes,
         exclude_words=exclude_words,
         dedupe_vectors=dedupe_vectors,
         frequency_language=frequency_language,
-        storage_options=storage_options,
         association=association,
     )
     (found,) = dask.compute(meta, scheduler="sync")
@@ -540,14 +534,13 @@ def scores_graph(
     emb: Embeddings,
     a: Sequence[str | AttributeTerm],
     b: Sequence[str | AttributeTerm],
-    methods: Iterable[Method] = ("uniform", "zipf"),
     *,
+    methods: Iterable[Method] = ("uniform", "zipf"),
     max_words: int | None = None,
     exclude_attributes: bool = False,
     exclude_words: str | Iterable[str] = (),
     dedupe_vectors: bool = False,
     frequency_language: str | None = None,
-    storage_options: dict | None = None,
     association: Association = "cosine",
     attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
     moments: bool = False,
@@ -575,7 +568,7 @@ def scores_graph(
         ``u`` and ``t``'s); with ``moments``, one ``dask.delayed`` :class:`LinearMoments` (or sample) per chunk (to
         be merged in chunk order, :func:`biasdask.stats.placebo.merge_moments`), else None.
     """
-    emb = as_dataset(emb, storage_options)
+    emb = as_embeddings(emb)
     a, b = word_list(a, "a"), word_list(b, "b")
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
@@ -712,8 +705,8 @@ def scores_and_moments(
     emb: Embeddings,
     a: Sequence[str | AttributeTerm],
     b: Sequence[str | AttributeTerm],
-    methods: Iterable[Method] = ("uniform", "zipf"),
     *,
+    methods: Iterable[Method] = ("uniform", "zipf"),
     client: Client | None = None,
     **options: Any,
 ) -> tuple[xr.Dataset, LinearMoments | VocabularySample]:
@@ -730,14 +723,14 @@ def scores_and_moments(
     >>> import biasdask
     >>> words = ["he", "she", *(f"w{i}" for i in range(500))]
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((502, 8)), words, language="en")
-    >>> sc, moments = scores_and_moments(emb, ["he"], ["she"], ["uniform"])
+    >>> sc, moments = scores_and_moments(emb, ["he"], ["she"], methods=["uniform"])
     >>> moments.n, int(np.isfinite(sc["u"].values).sum())
     (502, 502)
     """
     from biasdask.engine.cluster import compute
     from biasdask.stats.placebo import merge_moments
 
-    out, ut, meta, parts = scores_graph(emb, a, b, methods, moments=True, **options)
+    out, ut, meta, parts = scores_graph(emb, a, b, methods=methods, moments=True, **options)
     # the blocks as delayed objects: an array's graph optimisation would fuse the scores tasks into the
     # tasks taking their rows apart, and the moments would then need a second read
     blocks = ut.to_delayed(optimize_graph=False).ravel().tolist()

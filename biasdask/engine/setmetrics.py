@@ -29,16 +29,33 @@ import dask
 import numpy as np
 from distributed import Client
 
+from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client, compute, n_slots
-from biasdask.engine.permutation import Alternative
-from biasdask.engine.scores import as_dataset, read_rows
-from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, _check_coverage, _coverage, iat_coverage
-from biasdask.engine.words import _language, word_list
+from biasdask.engine.scores import read_rows
+from biasdask.engine.weat import (
+    DEFAULT_MIN_COVERAGE,
+    ClassicTestResult,
+    _check_coverage,
+    _coverage,
+    iat_coverage,
+    word_sets,
+)
+from biasdask.engine.words import _language
 from biasdask.errors import BiasdaskError
-from biasdask.io.embeddings import Embeddings
-from biasdask.lexicon import available_tests, iat_categories, iat_languages, iat_words, weat_test, xweat_test
+from biasdask.io.embeddings import Embeddings, as_embeddings
+from biasdask.lexicon import (
+    WordSets,
+    available_tests,
+    iat_categories,
+    iat_languages,
+    iat_words,
+    weat_test,
+    xweat_test,
+)
 from biasdask.stats import setmetrics as sm
-from biasdask.stats.permutation import ALTERNATIVES, normal_pvalue, permutation_pvalue
+from biasdask.stats.permutation import normal_pvalue, permutation_pvalue, resolve_seed
+from biasdask.stats.resampling import Resampling
+from biasdask.stats.resampling import resampling as resampling_options
 from biasdask.stats.weat import _word_vectors
 
 __all__ = ["SET_METRICS", "run_set_cell", "set_metric_sets", "set_metric_test"]
@@ -67,17 +84,7 @@ _CONVENTIONS = {
 }
 
 
-def _seed(seed: int | None) -> int:
-    if seed is None:
-        return int(np.random.SeedSequence().entropy)
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise BiasdaskError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
-
 def _resolve(alternative: str, statistic: float, centre: float) -> str:
-    if alternative not in ALTERNATIVES:
-        raise BiasdaskError(f"alternative must be one of {', '.join(ALTERNATIVES)}; got {alternative!r}")
     if alternative != "auto":
         return alternative
     return "greater" if statistic > centre else "less" if statistic < centre else "two-sided"
@@ -89,7 +96,8 @@ def _value(metric: str, m: dict[str, np.ndarray]) -> float:
     return getattr(sm, metric)(m["x"], m["a"], m["b"])
 
 
-def _null(metric, m, n_permutations, seed, client, batch_size, progress) -> tuple[np.ndarray, bool]:
+def _null(metric, m, options: Resampling, seed, client, progress) -> tuple[np.ndarray, bool]:
+    n_permutations, batch_size = options.n_permutations, options.batch_size
     s = m["x"]
     if sm.n_relabellings(len(m["a"]), len(m["b"])) <= n_permutations:
         return sm.exact_relabel_null(metric, s, m["a"], m["b"]), True
@@ -108,26 +116,21 @@ def _test(
     matrices,
     coverage,
     *,
-    n_permutations,
-    alternative,
-    seed,
+    resampling: Resampling,
     client,
     return_null,
-    batch_size,
     progress,
     test,
     language,
 ) -> ClassicTestResult:
-    seed = _seed(seed)
-    _resolve(alternative, 0.0, 0.0)  # a bad alternative fails before any work
+    seed = resolve_seed(resampling.seed)
+    alternative = resampling.alternative
     statistic = _value(metric, matrices)
     values = dict(z_score=math.nan, p_value_normal=math.nan, null_mean=math.nan, null_std=math.nan)
     pvalue, exact, m, null = math.nan, False, 0, None
     resolved = alternative if alternative != "auto" else "two-sided"
     if metric in sm.NULL_METRICS:
-        if not isinstance(n_permutations, (int, np.integer)) or n_permutations < 1:
-            raise BiasdaskError(f"n_permutations must be a positive integer, got {n_permutations!r}")
-        null, exact = _null(metric, matrices, int(n_permutations), seed, client, batch_size, progress)
+        null, exact = _null(metric, matrices, resampling, seed, client, progress)
         mean, sd = float(null.mean()), float(null.std(ddof=1)) if null.size > 1 else math.nan
         resolved = _resolve(alternative, statistic, mean)
         tolerance = 1e-9 * max(1.0, abs(statistic))
@@ -163,67 +166,55 @@ def _check_metric(metric: str) -> None:
         raise BiasdaskError(f"unknown set metric {metric!r}; choose from {list(SET_METRICS)}")
 
 
+@keyword_api("set_metric_test(emb, WordSets(x=s, a=a, b=b), metric=..., resampling=Resampling(...))")
 def set_metric_test(
     emb: Embeddings,
+    sets: WordSets | None = None,
+    *,
     metric: Literal["rnd", "rnsb", "mac", "ect", "nas"],
-    s: Sequence[str],
-    a: Sequence[str],
-    b: Sequence[str],
-    n_permutations: int = 9999,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
+    test: str | None = None,
+    resampling: Resampling | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
     return_null: bool = False,
-    storage_options: dict | None = None,
-    *,
-    names: Sequence[str] | None = None,
-    test: str | None = None,
-    batch_size: int | None = None,
     progress: bool | None = None,
-    placebo: int | None = None,
-    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """One set-level metric on three word sets of a stored embedding, with its relabelling p-value.
 
     Parameters
     ----------
     emb
-        A store URL, Dataset, DataArray or gensim ``KeyedVectors`` (:func:`biasdask.as_embeddings`); only
-        the rows of the three sets are read.
+        A store (URL, :class:`~biasdask.Location` or fsspec mapper), Dataset, DataArray or gensim
+        ``KeyedVectors`` (:func:`biasdask.as_embeddings`); only the rows of the three sets are read.
+    sets
+        A :class:`~biasdask.lexicon.WordSets` whose ``x`` is S, the words whose association is measured
+        (e.g. math terms; MAC's target set; recorded as ``x``, ``n_x``, in the result and the cube), and
+        whose ``a``, ``b`` are the two groups (e.g. male and female terms; MAC's attribute sets); its
+        ``y`` is not used, so a WEAT's sets measure its X against A and B.
     metric
-        ``"rnd"``, ``"rnsb"``, ``"mac"``, ``"ect"`` or ``"nas"`` (see :mod:`biasdask.stats.setmetrics`).
-    s
-        The words whose association is measured (e.g. math terms); MAC's target set. Recorded as ``x``
-        (``n_x``) in the result and the cube.
-    a, b
-        The two groups (e.g. male and female terms); MAC's attribute sets.
-    n_permutations
-        Relabellings sampled; all are enumerated when ``C(|A| + |B|, |A|)`` is at most this.
-    alternative
-        ``"two-sided"`` (``|v_i - mean null| >= |v - mean null|``), ``"greater"``, ``"less"``, or ``"auto"``
-        (the side of the null mean the value lies on, chosen after seeing it).
-    seed
-        Non-negative integer seed of the relabellings (bit-identical results on any scheduler). ``None``
-        (the default) draws a fresh seed, recorded in the result's ``seed``: pass it back to reproduce the
-        result bit for bit.
+        ``"rnd"``, ``"rnsb"``, ``"mac"``, ``"ect"`` or ``"nas"`` (see :mod:`biasdask.stats.setmetrics`);
+        also the result's label.
+    test
+        Instead of ``sets``, the name of a lexicon test (``"weat7"``, ``"xweat7"``) whose X, A and B are used.
+    resampling
+        :class:`~biasdask.Resampling`: ``n_permutations`` relabellings sampled (all enumerated when
+        ``C(|A| + |B|, |A|)`` is at most this); ``alternative``: ``"two-sided"``
+        (``|v_i - mean null| >= |v - mean null|``), ``"greater"``, ``"less"``, or ``"auto"`` (the side of
+        the null mean the value lies on, chosen after seeing it); ``seed`` of the relabellings
+        (bit-identical results on any scheduler; ``None`` draws one, recorded in the result's ``seed``);
+        ``batch_size``; ``placebo``: also compare the value with P = ``placebo`` values of the metric
+        whose group words A and B are replaced by random words of about the same frequency ranks (S
+        fixed; never a test word, a known gendered word or a word of ``placebo_exclude``;
+        :func:`biasdask.engine.placebo.attribute_placebo`), seeded by the test's seed:
+        ``p_value_placebo``, ``z_placebo`` of the result (two-sided about the placebo mean unless
+        ``alternative`` says a side).
     client
         Dask client (default: the current one, else Dask's default scheduler).
     min_coverage
         Each set must have at least this share of its words in the embedding, else
         :class:`~biasdask.engine.weat.CoverageError`.
-    return_null, storage_options, batch_size, progress
+    return_null, progress
         As in :func:`biasdask.engine.weat.weat`.
-    names
-        Names of the three sets (for messages and coverage); default ``S``, ``A``, ``B``.
-    test
-        Label recorded in the result (default the metric's name).
-    placebo, placebo_exclude
-        Also compare the value with P = ``placebo`` values of the metric whose group words A and B are
-        replaced by random words of about the same frequency ranks (S fixed; never a test word or a known
-        gendered word; :func:`biasdask.engine.placebo.attribute_placebo`), seeded by the test's seed:
-        ``p_value_placebo``, ``z_placebo`` of the result (two-sided about the placebo mean unless
-        ``alternative`` says a side). ``placebo_exclude``: words no placebo set may use.
 
     Returns
     -------
@@ -242,16 +233,18 @@ def set_metric_test(
     >>> w = weat_test(7)
     >>> words = [*w.x, *w.a, *w.b]
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
-    >>> res = biasdask.set_metric_test(emb, "rnd", w.x, w.a, w.b, n_permutations=999, seed=1)
+    >>> res = biasdask.set_metric_test(emb, w, metric="rnd", resampling=biasdask.Resampling(n_permutations=999, seed=1))
     >>> res.n_x, res.n_permutations, bool(0 < res.pvalue <= 1)
     (8, 999, True)
     """
     _check_metric(metric)
-    s, a, b = word_list(s, "s"), word_list(a, "a"), word_list(b, "b")
-    emb = as_dataset(emb, storage_options)
+    options = resampling_options(resampling)
+    emb = as_embeddings(emb)
+    sets = word_sets("set_metric_test", sets, test, emb, roles="xab")
+    s, a, b = sets.x, sets.a, sets.b
     language = _language(emb)
-    labels = tuple(names) if names is not None else ("S", "A", "B")
-    test = test or metric
+    labels = (sets.x_name, sets.a_name, sets.b_name)
+    test = metric
     with contextlib.nullcontext(active_client(client)) as c:
         vectors = read_rows(emb, [*s, *a, *b], c)
         sets = dict(zip(_ROLES, (s, a, b)))
@@ -262,17 +255,14 @@ def set_metric_test(
             metric,
             matrices,
             coverage,
-            n_permutations=n_permutations,
-            alternative=alternative,
-            seed=seed,
+            resampling=options,
             client=c,
             return_null=return_null,
-            batch_size=batch_size,
             progress=progress,
             test=test,
             language=language,
         )
-    if not placebo:
+    if not options.placebo:
         return res
     from biasdask.engine.placebo import attribute_placebo
 
@@ -285,17 +275,15 @@ def set_metric_test(
         coverage["b"].found,
         statistic,
         target_words=coverage["x"].found,
-        n=int(placebo),
+        n=int(options.placebo),
         seed=res.seed,
         alternative=res.alternative,
-        exclude=placebo_exclude,
+        exclude=options.placebo_exclude,
     )
     return _with_placebo(res, found)
 
 
-def _iat_set_metric_test(
-    emb, metric, language, model, min_coverage, common, placebo=None, placebo_exclude=()
-) -> ClassicTestResult:
+def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> ClassicTestResult:
     entries = iat_words(model, language)
     categories = iat_categories()
     with contextlib.nullcontext(active_client(common["client"])) as c:
@@ -307,7 +295,8 @@ def _iat_set_metric_test(
             matrices[role] = np.array([wv[(category, w)] for w in coverage[role].found])
         _check_coverage(coverage, min_coverage, metric, language)
         res = _test(metric, matrices, coverage, **{**common, "client": c}, test=metric, language=language)
-    if not placebo:
+    options = common["resampling"]
+    if not options.placebo:
         return res
     from biasdask.engine.placebo import iat_placebo
 
@@ -320,10 +309,10 @@ def _iat_set_metric_test(
         coverage,
         statistic,
         (_value(metric, matrices), math.nan),
-        n=int(placebo),
+        n=int(options.placebo),
         seed=res.seed,
         alternative=res.alternative,
-        exclude=placebo_exclude,
+        exclude=options.placebo_exclude,
     )
     return _with_placebo(res, found)
 
@@ -346,19 +335,13 @@ def run_set_cell(
     emb: Embeddings,
     *,
     language: str,
-    n_permutations: int = 9999,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
+    resampling: Resampling | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
     model: Literal["cc", "wiki", "subt"] = "cc",
     return_null: bool = False,
-    batch_size: int | None = None,
     progress: bool = False,
-    storage_options: dict | None = None,
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
-    placebo: int | None = None,
-    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """Run the study test ``rnd``, ``rnsb``, ``mac``, ``ect`` or ``nas`` on ``language``'s gender word sets.
 
@@ -374,38 +357,19 @@ def run_set_cell(
         An unknown metric, or a language without gender word sets.
     """
     _check_metric(test)
-    emb = as_dataset(emb, storage_options)
-    common = dict(
-        n_permutations=n_permutations,
-        alternative=alternative,
-        seed=seed,
-        client=client,
-        return_null=return_null,
-        batch_size=batch_size,
-        progress=progress,
-    )
-    placebos = dict(placebo=placebo, placebo_exclude=placebo_exclude)
+    emb = as_embeddings(emb)
+    common = dict(resampling=resampling_options(resampling), client=client, return_null=return_null, progress=progress)
     if set_metric_words is not None:
         s, a, b = set_metric_words
-        return set_metric_test(emb, test, s, a, b, min_coverage=min_coverage, test=test, **common, **placebos)
+        sets = WordSets(s, (), a, b, x_name="S")
+        return set_metric_test(emb, sets, metric=test, min_coverage=min_coverage, **common)
     sets = set_metric_sets(language, model)
     if sets is None:
         raise BiasdaskError(f"test {test!r}: no gender word sets for language {language!r}")
     if sets == "career_family":
-        return _iat_set_metric_test(emb, test, language, model, min_coverage, common, **placebos)
+        return _iat_set_metric_test(emb, test, language, model, min_coverage, common)
     ws = weat_test(7) if sets == "weat7" else xweat_test(language, 7)
-    return set_metric_test(
-        emb,
-        test,
-        ws.x,
-        ws.a,
-        ws.b,
-        min_coverage=min_coverage,
-        names=(ws.x_name, ws.a_name, ws.b_name),
-        test=test,
-        **common,
-        **placebos,
-    )
+    return set_metric_test(emb, ws, metric=test, min_coverage=min_coverage, **common)
 
 
 def _with_placebo(res, found):

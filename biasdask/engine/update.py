@@ -23,7 +23,7 @@ import yaml
 from biasdask.config import FULL_VOCABULARY_TESTS, StudyChanges, StudyConfig, split_label, study_changes
 from biasdask.errors import StoreConflictError
 from biasdask.io import results as rs
-from biasdask.io.fs import display_url
+from biasdask.io.fs import Location, display_url
 
 __all__ = ["check_changes", "prepare_update", "run_attrs"]
 
@@ -79,7 +79,7 @@ def prepare_update(cfg: StudyConfig, options: dict, changes: StudyChanges) -> st
         log.info("resuming the update in %s", display_url(fresh))
         return fresh
     codes = [lang.code for lang in cfg.languages]
-    old = rs.open_results(cfg.output, options)
+    old = rs.open_results(Location(cfg.output, options))
     old_cfg = yaml.safe_load(old.attrs["config"]) or {}
     kept_languages = [c for c in codes if c in set(old["language"].values) and c not in changes.changed_languages]
     methods = [m for m in cfg.methods if m in set(old["method"].values)]

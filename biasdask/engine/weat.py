@@ -36,19 +36,23 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+import xarray as xr
 from distributed import Client
 
+from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client
-from biasdask.engine.permutation import Alternative, permutation_test
-from biasdask.engine.scores import as_dataset, read_rows
+from biasdask.engine.permutation import permutation_test
+from biasdask.engine.scores import read_rows
 from biasdask.engine.words import _language, word_list
-from biasdask.errors import BiasdaskError, MissingWordsError
-from biasdask.io.embeddings import Embeddings
-from biasdask.lexicon import iat_categories, iat_words, weat_test, xweat_test
+from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
+from biasdask.io.embeddings import Embeddings, as_embeddings
+from biasdask.lexicon import WordSets, iat_categories, iat_words, weat_test, xweat_test
 from biasdask.stats.permutation import PermutationTestResult
+from biasdask.stats.resampling import Resampling
+from biasdask.stats.resampling import resampling as resampling_options
 from biasdask.stats.weat import SIMILARITIES, career_family_effect, weat_effect_size, weat_scores, weat_statistic
 
 __all__ = [
@@ -60,6 +64,7 @@ __all__ = [
     "career_family_test",
     "cross_lingual_weat",
     "weat",
+    "word_sets",
 ]
 
 DEFAULT_MIN_COVERAGE = 0.8
@@ -304,29 +309,41 @@ def iat_coverage(
 # WEAT
 
 
+def word_sets(function: str, sets: WordSets | None, test: str | None, emb: xr.Dataset, roles: str = "xyab") -> WordSets:
+    """The word sets of a call: ``sets``, or the lexicon test named ``test`` (``"weat7"``; ``"xweat7"`` in
+    the embedding's language), each set checked as a list of words, those of ``roles`` not empty."""
+    if isinstance(sets, str):
+        raise BiasdaskTypeError(f"{function}: a test name goes in test=: {function}(emb, test={sets!r})")
+    if sets is not None and test is not None:
+        raise BiasdaskError(f"{function}: give the word sets or the name of a lexicon test (test=), not both")
+    if test is not None:
+        sets = weat_test(test) if str(test).startswith("weat") else xweat_test(_language(emb), test)
+    if not isinstance(sets, WordSets):
+        raise BiasdaskTypeError(
+            f"{function}: the word sets go in one WordSets: {function}(emb, WordSets(x, y, a, b)), "
+            f"or name a lexicon test: {function}(emb, test='weat7')"
+        )
+    sets = dataclasses.replace(sets, **{role: word_list(getattr(sets, role), role) for role in _ROLES})
+    empty = [role for role in roles if not getattr(sets, role)]
+    if empty:
+        raise BiasdaskError(f"{function}: the WordSets has no words in {', '.join(empty)}")
+    return sets
+
+
+@keyword_api("weat(emb, WordSets(x, y, a, b), resampling=Resampling(...)) or weat(emb, test='weat7')")
 def weat(
     emb: Embeddings,
-    x: Sequence[str] | str,
-    y: Sequence[str] | None = None,
-    a: Sequence[str] | None = None,
-    b: Sequence[str] | None = None,
+    sets: WordSets | None = None,
+    *,
+    test: str | None = None,
     similarity: Literal["cosine", "euclidean"] = "cosine",
-    n_permutations: int = 9999,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
+    resampling: Resampling | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
     return_null: bool = False,
-    storage_options: dict | None = None,
-    *,
     attributes_from: Embeddings | None = None,
-    names: Sequence[str] | None = None,
-    test: str = "weat",
-    batch_size: int | None = None,
     progress: bool | None = None,
     ci_level: float | None = 0.95,
-    placebo: int | None = None,
-    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """The Word Embedding Association Test (Caliskan et al. 2017; Lauscher & Glavaš 2019 eqs. 1-3) on a stored embedding.
 
@@ -337,26 +354,30 @@ def weat(
     Parameters
     ----------
     emb
-        A store URL, Dataset (:func:`biasdask.open_embeddings`), DataArray (word, dim) or gensim
-        ``KeyedVectors`` (see :func:`biasdask.as_embeddings`); only the rows of the four sets are read.
-    x, y
-        Target words; or ``x`` alone the name of a lexicon test (``"weat7"``; ``"xweat7"`` in the
-        embedding's ``language``), whose four sets and names are then used.
-    a, b
-        Attribute words.
+        A store (URL, :class:`~biasdask.Location` or fsspec mapper), Dataset
+        (:func:`biasdask.open_embeddings`), DataArray (word, dim) or gensim ``KeyedVectors`` (see
+        :func:`biasdask.as_embeddings`); only the rows of the four sets are read.
+    sets
+        The target words X, Y and attribute words A, B, with their names and the test's label
+        (:class:`~biasdask.lexicon.WordSets`).
+    test
+        Instead of ``sets``, the name of a lexicon test: ``"weat7"`` (Caliskan et al.'s lists,
+        :func:`biasdask.lexicon.weat_test`) or ``"xweat7"`` (its XWEAT translation into the embedding's
+        ``language``, :func:`biasdask.lexicon.xweat_test`).
     similarity
         ``"cosine"``, or ``"euclidean"``: f = minus the distance between unit vectors, so the direction
         of the test is the same as with cosine (s > 0: X closer to A), which is Lauscher & Glavaš 2019's flipped
         direction for a distance (footnote 3). ``result.convention`` states it.
-    n_permutations
-        Number of random splits; all splits are enumerated when there are at most this many.
-    alternative
-        ``"two-sided"`` (default), ``"greater"``, ``"less"``, or ``"auto"`` (the direction of the sign of
-        s, chosen after seeing s; type-I rate about 2α).
-    seed
-        Non-negative integer seed of the sampled permutations (bit-identical results on any scheduler).
-        ``None`` (the default) draws a fresh seed, recorded in the result's ``seed``: pass it back to
-        reproduce the result bit for bit.
+    resampling
+        :class:`~biasdask.Resampling` (default ``Resampling()``): ``n_permutations`` random splits (all
+        enumerated when there are at most this many), ``alternative`` (``"two-sided"`` by default;
+        ``"auto"`` takes the side of s after seeing it, type-I rate about 2α), ``seed`` (bit-identical
+        results on any scheduler; ``None`` draws one, recorded in the result's ``seed``),
+        ``batch_size``, and ``placebo``: also compare s with P = ``placebo`` WEATs whose attribute words
+        are replaced by random words of about the same frequency ranks (never a test word, a known
+        gendered word or a word of ``placebo_exclude``; :func:`biasdask.engine.placebo.attribute_placebo`):
+        ``p_value_placebo``, ``z_placebo``, ``effect_size_placebo_percentile`` of the result. A
+        cross-lingual test draws its placebo words from the attributes' store (``attributes_from``).
     client
         Dask client (default: the current ``distributed`` client, else Dask's default scheduler; no
         cluster is started).
@@ -365,31 +386,15 @@ def weat(
         :class:`CoverageError`.
     return_null
         Keep the null distribution in the result.
-    storage_options
-        fsspec options for store URLs.
     attributes_from
         A second store, aligned with ``emb`` (:func:`align`), from which the attribute words A, B are
         read: a cross-lingual WEAT with targets of ``emb``'s language.
-    names
-        Names of the four sets (for messages and coverage); default ``X``, ``Y``, ``A``, ``B``.
-    test
-        Label recorded in the result and in error messages.
-    batch_size
-        Permutations per Dask task (default chosen by the engine).
     progress
         Show a progress bar for the permutations.
     ci_level
         Confidence level of the effect size's bootstrap interval (``effect_size_ci_low``,
         ``effect_size_ci_high``: X and Y resampled apart, BCa, seeded by the result's ``seed``); None
         for none.
-    placebo
-        Also compare s with P = ``placebo`` WEATs whose attribute words are replaced by random words of
-        about the same frequency ranks (never a test word or a known gendered word;
-        :func:`biasdask.engine.placebo.attribute_placebo`): ``p_value_placebo``, ``z_placebo``,
-        ``effect_size_placebo_percentile`` of the result. Seeded by the test's seed. A cross-lingual
-        test draws its placebo words from the attributes' store (``attributes_from``).
-    placebo_exclude
-        Words no placebo set may use, besides the test's words and the known gendered words.
 
     Returns
     -------
@@ -401,6 +406,8 @@ def weat(
         A set has less than ``min_coverage`` of its words (or none) in the embedding; names them.
     BiasdaskError
         Unknown similarity, or ``attributes_from`` of another dimension.
+    BiasdaskTypeError
+        Word sets given otherwise than as a :class:`~biasdask.lexicon.WordSets` (the message shows the form).
 
     Examples
     --------
@@ -412,33 +419,25 @@ def weat(
     >>> t = weat_test(7)
     >>> words = [*t.x, *t.y, *t.a, *t.b, *(f"w{i}" for i in range(500))]
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
-    >>> res = biasdask.weat(emb, "weat7", seed=1)
+    >>> res = biasdask.weat(emb, test="weat7", resampling=biasdask.Resampling(seed=1))
     >>> res.n_x, res.n_y, res.exact
     (8, 8, False)
 
     Word lists of your own:
 
-    >>> res = biasdask.weat(emb, list(t.x), list(t.y), list(t.a), list(t.b), n_permutations=999, seed=1)
+    >>> sets = biasdask.WordSets(t.x, t.y, t.a, t.b, x_name="Math", y_name="Arts")
+    >>> res = biasdask.weat(emb, sets, resampling=biasdask.Resampling(n_permutations=999, seed=1))
     >>> bool(res.effect_size_ci_low <= res.effect_size <= res.effect_size_ci_high)
     True
     """
+    options = resampling_options(resampling)
     if similarity not in SIMILARITIES:
         raise BiasdaskError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
-    lexicon_test = isinstance(x, str) and (y, a, b) == (None, None, None)  # weat(emb, "weat7")
-    if isinstance(x, str) and not lexicon_test and (y, a, b).count(None):
-        raise BiasdaskError(f"weat: x={x!r} names a lexicon test; give no y, a, b with it")
-    if not lexicon_test:
-        if y is None or a is None or b is None:
-            raise BiasdaskError("weat: give the four word sets x, y, a, b (or the name of a lexicon test as x)")
-        x, y, a, b = (word_list(s, n) for s, n in ((x, "x"), (y, "y"), (a, "a"), (b, "b")))
-    emb = as_dataset(emb, storage_options)
-    if lexicon_test:
-        name = x
-        sets = weat_test(name) if name.startswith("weat") else xweat_test(_language(emb), name)
-        x, y, a, b = sets.x, sets.y, sets.a, sets.b
-        names = names or (sets.x_name, sets.y_name, sets.a_name, sets.b_name)
-        test = name if test == "weat" else test
-    attr_emb = emb if attributes_from is None else as_dataset(attributes_from, storage_options)
+    emb = as_embeddings(emb)
+    sets = word_sets("weat", sets, test, emb)
+    x, y, a, b = sets.x, sets.y, sets.a, sets.b
+    labels, test = sets.names, sets.test
+    attr_emb = emb if attributes_from is None else as_embeddings(attributes_from)
     if attr_emb.sizes["dim"] != emb.sizes["dim"]:
         raise BiasdaskError(
             f"attributes_from has dimension {attr_emb.sizes['dim']}, the target store {emb.sizes['dim']}: "
@@ -447,9 +446,6 @@ def weat(
     language = _language(emb)
     if attributes_from is not None:
         language = f"{language}->{_language(attr_emb)}"
-    labels = tuple(names) if names is not None else ("X", "Y", "A", "B")
-    if len(labels) != 4:
-        raise BiasdaskError(f"names: expected four set names, got {len(labels)}")
     with contextlib.nullcontext(active_client(client)) as c:
         if attributes_from is None:
             tv = av = read_rows(emb, [*x, *y, *a, *b], c)
@@ -462,19 +458,9 @@ def weat(
         _check_coverage(coverage, min_coverage, test, language)
         matrices = {r: np.array([(tv if r in "xy" else av)[w] for w in coverage[r].found]) for r in _ROLES}
         s_x, s_y = weat_scores(matrices["x"], matrices["y"], matrices["a"], matrices["b"], similarity)
-        res = permutation_test(
-            s_x,
-            s_y,
-            n_permutations=n_permutations,
-            alternative=alternative,
-            seed=seed,
-            client=c,
-            batch_size=batch_size,
-            return_null=return_null,
-            progress=progress,
-        )
+        res = permutation_test(s_x, s_y, resampling=options, client=c, return_null=return_null, progress=progress)
     extra = {}
-    if placebo:  # placebo attribute words from the attributes' language (cross-lingual: attributes_from)
+    if options.placebo:  # placebo attribute words from the attributes' language (cross-lingual: attributes_from)
         from biasdask.engine.placebo import attribute_placebo
 
         def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
@@ -487,10 +473,10 @@ def weat(
             coverage["b"].found,
             statistic,
             target_words=[*coverage["x"].found, *coverage["y"].found],
-            n=int(placebo),
+            n=int(options.placebo),
             seed=res.seed,
             alternative=res.alternative,
-            exclude=placebo_exclude,
+            exclude=options.placebo_exclude,
         )
         extra = dict(
             p_value_placebo=float(found.p_value[0]),
@@ -511,44 +497,33 @@ def weat(
 
 
 def cross_lingual_weat(
-    target_emb: Embeddings,
-    attribute_emb: Embeddings,
-    x: Sequence[str],
-    y: Sequence[str],
-    a: Sequence[str],
-    b: Sequence[str],
-    **kwargs,
+    target_emb: Embeddings, attribute_emb: Embeddings, sets: WordSets, **kwargs: Any
 ) -> ClassicTestResult:
     """Cross-lingual WEAT (Lauscher & Glavaš 2019 §3): targets X, Y from one language, attributes A, B from another.
 
     The two stores must share one space, e.g. the source store written by :func:`align` and its
-    target store. Same as ``weat(target_emb, x, y, a, b, attributes_from=attribute_emb, **kwargs)``;
+    target store. Same as ``weat(target_emb, sets, attributes_from=attribute_emb, **kwargs)``;
     ``result.language`` reads ``"<targets>-><attributes>"``.
     """
-    return weat(target_emb, x, y, a, b, attributes_from=attribute_emb, **kwargs)
+    return weat(target_emb, sets, attributes_from=attribute_emb, **kwargs)
 
 
 # --------------------------------------------------------------------------------------------------
 # Career/family IAT (Lewis & Lupyan 2020)
 
 
+@keyword_api("career_family_test(emb, language=..., model=..., resampling=Resampling(...))")
 def career_family_test(
     emb: Embeddings,
+    *,
     language: str | None = None,
     model: Literal["cc", "wiki", "subt"] = "cc",
-    n_permutations: int = 9999,
-    alternative: Alternative = "two-sided",
-    seed: int | None = None,
+    resampling: Resampling | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
     return_null: bool = False,
-    storage_options: dict | None = None,
-    *,
-    batch_size: int | None = None,
     progress: bool | None = None,
     ci_level: float | None = 0.95,
-    placebo: int | None = None,
-    placebo_exclude: Sequence[str] = (),
 ) -> ClassicTestResult:
     """Lewis & Lupyan 2020's career/family IAT test in one language, on a stored embedding.
 
@@ -571,14 +546,12 @@ def career_family_test(
     model
         Which translation lists: ``"cc"`` (fastText Common Crawl, Grave et al. 2018), ``"wiki"``
         or ``"subt"``; Lewis & Lupyan chose tokens per model.
-    n_permutations, alternative, seed, client, return_null, storage_options, batch_size, progress, ci_level
-        As in :func:`weat`; in particular ``seed=None`` (the default) draws a fresh seed, recorded in the
-        result's ``seed``. A language with grammatical gender has no interval (its d is not a d of
-        the scores that are resampled; ``ci_method`` says so).
-    placebo, placebo_exclude
-        As in :func:`weat`: each career and family term is replaced by a random word matched in rank to
-        its most frequent token (:func:`biasdask.engine.placebo.attribute_placebo`; ``emb`` must be the
-        whole vocabulary).
+    resampling, client, return_null, progress, ci_level
+        As in :func:`weat`; in particular a ``seed`` of None (the default) draws a fresh seed, recorded
+        in the result's ``seed``. A language with grammatical gender has no interval (its d is not a d of
+        the scores that are resampled; ``ci_method`` says so). With ``placebo``, each career and family
+        term is replaced by a random word matched in rank to its most frequent token
+        (:func:`biasdask.engine.placebo.attribute_placebo`; ``emb`` must be the whole vocabulary).
     min_coverage
         Each category must have at least this share of its eight English words found (a word is found
         when a token of one of its translations is in the embedding; a word without a translation is
@@ -607,11 +580,12 @@ def career_family_test(
     >>> tokens = sorted({token for t in iat_words("cc", "fr") for token in t.tokens})
     >>> words = tokens + [f"w{i}" for i in range(100)]
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="fr")
-    >>> res = biasdask.career_family_test(emb, n_permutations=999, seed=1)
+    >>> res = biasdask.career_family_test(emb, resampling=biasdask.Resampling(n_permutations=999, seed=1))
     >>> res.n_permutations
     999
     """
-    emb = as_dataset(emb, storage_options)
+    options = resampling_options(resampling)
+    emb = as_embeddings(emb)
     language = language or _language(emb)
     entries = iat_words(model, language)
     categories = iat_categories()
@@ -624,19 +598,13 @@ def career_family_test(
         _check_coverage(coverage, min_coverage, "career_family", language)
         effect = career_family_effect(entries, vectors)
         res = permutation_test(
-            effect.s_x,
-            effect.s_y,
-            n_permutations=n_permutations,
-            alternative=alternative,
-            seed=seed,
-            client=c,
-            batch_size=batch_size,
-            return_null=return_null,
-            progress=progress,
+            effect.s_x, effect.s_y, resampling=options, client=c, return_null=return_null, progress=progress
         )
     extra = {}
-    if placebo:
-        extra = _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo, placebo_exclude)
+    if options.placebo:
+        extra = _career_family_placebo(
+            emb, entries, coverage, vectors, effect, res, options.placebo, options.placebo_exclude
+        )
     return _result(
         res,
         coverage,

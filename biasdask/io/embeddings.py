@@ -2,7 +2,8 @@
 
 Every public function that takes an embedding accepts what :func:`as_embeddings` accepts:
 
-- a store URL or path (opened with :func:`biasdask.open_embeddings`);
+- a store URL or path, a :class:`~biasdask.Location` (URL and storage options) or an fsspec mapper
+  (opened with :func:`biasdask.open_embeddings`);
 - an :class:`xarray.Dataset` in the store layout (``vectors`` (word, dim); ``norm`` and ``rank`` may
   be absent and are then derived);
 - an :class:`xarray.DataArray` with dims (``word``, ``dim``) and a ``word`` coordinate, numpy- or
@@ -24,11 +25,14 @@ from collections.abc import Sequence
 from typing import Any, Union
 
 import dask.array as da
+import fsspec
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from biasdask._calls import keyword_api
 from biasdask.errors import BiasdaskError, BiasdaskTypeError
+from biasdask.io.fs import Location
 
 __all__ = ["Embeddings", "as_embeddings", "shortest_decimal", "word_positions"]
 
@@ -36,26 +40,26 @@ __all__ = ["Embeddings", "as_embeddings", "shortest_decimal", "word_positions"]
 UNDETERMINED = "und"
 
 #: The forms of an embedding the public functions accept (see the module docstring).
-Embeddings = Union[str, os.PathLike, xr.Dataset, xr.DataArray, Any]  # noqa: UP007  (a runtime alias: "| Any" fails on Python 3.10)
+Embeddings = Union[str, os.PathLike, Location, xr.Dataset, xr.DataArray, Any]  # noqa: UP007  (a runtime alias: "| Any" fails on Python 3.10)
 
 
 def _is_keyed_vectors(obj: Any) -> bool:
     return hasattr(obj, "index_to_key") and hasattr(obj, "vectors")
 
 
+@keyword_api("as_embeddings(vectors, words, language=...)")
 def as_embeddings(
     vectors: Embeddings,
     words: Sequence[str] | None = None,
     *,
     language: str | None = None,
-    storage_options: dict | None = None,
 ) -> xr.Dataset:
     """An embedding in any supported form, as a lazy Dataset in the store layout.
 
     Parameters
     ----------
     vectors
-        A store URL or path, a Dataset in the store layout, a DataArray (``word``, ``dim``), a gensim
+        A store URL or path, :class:`~biasdask.Location` or fsspec mapper, a Dataset in the store layout, a DataArray (``word``, ``dim``), a gensim
         ``KeyedVectors`` (duck-typed on ``index_to_key`` / ``vectors``), or a 2-D numpy or dask array
         of shape (len(words), dim).
     words
@@ -64,9 +68,6 @@ def as_embeddings(
         Language code recorded in ``attrs["language"]`` (used by the ``frequency`` method and in
         messages); default the form's own ``language`` attribute, else ``"und"`` (ISO 639-2:
         undetermined).
-    storage_options
-        fsspec options when ``vectors`` is a URL (flat, or keyed by protocol).
-
     Returns
     -------
     xarray.Dataset
@@ -90,10 +91,10 @@ def as_embeddings(
     >>> emb["vectors"].dims, int(emb["rank"][-1])
     (('word', 'dim'), 3)
     """
-    if isinstance(vectors, (str, os.PathLike)):
+    if isinstance(vectors, (str, os.PathLike, Location, fsspec.FSMap)):
         from biasdask.io.store import open_embeddings
 
-        ds = open_embeddings(os.fspath(vectors), storage_options=storage_options)
+        ds = open_embeddings(vectors)
         return ds if language is None else ds.assign_attrs(language=language)
     if isinstance(vectors, xr.Dataset):
         return _from_dataset(vectors, language)

@@ -1,5 +1,10 @@
 """Locations: URLs and their file systems, storage options, secrets kept out of messages, timeouts.
 
+A public function takes a place to read or write as one argument (:data:`Locatable`): a path or URL, a
+:class:`Location` (a URL with its fsspec storage options), or an fsspec mapper
+(``fsspec.get_mapper(url, **storage_options)``); :func:`as_location` turns any of them into a
+:class:`Location`.
+
 Every file or store biasdask opens (embedding files, embedding and results stores, dictionaries, the
 CLI's size checks) goes through :func:`url_to_fs`, which applies the storage options that belong to the
 URL's protocol (:func:`storage_options_for`) and, for http(s), the connect and read timeouts of the Dask
@@ -13,13 +18,20 @@ import contextlib
 import os
 import re
 import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
 
 import fsspec
+import fsspec.implementations.local
 
 from biasdask.errors import BiasdaskError
 
 __all__ = [
     "NETWORK_ERRORS",
+    "Locatable",
+    "Location",
+    "as_location",
     "display_url",
     "http_timeouts",
     "location_key",
@@ -59,7 +71,92 @@ def display_url(url: str) -> str:
     host = parts.hostname or ""
     if parts.port:
         host = f"{host}:{parts.port}"
+    if not host:  # memory:///x, file:///x
+        return f"{parts.scheme}://{parts.path}"
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a file system: a path or URL and the fsspec storage options that reach it.
+
+    Parameters
+    ----------
+    url
+        A local path or an fsspec URL (``s3://bucket/en.zarr``, ``gs://...``, ``memory://...``,
+        ``https://...``; chained ones such as ``simplecache::https://...`` too).
+    storage_options
+        fsspec options: flat (applied to object stores, not to local files, ``memory://`` or http(s)),
+        or keyed by protocol (``{"s3": {...}, "https": {...}}``), which reaches any protocol.
+
+    Its ``repr`` names the URL without credentials and the options by their keys only, so a Location
+    can be printed or logged.
+
+    Examples
+    --------
+    >>> from biasdask import Location
+    >>> loc = Location("s3://bucket/emb/en.zarr", {"key": "AKIA...", "secret": "..."})
+    >>> loc
+    Location('s3://bucket/emb/en.zarr', storage_options={key, secret})
+    >>> loc.join("scores").url
+    's3://bucket/emb/en.zarr/scores'
+    """
+
+    url: str
+    storage_options: Mapping[str, Any] | None = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.url, str):
+            object.__setattr__(self, "url", os.fspath(self.url))
+        if self.storage_options is None:
+            object.__setattr__(self, "storage_options", {})
+        if not isinstance(self.storage_options, Mapping):
+            raise TypeError(f"storage_options must be a mapping, got {type(self.storage_options).__name__}")
+        object.__setattr__(self, "storage_options", dict(self.storage_options))
+
+    def __repr__(self) -> str:
+        options = f", storage_options={{{', '.join(sorted(self.storage_options))}}}" if self.storage_options else ""
+        return f"Location({display_url(self.url)!r}{options})"
+
+    def __str__(self) -> str:
+        return display_url(self.url)
+
+    def join(self, *parts: str) -> Location:
+        """The location of ``parts`` inside this one, with the same storage options."""
+        return Location("/".join([self.url.rstrip("/"), *parts]), self.storage_options)
+
+
+#: What a public function accepts as a place to read or write.
+Locatable = Union[str, os.PathLike, Location, fsspec.FSMap]  # noqa: UP007  (a runtime alias, Python 3.10)
+
+
+def as_location(place: Locatable, what: str = "location") -> Location:
+    """``place`` as a :class:`Location`: a path or URL (no storage options), a Location, or an fsspec
+    mapper (its file system's URL of the root and its storage options).
+
+    Raises
+    ------
+    TypeError
+        Anything else (named as ``what``), e.g. a dict of storage options passed on its own.
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> as_location(fsspec.get_mapper("memory://results/study.zarr"))
+    Location('memory:///results/study.zarr')
+    """
+    if isinstance(place, Location):
+        return place
+    if isinstance(place, (str, os.PathLike)):
+        return Location(os.fspath(place))
+    if isinstance(place, fsspec.FSMap):
+        fs = place.fs
+        local = isinstance(fs, fsspec.implementations.local.LocalFileSystem)
+        return Location(place.root if local else fs.unstrip_protocol(place.root), dict(fs.storage_options))
+    raise TypeError(
+        f"{what}: expected a path or URL, a biasdask.Location(url, storage_options) or an fsspec mapper, "
+        f"got {type(place).__name__}"
+    )
 
 
 def location_key(url: str) -> str:

@@ -61,10 +61,11 @@ import zarr
 import zarr.api.asynchronous as zarr_async
 from zarr.errors import GroupNotFoundError, NodeNotFoundError
 
+from biasdask._calls import keyword_api
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, ConfigError, IncompleteStoreError, StoreConflictError
 from biasdask.io import zarr_compat
-from biasdask.io.fs import storage_options_for
+from biasdask.io.fs import Locatable, Location, as_location, storage_options_for
 
 __all__ = [
     "DERIVED_VARIABLES",
@@ -731,15 +732,15 @@ def done_cells(url: str, storage_options: Mapping[str, Any] | None = None) -> se
     return {(labels["language"][i], labels["method"][j], labels["test"][k]) for i, j, k in zip(*np.nonzero(done))}
 
 
-def open_results(url: str, storage_options: Mapping[str, Any] | None = None) -> xr.Dataset:
+@keyword_api("open_results(location)")
+def open_results(location: Locatable) -> xr.Dataset:
     """Open the results cube, loaded in memory, with unfinished cells masked.
 
     Parameters
     ----------
-    url : str
-        The results store.
-    storage_options : mapping, optional
-        fsspec options for remote URLs.
+    location
+        The results store: a path, fsspec URL, :class:`~biasdask.Location` (URL and storage options) or
+        fsspec mapper.
 
     Returns
     -------
@@ -773,7 +774,8 @@ def open_results(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     >>> ds.sel({"method": "uniform", "test": "gender"})["n_x"].values.tolist()
     [1002]
     """
-    root, labels, cube, _, attrs = _load(url, storage_options)
+    loc = as_location(location)
+    root, labels, cube, _, attrs = _load(loc.url, loc.storage_options)
     done = cube[_DONE]
     data_vars = {}
     for name, (dtype, fill, _) in CELL_VARIABLES.items():
@@ -883,17 +885,16 @@ def scores_done(url: str, language: str, storage_options: Mapping[str, Any] | No
     return _complete_subgroup(url, storage_options, f"scores/{_check_name('language', language)}") is not None
 
 
-def open_scores(url: str, language: str, storage_options: Mapping[str, Any] | None = None) -> xr.Dataset:
+@keyword_api("open_scores(location, language=...)")
+def open_scores(location: Locatable, *, language: str) -> xr.Dataset:
     """Open the per-word scores of one language (dask-backed).
 
     Parameters
     ----------
-    url : str
-        The results store.
-    language : str
+    location
+        The results store: a path, fsspec URL, :class:`~biasdask.Location` or fsspec mapper.
+    language
         The language.
-    storage_options : mapping, optional
-        fsspec options for remote URLs.
 
     Returns
     -------
@@ -915,10 +916,12 @@ def open_scores(url: str, language: str, storage_options: Mapping[str, Any] | No
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
     >>> _ = biasdask.run({"output": "memory://examples/open_scores/r.zarr", "languages": {"en": {"store": emb}},
     ...                   "tests": ["gender"], "n_permutations": 99, "seed": 1})
-    >>> scores = biasdask.open_scores("memory://examples/open_scores/r.zarr", "en")
+    >>> scores = biasdask.open_scores("memory://examples/open_scores/r.zarr", language="en")
     >>> scores.sizes["word"], sorted(scores.data_vars)[:2]
     (1002, ['t', 'u'])
     """
+    loc = as_location(location)
+    url, storage_options = loc.url, loc.storage_options
     path = f"scores/{_check_name('language', language)}"
     if _complete_subgroup(url, storage_options, path) is None:
         raise IncompleteStoreError(f"{url}: no complete per-word scores for language {language!r}")
@@ -1043,7 +1046,7 @@ def copy_cells(
     Values are copied as stored, bit for bit; a cell not finished in ``source`` is skipped. Returns
     the number of cells copied.
     """
-    old = open_results(source, storage_options)
+    old = open_results(Location(source, storage_options))
     fs, src_root = _fs(source, storage_options)
     _, dst_root = _fs(dest, storage_options)
     n = 0

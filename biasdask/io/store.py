@@ -55,6 +55,7 @@ import zarr
 import zarr.codecs
 import zarr.storage
 
+from biasdask._calls import keyword_api
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
 from biasdask.io import zarr_compat
@@ -70,7 +71,15 @@ from biasdask.io.codecs import (
     vector_codecs,
     vector_encoding,
 )
-from biasdask.io.fs import NETWORK_ERRORS, display_url, redact, storage_options_for, url_to_fs
+from biasdask.io.fs import (
+    NETWORK_ERRORS,
+    Locatable,
+    as_location,
+    display_url,
+    redact,
+    storage_options_for,
+    url_to_fs,
+)
 
 COMPLETE_ATTR = "biasdask_complete"
 _LANGUAGE_RE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]{2,8})*")
@@ -461,15 +470,15 @@ def _verified(url: str, storage_options: dict | None, language: str | None) -> t
 
 
 @quiet_codecs
-def open_embeddings(url: str, storage_options: dict | None = None, language: str | None = None) -> xr.Dataset:
+@keyword_api("open_embeddings(location, language=...)")
+def open_embeddings(location: Locatable, *, language: str | None = None) -> xr.Dataset:
     """Open a complete embedding store, verified, as a dask-backed :class:`xarray.Dataset`.
 
     Parameters
     ----------
-    url
-        Path or fsspec URL of the store (``file://``, ``s3://``, ``gs://``, ``memory://``...).
-    storage_options
-        fsspec options for object stores (flat, or keyed by protocol).
+    location
+        Path or fsspec URL of the store (``file://``, ``s3://``, ``gs://``, ``memory://``...), a
+        :class:`~biasdask.Location` (URL and storage options) or an fsspec mapper.
     language
         The language the caller expects; a store of another language is refused.
 
@@ -501,6 +510,8 @@ def open_embeddings(url: str, storage_options: dict | None = None, language: str
     >>> emb["word"].values.tolist(), emb["rank"].values.tolist()
     (['he', 'she'], [1, 2])
     """
+    loc = as_location(location)
+    url, storage_options = loc.url, loc.storage_options
     attrs, arrays = _verified(url, storage_options, language)
     shown = display_url(url)
     if is_local(url):  # workers may run in another directory

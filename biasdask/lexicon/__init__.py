@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from importlib import resources
 from typing import Any, NamedTuple
 
@@ -105,39 +105,63 @@ def _source_line(name: str) -> str:
 
 @dataclass(frozen=True)
 class WordSets:
-    """The four word sets of one WEAT-style test in one language.
+    """The four word sets of one WEAT-style test: targets X, Y and attributes A, B.
 
-    Attributes
+    Parameters
     ----------
-    test
-        Test label, e.g. ``"weat7"`` or ``"xweat7"``.
-    language
-        Language code of the words.
     x, y
-        Target words (X, Y).
+        Target words (X, Y). A set-level metric (:func:`biasdask.set_metric_test`) measures ``x`` (its S)
+        and does not use ``y``.
     a, b
         Attribute words (A, B).
     x_name, y_name, a_name, b_name
-        Names of the sets (``"Math"``, ``"Arts"``, ``"Male terms"``, ...).
+        Names of the sets (``"Math"``, ``"Arts"``, ``"Male terms"``, ...), used in messages and coverage;
+        default ``X``, ``Y``, ``A``, ``B``.
+    test
+        Test label recorded in results, e.g. ``"weat7"`` or ``"xweat7"``; default ``"weat"``.
+    language
+        Language code of the words, where known.
     removed
         Words of the source lists left out: Caliskan et al.'s exclusions (WEAT 3-5) in
         :func:`weat_test`, words without a translation in :func:`xweat_test`.
     source
         Where the lists come from.
+
+    Examples
+    --------
+    >>> from biasdask import WordSets
+    >>> sets = WordSets(["math", "algebra"], ["poetry", "art"], ["he", "man"], ["she", "woman"],
+    ...                 x_name="Math", y_name="Arts")
+    >>> sets.names, sets.test
+    (('Math', 'Arts', 'A', 'B'), 'weat')
     """
 
-    test: str
-    language: str
     x: tuple[str, ...]
-    y: tuple[str, ...]
-    a: tuple[str, ...]
-    b: tuple[str, ...]
-    x_name: str
-    y_name: str
-    a_name: str
-    b_name: str
-    removed: tuple[str, ...]
-    source: str
+    y: tuple[str, ...] = ()
+    a: tuple[str, ...] = ()
+    b: tuple[str, ...] = ()
+    _: KW_ONLY
+    x_name: str = "X"
+    y_name: str = "Y"
+    a_name: str = "A"
+    b_name: str = "B"
+    test: str = "weat"
+    language: str | None = None
+    removed: tuple[str, ...] = ()
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for role in ("x", "y", "a", "b"):
+            words = getattr(self, role)
+            # a string is kept as given: the test that receives it refuses it, naming the fix
+            if not isinstance(words, (str, bytes)) and words is not None:
+                object.__setattr__(self, role, tuple(words))
+        object.__setattr__(self, "removed", tuple(self.removed))
+
+    @property
+    def names(self) -> tuple[str, str, str, str]:
+        """The names of X, Y, A and B."""
+        return (self.x_name, self.y_name, self.a_name, self.b_name)
 
 
 def _test_number(n: int | str, prefix: str) -> int:

@@ -90,6 +90,7 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtr
 
 from biasdask.stats.effect import effect_size, null_moments
+from biasdask.stats.resampling import ALTERNATIVES
 from biasdask.stats.rng import _POOL_SIZE, _U, _bounded, _next, _rotl, _seed_state, _use_floyd
 
 __all__ = [
@@ -111,7 +112,6 @@ __all__ = [
     "shared_split_groups",
 ]
 
-ALTERNATIVES = ("auto", "greater", "less", "two-sided")
 #: the most permutations a test may ask for: p-values resolve 1e-8, and a null distribution of this
 #: size (kept to write the results) already takes 400 MB
 MAX_PERMUTATIONS = 100_000_000

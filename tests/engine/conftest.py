@@ -13,7 +13,7 @@ GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
 @pytest.fixture(scope="session")
 def glove_store(shared_data, tmp_path_factory):
     dest = tmp_path_factory.mktemp("glove") / "glove.zarr"
-    return ingest(str(shared_data / GLOVE), str(dest), "en", format="glove", client=False, progress=False)
+    return ingest(str(shared_data / GLOVE), str(dest), language="en", format="glove", client=False, progress=False)
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +31,7 @@ def iat_store(shared_data, tmp_path_factory):
             cache[language] = ingest(
                 str(shared_data / "iat" / "cc" / f"{language}.vec"),
                 str(root / f"{language}.zarr"),
-                language,
+                language=language,
                 format="vec",
                 client=False,
                 progress=False,

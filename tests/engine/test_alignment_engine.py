@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import ortho_group
 from vec_files import make_store, words_of
 
+from biasdask import Resampling, WordSets
 from biasdask.engine.alignment import align, fit_alignment
 from biasdask.engine.ingest import ingest
 from biasdask.engine.weat import cross_lingual_weat, weat
@@ -61,16 +62,17 @@ def test_cross_lingual_weat_equals_monolingual_on_the_rotated_copy(rotated_pair,
     cross = cross_lingual_weat(
         aligned,
         it,
-        en_words(x),
-        en_words(y),
-        it_words(a),
-        it_words(b),
-        n_permutations=1000,
+        WordSets(en_words(x), en_words(y), it_words(a), it_words(b)),
+        resampling=Resampling(n_permutations=1000),
         client=dask_client,
         progress=False,
     )
     mono = weat(
-        it, it_words(x), it_words(y), it_words(a), it_words(b), n_permutations=1000, client=dask_client, progress=False
+        it,
+        WordSets(it_words(x), it_words(y), it_words(a), it_words(b)),
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=1000),
     )
     assert cross.language == "en->it" and cross.exact and mono.exact
     assert cross.statistic == pytest.approx(mono.statistic, abs=1e-5)
@@ -79,14 +81,11 @@ def test_cross_lingual_weat_equals_monolingual_on_the_rotated_copy(rotated_pair,
     # without alignment the attribute words mean nothing to the English targets
     unaligned = weat(
         en,
-        en_words(x),
-        en_words(y),
-        it_words(a),
-        it_words(b),
+        WordSets(en_words(x), en_words(y), it_words(a), it_words(b)),
         attributes_from=it,
-        n_permutations=1000,
         client=dask_client,
         progress=False,
+        resampling=Resampling(n_permutations=1000),
     )
     assert unaligned.statistic != pytest.approx(mono.statistic, abs=1e-3)
 
@@ -103,8 +102,8 @@ def test_align_gensim_english_italian_from_a_dictionary_file(tmp_path, dask_clie
     ]
     if not all(f.exists() for f in files):
         pytest.skip(f"gensim's EN/IT test data not found in {data}")
-    en = ingest(str(files[0]), str(tmp_path / "en.zarr"), "en", format="vec", client=False, progress=False)
-    it = ingest(str(files[1]), str(tmp_path / "it.zarr"), "it", format="vec", client=False, progress=False)
+    en = ingest(str(files[0]), str(tmp_path / "en.zarr"), language="en", format="vec", client=False, progress=False)
+    it = ingest(str(files[1]), str(tmp_path / "it.zarr"), language="it", format="vec", client=False, progress=False)
     aligned = align(en, it, str(files[2]), str(tmp_path / "en_it.zarr"), client=dask_client, progress=False)
     pairs = [line.split(" ") for line in files[2].read_text(encoding="utf-8").split("\n") if line.strip()]
     unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731

@@ -12,6 +12,7 @@ import pytest
 import xarray as xr
 
 import biasdask
+from biasdask import Resampling
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.engine.scores import scores
 from biasdask.errors import BiasdaskError, MissingWordsError
@@ -133,13 +134,26 @@ def test_full_vocabulary_test_with_an_association_is_the_permutation_test_of_its
     rows = dict(zip(words, exact))
     oracle = np.array([_oracle("semaxis", w, [rows[x] for x in MALE], [rows[y] for y in FEMALE]) for w in exact])
     res = full_vocabulary_test(
-        _emb(words, vec), MALE, FEMALE, "uniform", 999, seed=3, association="semaxis", progress=False
+        _emb(words, vec),
+        MALE,
+        FEMALE,
+        method="uniform",
+        association="semaxis",
+        progress=False,
+        resampling=Resampling(n_permutations=999, seed=3),
     )
     local = permutation_test_local(oracle.astype(np.float32), len(words), n_permutations=999, seed=3)
     assert res.statistic == pytest.approx(oracle.sum(), rel=1e-5)
     assert res.statistic == pytest.approx(local.statistic, rel=1e-5)
     assert res.effect_size == pytest.approx(local.effect_size, rel=1e-5)
-    cosine = full_vocabulary_test(_emb(words, vec), MALE, FEMALE, "uniform", 999, seed=3, progress=False)
+    cosine = full_vocabulary_test(
+        _emb(words, vec),
+        MALE,
+        FEMALE,
+        method="uniform",
+        progress=False,
+        resampling=Resampling(n_permutations=999, seed=3),
+    )
     assert cosine.statistic != pytest.approx(res.statistic)
 
 
@@ -171,14 +185,21 @@ def test_study_records_the_association_of_every_cell(tmp_path, glove):
     assert list(map(str, cell["u_association"].values)) == kinds
     # Valentini et al. 2022's context words (female first) paired for RIPA: the same as gender.ripa's pairs, reversed
     context = full_vocabulary_test(
-        emb, FEMALE, MALE, "zipf", 99, association="ripa", exclude_words=[*FEMALE, *MALE], progress=False
+        emb,
+        FEMALE,
+        MALE,
+        method="zipf",
+        association="ripa",
+        exclude_words=[*FEMALE, *MALE],
+        progress=False,
+        resampling=Resampling(n_permutations=99),
     )
     assert float(cell["statistic"].sel({"test": "context.ripa"})) == pytest.approx(context.statistic, rel=1e-6)
     ripa = scores(emb, MALE, FEMALE, methods=("uniform", "zipf"), association="ripa")
     t = ripa["t"].sel({"method": "zipf"}).values
     assert float(cell["statistic"].sel({"test": "gender.ripa"})) == pytest.approx(float(t.sum()), rel=1e-5)
     assert float(cell["statistic"].sel({"test": "gender"})) != pytest.approx(float(t.sum()), rel=1e-3)
-    sc = rs.open_scores(str(tmp_path / "r.zarr"), "en")
+    sc = rs.open_scores(str(tmp_path / "r.zarr"), language="en")
     np.testing.assert_allclose(sc["u_ripa"].values, ripa["u"].values, rtol=1e-6)
     assert {"u", "t", "u_ripa", "t_ripa", "u_euclidean", "t_euclidean"} <= set(sc.data_vars)
     # frequency profiles (and so the figures) can use every association's u
@@ -187,14 +208,14 @@ def test_study_records_the_association_of_every_cell(tmp_path, glove):
     prof = frequency_profile(sc)
     assert {"u", "u_ripa", "u_euclidean", "t_uniform"} <= set(map(str, prof["score"].values))
     # and so can the words behind a number, from Python and from the CLI
-    top = biasdask.top_words(str(tmp_path / "r.zarr"), "en", n=5, by="t", method="zipf", association="ripa")
+    top = biasdask.top_words(str(tmp_path / "r.zarr"), language="en", n=5, by="t", method="zipf", association="ripa")
     best = int(np.nanargmax(t))
     assert top["word"].iloc[0] == words[best] and top["t"].iloc[0] == pytest.approx(t[best], rel=1e-6)
     from biasdask.tables import format_words
 
     assert "by t of zipf, association ripa" in format_words(top).splitlines()[0]
     with pytest.raises(BiasdaskError, match="no association 'semaxis' .*has cosine, ripa, euclidean"):
-        biasdask.top_words(str(tmp_path / "r.zarr"), "en", association="semaxis")
+        biasdask.top_words(str(tmp_path / "r.zarr"), language="en", association="semaxis")
     from biasdask.cli import main
 
     assert main(["words", str(tmp_path / "r.zarr"), "en", "--association", "euclidean", "--format", "csv"]) == 0

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from biasdask import Resampling
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.io.embeddings import as_embeddings
 
@@ -35,12 +36,10 @@ def test_against_dummy_language_matches_numpy(tmp_path, method, dask_client):
         url,
         ["male"],
         ["female"],
-        method,
-        n_permutations=999,
-        seed=4,
-        alternative="greater",
+        method=method,
         client=dask_client,
         progress=False,
+        resampling=Resampling(n_permutations=999, seed=4, alternative="greater"),
     )
     assert res.n_x == res.n_y == 299  # the zero vector is left out
     assert res.statistic == pytest.approx(np.sum((z * u)[keep]), rel=1e-5)
@@ -56,7 +55,14 @@ def test_pairwise_two_languages_truncated_to_same_n(tmp_path, dask_client):
     a, va = _store(tmp_path, "a", 300, 1, 0.3)
     b, vb = _store(tmp_path, "b", 200, 2, 0.0)
     res = full_vocabulary_test(
-        a, ["male"], ["female"], "zipf", n_permutations=999, seed=4, other=b, client=dask_client, progress=False
+        a,
+        ["male"],
+        ["female"],
+        method="zipf",
+        other=b,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=999, seed=4),
     )
     z = (1 / np.arange(1, 201)) / np.sum(1 / np.arange(1, 201))
     ta, tb = z * _u(va[:200]), z * _u(vb)

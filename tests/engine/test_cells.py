@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from vec_files import make_store
 
+from biasdask import Resampling
 from biasdask.engine import cells
 from biasdask.engine.cells import cell_values, run_cell
 from biasdask.engine.weat import CoverageError, weat
@@ -27,9 +28,17 @@ def test_tests_for_language():
 
 
 def test_run_cell_weat7_matches_weat(glove_store, dask_client):
-    res = run_cell("weat7", glove_store, language="en", n_permutations=12870, seed=1, client=dask_client)
+    res = run_cell(
+        "weat7", glove_store, language="en", client=dask_client, resampling=Resampling(n_permutations=12870, seed=1)
+    )
     t = weat_test(7)
-    direct = weat(glove_store, t.x, t.y, t.a, t.b, n_permutations=12870, client=dask_client, progress=False)
+    direct = weat(
+        glove_store,
+        t,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=12870),
+    )
     assert res.test == "weat7" and res.pvalue == direct.pvalue and res.statistic == direct.statistic
     assert res.coverage["x"].name == "Math"
     cell = cell_values(res)
@@ -44,7 +53,9 @@ def test_run_cell_xweat_on_a_synthetic_store(tmp_path, dask_client):
     store = make_store(
         tmp_path, "de", words + [f"filler{i}" for i in range(20)], vectors, language="de", chunk_words=16
     )
-    res = run_cell("xweat7", store, language="de", n_permutations=999, seed=2, client=dask_client)
+    res = run_cell(
+        "xweat7", store, language="de", client=dask_client, resampling=Resampling(n_permutations=999, seed=2)
+    )
     rows = dict(zip(words, vectors[: len(words)].astype(np.float64)))
     sx, sy = weat_scores(*(np.array([rows[w] for w in ws]) for ws in (sets.x, sets.y, sets.a, sets.b)))
     assert res.statistic == pytest.approx(weat_statistic(sx, sy), rel=1e-6)
@@ -52,12 +63,25 @@ def test_run_cell_xweat_on_a_synthetic_store(tmp_path, dask_client):
     # the same words missing from a smaller store: the cell is skipped with the words named
     small = make_store(tmp_path, "de_small", words[3:], vectors[3 : len(words)], language="de")
     with pytest.raises(CoverageError, match=words[0]):
-        run_cell("xweat7", small, language="de", n_permutations=99, client=dask_client, min_coverage=1.0)
+        run_cell(
+            "xweat7",
+            small,
+            language="de",
+            client=dask_client,
+            min_coverage=1.0,
+            resampling=Resampling(n_permutations=99),
+        )
 
 
 def test_run_cell_career_family_and_refusals(shared_data, iat_store, glove_store, dask_client):
     published = pd.read_csv(shared_data / "iat/published_effect_sizes.csv").set_index("language_code")
-    res = run_cell("career_family", iat_store("ja"), language="ja", n_permutations=99, seed=4, client=dask_client)
+    res = run_cell(
+        "career_family",
+        iat_store("ja"),
+        language="ja",
+        client=dask_client,
+        resampling=Resampling(n_permutations=99, seed=4),
+    )
     assert abs(res.effect_size - published.loc["ja", "lang_es_wiki_cc"]) < 1e-9
     with pytest.raises(BiasdaskError, match="does not apply"):
         run_cell("weat1", iat_store("ja"), language="ja", client=dask_client)

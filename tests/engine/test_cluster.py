@@ -5,6 +5,7 @@ import sys
 import pytest
 from distributed import Client, LocalCluster
 
+from biasdask import Resampling
 from biasdask.engine.cluster import WarmKernels, client_scope, get_client
 from biasdask.errors import BiasdaskException, MissingDependencyError
 
@@ -47,7 +48,7 @@ def test_unreachable_scheduler_is_one_line_error(tmp_path):
 
     (tmp_path / "en.vec").write_text("2 2\nmale 1 0\nfemale 0 1\n")
     ingest(
-        str(tmp_path / "en.vec"), str(tmp_path / "en.zarr"), "en", client=False, progress=False
+        str(tmp_path / "en.vec"), str(tmp_path / "en.zarr"), language="en", client=False, progress=False
     )  # stores are checked first
     study = tmp_path / "s.yaml"
     study.write_text(
@@ -257,7 +258,13 @@ def test_workers_load_the_kernels_when_they_join(monkeypatch):
 
             rng = np.random.default_rng(4)
             x, y = rng.standard_normal(300), rng.standard_normal(200)
-            got = permutation_test(x, y, 2000, seed=9, client=client, batch_size=250, return_null=True)
+            got = permutation_test(
+                x,
+                y,
+                client=client,
+                return_null=True,
+                resampling=Resampling(n_permutations=2000, seed=9, batch_size=250),
+            )
             want = permutation_test_local(x, y, 2000, seed=9, return_null=True)
             assert got.null_distribution.tobytes() == want.null_distribution.tobytes() and got.pvalue == want.pvalue
             assert client.run(_kernel_state) == before  # the batches found every kernel loaded

@@ -78,7 +78,7 @@ def _oracle_hard_debias(words, vecs, lex):
 def glove(tmp_path_factory, shared_data):
     root = tmp_path_factory.mktemp("debias")
     url = str(root / "en.zarr")
-    ingest(str(shared_data / GLOVE), url, "en", format="glove", chunk_words=40, client=False, progress=False)
+    ingest(str(shared_data / GLOVE), url, language="en", format="glove", chunk_words=40, client=False, progress=False)
     return root, url
 
 
@@ -224,7 +224,7 @@ def test_cli_debias_then_study_before_and_after(glove, hard, tmp_path, dask_clie
     cube = biasdask.run(study, client=dask_client, progress=False)
     cell = cube.sel({"method": "uniform", "test": "gender"})
     assert [str(x) for x in cell["language"].values] == ["en", "en-hard", "en-project"]
-    scores = {code: biasdask.open_scores(study["output"], code)["u"].values for code in ("en", "en-hard")}
+    scores = {code: biasdask.open_scores(study["output"], language=code)["u"].values for code in ("en", "en-hard")}
     assert np.nanmax(np.abs(scores["en"])) > 0.05
     assert np.nanmax(np.abs(scores["en-hard"])) < 1e-6
     s = {code: float(cell["statistic"].sel({"language": code})) for code in ("en", "en-hard", "en-project")}
@@ -234,7 +234,7 @@ def test_cli_debias_then_study_before_and_after(glove, hard, tmp_path, dask_clie
 
 def test_hard_in_another_language_needs_its_word_lists(shared_data, tmp_path, capsys):
     url = str(tmp_path / "fr.zarr")
-    ingest(str(shared_data / "iat" / "cc" / "fr.vec"), url, "fr", client=False, progress=False)
+    ingest(str(shared_data / "iat" / "cc" / "fr.vec"), url, language="fr", client=False, progress=False)
     with pytest.raises(MissingWordsError, match="Bolukbasi's English pairs"):
         biasdask.debias(url, str(tmp_path / "fr-hard.zarr"), method="hard")
     assert not (tmp_path / "fr-hard.zarr").exists()

@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 import wordfreq  # noqa: E402
 from vec_files import _store, _unit  # noqa: E402
 
-from biasdask import lexicon, plot  # noqa: E402
+from biasdask import Resampling, lexicon, plot  # noqa: E402
 from biasdask.engine import frequency as ef  # noqa: E402
 from biasdask.engine.scores import scores  # noqa: E402
 from biasdask.errors import BiasdaskError  # noqa: E402
@@ -242,7 +242,11 @@ def context_store(tmp_path_factory):
 def test_context_test_is_the_full_vocabulary_test_on_the_context_words(context_store, dask_client):
     url, vecs, cw = context_store
     res = ef.context_test(
-        url, "uniform", n_permutations=999, seed=4, alternative="auto", client=dask_client, progress=False
+        url,
+        method="uniform",
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=999, seed=4, alternative="auto"),
     )
     # Oracle: u by numpy from the file, context words excluded, against |X| dummy zeros.
     mean_unit = lambda ws: _unit(np.array([vecs[w] for w in ws])).mean(0)  # noqa: E731
@@ -258,7 +262,12 @@ def test_context_test_is_the_full_vocabulary_test_on_the_context_words(context_s
     assert res.alternative == "greater"
 
     with_context = ef.context_test(
-        url, "zipf", n_permutations=99, seed=4, exclude_context=False, client=dask_client, progress=False
+        url,
+        method="zipf",
+        exclude_context=False,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=99, seed=4),
     )
     assert with_context.n_x == 166
     sc = ef.context_scores(url, methods=("zipf",)).compute()

@@ -36,7 +36,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def spanish(shared_data, tmp_path_factory):
     vec = shared_data / "iat" / "cc" / "es.vec"
     dest = tmp_path_factory.mktemp("es") / "es.zarr"
-    ingest(str(vec), str(dest), "es", client=False, progress=False)
+    ingest(str(vec), str(dest), language="es", client=False, progress=False)
     return str(dest), _read_vec(vec)
 
 

@@ -10,6 +10,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 import biasdask
+from biasdask import Resampling
 from biasdask.engine.inference import adjusted_pvalues, correction_warning, families
 
 STATSMODELS = {"holm": "holm", "bh": "fdr_bh", "by": "fdr_by"}
@@ -119,7 +120,7 @@ def test_weighted_effect_size_has_the_sign_of_s_and_matches_a_plain_computation(
     root, paths = stores
     res = biasdask.run(_study(root, paths, tests=["gender"]), progress=False, overwrite=True)
     for lang in paths:
-        sc = biasdask.open_scores(str(root / "r.zarr"), lang)
+        sc = biasdask.open_scores(str(root / "r.zarr"), language=lang)
         u = sc["u"].values.astype(np.float64)
         rank = sc["rank"].values.astype(np.float64)
         keep = np.isfinite(u)
@@ -181,7 +182,7 @@ def test_classic_cells_carry_a_bootstrap_interval_of_d(career_study, shared_data
     biasdask.ingest(
         str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en", progress=False
     )
-    r = biasdask.weat(store, "weat7", seed=4, n_permutations=99)
+    r = biasdask.weat(store, test="weat7", resampling=Resampling(seed=4, n_permutations=99))
     emb = biasdask.open_embeddings(store)
     from biasdask.lexicon import weat_test
 
@@ -191,7 +192,10 @@ def test_classic_cells_carry_a_bootstrap_interval_of_d(career_study, shared_data
     expected = bootstrap_effect_size(s_x, s_y, seed=4)
     assert (r.effect_size_ci_low, r.effect_size_ci_high) == pytest.approx((expected.ci_low, expected.ci_high), rel=1e-6)
     assert r.effect_size == pytest.approx(1.055, abs=5e-4)  # Caliskan et al. 2017's 1.06, with the sample SD
-    assert biasdask.weat(store, "weat7", seed=4, n_permutations=99, ci_level=None).ci_method == ""
+    assert (
+        biasdask.weat(store, test="weat7", ci_level=None, resampling=Resampling(seed=4, n_permutations=99)).ci_method
+        == ""
+    )
 
 
 def test_meta_analysis_of_a_cube_agrees_with_statsmodels(career_study, tmp_path):

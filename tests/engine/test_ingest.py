@@ -16,6 +16,7 @@ import dask
 import numpy as np
 import pytest
 
+from biasdask import Location
 from biasdask.cli import main
 from biasdask.engine import cluster as cluster_module
 from biasdask.engine import ingest as ingest_module
@@ -85,7 +86,7 @@ def test_files_gensim_wrote_with_odd_tokens(tmp_path, binary):
     kv.add_vectors(words, rng.normal(size=(len(words), 30)).astype(np.float32))
     src = str(tmp_path / ("g.bin" if binary else "g.txt"))
     kv.save_word2vec_format(src, binary=binary)
-    ds = ingest(src, str(tmp_path / "g.zarr"), "en", chunk_words=16, client=False, progress=False)
+    ds = ingest(src, str(tmp_path / "g.zarr"), language="en", chunk_words=16, client=False, progress=False)
     _assert_same_as_gensim(ds, _gensim(src, binary=binary))
     assert ds.attrs["format"] == ("word2vec-binary" if binary else "vec")
     assert ds.vectors.chunks[0] == (16, 16, 16, 16, 6)
@@ -93,7 +94,7 @@ def test_files_gensim_wrote_with_odd_tokens(tmp_path, binary):
 
 def test_real_glove_840b_subset(shared_data, tmp_path):
     src = str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt")
-    ds = ingest(src, str(tmp_path / "glove.zarr"), "en", client=False, progress=False)
+    ds = ingest(src, str(tmp_path / "glove.zarr"), language="en", client=False, progress=False)
     _assert_same_as_gensim(ds, _gensim(src, no_header=True))
     assert (ds.attrs["format"], ds.attrs["n_words"], ds.attrs["dim"]) == ("glove", 182, 300)
 
@@ -101,7 +102,7 @@ def test_real_glove_840b_subset(shared_data, tmp_path):
 @pytest.mark.parametrize("language", ["ar", "zh", "ja", "ru", "hi", "ko"])
 def test_real_fasttext_vec_files_in_several_scripts(shared_data, tmp_path, language):
     src = str(shared_data / "iat" / "cc" / f"{language}.vec")
-    ds = ingest(src, str(tmp_path / f"{language}.zarr"), language, chunk_words=8, client=False, progress=False)
+    ds = ingest(src, str(tmp_path / f"{language}.zarr"), language=language, chunk_words=8, client=False, progress=False)
     kv = _gensim(src)
     _assert_same_as_gensim(ds, kv)  # bit for bit, the text's -0.0 included
     assert ds.attrs["language"] == language and ds.attrs["n_words"] == len(kv.key_to_index) > 20
@@ -111,7 +112,7 @@ def test_real_fasttext_vec_files_in_several_scripts(shared_data, tmp_path, langu
 @pytest.mark.parametrize("corpus", ["wiki", "subt"])
 def test_real_vec_files_with_more_decimals_stay_float32(shared_data, tmp_path, corpus):
     src = str(shared_data / "iat" / corpus / "de.vec")
-    ds = ingest(src, str(tmp_path / "de.zarr"), "de", chunk_words=8, client=False, progress=False)
+    ds = ingest(src, str(tmp_path / "de.zarr"), language="de", chunk_words=8, client=False, progress=False)
     _assert_same_as_gensim(ds, _gensim(src))
     assert ds.attrs["vector_encoding"] == "float32"
 
@@ -123,7 +124,7 @@ def test_every_real_fasttext_cc_file_is_stored_in_int16_bit_for_bit(shared_data,
     lines = [line for f in files for line in f.read_bytes().split(b"\n")[1:] if line.strip()]
     lines = [b"w%d " % i + line.split(b" ", 1)[1] for i, line in enumerate(lines)]  # unique words
     src = _write(tmp_path / "cc.vec", [line + b"\n" for line in lines], dim=300)
-    ds = ingest(src, str(tmp_path / "cc.zarr"), "en", client=False, progress=False)
+    ds = ingest(src, str(tmp_path / "cc.zarr"), language="en", client=False, progress=False)
     expected = np.array([[np.float32(t) for t in line.rstrip().split(b" ")[1:]] for line in lines])
     assert np.signbit(expected[expected == 0]).any()  # the real files hold -0.0 tokens
     assert ds.attrs["vector_encoding"] == "int16"
@@ -158,12 +159,12 @@ def test_a_late_block_that_does_not_fit_restarts_in_a_wider_encoding(
     lines[150] = b"big " + b" ".join([b"9.9999", b"-0.0000"] + [b"0.1"] * 4) + b"\n"
     src = _write(tmp_path / "a.vec", lines, dim=6)
     kw = dict(chunk_words=40, progress=False, client=dask_client if client else False)
-    ds = ingest(src, str(tmp_path / "a.zarr"), "en", **kw)
+    ds = ingest(src, str(tmp_path / "a.zarr"), language="en", **kw)
     expected = np.array([[np.float32(t) for t in line.rstrip().split(b" ")[1:]] for line in lines])
     assert ds.attrs["vector_encoding"] == "int32" and ds.vectors.values.tobytes() == expected.tobytes()
     lines[390] = b"fine " + b" ".join([b"0.12345"] + [b"0.1"] * 5) + b"\n"
     src = _write(tmp_path / "b.vec", lines, dim=6)
-    ds = ingest(src, str(tmp_path / "b.zarr"), "en", **kw)
+    ds = ingest(src, str(tmp_path / "b.zarr"), language="en", **kw)
     expected = np.array([[np.float32(t) for t in line.rstrip().split(b" ")[1:]] for line in lines])
     assert ds.attrs["vector_encoding"] == "float32" and ds.vectors.values.tobytes() == expected.tobytes()
     assert sorted(p.name for p in tmp_path.iterdir() if ".ingest-" in p.name) == []  # no fresh store left
@@ -172,7 +173,7 @@ def test_a_late_block_that_does_not_fit_restarts_in_a_wider_encoding(
 def test_duplicates_zero_vectors_and_invalid_utf8_are_kept_dropped_and_counted(tmp_path):
     lines = _lines(60, 6, duplicates=[(20, 3), (33, 3), (50, 12)], zeros=[5, 41], invalid=[7, 44])
     src = _write(tmp_path / "d.vec", lines, dim=6)
-    ds = ingest(src, str(tmp_path / "d.zarr"), "en", chunk_words=7, client=False, progress=False)
+    ds = ingest(src, str(tmp_path / "d.zarr"), language="en", chunk_words=7, client=False, progress=False)
     kv = _gensim(src)  # gensim keeps the first occurrence too
     _assert_same_as_gensim(ds, kv)
     assert len(kv.key_to_index) == 57
@@ -183,7 +184,7 @@ def test_duplicates_zero_vectors_and_invalid_utf8_are_kept_dropped_and_counted(t
 
 def test_max_words_keeps_the_first_lines(tmp_path):
     src = _write(tmp_path / "m.vec", _lines(50, 4) + [b"never read\n"], dim=4, header=False)
-    ds = ingest(src, str(tmp_path / "m.zarr"), "en", max_words=23, chunk_words=5, client=False, progress=False)
+    ds = ingest(src, str(tmp_path / "m.zarr"), language="en", max_words=23, chunk_words=5, client=False, progress=False)
     _assert_same_as_gensim(ds, _gensim(src, no_header=True, limit=23))
     assert ds.attrs["n_words"] == 23
 
@@ -243,8 +244,8 @@ def test_parallel_store_is_identical_to_sequential(
         lines[-1] = lines[-1].rstrip(b"\n")
     src = _write(tmp_path / name, lines, header=header, dim=8, compress=compress)
     kw = dict(max_words=max_words, chunk_words=40, progress=False)
-    seq = ingest(src, str(tmp_path / "seq.zarr"), "en", client=False, **kw)
-    par = ingest(src, str(tmp_path / "par.zarr"), "en", client=dask_client, **kw)
+    seq = ingest(src, str(tmp_path / "seq.zarr"), language="en", client=False, **kw)
+    par = ingest(src, str(tmp_path / "par.zarr"), language="en", client=dask_client, **kw)
     assert _store_content(tmp_path / "par.zarr") == _store_content(tmp_path / "seq.zarr")
     assert set(dask_client.run(lambda: cluster_module._heap_users).values()) == {0}  # workers' heap given back
     assert par.attrs["n_duplicates"] == (2 if max_words is None else 0)
@@ -259,8 +260,8 @@ def test_parallel_binary_stream_is_identical_to_sequential(tmp_path, dask_client
     )
     src = str(tmp_path / "b.bin")
     kv.save_word2vec_format(src, binary=True)
-    ingest(src, str(tmp_path / "seq.zarr"), "en", chunk_words=32, client=False, progress=False)
-    par = ingest(src, str(tmp_path / "par.zarr"), "en", chunk_words=32, client=dask_client, progress=False)
+    ingest(src, str(tmp_path / "seq.zarr"), language="en", chunk_words=32, client=False, progress=False)
+    par = ingest(src, str(tmp_path / "par.zarr"), language="en", chunk_words=32, client=dask_client, progress=False)
     assert _store_content(tmp_path / "par.zarr") == _store_content(tmp_path / "seq.zarr")
     _assert_same_as_gensim(par, _gensim(src, binary=True))
 
@@ -275,7 +276,7 @@ def test_parallel_errors_name_the_earliest_bad_line_and_leave_no_store(tmp_path,
     with pytest.raises(
         InputFormatError, match=r"bad\.vec(\.gz)?: line 323 \('early'\): non-numeric value 'x' in field 3"
     ):
-        ingest(src, dest, "en", chunk_words=30, client=dask_client, progress=False)
+        ingest(src, dest, language="en", chunk_words=30, client=dask_client, progress=False)
     assert not Path(dest).exists()
     with pytest.raises(BiasdaskError):
         open_embeddings(dest)
@@ -291,7 +292,12 @@ def test_http_gzip_source(tmp_path, http_server, dask_client):
     local = _write(tmp_path / "same.vec", lines, dim=6)
     for client in (False, dask_client):
         ds = ingest(
-            f"{base}/cc.xx.300.vec.gz", str(tmp_path / "h.zarr"), "xx", chunk_words=50, client=client, progress=False
+            f"{base}/cc.xx.300.vec.gz",
+            str(tmp_path / "h.zarr"),
+            language="xx",
+            chunk_words=50,
+            client=client,
+            progress=False,
         )
         _assert_same_as_gensim(ds, _gensim(local))
         assert ds.attrs["source"] == f"{base}/cc.xx.300.vec.gz"
@@ -315,11 +321,16 @@ def test_s3_source_to_s3_local_and_memory_destinations(tmp_path, s3_bucket, dask
     ]
     for key, dest, client in cases:
         ingest(
-            f"s3://{bucket}/{key}", dest, "en", storage_options=options, chunk_words=80, client=client, progress=False
+            Location(f"s3://{bucket}/{key}", options),
+            Location(dest, options),
+            language="en",
+            chunk_words=80,
+            client=client,
+            progress=False,
         )
         # the session's workers cannot see this process's memory://: read it here
         with dask.config.set(scheduler="synchronous"):
-            _assert_same_as_gensim(open_embeddings(dest, storage_options=options), kv)
+            _assert_same_as_gensim(open_embeddings(Location(dest, options)), kv)
     assert fs.exists(f"{bucket}/emb/en.zarr/vectors/c/2/0")
 
 
@@ -348,10 +359,17 @@ def test_bad_input_is_a_one_line_error_and_leaves_the_old_store_untouched(tmp_pa
     src = tmp_path / name
     src.write_bytes(data)
     dest = str(tmp_path / "en.zarr")
-    ingest(_write(tmp_path / "good.vec", _lines(5, 3), dim=3), dest, "en", chunk_words=2, client=False, progress=False)
+    ingest(
+        _write(tmp_path / "good.vec", _lines(5, 3), dim=3),
+        dest,
+        language="en",
+        chunk_words=2,
+        client=False,
+        progress=False,
+    )
     before = _store_content(dest)
     with pytest.raises(InputFormatError, match=message) as info:
-        ingest(str(src), dest, "en", chunk_words=2, client=False, progress=False)
+        ingest(str(src), dest, language="en", chunk_words=2, client=False, progress=False)
     assert "\n" not in str(info.value)
     assert _store_content(dest) == before and open_embeddings(dest).attrs["n_words"] == 5
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["en.zarr", "good.vec", name])
@@ -361,7 +379,7 @@ def test_bad_input_is_a_one_line_error_and_leaves_the_old_store_untouched(tmp_pa
 def test_unsafe_language_code_is_refused_before_anything_is_written(tmp_path, code):
     dest = tmp_path / "x.zarr"
     with pytest.raises(BiasdaskError, match="invalid language code"):
-        ingest(_write(tmp_path / "ok.vec", _lines(3, 2), dim=2), str(dest), code, client=False, progress=False)
+        ingest(_write(tmp_path / "ok.vec", _lines(3, 2), dim=2), str(dest), language=code, client=False, progress=False)
     assert not dest.exists() and not (tmp_path / "x").exists()
     with pytest.raises(BiasdaskError):
         open_embeddings(str(dest))
@@ -372,7 +390,11 @@ def test_destination_that_is_not_a_store_is_left_alone(tmp_path):
     (tmp_path / "data" / "notes.txt").write_text("keep me")
     with pytest.raises(StoreConflictError):
         ingest(
-            _write(tmp_path / "ok.vec", _lines(3, 2), dim=2), str(tmp_path / "data"), "en", client=False, progress=False
+            _write(tmp_path / "ok.vec", _lines(3, 2), dim=2),
+            str(tmp_path / "data"),
+            language="en",
+            client=False,
+            progress=False,
         )
     assert (tmp_path / "data" / "notes.txt").read_text() == "keep me"
 
@@ -398,7 +420,12 @@ def test_killed_ingest_leaves_the_old_store_then_is_completed_by_running_it_agai
     src = _write(tmp_path / "big.vec", _lines(960, 4, seed=8), dim=4)
     dest = tmp_path / "big.zarr"
     ingest(
-        _write(tmp_path / "old.vec", _lines(5, 4), dim=4), str(dest), "en", chunk_words=2, client=False, progress=False
+        _write(tmp_path / "old.vec", _lines(5, 4), dim=4),
+        str(dest),
+        language="en",
+        chunk_words=2,
+        client=False,
+        progress=False,
     )
     old = _store_content(dest)
     args = ["ingest", src, str(dest), "--language", "en", "--chunk-words", "8", "--workers", "0", "--no-progress"]
@@ -414,7 +441,7 @@ def test_killed_ingest_leaves_the_old_store_then_is_completed_by_running_it_agai
     assert _store_content(dest) == old  # the complete store at DEST is untouched
     assert main(args) == 0  # the dead process's lock is gone with it
     assert not list(tmp_path.glob("big.zarr.ingest-*"))  # its leftover is removed
-    ingest(src, str(tmp_path / "clean.zarr"), "en", chunk_words=8, client=False, progress=False)
+    ingest(src, str(tmp_path / "clean.zarr"), language="en", chunk_words=8, client=False, progress=False)
     assert _store_content(dest) == _store_content(tmp_path / "clean.zarr")
     assert open_embeddings(str(dest)).attrs["n_words"] == 960
 
@@ -429,7 +456,12 @@ def test_shared_vectors_are_counted_and_warned_about(tmp_path, dask_client, clie
     src = _write(tmp_path / "s.vec", lines, dim=5)
     with pytest.warns(UserWarning, match=r"share a bit-identical vector.*dedupe_vectors"):
         ds = ingest(
-            src, str(tmp_path / "s.zarr"), "en", chunk_words=16, progress=False, client=dask_client if client else False
+            src,
+            str(tmp_path / "s.zarr"),
+            language="en",
+            chunk_words=16,
+            progress=False,
+            client=dask_client if client else False,
         )
     kv = _gensim(src)
     seen, shared = set(), 0
@@ -444,5 +476,5 @@ def test_shared_vectors_are_counted_and_warned_about(tmp_path, dask_client, clie
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        quiet = ingest(few, str(tmp_path / "f.zarr"), "en", chunk_words=16, client=False, progress=False)
+        quiet = ingest(few, str(tmp_path / "f.zarr"), language="en", chunk_words=16, client=False, progress=False)
     assert quiet.attrs["n_duplicate_vectors"] == 0

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
+from biasdask import Resampling
 from biasdask.engine import permutation as engine
 from biasdask.engine.permutation import default_batch_size, permutation_test
-from biasdask.errors import BiasdaskError
 from biasdask.stats.permutation import permutation_test_local
 
 N_WORDS = 20_000
@@ -55,21 +55,24 @@ def _same(a, b):
 @pytest.mark.parametrize("dummy", [True, False])
 def test_bit_identical_on_two_workers_one_worker_and_any_batch_size(dask_client, one_worker, scores, dummy):
     y = N_WORDS if dummy else -scores[::-1][:15_000] * 0.5
-    kw = dict(n_permutations=1500, seed=77, return_null=True)
-    reference = permutation_test_local(scores, y, **kw)
+    reference = permutation_test_local(scores, y, n_permutations=1500, seed=77, return_null=True)
     assert not reference.exact
-    two = permutation_test(scores, y, client=dask_client, batch_size=500, progress=False, **kw)
-    in_process = permutation_test(scores, y, client=dask_client, progress=False, **kw)  # small: no tasks
-    one = permutation_test(scores, y, client=one_worker, batch_size=333, progress=False, **kw)
-    small = permutation_test(scores, y, client=dask_client, batch_size=97, progress=False, **kw)
+    options = Resampling(n_permutations=1500, seed=77)
+    kw = dict(return_null=True, progress=False)
+    two = permutation_test(scores, y, client=dask_client, resampling=options.replace(batch_size=500), **kw)
+    in_process = permutation_test(scores, y, client=dask_client, resampling=options, **kw)  # small: no tasks
+    one = permutation_test(scores, y, client=one_worker, resampling=options.replace(batch_size=333), **kw)
+    small = permutation_test(scores, y, client=dask_client, resampling=options.replace(batch_size=97), **kw)
     for other in (two, one, small, in_process):
         _same(reference, other)
 
 
 def test_uses_the_current_client_and_shows_batches(dask_client, scores, capsys):
     with dask_client.as_current(), get_task_stream(client=dask_client) as stream:
-        res = permutation_test(scores, N_WORDS, n_permutations=400, seed=3, batch_size=100, progress=True)
-    ran = [t for t in stream.data if str(t["key"]).startswith("null_batch")]
+        res = permutation_test(
+            scores, N_WORDS, progress=True, resampling=Resampling(n_permutations=400, seed=3, batch_size=100)
+        )
+    ran = [t for t in stream.data if str(t["key"]).startswith("pools_batch")]
     assert len(ran) == 4
     err = capsys.readouterr().err
     assert "permutations" in err and "4/4" in err
@@ -82,7 +85,7 @@ def test_exact_enumeration_runs_in_process(monkeypatch):
 
     monkeypatch.setattr(engine, "compute", no_dask)
     x, y = [0.4, 1.3, -0.2, 0.9, 0.5, 1.1, 0.8, 0.7], [0.1, -0.3, 0.2, 0.6, -0.5, 0.0, 0.3, -0.1]
-    res = permutation_test(x, y, n_permutations=12870, progress=False)
+    res = permutation_test(x, y, progress=False, resampling=Resampling(n_permutations=12870))
     assert res.exact and res.n_permutations == 12870  # C(16, 8), like WEAT T6-T10
     assert res.pvalue == permutation_test_local(x, y, n_permutations=12870).pvalue
 
@@ -98,20 +101,22 @@ def test_bit_identical_on_local_schedulers_without_a_cluster(scheduler, scores, 
 
     monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
     monkeypatch.setattr("biasdask.engine.cluster.LocalCluster", no_cluster)
-    kw = dict(n_permutations=900, seed=12, return_null=True)
+    options = Resampling(n_permutations=900, seed=12)
     with dask.config.set(scheduler=scheduler, num_workers=2):
-        res = permutation_test(scores, N_WORDS, batch_size=100, progress=False, **kw)
-        auto = permutation_test(scores, N_WORDS, progress=False, **kw)  # default batch size
+        res = permutation_test(
+            scores, N_WORDS, resampling=options.replace(batch_size=100), return_null=True, progress=False
+        )
+        auto = permutation_test(scores, N_WORDS, resampling=options, return_null=True, progress=False)
     with pytest.raises(ValueError):
         Client.current()
-    _same(permutation_test_local(scores, N_WORDS, **kw), res)
+    _same(permutation_test_local(scores, N_WORDS, n_permutations=900, seed=12, return_null=True), res)
     _same(res, auto)
 
 
 def test_tunables_come_from_dask_config(scores, monkeypatch):
     calls = []
     monkeypatch.setattr(engine, "compute", lambda *parts, **kw: calls.append(len(parts)) or dask.compute(*parts))
-    kw = dict(n_permutations=900, seed=12, progress=False)
+    kw = dict(resampling=Resampling(n_permutations=900, seed=12), progress=False)
     permutation_test(scores, N_WORDS, **kw)  # ~0.04 s of estimated work: in this thread
     assert calls == []
     with dask.config.set({"biasdask.in-process-threshold": "1ms", "biasdask.batch-duration": "1ms"}):
@@ -147,19 +152,19 @@ def test_default_batch_size_spreads_and_bounds_work():
 
 
 def test_bad_batch_size_raises(scores):
-    with pytest.raises(BiasdaskError, match="batch_size"):
-        permutation_test(scores, 10, batch_size=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        permutation_test(scores, 10, resampling=Resampling(batch_size=0))
 
 
 @pytest.mark.parametrize("bad", [dict(alternative="bigger"), dict(n_permutations=0), dict(seed=-1), dict(batch_size=0)])
 def test_bad_arguments_are_value_errors_like_scipys(scores, bad):
     with pytest.raises(ValueError):
-        permutation_test(scores, 10, **bad)
+        permutation_test(scores, 10, resampling=Resampling(**bad))
 
 
 def _finished_batches(dask_scheduler) -> int:
     return sum(
-        1 for key, ts in dask_scheduler.tasks.items() if str(key).startswith("null_batch") and ts.state == "memory"
+        1 for key, ts in dask_scheduler.tasks.items() if str(key).startswith("pools_batch") and ts.state == "memory"
     )
 
 
@@ -171,7 +176,6 @@ def test_killed_worker_mid_run_gives_identical_result(own_cluster):
     client.wait_for_workers(2, timeout=120)
     rng = np.random.default_rng(31)
     x = (rng.standard_normal(200_000) * 0.1).astype(np.float32)
-    kw = dict(n_permutations=2400, seed=5, return_null=True)
     n_batches = 50
     pids = sorted(client.run(os.getpid).values())
     killed: dict[str, int] = {}
@@ -188,23 +192,25 @@ def test_killed_worker_mid_run_gives_identical_result(own_cluster):
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
-    res = permutation_test(x, x.size, client=client, batch_size=2400 // n_batches, progress=False, **kw)
+    options = Resampling(n_permutations=2400, seed=5, batch_size=2400 // n_batches)
+    res = permutation_test(x, x.size, client=client, resampling=options, return_null=True, progress=False)
     thread.join()
     assert killed, "the worker was never killed"
     assert killed["done"] < n_batches - 2, "the run was almost over when the worker died"
     client.wait_for_workers(2, timeout=120)
     assert pids[0] not in client.run(os.getpid).values()
-    _same(permutation_test_local(x, x.size, **kw), res)
+    _same(permutation_test_local(x, x.size, n_permutations=2400, seed=5, return_null=True), res)
 
 
 def test_several_weightings_on_the_cluster_equal_one_test_each(dask_client, scores):
-    """permutation_tests: every row bit-identical to its own permutation_test (same seed), whatever the
+    """permutation_test: every row bit-identical to its own permutation_test (same seed), whatever the
     batches; a row zero elsewhere (like 'frequency') still matches."""
-    from biasdask.engine.permutation import permutation_tests
+    from biasdask.engine.permutation import permutation_test
 
     rows = np.stack([scores, (scores / np.arange(1, N_WORDS + 1)).astype(np.float32), scores.copy()])
     rows[2, ::3] = 0
-    kw = dict(n_permutations=600, seed=17, return_null=True, effect_x=scores, progress=False)
-    got = permutation_tests(rows, N_WORDS, client=dask_client, batch_size=130, **kw)
+    options = Resampling(n_permutations=600, seed=17)
+    kw = dict(return_null=True, effect_x=scores, progress=False, client=dask_client)
+    got = permutation_test(rows, N_WORDS, resampling=options.replace(batch_size=130), **kw)
     for w in range(3):
-        _same(got[w], permutation_test(rows[w], N_WORDS, client=dask_client, batch_size=250, **kw))
+        _same(got[w], permutation_test(rows[w], N_WORDS, resampling=options.replace(batch_size=250), **kw))

@@ -9,6 +9,7 @@ import pytest
 import xarray as xr
 
 import biasdask
+from biasdask import Resampling, WordSets
 from biasdask.engine.placebo import gendered_words, placebo_test
 from biasdask.engine.scores import scores, scores_and_moments
 
@@ -89,11 +90,9 @@ def test_placebo_is_calibrated_on_real_vectors_where_the_dummy_language_is_not(s
             emb,
             [a],
             [b],
-            "uniform",
-            n_permutations=199,
-            seed=int(rng.integers(2**31)),
-            placebo=199,
+            method="uniform",
             exclude_attributes=True,
+            resampling=Resampling(n_permutations=199, seed=int(rng.integers(2**31)), placebo=199),
         )
         rejected_placebo += res.p_value_placebo <= 0.05
         rejected_dummy += res.pvalue <= 0.05
@@ -197,7 +196,7 @@ def test_weat_placebo_sets_are_weats_of_their_own(shared_data, tmp_path):
     )
     emb = biasdask.open_embeddings(store)
     sets = weat_test(1)
-    res = biasdask.weat(store, "weat1", seed=4, n_permutations=999, placebo=499)
+    res = biasdask.weat(store, test="weat1", resampling=Resampling(seed=4, n_permutations=999, placebo=499))
     assert res.n_placebo == 499 and res.p_value_placebo <= 0.01 and res.effect_size_placebo_percentile > 95
     rows = {str(w): np.asarray(v, dtype=np.float64) for w, v in zip(emb["word"].values, emb["vectors"].values)}
     x = np.array([rows[w] for w in sets.x if w in rows])
@@ -223,13 +222,14 @@ def test_weat_placebo_sets_are_weats_of_their_own(shared_data, tmp_path):
     for i in range(0, 60, 15):
         own = biasdask.weat(
             store,
-            [w for w in sets.x if w in rows],
-            [w for w in sets.y if w in rows],
-            list(found.words[i, :n_a]),
-            list(found.words[i, n_a:]),
-            n_permutations=9,
-            seed=1,
+            WordSets(
+                [w for w in sets.x if w in rows],
+                [w for w in sets.y if w in rows],
+                list(found.words[i, :n_a]),
+                list(found.words[i, n_a:]),
+            ),
             ci_level=None,
+            resampling=Resampling(n_permutations=9, seed=1),
         )
         assert found.statistics[i, 0] == pytest.approx(own.statistic, rel=1e-6)
         assert found.effect_sizes[i] == pytest.approx(own.effect_size, rel=1e-6)
@@ -252,7 +252,11 @@ def test_a_study_with_placebo_gives_its_weat_cells_the_placebo_of_weat(shared_da
     res = biasdask.run(study, progress=False)
     from biasdask.engine.plan import cell_seed
 
-    own = biasdask.weat(store, "weat1", n_permutations=199, seed=cell_seed(2, "en", "uniform", "weat1"), placebo=99)
+    own = biasdask.weat(
+        store,
+        test="weat1",
+        resampling=Resampling(n_permutations=199, seed=cell_seed(2, "en", "uniform", "weat1"), placebo=99),
+    )
     cell = res.sel({"language": "en", "method": "uniform", "test": "weat1"})
     assert float(cell["p_value_placebo"]) == own.p_value_placebo and int(cell["n_placebo"]) == 99
     assert float(cell["z_placebo"]) == own.z_placebo
@@ -267,7 +271,9 @@ def test_set_metric_placebo_in_the_api_and_in_a_study(shared_data, tmp_path):
         str(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"), store, language="en", progress=False
     )
     w = weat_test(7)
-    res = biasdask.set_metric_test(store, "rnd", w.x, w.a, w.b, seed=1, n_permutations=99, placebo=99)
+    res = biasdask.set_metric_test(
+        store, WordSets(w.x, (), w.a, w.b), metric="rnd", resampling=Resampling(seed=1, n_permutations=99, placebo=99)
+    )
     assert res.statistic == pytest.approx(-1.147534, abs=1e-6) and res.n_placebo == 99
     assert 0 < res.p_value_placebo <= 1 and np.isfinite(res.z_placebo)
     study = {
@@ -281,7 +287,10 @@ def test_set_metric_placebo_in_the_api_and_in_a_study(shared_data, tmp_path):
     }
     cube = biasdask.run(study, progress=False)
     own = biasdask.set_metric_test(
-        store, "rnd", w.x, w.a, w.b, seed=cell_seed(3, "en", "uniform", "rnd"), n_permutations=99, placebo=99
+        store,
+        WordSets(w.x, (), w.a, w.b),
+        metric="rnd",
+        resampling=Resampling(seed=cell_seed(3, "en", "uniform", "rnd"), n_permutations=99, placebo=99),
     )
     assert (
         float(cube["p_value_placebo"].sel({"language": "en", "method": "uniform", "test": "rnd"}))
@@ -299,16 +308,11 @@ def test_career_family_placebo_is_weats_when_every_term_is_one_word():
     rng = np.random.default_rng(4)
     vocab = [*words, *(f"w{i}" for i in range(3000))]
     emb = biasdask.as_embeddings(rng.normal(size=(len(vocab), 24)).astype(np.float32), vocab, language="en")
-    cf = biasdask.career_family_test(emb, n_permutations=99, seed=11, placebo=60)
+    cf = biasdask.career_family_test(emb, resampling=Resampling(n_permutations=99, seed=11, placebo=60))
     ref = biasdask.weat(
         emb,
-        list(cats["male"]),
-        list(cats["female"]),
-        list(cats["career"]),
-        list(cats["family"]),
-        n_permutations=99,
-        seed=11,
-        placebo=60,
+        WordSets(list(cats["male"]), list(cats["female"]), list(cats["career"]), list(cats["family"])),
+        resampling=Resampling(n_permutations=99, seed=11, placebo=60),
     )
     assert cf.statistic == pytest.approx(ref.statistic, rel=1e-6)
     assert cf.n_placebo == ref.n_placebo == 60
@@ -321,7 +325,9 @@ def test_one_word_a_side_gets_the_interval_of_its_placebo_spread():
     """Nothing to resample with one attribute word a side (the catalog's male/female): the interval is
     d plus the spread of the rank-matched placebo pairs' d about their mean."""
     emb = biasdask.as_embeddings(_anisotropic(), language="en")
-    res = biasdask.full_vocabulary_test(emb, ["w10"], ["w20"], "zipf", n_permutations=99, seed=5, placebo=300)
+    res = biasdask.full_vocabulary_test(
+        emb, ["w10"], ["w20"], method="zipf", resampling=Resampling(n_permutations=99, seed=5, placebo=300)
+    )
     assert res.ci_method.startswith("placebo spread") and res.ci_level == 0.95
     sc, moments = scores_and_moments(emb, ["w10"], ["w20"], methods=("zipf",))
     found = placebo_test(emb, sc, moments, ["w10"], ["w20"], n=300, seed=res.seed, alternative="two-sided")
@@ -343,25 +349,14 @@ def test_iat_set_metric_placebo_is_the_word_lists_when_every_term_is_one_word():
     vocab = [*words, *(f"w{i}" for i in range(3000))]
     emb = biasdask.as_embeddings(rng.normal(size=(len(vocab), 24)).astype(np.float32), vocab, language="en")
     common = dict(
-        n_permutations=99,
-        alternative="two-sided",
-        seed=3,
-        client=None,
-        return_null=False,
-        batch_size=None,
-        progress=False,
+        resampling=Resampling(n_permutations=99, seed=3, placebo=60), client=None, return_null=False, progress=False
     )
-    iat = _iat_set_metric_test(emb, "rnd", "en", "cc", 0.8, common, placebo=60)
+    iat = _iat_set_metric_test(emb, "rnd", "en", "cc", 0.8, common)
     ref = biasdask.set_metric_test(
         emb,
-        "rnd",
-        list(cats["career"]),
-        list(cats["male"]),
-        list(cats["female"]),
-        n_permutations=99,
-        seed=3,
-        placebo=60,
-        placebo_exclude=list(cats["family"]),  # the IAT path never draws a word of any of its lists
+        WordSets(list(cats["career"]), (), list(cats["male"]), list(cats["female"])),
+        metric="rnd",
+        resampling=Resampling(n_permutations=99, seed=3, placebo=60, placebo_exclude=list(cats["family"])),
     )
     assert iat.statistic == pytest.approx(ref.statistic, rel=1e-6) and iat.n_placebo == ref.n_placebo == 60
     assert iat.p_value_placebo == ref.p_value_placebo
@@ -380,7 +375,12 @@ def test_cross_lingual_weat_draws_its_placebo_words_from_the_attributes_language
     target = biasdask.as_embeddings(source, language="en")
     attributes = biasdask.as_embeddings(source.assign_coords(word=de_words), language="de")
     x, y, a, b = ["w10", "w11", "w12"], ["w20", "w21", "w22"], ["d30", "d31"], ["d40", "d41"]
-    res = biasdask.weat(target, x, y, a, b, attributes_from=attributes, n_permutations=99, seed=5, placebo=80)
+    res = biasdask.weat(
+        target,
+        WordSets(x, y, a, b),
+        attributes_from=attributes,
+        resampling=Resampling(n_permutations=99, seed=5, placebo=80),
+    )
     vectors = {str(w): v for w, v in zip(source["word"].values, np.asarray(source.values, dtype=np.float64))}
     vectors.update({str(w): v for w, v in zip(de_words, np.asarray(source.values, dtype=np.float64))})
     tx, ty = np.array([vectors[w] for w in x]), np.array([vectors[w] for w in y])
@@ -396,6 +396,9 @@ def test_cross_lingual_weat_draws_its_placebo_words_from_the_attributes_language
     assert res.z_placebo == pytest.approx(found.z[0], rel=1e-6)  # the store's float32 vectors
     assert all(str(w).startswith("d") for w in found.words.ravel())  # the attributes' language
     own = biasdask.weat(
-        target, x, y, list(found.words[7, :2]), list(found.words[7, 2:]), attributes_from=attributes, n_permutations=9
+        target,
+        WordSets(x, y, list(found.words[7, :2]), list(found.words[7, 2:])),
+        attributes_from=attributes,
+        resampling=Resampling(n_permutations=9),
     )
     assert found.statistics[7, 0] == pytest.approx(own.statistic, rel=1e-6)

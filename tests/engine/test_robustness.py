@@ -12,6 +12,7 @@ import pytest
 import xarray as xr
 
 import biasdask
+from biasdask import Resampling
 from biasdask.engine.scores import scores
 from biasdask.lexicon import iat_attribute_terms
 
@@ -43,7 +44,9 @@ def _term_vector(table, term):
 def test_leave_one_out_against_numpy(shared_data, dask_client, tmp_path):
     emb, words, vec = _french(shared_data)
     a, b = iat_attribute_terms("cc", "fr")
-    sens = biasdask.attribute_sensitivity(emb, a, b, n_permutations=999, seed=3, client=dask_client, progress=False)
+    sens = biasdask.attribute_sensitivity(
+        emb, a, b, client=dask_client, progress=False, resampling=Resampling(n_permutations=999, seed=3)
+    )
     table = {w: vec[i].astype(np.float64) for i, w in enumerate(words)}
     used_a = [t for t in a if _term_vector(table, t) is not None]
     used_b = [t for t in b if _term_vector(table, t) is not None]
@@ -69,7 +72,9 @@ def test_leave_one_out_against_numpy(shared_data, dask_client, tmp_path):
         assert (int(row["n_a"]), int(row["n_b"])) == (len(sa), len(sb))
         assert 0 < float(row["p_value"]) <= 1
     # The same seed in every row: the row with everything equals full_vocabulary_test.
-    full = biasdask.full_vocabulary_test(emb, a, b, n_permutations=999, seed=3, client=dask_client, progress=False)
+    full = biasdask.full_vocabulary_test(
+        emb, a, b, client=dask_client, progress=False, resampling=Resampling(n_permutations=999, seed=3)
+    )
     assert float(sens["p_value"].sel(left_out="")) == full.pvalue
     assert float(sens["statistic"].sel(left_out="")) == full.statistic
 
@@ -83,7 +88,12 @@ def test_leave_one_out_against_numpy(shared_data, dask_client, tmp_path):
 def test_leaving_out_a_sets_only_word_gives_nan(shared_data, dask_client):
     emb, _, _ = _french(shared_data)
     sens = biasdask.attribute_sensitivity(
-        emb, ["homme", "il"], ["femme"], n_permutations=99, seed=1, client=dask_client, progress=False
+        emb,
+        ["homme", "il"],
+        ["femme"],
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=99, seed=1),
     )
     assert list(sens["left_out"].values) == ["", "homme", "il", "femme"]
     assert np.isnan(float(sens["effect_size"].sel(left_out="femme"))) and int(sens["n_b"].sel(left_out="femme")) == -1
@@ -103,7 +113,13 @@ def test_options_are_the_same_in_every_row(shared_data, dask_client):
     emb = emb.assign(vectors=(("word", "dim"), da.from_array(vec, chunks=(16, vec.shape[1]))))
     kw = dict(exclude_attributes=True, dedupe_vectors=True)
     sens = biasdask.attribute_sensitivity(
-        emb, ["homme", "il"], ["femme", "elle"], n_permutations=99, seed=1, client=dask_client, progress=False, **kw
+        emb,
+        ["homme", "il"],
+        ["femme", "elle"],
+        resampling=Resampling(n_permutations=99, seed=1),
+        client=dask_client,
+        progress=False,
+        **kw,
     )
     for left, a, b in [("", ["homme", "il"], ["femme", "elle"]), ("homme", ["il"], ["femme", "elle"])]:
         sc = scores(emb, a, b, methods=["uniform"], exclude_words=["homme", "il", "femme", "elle"], dedupe_vectors=True)
@@ -122,13 +138,13 @@ def test_without_a_client_it_starts_no_cluster_so_a_script_needs_no_main_guard(t
 
     write_language(tmp_path / "fr.bin", "homme", "femme", 0.2, 300, 10, seed=1)
     store = str(tmp_path / "fr.zarr")
-    ingest(str(tmp_path / "fr.bin"), store, "fr", client=False, progress=False)
+    ingest(str(tmp_path / "fr.bin"), store, language="fr", client=False, progress=False)
     script = tmp_path / "script.py"
     script.write_text(
         "import biasdask\n"
         "from distributed.client import _get_global_client\n"
         f"sens = biasdask.attribute_sensitivity({store!r}, ['homme'], ['femme', 'w000007'], "
-        "n_permutations=99, seed=1, progress=False)\n"
+        "resampling=biasdask.Resampling(n_permutations=99, seed=1), progress=False)\n"
         "print(sens['left_out'].values.tolist(), _get_global_client())\n"
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)

@@ -15,6 +15,7 @@ import xarray as xr
 import yaml
 
 import biasdask
+from biasdask import Location
 from biasdask.demo import demo, write_language
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, StoreConflictError
@@ -46,7 +47,13 @@ def _make_stores(tmp_path, codes, dest=lambda code: None, storage_options=None, 
         src = tmp_path / f"{code}.bin"
         write_language(src, table.loc[code, "male"], table.loc[code, "female"], 0.1 * i, n_words, 20, seed=i)
         url = dest(code) or str(tmp_path / "emb" / f"{code}.zarr")
-        ingest(str(src), url, language=code, client=False, progress=False, storage_options=storage_options)
+        ingest(
+            Location(str(src), storage_options),
+            Location(url, storage_options),
+            language=code,
+            client=False,
+            progress=False,
+        )
         stores[code] = url
     return stores
 
@@ -111,9 +118,9 @@ def test_s3_end_to_end_three_languages(tmp_path, s3_bucket, dask_client):
     assert np.isnan(weat7["statistic"].values).all()
     assert "coverage" in str(weat7["note"].sel({"language": "en"}).values[0])
     assert "not applicable" in str(weat7["note"].sel({"language": "de"}).values[0])
-    sc = rs.open_scores(study["output"], "de", storage_options=options)
+    sc = rs.open_scores(Location(study["output"], options), language="de")
     assert sc.sizes["word"] == 3000 and {str(m) for m in sc["method"].values} == {"uniform", "zipf"}
-    emb = biasdask.open_embeddings(stores["de"], storage_options=options)
+    emb = biasdask.open_embeddings(Location(stores["de"], options))
     direct = biasdask.scores(emb, ["männlich"], ["weiblich"], methods=["zipf"])
     np.testing.assert_array_equal(sc["t"].sel({"method": "zipf"}).values, direct["t"].values[0])
     assert list(sc["word"].values) == list(emb["word"].values)  # copied from the store on S3, as stored
@@ -188,8 +195,8 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, dask_client, monkeyp
     )
     _assert_same_cube(resumed, clean)
     for code in codes:
-        a = rs.open_scores(killed_out, code).load()
-        b = rs.open_scores(str(tmp_path / "clean.zarr"), code).load()
+        a = rs.open_scores(killed_out, language=code).load()
+        b = rs.open_scores(str(tmp_path / "clean.zarr"), language=code).load()
         xr.testing.assert_identical(a[["u", "t"]], b[["u", "t"]])
     for code, method in [("en", "uniform"), ("ja", "zipf")]:
         np.testing.assert_array_equal(

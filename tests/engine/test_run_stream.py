@@ -11,6 +11,7 @@ from distributed import Client, LocalCluster, get_task_stream
 
 import biasdask
 import biasdask.engine.run as run_module
+from biasdask import Resampling
 from biasdask.config import parse_config
 from biasdask.demo import write_language
 from biasdask.engine.bias_tests import full_vocabulary_test
@@ -87,8 +88,7 @@ def test_same_bits_threads_one_worker_two_workers_and_one_cell_at_a_time(tmp_pat
                 stores[code],
                 *([w] for w in WORDS[code]),
                 method=method,
-                n_permutations=301,
-                seed=family_seed(5, code, "gender"),
+                resampling=Resampling(n_permutations=301, seed=family_seed(5, code, "gender")),
                 return_null=True,
                 progress=False,
             )
@@ -244,7 +244,12 @@ def test_classic_cells_are_tasks_that_read_only_their_rows(tmp_path):
     assert sum(str(t["key"]).startswith("_classic_cell") for t in ts.data) == len(tests)
     threads = biasdask.run({**study, "output": str(tmp_path / "t.zarr")}, progress=False)
     for test in tests:
-        alone = run_cell(test, store, language="en", n_permutations=499, seed=cell_seed(9, "en", "uniform", test))
+        alone = run_cell(
+            test,
+            store,
+            language="en",
+            resampling=Resampling(n_permutations=499, seed=cell_seed(9, "en", "uniform", test)),
+        )
         for method in ("uniform", "zipf"):
             for out in (cube, threads):
                 cell = out.sel({"language": "en", "method": method, "test": test})
@@ -264,7 +269,7 @@ def test_per_word_scores_are_written_where_they_were_computed(tmp_path, stores, 
     writers = {t["worker"] for t in ts.data if str(t["key"]).startswith("_write_scores")}
     assert writers and writers <= set(dask_client.nthreads())
     for code in WORDS:
-        written = rs.open_scores(study["output"], code).load()
+        written = rs.open_scores(study["output"], language=code).load()
         direct = biasdask.scores(
             stores[code], written.attrs["used_a"], written.attrs["used_b"], methods=["uniform", "zipf"]
         ).load()
@@ -286,7 +291,7 @@ def test_stored_words_are_copied_as_stored_and_cut_to_max_words(tmp_path, dask_c
     ingest(str(src), url, language="en", chunk_words=700, client=False, progress=False)
     study = _study({"en": url}, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"], max_words=1500)
     biasdask.run(study, client=dask_client, progress=False)
-    written = rs.open_scores(study["output"], "en").load()
+    written = rs.open_scores(study["output"], language="en").load()
     direct = biasdask.scores(
         url, written.attrs["used_a"], written.attrs["used_b"], methods=["uniform"], max_words=1500
     ).load()
@@ -329,9 +334,8 @@ def test_an_exact_family_on_the_stream_equals_the_test_alone(tmp_path, tiny_stor
             ["male"],
             ["female"],
             method=method,
-            n_permutations=301,
-            seed=family_seed(3, "en", "gender"),
             progress=False,
+            resampling=Resampling(n_permutations=301, seed=family_seed(3, "en", "gender")),
         )
         cell = out.sel({"language": "en", "method": method, "test": "gender"})
         assert bool(cell["exact"]) and alone.exact
@@ -368,7 +372,7 @@ def test_scores_are_written_here_when_the_workers_do_not_see_the_results_store(s
         dask_client.nthreads(), False
     )
     for code in WORDS:
-        written = rs.open_scores(out, code).load()
+        written = rs.open_scores(out, language=code).load()
         direct = biasdask.scores(
             stores[code], written.attrs["used_a"], written.attrs["used_b"], methods=["uniform", "zipf"]
         ).load()
@@ -428,6 +432,9 @@ def test_pools_and_scores_writes_take_the_scores_chunks_directly(tmp_path):
     assert not [k for k in keys if k.startswith("finalize-")]
     for v, values in _cube(threads).items():
         np.testing.assert_array_equal(values, two[v].values, err_msg=v)
-    a, b = rs.open_scores(str(tmp_path / "threads.zarr"), "en"), rs.open_scores(str(tmp_path / "two.zarr"), "en")
+    a, b = (
+        rs.open_scores(str(tmp_path / "threads.zarr"), language="en"),
+        rs.open_scores(str(tmp_path / "two.zarr"), language="en"),
+    )
     for name in ("u", "t", "word"):
         np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)

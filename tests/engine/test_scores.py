@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from biasdask import Resampling
 from biasdask.engine.scores import positions, scores
 from biasdask.errors import BiasdaskError, MissingWordsError
 
@@ -126,7 +127,7 @@ def test_frequency_for_a_vocabulary_without_observed_words_is_one_clear_error():
             method="frequency",
             exclude_attributes=True,
             exclude_words=["the", "of"],
-            n_permutations=9,
+            resampling=Resampling(n_permutations=9),
         )
 
 
@@ -413,7 +414,9 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     emb = store.open_embeddings(url)
     a, b = ["male", "man"], ["female", "woman"]
     (attributes,) = dask.compute(attributes_graph(emb, a, b, "cosine"), scheduler="sync")
-    sc, ut, meta, _ = scores_graph(emb, a, b, ["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes)
+    sc, ut, meta, _ = scores_graph(
+        emb, a, b, methods=["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes
+    )
     assert len(ut.__dask_graph__()) == 3 * (2 if exclude else 1)
     got, found = dask.compute(ut, meta, scheduler="sync")
 

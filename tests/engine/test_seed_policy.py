@@ -26,16 +26,25 @@ def _values(result):
 
 
 CALLS = {
-    "permutation_test": lambda e, **kw: biasdask.permutation_test(
-        np.arange(60.0) % 7, np.arange(40.0) % 5, n_permutations=99, **kw
+    "permutation_test": lambda e, seed=None: biasdask.permutation_test(
+        np.arange(60.0) % 7, np.arange(40.0) % 5, resampling=biasdask.Resampling(n_permutations=99, seed=seed)
     ),
-    "full_vocabulary_test": lambda e, **kw: biasdask.full_vocabulary_test(e, A, B, n_permutations=99, **kw),
-    "weat": lambda e, **kw: biasdask.weat(e, ["x1", "x2", "math"], ["y1", "y2", "art"], A, B, n_permutations=99, **kw),
-    "set_metric_test": lambda e, **kw: biasdask.set_metric_test(
-        e, "rnd", ["x1", "x2", "math", "art"], A, B, n_permutations=99, **kw
+    "full_vocabulary_test": lambda e, seed=None: biasdask.full_vocabulary_test(
+        e, A, B, resampling=biasdask.Resampling(n_permutations=99, seed=seed)
     ),
-    "attribute_sensitivity": lambda e, **kw: biasdask.attribute_sensitivity(
-        e, A, B, n_permutations=99, progress=False, **kw
+    "weat": lambda e, seed=None: biasdask.weat(
+        e,
+        biasdask.WordSets(["x1", "x2", "math"], ["y1", "y2", "art"], A, B),
+        resampling=biasdask.Resampling(n_permutations=99, seed=seed),
+    ),
+    "set_metric_test": lambda e, seed=None: biasdask.set_metric_test(
+        e,
+        biasdask.WordSets(["x1", "x2", "math", "art"], (), A, B),
+        metric="rnd",
+        resampling=biasdask.Resampling(n_permutations=99, seed=seed),
+    ),
+    "attribute_sensitivity": lambda e, seed=None: biasdask.attribute_sensitivity(
+        e, A, B, resampling=biasdask.Resampling(n_permutations=99, seed=seed), progress=False
     ),
 }
 

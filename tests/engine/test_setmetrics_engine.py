@@ -12,6 +12,7 @@ from scipy.spatial.distance import cosine as cosine_distance
 from vec_files import read_text_vectors
 
 import biasdask
+from biasdask import Resampling, WordSets
 from biasdask.engine.cells import run_cell
 from biasdask.engine.ingest import ingest
 from biasdask.engine.setmetrics import set_metric_sets, set_metric_test
@@ -27,7 +28,7 @@ W7 = weat_test(7)
 @pytest.fixture(scope="module")
 def glove_url(shared_data, tmp_path_factory):
     dest = tmp_path_factory.mktemp("glove") / "glove.zarr"
-    ingest(str(shared_data / GLOVE), str(dest), "en", format="glove", client=False, progress=False)
+    ingest(str(shared_data / GLOVE), str(dest), language="en", format="glove", client=False, progress=False)
     return str(dest)
 
 
@@ -41,7 +42,7 @@ def iat_url(shared_data, tmp_path_factory):
             ingest(
                 str(shared_data / "iat" / "cc" / f"{language}.vec"),
                 str(dest),
-                language,
+                language=language,
                 format="vec",
                 client=False,
                 progress=False,
@@ -81,7 +82,12 @@ def test_metrics_on_weat7_equal_published_values_and_the_formulas(glove_url, glo
     sets = [[glove_text[w] for w in ws] for ws in (W7.x, W7.a, W7.b)]
     for metric in sm.METRICS:
         res = set_metric_test(
-            glove_url, metric, W7.x, W7.a, W7.b, n_permutations=99, seed=5, client=dask_client, progress=False
+            glove_url,
+            WordSets(W7.x, (), W7.a, W7.b),
+            metric=metric,
+            client=dask_client,
+            progress=False,
+            resampling=Resampling(n_permutations=99, seed=5),
         )
         assert res.test == metric and res.language == "en" and (res.n_x, res.n_y, res.n_a, res.n_b) == (8, 0, 8, 8)
         if metric in SWEATER:
@@ -95,7 +101,7 @@ def test_metrics_on_weat7_equal_published_values_and_the_formulas(glove_url, glo
             assert 0 < res.pvalue <= 1 and res.n_permutations == 99 and not res.exact
             assert res.alternative == "two-sided" and math.isfinite(res.z_score)
     # sweater's mac(S, A): the mean cosine similarity of math terms with male terms alone
-    mac_a = set_metric_test(glove_url, "mac", W7.x, W7.a, W7.a, client=dask_client, progress=False)
+    mac_a = set_metric_test(glove_url, WordSets(W7.x, (), W7.a, W7.a), metric="mac", client=dask_client, progress=False)
     assert 1 - mac_a.statistic == pytest.approx(0.09579005, abs=5e-9)
 
 
@@ -126,24 +132,45 @@ def planted(lean: float, seed: int = 0):
 @pytest.mark.parametrize("metric", ["nas", "rnd"])
 def test_planted_association_is_found_and_an_absent_one_is_not(metric):
     emb, s, a, b = planted(1.5)
-    assert set_metric_test(emb, metric, s, a, b, n_permutations=199, seed=1, progress=False).pvalue < 0.05
+    assert (
+        set_metric_test(
+            emb, WordSets(s, (), a, b), metric=metric, progress=False, resampling=Resampling(n_permutations=199, seed=1)
+        ).pvalue
+        < 0.05
+    )
     emb, s, a, b = planted(0.0)
-    assert set_metric_test(emb, metric, s, a, b, n_permutations=199, seed=1, progress=False).pvalue > 0.2
+    assert (
+        set_metric_test(
+            emb, WordSets(s, (), a, b), metric=metric, progress=False, resampling=Resampling(n_permutations=199, seed=1)
+        ).pvalue
+        > 0.2
+    )
 
 
 @pytest.mark.parametrize("n_ab", [2, 8])  # C(4, 2) = 6 splits enumerated; C(16, 8) sampled
 def test_an_undefined_metric_has_a_nan_p_value_and_a_note_in_its_cell(n_ab):
     from biasdask.engine.run import _classic_cell
-    from biasdask.engine.scores import as_dataset
+    from biasdask.io.embeddings import as_embeddings
 
     emb, s, a, b = planted(1.5)
     # ECT on one word is undefined: before, its p-value was the smallest there is (0 or 1/(m + 1))
-    res = set_metric_test(emb, "ect", s[:1], a[:n_ab], b[:n_ab], n_permutations=199, seed=1, progress=False)
+    res = set_metric_test(
+        emb,
+        WordSets(s[:1], (), a[:n_ab], b[:n_ab]),
+        metric="ect",
+        progress=False,
+        resampling=Resampling(n_permutations=199, seed=1),
+    )
     assert math.isnan(res.statistic) and math.isnan(res.pvalue)
     assert math.isnan(res.z_score) and math.isnan(res.p_value_normal)
     assert res.exact == (n_ab == 2)
     values, _ = _classic_cell(
-        as_dataset(emb), "ect", "xx", (s[:1], a[:n_ab], b[:n_ab]), "study", dict(n_permutations=199, seed=1)
+        as_embeddings(emb),
+        "ect",
+        "xx",
+        (s[:1], a[:n_ab], b[:n_ab]),
+        "study",
+        dict(resampling=Resampling(n_permutations=199, seed=1)),
     )
     assert math.isnan(values["p_value"]) and "undefined (NaN)" in values["note"]
 
@@ -164,15 +191,12 @@ def test_exact_p_value_is_brute_force(glove_url, glove_text, dask_client):
     ):
         res = set_metric_test(
             glove_url,
-            "nas",
-            W7.x,
-            a,
-            b,
-            n_permutations=100,
-            alternative=alternative,
+            WordSets(W7.x, (), a, b),
+            metric="nas",
             client=dask_client,
             return_null=True,
             progress=False,
+            resampling=Resampling(n_permutations=100, alternative=alternative),
         )
         assert res.exact and res.n_permutations == 70
         assert res.pvalue == pytest.approx(hits / 70, rel=1e-12)
@@ -181,36 +205,46 @@ def test_exact_p_value_is_brute_force(glove_url, glove_text, dask_client):
 
 
 def test_sampled_null_is_the_same_on_every_scheduler(glove_url):
-    args = (glove_url, "rnd", W7.x, W7.a, W7.b)
-    threads = set_metric_test(*args, n_permutations=300, seed=9, return_null=True, progress=False)
-    batched = set_metric_test(*args, n_permutations=300, seed=9, return_null=True, batch_size=7, progress=False)
+    args = (glove_url, W7)
+    options = Resampling(n_permutations=300, seed=9)
+    kw = dict(metric="rnd", return_null=True, progress=False)
+    threads = set_metric_test(*args, resampling=options, **kw)
+    batched = set_metric_test(*args, resampling=options.replace(batch_size=7), **kw)
     np.testing.assert_array_equal(threads.null_distribution, batched.null_distribution)
     assert threads.pvalue == batched.pvalue and threads.seed == 9
-    other = set_metric_test(*args, n_permutations=300, seed=10, return_null=True, progress=False)
+    other = set_metric_test(*args, resampling=options.replace(seed=10), **kw)
     assert not np.array_equal(other.null_distribution, threads.null_distribution)
 
 
 def test_sampled_null_on_a_cluster(glove_url, dask_client):
-    args = (glove_url, "ect", W7.x, W7.a, W7.b)
-    local = set_metric_test(*args, n_permutations=120, seed=3, return_null=True, progress=False)
-    remote = set_metric_test(
-        *args, n_permutations=120, seed=3, return_null=True, client=dask_client, batch_size=25, progress=False
-    )
+    options = Resampling(n_permutations=120, seed=3)
+    kw = dict(metric="ect", return_null=True, progress=False)
+    local = set_metric_test(glove_url, W7, resampling=options, **kw)
+    remote = set_metric_test(glove_url, W7, resampling=options.replace(batch_size=25), client=dask_client, **kw)
     np.testing.assert_array_equal(local.null_distribution, remote.null_distribution)
 
 
 def test_coverage_rule_is_weats(glove_url, dask_client):
     with pytest.raises(CoverageError, match="nosuchword") as info:
         set_metric_test(
-            glove_url, "rnd", W7.x, [*W7.a[:6], "nosuchword", "nosuchword2"], W7.b, client=dask_client, progress=False
+            glove_url,
+            WordSets(W7.x, (), [*W7.a[:6], "nosuchword", "nosuchword2"], W7.b),
+            metric="rnd",
+            client=dask_client,
+            progress=False,
         )
     assert info.value.test == "rnd" and info.value.missing == {"a": ("nosuchword", "nosuchword2")}
     res = set_metric_test(
-        glove_url, "rnd", W7.x, [*W7.a, "nosuchword"], W7.b, n_permutations=9, client=dask_client, progress=False
+        glove_url,
+        WordSets(W7.x, (), [*W7.a, "nosuchword"], W7.b),
+        metric="rnd",
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=9),
     )
     assert res.n_a == 8 and res.coverage["a"].missing == ("nosuchword",)
     with pytest.raises(BiasdaskError, match="unknown set metric"):
-        set_metric_test(glove_url, "weat", W7.x, W7.a, W7.b)
+        set_metric_test(glove_url, WordSets(W7.x, (), W7.a, W7.b), metric="weat")
 
 
 def iat_oracle_vectors(shared_data, language):
@@ -235,7 +269,9 @@ def test_study_cells_on_the_languages_gender_sets(shared_data, iat_url, glove_ur
         None,
     )
     # French: the IAT words (career, family x male, female), translations averaged
-    res = run_cell("rnd", iat_url("fr"), language="fr", n_permutations=49, seed=2, client=dask_client)
+    res = run_cell(
+        "rnd", iat_url("fr"), language="fr", client=dask_client, resampling=Resampling(n_permutations=49, seed=2)
+    )
     v = iat_oracle_vectors(shared_data, "fr")
     order = iat_categories()
     s, a, b = ([v[c][w] for w in order[c] if w in v[c]] for c in ("career", "male", "female"))
@@ -277,13 +313,10 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
     assert en["statistic"].sel({"test": "rnd", "method": "uniform"}).item() == pytest.approx(-1.147534, abs=5e-7)
     direct = set_metric_test(
         glove_url,
-        "rnd",
-        W7.x,
-        W7.a,
-        W7.b,
-        n_permutations=99,
-        seed=biasdask.engine.plan.cell_seed(4, "en", "uniform", "rnd"),
+        WordSets(W7.x, (), W7.a, W7.b),
+        metric="rnd",
         progress=False,
+        resampling=Resampling(n_permutations=99, seed=biasdask.engine.plan.cell_seed(4, "en", "uniform", "rnd")),
     )
     assert en["p_value"].sel({"test": "rnd", "method": "zipf"}).item() == direct.pvalue
     mac = en.sel({"test": "mac"})
@@ -299,13 +332,10 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
     # a language with the study's own sets (here: arts terms against male and female terms)
     hu = set_metric_test(
         glove_url,
-        "nas",
-        W7.y,
-        W7.a,
-        W7.b,
-        n_permutations=99,
-        seed=biasdask.engine.plan.cell_seed(4, "hu", "uniform", "nas"),
+        WordSets(W7.y, (), W7.a, W7.b),
+        metric="nas",
         progress=False,
+        resampling=Resampling(n_permutations=99, seed=biasdask.engine.plan.cell_seed(4, "hu", "uniform", "nas")),
     )
     assert out["statistic"].sel({"language": "hu", "test": "nas", "method": "zipf"}).item() == hu.statistic
     assert out["p_value"].sel({"language": "hu", "test": "nas", "method": "zipf"}).item() == hu.pvalue

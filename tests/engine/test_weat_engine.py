@@ -11,6 +11,7 @@ import pytest
 from scipy.spatial.distance import cdist
 from vec_files import brute_force_count, make_store, read_text_vectors
 
+from biasdask import Resampling, WordSets
 from biasdask.engine.cells import cell_values
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, CoverageError, career_family_test, weat
 from biasdask.errors import MissingWordsError
@@ -23,7 +24,13 @@ from biasdask.stats.weat import career_family_effect, weat_scores, weat_statisti
 @pytest.mark.parametrize(("n", "published"), [(1, 1.50), (7, 1.06)])
 def test_weat_reproduces_caliskan(glove_store, glove_text, dask_client, n, published):
     t = weat_test(n)
-    res = weat(glove_store, t.x, t.y, t.a, t.b, n_permutations=999, seed=1, client=dask_client, progress=False)
+    res = weat(
+        glove_store,
+        t,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=999, seed=1),
+    )
     assert round(res.effect_size, 2) == published
     # the store's float32 rows, widened, are the text file's decimals (the engine holds scores as float32)
     sx, sy = weat_scores(*(np.array([glove_text[w] for w in ws]) for ws in (t.x, t.y, t.a, t.b)))
@@ -38,14 +45,10 @@ def test_weat_t7_exact_p_is_brute_force(glove_store, glove_text, dask_client):
     t = weat_test(7)
     res = weat(
         glove_store,
-        t.x,
-        t.y,
-        t.a,
-        t.b,
-        n_permutations=math.comb(16, 8),
-        alternative="greater",
+        t,
         client=dask_client,
         progress=False,
+        resampling=Resampling(n_permutations=math.comb(16, 8), alternative="greater"),
     )
     sx, sy = weat_scores(*(np.array([glove_text[w] for w in ws]) for ws in (t.x, t.y, t.a, t.b)))
     hits, total = brute_force_count(np.concatenate([sx, sy]), 8, weat_statistic(sx, sy))
@@ -53,15 +56,31 @@ def test_weat_t7_exact_p_is_brute_force(glove_store, glove_text, dask_client):
     assert res.exact and res.n_permutations == 12870
     assert res.pvalue == pytest.approx(hits / total, rel=1e-12)
     auto = weat(
-        glove_store, t.x, t.y, t.a, t.b, n_permutations=20000, alternative="auto", client=dask_client, progress=False
+        glove_store,
+        t,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=20000, alternative="auto"),
     )
     assert auto.exact and auto.alternative == "greater" and auto.pvalue == res.pvalue
 
 
 def test_weat_samples_when_enumeration_is_too_large(glove_store, dask_client):
     t = weat_test(1)  # C(50, 25) splits
-    a = weat(glove_store, t.x, t.y, t.a, t.b, n_permutations=500, seed=7, client=dask_client, progress=False)
-    b = weat(glove_store, t.x, t.y, t.a, t.b, n_permutations=500, seed=7, client=dask_client, progress=False)
+    a = weat(
+        glove_store,
+        t,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=500, seed=7),
+    )
+    b = weat(
+        glove_store,
+        t,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=500, seed=7),
+    )
     assert not a.exact and a.n_permutations == 500 and a.pvalue == 1 / 501  # T1: p < 1e-7 (Caliskan)
     assert a.pvalue == b.pvalue and a.null_mean == b.null_mean and a.z_score > 4
 
@@ -96,15 +115,11 @@ def test_euclidean_direction_convention(tmp_path, dask_client):
 
     res = weat(
         store,
-        names["x"],
-        names["y"],
-        names["a"],
-        names["b"],
+        WordSets(names["x"], names["y"], names["a"], names["b"]),
         similarity="euclidean",
-        n_permutations=1000,
-        alternative="auto",
         client=dask_client,
         progress=False,
+        resampling=Resampling(n_permutations=1000, alternative="auto"),
     )
     assert res.exact and res.alternative == "greater"
     assert res.statistic == pytest.approx(-s_distance, rel=1e-7)  # float32 scores (module docstring)
@@ -113,14 +128,10 @@ def test_euclidean_direction_convention(tmp_path, dask_client):
     assert res.similarity == "euclidean" and "footnote 3" in res.convention
     cos = weat(
         store,
-        names["x"],
-        names["y"],
-        names["a"],
-        names["b"],
-        n_permutations=1000,
-        alternative="auto",
+        WordSets(names["x"], names["y"], names["a"], names["b"]),
         client=dask_client,
         progress=False,
+        resampling=Resampling(n_permutations=1000, alternative="auto"),
     )
     assert cos.statistic > 0 and cos.alternative == "greater"  # the same direction as with cosine
 
@@ -139,7 +150,7 @@ def test_coverage_threshold_skips_and_names_missing_words(tmp_path, dask_client)
     a = ["a1", "a2", "a3", "zero"]  # 2/4: a3 absent, 'zero' has a zero vector
     b = ["b1", "b2"]
     with pytest.raises(CoverageError) as info:
-        weat(store, x, y, a, b, client=dask_client, progress=False)
+        weat(store, WordSets(x, y, a, b), client=dask_client, progress=False)
     err = info.value
     assert isinstance(err, MissingWordsError)
     assert "a3" in str(err) and "zero" in str(err) and "2/4" in str(err) and "x5" not in str(err)
@@ -151,12 +162,19 @@ def test_coverage_threshold_skips_and_names_missing_words(tmp_path, dask_client)
     copy = pickle.loads(pickle.dumps(err))
     assert str(copy) == str(err) and copy.coverage == err.coverage
 
-    res = weat(store, x, y, a, b, min_coverage=0.5, n_permutations=999, client=dask_client, progress=False)
+    res = weat(
+        store,
+        WordSets(x, y, a, b),
+        min_coverage=0.5,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=999),
+    )
     assert (res.n_x, res.n_y, res.n_a, res.n_b) == (4, 4, 2, 2)
     assert res.coverage["a"].missing == ("a3", "zero") and res.coverage["x"].found == ("x1", "x2", "x3", "x4")
     # a set with no word at all is skipped whatever the threshold
     with pytest.raises(CoverageError, match="none1"):
-        weat(store, x, y, ["none1"], b, min_coverage=0.0, client=dask_client, progress=False)
+        weat(store, WordSets(x, y, ["none1"], b), min_coverage=0.0, client=dask_client, progress=False)
 
 
 # --- career/family IAT (Lewis & Lupyan 2020) -----------------------------------------------------
@@ -166,7 +184,11 @@ def test_coverage_threshold_skips_and_names_missing_words(tmp_path, dask_client)
 def test_career_family_reproduces_published(shared_data, iat_store, dask_client, language):
     published = pd.read_csv(shared_data / "iat/published_effect_sizes.csv").set_index("language_code")
     res = career_family_test(
-        iat_store(language), language, n_permutations=999, seed=3, client=dask_client, progress=False
+        iat_store(language),
+        language=language,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=999, seed=3),
     )
     assert abs(res.effect_size - published.loc[language, "lang_es_wiki_cc"]) < 1e-9
     assert res.test == "career_family" and res.language == language
@@ -181,7 +203,11 @@ def test_career_family_permutes_the_scores_behind_d(shared_data, iat_store, dask
     greater = s > 0
     hits, total = brute_force_count(np.concatenate([effect.s_x, effect.s_y]), effect.s_x.size, s, greater)
     res = career_family_test(
-        iat_store("es"), "es", n_permutations=total, alternative="auto", client=dask_client, progress=False
+        iat_store("es"),
+        language="es",
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=total, alternative="auto"),
     )
     assert res.exact and res.statistic == pytest.approx(s, rel=1e-6)  # the engine holds scores as float32
     assert res.pvalue == pytest.approx(hits / total, rel=1e-12)
@@ -191,10 +217,15 @@ def test_career_family_permutes_the_scores_behind_d(shared_data, iat_store, dask
 def test_career_family_coverage(shared_data, iat_store, dask_client):
     """Urdu Common Crawl has 6 of the 8 career words: skipped by default, and published when allowed."""
     with pytest.raises(CoverageError, match="career") as info:
-        career_family_test(iat_store("ur"), "ur", client=dask_client, progress=False)
+        career_family_test(iat_store("ur"), language="ur", client=dask_client, progress=False)
     assert len(info.value.missing["a"]) == 2
     published = pd.read_csv(shared_data / "iat/published_effect_sizes.csv").set_index("language_code")
     res = career_family_test(
-        iat_store("ur"), "ur", min_coverage=0.7, n_permutations=99, seed=0, client=dask_client, progress=False
+        iat_store("ur"),
+        language="ur",
+        min_coverage=0.7,
+        client=dask_client,
+        progress=False,
+        resampling=Resampling(n_permutations=99, seed=0),
     )
     assert res.n_a == 6 and abs(res.effect_size - published.loc["ur", "lang_es_wiki_cc"]) < 1e-9

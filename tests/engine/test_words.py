@@ -8,6 +8,7 @@ import xarray as xr
 import yaml
 
 import biasdask
+from biasdask import Resampling, WordSets
 from biasdask.config import parse_config
 from biasdask.engine import debias as ed
 from biasdask.engine import grammatical as eg
@@ -30,9 +31,9 @@ def test_weat_with_strings_as_attribute_sets_is_refused_with_the_fix(emb):
     with pytest.raises(
         BiasdaskTypeError, match=r"""^a: expected a list of words, got the string 'he': pass \["he"\]$"""
     ):
-        biasdask.weat(emb, ["x1", "x2"], ["y1", "y2"], "he", "she", n_permutations=9)
+        biasdask.weat(emb, WordSets(["x1", "x2"], ["y1", "y2"], "he", "she"), resampling=Resampling(n_permutations=9))
     with pytest.raises(TypeError, match=r"""^x: expected a list of words, got the string 'he': pass \["he"\]$"""):
-        biasdask.weat(emb, "he", ["she"], ["math"], ["art"])
+        biasdask.weat(emb, WordSets("he", ["she"], ["math"], ["art"]))
 
 
 CALLS = {
@@ -42,13 +43,15 @@ CALLS = {
     ),
     "scores b": lambda e: biasdask.scores(e, ["he"], "she"),
     "attribute_sensitivity a": lambda e: biasdask.attribute_sensitivity(e, "he", ["she"], progress=False),
-    "set_metric_test s": lambda e: biasdask.set_metric_test(e, "rnd", "math", ["he"], ["she"]),
-    "weat y": lambda e: biasdask.weat(e, ["x1"], "y1", ["he"], ["she"]),
-    "cross_lingual_weat b": lambda e: biasdask.engine.weat.cross_lingual_weat(e, e, ["x1"], ["y1"], ["he"], "she"),
+    "set_metric_test x": lambda e: biasdask.set_metric_test(e, WordSets("math", (), ["he"], ["she"]), metric="rnd"),
+    "weat y": lambda e: biasdask.weat(e, WordSets(["x1"], "y1", ["he"], ["she"])),
+    "cross_lingual_weat b": lambda e: biasdask.engine.weat.cross_lingual_weat(
+        e, e, WordSets(["x1"], ["y1"], ["he"], "she")
+    ),
     "direct_bias neutral_words": lambda e: biasdask.direct_bias(e, np.ones(6) / 6**0.5, "math"),
     "frequency_profile a": lambda e: frequency_profile(e, a="he", b=["she"]),
     "mweat_test b": lambda e: eg.mweat_test(e, [("he", "she"), ("him", "her")], ["man"], "woman"),
-    "debias project a": lambda e: biasdask.debias(e, "memory://words-test/x.zarr", "project", a="he", b=["she"]),
+    "debias project a": lambda e: biasdask.debias(e, "memory://words-test/x.zarr", method="project", a="he", b=["she"]),
     "debias gender_specific": lambda e: biasdask.debias(
         e, "memory://words-test/y.zarr", gender_specific="he", definitional_pairs=[("she", "he")]
     ),
@@ -67,7 +70,7 @@ def test_every_word_list_argument_refuses_a_string(emb, call):
 
 
 PAIR_CALLS = {
-    "direction pairs": lambda e: biasdask.direction(e, pairs=("she", "he")),
+    "direction pairs": lambda e: biasdask.direction(e, ("she", "he")),
     "bad_test targets": lambda e: eg.bad_test(e, ("he", "she"), [("man", "woman")]),
     "mweat_test targets": lambda e: eg.mweat_test(e, ("he", "she"), ["man"], ["woman"]),
     "debias equalize_pairs": lambda e: biasdask.debias(

@@ -25,7 +25,7 @@ def make_store(tmp: Path, name: str, words: list[str], vectors: np.ndarray, lang
     return ingest(
         str(source),
         str(tmp / f"{name}.zarr"),
-        language,
+        language=language,
         format="vec",
         client=False,
         chunk_words=chunk_words,
@@ -77,7 +77,14 @@ def _read_vec(path):
 
 def _store(tmp_path, name, words, vectors, language="xx", chunk_words=16):
     vec = _write_vec(tmp_path / f"{name}.vec", words, vectors)
-    ingest(str(vec), str(tmp_path / f"{name}.zarr"), language, client=False, progress=False, chunk_words=chunk_words)
+    ingest(
+        str(vec),
+        str(tmp_path / f"{name}.zarr"),
+        language=language,
+        client=False,
+        progress=False,
+        chunk_words=chunk_words,
+    )
     return str(tmp_path / f"{name}.zarr"), _read_vec(vec)
 
 

@@ -9,6 +9,7 @@ import pytest
 import xarray as xr
 
 import biasdask
+from biasdask import Resampling, WordSets
 from biasdask.errors import BiasdaskError, BiasdaskTypeError
 from biasdask.io.embeddings import as_embeddings
 
@@ -82,12 +83,13 @@ def test_scores_and_norms_are_bit_identical_to_the_stored_form(forms, form):
 @pytest.mark.parametrize("form", FORMS)
 def test_every_public_test_takes_every_form(forms, form):
     emb, ref = forms[form], forms["url"]
-    kw = dict(seed=3, progress=False)
-    _same(biasdask.weat(emb, "weat7", n_permutations=999, **kw), biasdask.weat(ref, "weat7", n_permutations=999, **kw))
-    fv = dict(a=["male"], b=["female"], method="zipf", n_permutations=500, batch_size=100, **kw)
+    kw = dict(resampling=Resampling(n_permutations=999, seed=3), progress=False)
+    _same(biasdask.weat(emb, test="weat7", **kw), biasdask.weat(ref, test="weat7", **kw))
+    options = Resampling(n_permutations=500, batch_size=100, seed=3)
+    fv = dict(a=["male"], b=["female"], method="zipf", resampling=options, progress=False)
     _same(biasdask.full_vocabulary_test(emb, **fv), biasdask.full_vocabulary_test(ref, **fv))
-    d = biasdask.direction(emb, pairs=[("he", "she")], method="pair")
-    np.testing.assert_array_equal(d, biasdask.direction(ref, pairs=[("he", "she")], method="pair"))
+    d = biasdask.direction(emb, [("he", "she")], method="pair")
+    np.testing.assert_array_equal(d, biasdask.direction(ref, [("he", "she")], method="pair"))
     assert biasdask.direct_bias(emb, d, ["w397", "w398", "w399"]) == biasdask.direct_bias(
         ref, d, ["w397", "w398", "w399"]
     )
@@ -96,21 +98,24 @@ def test_every_public_test_takes_every_form(forms, form):
 
 
 def test_weat_by_name_on_a_keyedvectors_finds_the_planted_effect(small_kv):
-    res = biasdask.weat(small_kv, "weat7", seed=1, alternative="greater", progress=False)
+    res = biasdask.weat(small_kv, test="weat7", progress=False, resampling=Resampling(seed=1, alternative="greater"))
     assert res.test == "weat7" and res.effect_size > 1 and res.pvalue < 0.01
 
 
 @pytest.mark.slow
 def test_schedulers_and_worker_counts_give_the_same_bits(small_kv, dask_client):
-    kw = dict(a=["male"], b=["female"], method="uniform", n_permutations=600, seed=9, return_null=True, progress=False)
-    ref = biasdask.full_vocabulary_test(small_kv, **kw, batch_size=600)
+    kw = dict(a=["male"], b=["female"], method="uniform", return_null=True, progress=False)
+    options = Resampling(n_permutations=600, seed=9)
+    ref = biasdask.full_vocabulary_test(small_kv, **kw, resampling=options.replace(batch_size=600))
     runs = []
     for scheduler, workers in (("threads", 1), ("threads", 2), ("processes", 2), ("sync", 1)):
         with dask.config.set(scheduler=scheduler, num_workers=workers):
-            runs.append(biasdask.full_vocabulary_test(small_kv, **kw, batch_size=70))
-    runs.append(biasdask.full_vocabulary_test(small_kv, **kw, batch_size=55, client=dask_client))
+            runs.append(biasdask.full_vocabulary_test(small_kv, **kw, resampling=options.replace(batch_size=70)))
+    runs.append(
+        biasdask.full_vocabulary_test(small_kv, **kw, resampling=options.replace(batch_size=55), client=dask_client)
+    )
     with dask_client.as_current():
-        runs.append(biasdask.full_vocabulary_test(small_kv, **kw))
+        runs.append(biasdask.full_vocabulary_test(small_kv, **kw, resampling=options))
     for res in runs:
         _same(ref, res)
         np.testing.assert_array_equal(ref.null_distribution, res.null_distribution)
@@ -130,17 +135,17 @@ def test_dataset_errors_name_what_is_missing(small_dataarray):
     with pytest.raises(BiasdaskError, match="must be 2-D"):
         as_embeddings(small_dataarray.values[0], ["a"] * 16)
     with pytest.raises(BiasdaskTypeError, match="cannot use a builtins.dict as an embedding") as info:
-        biasdask.weat({"he": [1.0]}, "weat7")
+        biasdask.weat({"he": [1.0]}, test="weat7")
     assert isinstance(info.value, TypeError) and "\n" not in str(info.value)
 
 
 def test_weat_arguments_are_checked(small_kv):
-    with pytest.raises(ValueError, match="give no y, a, b"):
-        biasdask.weat(small_kv, "weat7", ["x"])
-    with pytest.raises(ValueError, match="four word sets"):
-        biasdask.weat(small_kv, ["he"], ["she"])
+    with pytest.raises(ValueError, match="give the word sets or the name of a lexicon test"):
+        biasdask.weat(small_kv, WordSets(["x"], ["y"], ["a"], ["b"]), test="weat7")
+    with pytest.raises(ValueError, match="the WordSets has no words in a, b"):
+        biasdask.weat(small_kv, WordSets(["he"], ["she"]))
     with pytest.raises(ValueError, match="alternative"):
-        biasdask.weat(small_kv, "weat7", alternative="bigger")
+        biasdask.weat(small_kv, test="weat7", resampling=Resampling(alternative="bigger"))
 
 
 def test_a_wrapped_model_sees_in_place_changes_and_is_not_stale(small_model):
@@ -164,7 +169,8 @@ def test_a_top_level_script_without_main_guard_runs_on_threads(tmp_path):
         "words = ['male', 'female'] + [f'w{i}' for i in range(300)]\n"
         "v = np.random.default_rng(0).standard_normal((302, 8)).astype(np.float32)\n"
         "arr = xr.DataArray(v, dims=('word', 'dim'), coords={'word': words})\n"
-        "res = biasdask.full_vocabulary_test(arr, ['male'], ['female'], n_permutations=400, batch_size=100, seed=1)\n"
+        "options = biasdask.Resampling(n_permutations=400, batch_size=100, seed=1)\n"
+        "res = biasdask.full_vocabulary_test(arr, ['male'], ['female'], resampling=options)\n"
         "try:\n    distributed.Client.current()\nexcept ValueError:\n    print('no client', res.n_x)\n",
         encoding="utf-8",
     )

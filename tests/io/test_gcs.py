@@ -18,6 +18,7 @@ import pytest
 import xarray as xr
 
 import biasdask
+from biasdask import Location, Resampling
 
 gcsfs = pytest.importorskip("gcsfs", reason="gcsfs is not installed (pip install 'biasdask[gcs]')")
 
@@ -90,16 +91,18 @@ def test_gs_ingest_store_test_and_results_match_local(gcs_options, small_model, 
     got = {}
     for name, where in (("local", local), ("gs", remote)):
         biasdask.ingest(
-            where["src"], where["emb"], language="en", client=False, progress=False, storage_options=gcs_options
+            Location(where["src"], gcs_options),
+            Location(where["emb"], gcs_options),
+            language="en",
+            client=False,
+            progress=False,
         )
         fvt = biasdask.full_vocabulary_test(
-            where["emb"],
-            a=["male", "he"],
-            b=["female", "she"],
+            Location(where["emb"], gcs_options),
+            ["male", "he"],
+            ["female", "she"],
             method="uniform",
-            n_permutations=199,
-            seed=3,
-            storage_options=gcs_options,
+            resampling=Resampling(n_permutations=199, seed=3),
         )
         study = {
             "output": where["out"],
@@ -113,9 +116,9 @@ def test_gs_ingest_store_test_and_results_match_local(gcs_options, small_model, 
         biasdask.run(study, progress=False)
         got[name] = (
             fvt,
-            biasdask.open_embeddings(where["emb"], storage_options=gcs_options).load(),
-            biasdask.open_results(where["out"], storage_options=gcs_options).load(),
-            biasdask.open_scores(where["out"], "en", storage_options=gcs_options).load(),
+            biasdask.open_embeddings(Location(where["emb"], gcs_options)).load(),
+            biasdask.open_results(Location(where["out"], gcs_options)).load(),
+            biasdask.open_scores(Location(where["out"], gcs_options), language="en").load(),
         )
 
     # the gs:// stores really are in the bucket (read back with gcsfs directly, not through biasdask)

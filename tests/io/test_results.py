@@ -22,6 +22,7 @@ import pytest
 import xarray as xr
 import zarr
 
+from biasdask import Location
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, IncompleteStoreError, StoreConflictError
 from biasdask.io import results as R
@@ -342,7 +343,7 @@ def test_concurrent_cells_from_threads_all_land(store):
     with cf.ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda cv: R.write_cell(store.url, *cv[0], cv[1], storage_options=store.options), cells))
     assert R.done_cells(store.url, storage_options=store.options) == {c for c, _ in cells}
-    ds = R.open_results(store.url, storage_options=store.options)
+    ds = R.open_results(Location(store.url, store.options))
     for cell, values in cells:
         _assert_cell(ds, cell, values)
     assert R.compact_results(store.url, storage_options=store.options) == len(cells)
@@ -392,11 +393,11 @@ def test_resume_conflict_and_overwrite(store):
     # process that still knew the old layout would put the cell at the wrong place).
     store.create(config_text=new_config, languages=store.langs[::-1], tests=["gender"], overwrite=True)
     assert R.done_cells(url, storage_options=options) == set()
-    ds = R.open_results(url, storage_options=options)
+    ds = R.open_results(Location(url, options))
     assert ds.attrs["config"] == new_config
     assert ds.sizes["test"] == 1 and np.isnan(ds.statistic.values).all()
     R.write_cell(url, store.langs[0], "zipf", "gender", {"statistic": 3.0}, storage_options=options)
-    ds = R.open_results(url, storage_options=options)
+    ds = R.open_results(Location(url, options))
     assert ds.statistic.sel({"language": store.langs[0], "method": "zipf", "test": "gender"}).item() == 3.0
     assert int(ds.done.sum()) == 1
 
@@ -452,7 +453,7 @@ def test_scores_round_trip_and_half_written_subgroup(store):
     assert R.scores_done(url, lang, storage_options=options)
     assert not R.scores_done(url, other, storage_options=options)
 
-    got = R.open_scores(url, lang, storage_options=options)
+    got = R.open_scores(Location(url, options), language=lang)
     assert [str(w) for w in got.word.values] == words
     np.testing.assert_array_equal(got.u.values, _scores(words).u.values)
     np.testing.assert_array_equal(got.t.sel({"method": "zipf"}).values, np.arange(7, 14, dtype=np.float32))
@@ -472,15 +473,15 @@ def test_scores_round_trip_and_half_written_subgroup(store):
     )
     assert not R.scores_done(url, other, storage_options=options)
     with pytest.raises(IncompleteStoreError, match=repr(other)):
-        R.open_scores(url, other, storage_options=options)
+        R.open_scores(Location(url, options), language=other)
     R.write_scores(url, other, _scores(words[:2]), storage_options=options)
     assert R.scores_done(url, other, storage_options=options)
-    rewritten = R.open_scores(url, other, storage_options=options)
+    rewritten = R.open_scores(Location(url, options), language=other)
     assert rewritten.sizes["word"] == 2 and rewritten.u.values[0] == -1.0
 
     # t given as (word, method) is stored in the canonical (method, word) order.
     R.write_scores(url, lang, _scores(words).transpose("word", "method"), storage_options=options)
-    got = R.open_scores(url, lang, storage_options=options)
+    got = R.open_scores(Location(url, options), language=lang)
     assert got.t.dims == ("method", "word")
     np.testing.assert_array_equal(got.t.values, _scores(words).t.values)
 
@@ -500,7 +501,7 @@ def test_memory_store_is_read_here_even_with_a_distributed_client_current(memory
     with dask_client.as_current():
         assert dask.base.get_scheduler() == dask_client.get  # dask-backed reads would run on the workers
         _assert_cell(R.open_results(memory_url), cell, values)
-        got = R.open_scores(memory_url, "en")
+        got = R.open_scores(memory_url, language="en")
         np.testing.assert_array_equal(got.u.values, _scores(words).u.values)
         np.testing.assert_array_equal(got.t.compute().values, _scores(words).t.values)
         assert [str(w) for w in got.word.values] == words
@@ -591,7 +592,7 @@ def test_s3_bucket_end_to_end(s3_bucket):
 
     store.create()  # same config: resumes
     R.write_cell(url, *cells[0][0], cells[0][1], storage_options=options)
-    ds = R.open_results(url, storage_options=options)
+    ds = R.open_results(Location(url, options))
     for cell, values in cells:
         _assert_cell(ds, cell, values)
     assert R.compact_results(url, storage_options=options) == len(cells)
@@ -607,7 +608,7 @@ def test_s3_bucket_end_to_end(s3_bucket):
 
     s3fs.S3FileSystem._call_s3 = counting_call
     try:
-        R.open_results(url, storage_options=options)
+        R.open_results(Location(url, options))
         n_open_results = len(calls)
         calls.clear()
         plain = xr.open_zarr(url, consolidated=False, storage_options=options).load()
@@ -625,7 +626,7 @@ def test_s3_bucket_end_to_end(s3_bucket):
     R.write_scores(url, "de", _scores(["Frau", "Mann"]), storage_options=options)
     assert R.scores_done(url, "de", storage_options=options)
     assert not R.scores_done(url, "pt_BR", storage_options=options)
-    assert [str(w) for w in R.open_scores(url, "de", storage_options=options).word.values] == ["Frau", "Mann"]
+    assert [str(w) for w in R.open_scores(Location(url, options), language="de").word.values] == ["Frau", "Mann"]
     R.write_null(url, "de", "zipf", "weat10", np.arange(4.0), storage_options=options)
     np.testing.assert_array_equal(R.read_null(url, "de", "zipf", "weat10", storage_options=options), np.arange(4.0))
 

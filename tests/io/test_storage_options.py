@@ -10,6 +10,7 @@ import s3fs
 from fsspec.registry import _registry as fsspec_classes
 
 import biasdask
+from biasdask import Location
 from biasdask.errors import BiasdaskError
 from biasdask.io.fs import storage_options_for
 
@@ -48,7 +49,7 @@ def test_endpoint_only_in_protocol_keyed_options_reaches_every_store(s3_bucket, 
         encoding="utf-8",
     )
     emb_url, out_url = f"s3://{bucket}/emb/en.zarr", f"s3://{bucket}/results/study.zarr"
-    biasdask.ingest(str(src), emb_url, language="en", client=False, progress=False, storage_options=keyed)
+    biasdask.ingest(Location(str(src), keyed), Location(emb_url, keyed), language="en", client=False, progress=False)
     study = {
         "output": out_url,
         "languages": {"en": {"store": emb_url}},
@@ -61,8 +62,8 @@ def test_endpoint_only_in_protocol_keyed_options_reaches_every_store(s3_bucket, 
     s3fs.S3FileSystem.clear_instance_cache()
     fs = s3fs.S3FileSystem(**flat)
     assert fs.exists(f"{out_url}/zarr.json") and fs.exists(f"{out_url}/scores/en/zarr.json")
-    assert biasdask.open_scores(out_url, "en", storage_options=keyed).sizes["word"] == len(words)
+    assert biasdask.open_scores(Location(out_url, keyed), language="en").sizes["word"] == len(words)
     # and the same options work flat
-    assert float(biasdask.open_results(out_url, storage_options=flat)["statistic"].values.ravel()[0]) == float(
+    assert float(biasdask.open_results(Location(out_url, flat))["statistic"].values.ravel()[0]) == float(
         cube["statistic"].values.ravel()[0]
     )

@@ -22,7 +22,7 @@ def make_store(tmp_path: Path, code: str = "en", n_words: int = 600, chunk_words
     src = tmp_path / f"{code}-{seed}.bin"
     write_language(src, male, female, 0.1, n_words, 8, seed=seed)
     url = str(tmp_path / "emb" / f"{code}.zarr")
-    ingest(str(src), url, code, chunk_words=chunk_words, client=False, progress=False)
+    ingest(str(src), url, language=code, chunk_words=chunk_words, client=False, progress=False)
     return url
 
 

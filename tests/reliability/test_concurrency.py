@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 
+from biasdask import Location
 from biasdask.engine.ingest import ingest
 from biasdask.errors import StoreConflictError
 from biasdask.io.store import open_embeddings
@@ -27,13 +28,12 @@ def _race(sources, dest, storage_options=None):
         barrier.wait()
         try:
             ingest(
-                src,
-                dest,
-                language,
+                Location(src, storage_options),
+                Location(dest, storage_options),
+                language=language,
                 chunk_words=16,
                 client=False,
                 progress=False,
-                storage_options=storage_options,
                 overwrite=True,
             )  # two languages, so that a mixed store would show
             outcomes[i] = "ok"
@@ -96,7 +96,7 @@ def test_two_ingests_into_one_s3_destination(tmp_path, s3_bucket):
         outcomes = _race(sources, dest, options)
         assert all(o == "ok" or isinstance(o, StoreConflictError) for o in outcomes), outcomes
         assert "ok" in outcomes
-        _check_consistent(open_embeddings(dest, options), 72, 56)
+        _check_consistent(open_embeddings(Location(dest, options)), 72, 56)
 
 
 def test_the_lock_of_a_remote_destination_is_exclusive(s3_bucket):

@@ -40,7 +40,7 @@ def test_bad_input_keeps_the_complete_store_at_dest(tmp_path):
     bad = tmp_path / "cut.vec"
     bad.write_bytes(b"10 8\n" + b"w 1 2 3 4 5 6 7 8\n" * 3)  # a download cut short
     with pytest.raises(Exception, match="the header says 10 words"):
-        ingest(str(bad), url, "en", client=False, progress=False)
+        ingest(str(bad), url, language="en", client=False, progress=False)
     assert _tree(tmp_path / "emb" / "en.zarr") == before
     assert open_embeddings(url).attrs["n_words"] == 600
 

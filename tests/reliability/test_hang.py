@@ -47,7 +47,7 @@ def test_an_http_source_that_never_answers_times_out(tmp_path, silent_server):
 
     def go():
         try:
-            ingest(f"{silent_server}/en.vec", str(tmp_path / "en.zarr"), "en", client=False, progress=False)
+            ingest(f"{silent_server}/en.vec", str(tmp_path / "en.zarr"), language="en", client=False, progress=False)
         except BaseException as exc:  # noqa: BLE001 - checked below
             result.append(exc)
 

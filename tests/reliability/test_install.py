@@ -24,7 +24,8 @@ KERNEL = textwrap.dedent(
     """
     import numpy as np, biasdask
     rng = np.random.default_rng(0)
-    res = biasdask.permutation_test(rng.normal(size=3000), np.zeros(3000), n_permutations=999, seed=1)
+    options = biasdask.Resampling(n_permutations=999, seed=1)
+    res = biasdask.permutation_test(rng.normal(size=3000), np.zeros(3000), resampling=options)
     print(biasdask.__file__, res.pvalue)
     """
 )

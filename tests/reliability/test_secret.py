@@ -22,7 +22,7 @@ def test_presigned_url_errors_keep_no_query(tmp_path, http_server, cli, path):
     (root / "bad.vec").write_bytes(b"2 3\na 1 2 3\nb 1 x 3\n")
     url = f"{base}/{path}?{SECRET_QUERY}"
     with pytest.raises(BiasdaskError) as info:
-        ingest(url, str(tmp_path / "en.zarr"), "en", client=False, progress=False)
+        ingest(url, str(tmp_path / "en.zarr"), language="en", client=False, progress=False)
     _no_secret(str(info.value))
     assert path in str(info.value)
     code, out, err = cli("ingest", url, tmp_path / "en.zarr", "--language", "en", "--workers", "0", "--no-progress")

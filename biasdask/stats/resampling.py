@@ -1,0 +1,113 @@
+"""How a test resamples: one options object that every test of biasdask accepts.
+
+Like scipy's :class:`scipy.stats.PermutationMethod`, :class:`Resampling` gathers the settings of the
+null distribution (how many permutations, which tail, the seed, how many per task) and of the placebo
+comparison, so that a test's own signature keeps only its data and what it measures. The object is
+checked when it is made, so a wrong setting fails before any vector is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+__all__ = ["ALTERNATIVES", "Alternative", "Resampling"]
+
+#: The choices of ``alternative``.
+Alternative = Literal["auto", "greater", "less", "two-sided"]
+ALTERNATIVES: tuple[str, ...] = ("auto", "greater", "less", "two-sided")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resampling:
+    """The resampling settings of a test: its permutations, tail, seed, batching and placebo.
+
+    Parameters
+    ----------
+    n_permutations
+        Random splits (or relabellings) to sample without replacement; when there are at most this many
+        distinct ones, all are enumerated instead and the p-value is exact.
+    alternative
+        ``"two-sided"`` (default: ``|s_i - E s_i|`` against ``|s - E s_i|``), ``"greater"``, ``"less"``, or
+        ``"auto"`` (the side of the observed statistic, chosen after seeing it: a type-I rate of about 2α).
+    seed
+        Non-negative integer: permutation i draws from ``SeedSequence(seed, spawn_key=(i,))``, so results
+        are bit-identical on any scheduler, worker count and batch size. ``None`` draws fresh entropy,
+        recorded in the result's ``seed``: pass it back to reproduce the result bit for bit.
+    batch_size
+        Permutations per Dask task; default about ``biasdask.batch-duration`` of work, at least two
+        tasks per worker thread.
+    placebo
+        Also compare the statistic with P = ``placebo`` tests whose attribute words are replaced by random
+        words of about the same frequency ranks (``p_value_placebo``, ``z_placebo``); ``None`` or 0 for none.
+    placebo_exclude
+        Words no placebo set may use, besides the test's own words and the known gendered words.
+
+    Raises
+    ------
+    ValueError
+        A setting out of range (names it).
+    TypeError
+        A setting of the wrong type, e.g. a float number of permutations.
+
+    Examples
+    --------
+    >>> from biasdask import Resampling
+    >>> Resampling(n_permutations=999, seed=1)
+    Resampling(n_permutations=999, alternative='two-sided', seed=1, batch_size=None, placebo=None, placebo_exclude=())
+    >>> Resampling(seed=1).replace(alternative="greater").alternative
+    'greater'
+    """
+
+    n_permutations: int = 9999
+    alternative: Alternative = "two-sided"
+    seed: int | None = None
+    batch_size: int | None = None
+    placebo: int | None = None
+    placebo_exclude: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.n_permutations):
+            raise TypeError(f"n_permutations must be an integer, got {self.n_permutations!r}")
+        if self.n_permutations < 1:
+            raise ValueError(f"n_permutations must be at least 1, got {self.n_permutations}")
+        if self.alternative not in ALTERNATIVES:
+            raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}; got {self.alternative!r}")
+        for name in ("seed", "batch_size", "placebo"):
+            value = getattr(self, name)
+            if value is not None and not _is_int(value):
+                raise TypeError(f"{name} must be an integer or None, got {value!r}")
+        if self.seed is not None and self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size}")
+        if self.placebo is not None and self.placebo < 0:
+            raise ValueError(f"placebo must be a non-negative number of placebo tests, got {self.placebo}")
+        if isinstance(self.placebo_exclude, str):
+            raise TypeError("placebo_exclude must be a list of words, not one string")
+        object.__setattr__(self, "placebo_exclude", tuple(self.placebo_exclude))
+        object.__setattr__(self, "n_permutations", int(self.n_permutations))
+
+    def replace(self, **changes: object) -> Resampling:
+        """A copy with ``changes`` applied (and checked)."""
+        return dataclasses.replace(self, **changes)
+
+
+def resampling(options: Resampling | None) -> Resampling:
+    """``options``, or the defaults when None; a TypeError naming the form for anything else."""
+    if options is None:
+        return Resampling()
+    if not isinstance(options, Resampling):
+        raise TypeError(
+            f"resampling must be a biasdask.Resampling, got {type(options).__name__}: "
+            "resampling=Resampling(n_permutations=..., seed=...)"
+        )
+    return options

@@ -1,0 +1,155 @@
+"""The public API's shape: data positional, everything else by keyword, one Resampling, one WordSets, one
+location; calls in the older forms fail with a TypeError that shows the form they take."""
+
+import inspect
+
+import fsspec
+import numpy as np
+import pytest
+
+import biasdask
+from biasdask import Location, Resampling, WordSets
+from biasdask.lexicon import weat_test
+
+#: public name -> its data parameters (positional); every other parameter is keyword-only
+DATA = {
+    "ingest": ["source", "dest"],
+    "open_embeddings": ["location"],
+    "as_embeddings": ["vectors", "words"],
+    "scores": ["emb", "a", "b"],
+    "permutation_test": ["x", "y"],
+    "full_vocabulary_test": ["emb", "a", "b"],
+    "attribute_sensitivity": ["emb", "a", "b"],
+    "weat": ["emb", "sets"],
+    "career_family_test": ["emb"],
+    "align": ["source", "target", "dictionary", "dest"],
+    "debias": ["emb", "dest"],
+    "set_metric_test": ["emb", "sets"],
+    "run": ["config"],
+    "open_results": ["location"],
+    "open_scores": ["location"],
+    "top_words": ["results"],
+    "get_client": [],
+    "direction": ["emb", "pairs"],
+    "direct_bias": ["emb", "direction", "neutral_words"],
+    "indirect_bias": ["emb", "direction", "w", "v"],
+    "frequency_profile": ["scores"],
+    "load_config": ["path"],
+    "meta_analysis": ["results"],
+}
+TESTS = [
+    "permutation_test",
+    "full_vocabulary_test",
+    "attribute_sensitivity",
+    "weat",
+    "career_family_test",
+    "set_metric_test",
+]
+
+
+@pytest.mark.parametrize("name", sorted(DATA))
+def test_data_positional_everything_else_keyword_only(name):
+    params = inspect.signature(getattr(biasdask, name)).parameters.values()
+    positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert positional == DATA[name]
+    assert "storage_options" not in [p.name for p in params]  # a place is one argument
+
+
+def test_every_function_is_exported_and_listed():
+    assert set(DATA) | {"Resampling", "WordSets", "Location"} == set(biasdask.__all__) - {"__version__"}
+
+
+@pytest.mark.parametrize("name", TESTS)
+def test_every_test_takes_the_resampling_options_and_nothing_of_them_apart(name):
+    params = inspect.signature(getattr(biasdask, name)).parameters
+    assert params["resampling"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert not {"n_permutations", "alternative", "seed", "batch_size", "placebo", "placebo_exclude"} & set(params)
+
+
+@pytest.fixture(scope="module")
+def emb():
+    t = weat_test(7)
+    words = [*t.x, *t.y, *t.a, *t.b, *(f"w{i}" for i in range(300))]
+    return biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 10)), words, language="en")
+
+
+@pytest.mark.parametrize(
+    "call, says",
+    [
+        (lambda e: biasdask.weat(e, ["a"], ["b"], ["c"], ["d"]), r"weat\(emb, WordSets\(x, y, a, b\)"),
+        (lambda e: biasdask.weat(e, "weat7"), r"a test name goes in test=: weat\(emb, test='weat7'\)"),
+        (lambda e: biasdask.weat(e, test="weat7", n_permutations=99), r"n_permutations= is now resampling=Resampling"),
+        (lambda e: biasdask.weat(e, ["a", "b"]), r"the word sets go in one WordSets"),
+        (
+            lambda e: biasdask.full_vocabulary_test(e, ["he"], ["she"], "zipf", 999),
+            r"full_vocabulary_test\(emb, a, b, method=\.\.\., resampling=Resampling",
+        ),
+        (
+            lambda e: biasdask.full_vocabulary_test(e, ["he"], ["she"], seed=1, placebo=10),
+            r"seed= is now resampling=Resampling\(seed=\.\.\.\); placebo= is now resampling=Resampling\(placebo",
+        ),
+        (lambda e: biasdask.permutation_test([1.0, 2], [3.0, 4], 99), r"resampling=Resampling"),
+        (
+            lambda e: biasdask.open_embeddings("memory://x.zarr", {"anon": True}),
+            r"call it as open_embeddings\(location, language=\.\.\.\)",
+        ),
+        (
+            lambda e: biasdask.open_results("memory://x.zarr", storage_options={}),
+            r"storage_options= is now part of the location: Location\(url, storage_options\)",
+        ),
+        (
+            lambda e: biasdask.set_metric_test(e, "rnd", ["a"], ["b"], ["c"]),
+            r"set_metric_test\(emb, WordSets\(x=s, a=a, b=b\), metric=",
+        ),
+        (lambda e: biasdask.ingest("a.vec", "a.zarr", "en"), r"ingest\(source, dest, language=\.\.\."),
+        (lambda e: biasdask.permutation_test([1.0], [2.0], resampling={"seed": 1}), r"must be a biasdask.Resampling"),
+    ],
+)
+def test_an_old_call_form_is_a_type_error_that_shows_the_new_form(emb, call, says):
+    with pytest.raises(TypeError, match=says):
+        call(emb)
+
+
+def test_the_new_forms_give_what_the_old_ones_did(emb):
+    """The options travel unchanged: WordSets(x, y, a, b) is the lexicon test it copies; Resampling's
+    seed reproduces; a Location and an fsspec mapper open the same store as its URL."""
+    t = weat_test(7)
+    options = Resampling(n_permutations=199, seed=4)
+    by_name = biasdask.weat(emb, test="weat7", resampling=options, progress=False)
+    by_sets = biasdask.weat(emb, WordSets(t.x, t.y, t.a, t.b, test="weat7"), resampling=options, progress=False)
+    assert (by_name.statistic, by_name.pvalue, by_name.test) == (by_sets.statistic, by_sets.pvalue, by_sets.test)
+    url = "memory://api/loc/en.zarr"
+    with fsspec.open("memory://api/loc/en.vec", "w") as f:
+        f.write("2 3\nhe 0.1 0.2 0.3\nshe 0.3 0.2 0.1\n")
+    biasdask.ingest(Location("memory://api/loc/en.vec"), url, language="en", progress=False)
+    for place in (url, Location(url, {}), fsspec.get_mapper(url)):
+        assert biasdask.open_embeddings(place, language="en")["word"].values.tolist() == ["he", "she"]
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (dict(n_permutations=0), ValueError),
+        (dict(n_permutations=9.5), TypeError),
+        (dict(alternative="bigger"), ValueError),
+        (dict(seed=-1), ValueError),
+        (dict(batch_size=0), ValueError),
+        (dict(placebo=-2), ValueError),
+        (dict(placebo_exclude="he"), TypeError),
+    ],
+)
+def test_resampling_checks_its_settings_when_made(bad, error):
+    with pytest.raises(error):
+        Resampling(**bad)
+
+
+def test_a_location_never_prints_its_secrets():
+    loc = Location("s3://user:pw@bucket/x.zarr?X-Amz-Signature=abc", {"secret": "s3cr3t"})
+    assert "s3cr3t" not in repr(loc) and "pw" not in repr(loc) and "abc" not in str(loc)
+    with pytest.raises(TypeError, match="storage_options must be a mapping"):
+        Location("s3://b/x", "anon")
+
+
+def test_word_sets_with_a_string_for_a_list_are_refused_by_the_test(emb):
+    with pytest.raises(TypeError, match=r"""^x: expected a list of words, got the string 'math': pass \["math"\]$"""):
+        biasdask.weat(emb, WordSets("math", ["art"], ["he"], ["she"]))
