@@ -103,7 +103,7 @@ class Location:
     """
 
     url: str
-    storage_options: Mapping[str, Any] | None = field(default_factory=dict)
+    storage_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str):

@@ -1046,7 +1046,7 @@ def copy_cells(
     Values are copied as stored, bit for bit; a cell not finished in ``source`` is skipped. Returns
     the number of cells copied.
     """
-    old = open_results(Location(source, storage_options))
+    old = open_results(Location(source, dict(storage_options or {})))
     fs, src_root = _fs(source, storage_options)
     _, dst_root = _fs(dest, storage_options)
     n = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -96,7 +96,7 @@ class Resampling:
         object.__setattr__(self, "placebo_exclude", tuple(self.placebo_exclude))
         object.__setattr__(self, "n_permutations", int(self.n_permutations))
 
-    def replace(self, **changes: object) -> Resampling:
+    def replace(self, **changes: Any) -> Resampling:
         """A copy with ``changes`` applied (and checked)."""
         return dataclasses.replace(self, **changes)
 
