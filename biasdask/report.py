@@ -191,7 +191,7 @@ def least_normal_cell(results: Locatable) -> tuple[tuple[str, str, str], float] 
                 if not np.isfinite(float(cube["statistic"].sel(dict(zip(("language", "method", "test"), cell))))):
                     continue
                 try:
-                    null = read_null(loc.url, *cell, storage_options=loc.storage_options)
+                    null = read_null(loc, *cell)
                 except IncompleteStoreError:
                     continue
                 sd = null.std(ddof=1) if null.size > 1 else 0.0
@@ -241,7 +241,7 @@ def figures(
         lang, method, test_ = cell
         values = results.sel({"language": lang, "method": method, "test": test_})
         try:
-            null = read_null(loc.url, lang, method, test_, storage_options=loc.storage_options)
+            null = read_null(loc, lang, method, test_)
         except IncompleteStoreError:
             if distance is None and cell is not None:
                 raise
@@ -575,7 +575,7 @@ def write_report(
     for lang in [str(v) for v in results["language"].values]:
         notes = sorted({str(n) for n in np.asarray(results["note"].sel({"language": lang}).values).ravel() if str(n)})
         words = []
-        if scores_done(loc.url, lang, storage_options=loc.storage_options):
+        if scores_done(loc, lang):
             scores = open_scores(loc, language=lang).load()
             if not {"tokens_a", "tokens_b"} & set(scores.attrs):  # older stores: the cube's attribute labels
                 scores.attrs["tokens_a"] = sorted(_attribute_words(loc, lang))

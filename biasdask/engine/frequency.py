@@ -212,7 +212,7 @@ def frequency_profiles(
     loc = as_location(results)
     if languages is None:
         cube = open_results(loc)
-        languages = [str(x) for x in cube["language"].values if scores_done(loc.url, str(x), loc.storage_options)]
+        languages = [str(x) for x in cube["language"].values if scores_done(loc, str(x))]
     return {lang: frequency_profile(loc, bins=bins, by=by, language=lang) for lang in languages}
 
 

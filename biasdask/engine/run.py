@@ -209,10 +209,10 @@ def run(
         failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
     finally:
         opener.shutdown(wait=False, cancel_futures=True)
-    rs.compact_results(cfg.output, storage_options=options)
+    rs.compact_results(Location(cfg.output, options))
     _write_adjusted(cfg, options)
     if fresh is not None:
-        rs.replace_results(fresh, final, storage_options=options)
+        rs.replace_results(Location(fresh, options), Location(final, options))
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
     return rs.open_results(Location(final, options))
@@ -224,11 +224,10 @@ def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
     for variable in ("p_value", "p_value_placebo"):
         adjusted = adjusted_pvalues(cube, variable, correction=cfg.correction)
         rs.write_cube_variable(
-            cfg.output,
+            Location(cfg.output, options),
             f"{variable}_adjusted",
             adjusted.transpose(*rs.DIMS).values,
             {"correction": cfg.correction, "alpha": cfg.alpha},
-            storage_options=options,
         )
 
 
@@ -243,19 +242,19 @@ def _run_checked(
     else:
         scope = contextlib.nullcontext(active_client(client))
     total = len(cfg.languages) * len(cfg.methods) * len(cfg.test_labels())
+    out = Location(cfg.output, options)
     with scope as c:
         rs.create_results(
-            cfg.output,
+            out,
             languages=[lang.code for lang in cfg.languages],
             methods=list(cfg.methods),
             tests=list(cfg.test_labels()),
             attrs=run_attrs(cfg),
             config_text=cfg.canonical_yaml(),
-            storage_options=options,
             overwrite=overwrite,
         )
-        rs.compact_results(cfg.output, storage_options=options)  # a resumed run: fold the cells it found
-        done = rs.done_cells(cfg.output, storage_options=options)
+        rs.compact_results(out)  # a resumed run: fold the cells it found
+        done = rs.done_cells(out)
         if c is not None:
             log.info("running on Dask scheduler %s; dashboard: %s", c.scheduler.address, c.dashboard_link)
         with (
@@ -357,16 +356,14 @@ class _CellWriter:
     """Writes finished cells (the null first, then the cell's record) and advances the bar."""
 
     def __init__(self, cfg: StudyConfig, options: dict, bar: tqdm) -> None:
-        self.cfg, self.options, self.bar = cfg, options, bar
+        self.cfg, self.out, self.bar = cfg, Location(cfg.output, options), bar
 
     def __call__(self, language: str, method: str, test: str, values: dict, null=None, placebo=None) -> None:
         if self.cfg.save_null and null is not None:
-            rs.write_null(self.cfg.output, language, method, test, null, storage_options=self.options)
+            rs.write_null(self.out, language, method, test, null)
         if self.cfg.save_null and placebo is not None:
-            rs.write_null(
-                self.cfg.output, language, method, test, placebo, storage_options=self.options, kind="placebo"
-            )
-        rs.write_cell(self.cfg.output, language, method, test, values, storage_options=self.options)
+            rs.write_null(self.out, language, method, test, placebo, kind="placebo")
+        rs.write_cell(self.out, language, method, test, values)
         self.bar.update()
 
 
@@ -429,7 +426,7 @@ def _write_scores(
         at += n + 1
     scores = _with_associations(scores)
     words_from = None if first.store is None else vocabulary_files(*first.store, first.n_words)
-    rs.write_scores(url, code, scores, options, words_from=words_from)
+    rs.write_scores(Location(url, options), code, scores, words_from=words_from)
 
 
 def _write_gathered_scores(
@@ -448,9 +445,9 @@ def _scores_destination(client: Client | None, url: str, options: dict) -> str |
         return url
     if fsspec.core.split_protocol(url)[0] is None:
         url = os.path.abspath(url)
-    mine = rs.root_metadata(url, options)
+    mine = rs.root_metadata(Location(url, options))
     try:
-        theirs = client.submit(rs.root_metadata, url, options, pure=False).result()
+        theirs = client.submit(rs.root_metadata, Location(url, options), pure=False).result()
     except Exception:  # noqa: BLE001 - a worker that cannot even look: write from here
         theirs = None
     if mine is None or theirs != mine:
@@ -709,7 +706,7 @@ class _Stream:
 
     def _start(self, lang, emb: xr.Dataset, done: set) -> None:
         cfg = self.cfg
-        need_scores = cfg.save_scores and not rs.scores_done(cfg.output, lang.code, storage_options=self.options)
+        need_scores = cfg.save_scores and not rs.scores_done(Location(cfg.output, self.options), lang.code)
         no_frequency = None
         if "frequency" in cfg.methods:
             # a vocabulary none of whose targets is in wordfreq's list cannot be weighted: a note, not a

@@ -52,7 +52,7 @@ def check_changes(cfg: StudyConfig, options: dict, *, overwrite: bool, update: b
         ``cfg.output`` holds the results of another study and neither ``overwrite`` nor (for changes
         it can apply) ``update`` is given; the message names the changed keys.
     """
-    text = None if overwrite else rs.stored_config(cfg.output, options)
+    text = None if overwrite else rs.stored_config(Location(cfg.output, options))
     if text is None or text == cfg.canonical_yaml():
         return None
     changes = study_changes(yaml.safe_load(text) or {}, cfg.canonical())
@@ -75,7 +75,7 @@ def prepare_update(cfg: StudyConfig, options: dict, changes: StudyChanges) -> st
     into it (or find it, from an update cut short); return its URL, where the run goes on."""
     new_text = cfg.canonical_yaml()
     fresh = f"{str(cfg.output).rstrip('/')}.update-{cfg.digest()[:12]}"
-    if rs.stored_config(fresh, options) == new_text:
+    if rs.stored_config(Location(fresh, options)) == new_text:
         log.info("resuming the update in %s", display_url(fresh))
         return fresh
     codes = [lang.code for lang in cfg.languages]
@@ -85,13 +85,12 @@ def prepare_update(cfg: StudyConfig, options: dict, changes: StudyChanges) -> st
     methods = [m for m in cfg.methods if m in set(old["method"].values)]
     tests = [t for t in cfg.test_labels() if t in set(old["test"].values)]
     rs.create_results(
-        fresh,
+        Location(fresh, options),
         languages=codes,
         methods=list(cfg.methods),
         tests=list(cfg.test_labels()),
         attrs=run_attrs(cfg),
         config_text=new_text,
-        storage_options=options,
         overwrite=True,
     )
     # per-word scores hold every weighting and association of the full-vocabulary tests
@@ -102,11 +101,10 @@ def prepare_update(cfg: StudyConfig, options: dict, changes: StudyChanges) -> st
         == {t for t in cfg.tests if t in FULL_VOCABULARY_TESTS}
     )
     n = rs.copy_cells(
-        cfg.output,
-        fresh,
+        Location(cfg.output, options),
+        Location(fresh, options),
         [(lang, m, t) for lang in kept_languages for m in methods for t in tests],
         scores_of=kept_languages if same_scores else (),
-        storage_options=options,
     )
     log.info("update: changed %s; %d cells kept, the others computed in %s", _keys(changes.keys), n, display_url(fresh))
     return fresh

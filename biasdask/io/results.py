@@ -175,7 +175,7 @@ _CELLS = "cells"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def _target(url: str, storage_options: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+def _target(loc: Location) -> tuple[str, dict[str, Any]]:
     """Normalise a store URL into what zarr and xarray accept, plus their keyword arguments.
 
     ``file://`` URLs become plain paths so that zarr's ``LocalStore`` (atomic writes by rename) is
@@ -184,24 +184,25 @@ def _target(url: str, storage_options: Mapping[str, Any] | None) -> tuple[str, d
     cached listing would make it overwrite the root metadata (and so the run's attributes).
     Caller-given options win over these defaults.
     """
-    url = str(url)
+    url = loc.url
     if url.startswith("file://") and "::" not in url:
         url = url[len("file://") :]
     if "://" in url or "::" in url:
         defaults: dict[str, Any] = {"use_listings_cache": False}
         if url.startswith(("s3://", "s3a://")):
             defaults["max_concurrency"] = 1  # objects here are small: skip s3fs's HEAD before each GET
-        return url, {"storage_options": {**defaults, **storage_options_for(url, dict(storage_options or {}))}}
+        return url, {"storage_options": {**defaults, **storage_options_for(url, loc.storage_options)}}
     return url, {}
 
 
-def root_metadata(url: str, storage_options: Mapping[str, Any] | None = None) -> bytes | None:
+def root_metadata(loc: Locatable) -> bytes | None:
     """The bytes of the results store's root metadata (its ``zarr.json``), None where there is none.
 
     Two processes that read the same bytes see the same store: a study's workers write into it only
     then (a local path on another machine, or ``memory://`` in another process, is another store).
     """
-    target, kw = _target(url, storage_options)
+    loc = as_location(loc)
+    target, kw = _target(loc)
     try:
         with fsspec.open(f"{target.rstrip('/')}/zarr.json", "rb", **kw.get("storage_options", {})) as f:
             return f.read()
@@ -265,29 +266,32 @@ def config_hash(config_text: str) -> str:
     return hashlib.sha256(config_text.encode("utf-8")).hexdigest()
 
 
-def _open_root(url: str, storage_options: Mapping[str, Any] | None) -> zarr.Group | None:
-    target, kw = _target(url, storage_options)
+def _open_root(loc: Locatable) -> zarr.Group | None:
+    loc = as_location(loc)
+    target, kw = _target(loc)
     try:
         return zarr.open_group(target, mode="r", zarr_format=3, use_consolidated=False, **kw)
     except (FileNotFoundError, GroupNotFoundError, NodeNotFoundError):
         return None
 
 
-def _open_complete_root(url: str, storage_options: Mapping[str, Any] | None) -> zarr.Group:
-    group = _open_root(url, storage_options)
+def _open_complete_root(loc: Locatable) -> zarr.Group:
+    loc = as_location(loc)
+    group = _open_root(loc)
     if group is None or group.attrs.get("biasdask_store") != _STORE_KIND:
-        raise IncompleteStoreError(f"{url}: no biasdask results store there")
+        raise IncompleteStoreError(f"{loc}: no biasdask results store there")
     if "config_hash" not in group.attrs:
         raise IncompleteStoreError(
-            f"{url}: results store whose creation never finished (no config_hash); run again to recreate it"
+            f"{loc}: results store whose creation never finished (no config_hash); run again to recreate it"
         )
     return group
 
 
-def stored_config(url: str, storage_options: Mapping[str, Any] | None = None) -> str | None:
+def stored_config(loc: Locatable) -> str | None:
     """The canonical study (YAML text) of the results store at ``url``; None where there is no
     finished-creating results store (nothing there, other data, a creation that was interrupted)."""
-    group = _open_root(url, storage_options)
+    loc = as_location(loc)
+    group = _open_root(loc)
     if group is None or group.attrs.get("biasdask_store") != _STORE_KIND or "config_hash" not in group.attrs:
         return None
     return str(group.attrs.get("config", ""))
@@ -297,27 +301,28 @@ def _labels(group: zarr.Group) -> dict[str, list[str]]:
     return {dim: [str(x) for x in np.asarray(zarr_compat.array(group, dim)[...])] for dim in DIMS}
 
 
-def _fs(url: str, storage_options: Mapping[str, Any] | None) -> tuple[fsspec.AbstractFileSystem, str]:
+def _fs(loc: Locatable) -> tuple[fsspec.AbstractFileSystem, str]:
     """The filesystem and path of the results store, with :func:`_target`'s options."""
-    target, kw = _target(url, storage_options)
+    loc = as_location(loc)
+    target, kw = _target(loc)
     return fsspec.core.url_to_fs(target, **kw.get("storage_options", {}))
 
 
-def _has_contents(url: str, storage_options: Mapping[str, Any] | None) -> bool:
-    fs, path = _fs(url, storage_options)
+def _has_contents(loc: Locatable) -> bool:
+    loc = as_location(loc)
+    fs, path = _fs(loc)
     if not fs.exists(path):
         return False
     return not fs.isdir(path) or bool(fs.ls(path))
 
 
 def create_results(
-    url: str,
+    loc: Locatable,
     languages: Sequence[str],
     methods: Sequence[str],
     tests: Sequence[str],
     attrs: Mapping[str, Any],
     config_text: str,
-    storage_options: Mapping[str, Any] | None = None,
     overwrite: bool = False,
 ) -> None:
     """Create the results cube at ``url``, or keep an existing one of the same configuration.
@@ -337,8 +342,6 @@ def create_results(
     config_text : str
         The run's configuration as canonical YAML text (volatile keys already removed by the caller).
         Stored as attribute ``config``; its SHA-256 is ``config_hash``, the identity of the run.
-    storage_options : mapping, optional
-        fsspec options (endpoint, credentials) for remote URLs; never written to the store.
     overwrite : bool
         Replace a results store at ``url`` (even one of the same config) by a fresh cube. Anything
         else at ``url`` (a directory of files, an embedding store) is refused and left untouched.
@@ -355,6 +358,7 @@ def create_results(
     and :func:`done_cells` tells which cells are finished. A store whose creation was interrupted
     (no ``config_hash`` yet) holds no results and is recreated.
     """
+    loc = as_location(loc)
     labels = {
         "language": _check_labels("language", languages),
         "method": _check_labels("method", methods),
@@ -368,35 +372,33 @@ def create_results(
         raise ValueError(f"create_results: attrs may not set {', '.join(reserved)}")
     digest = config_hash(config_text)
 
-    existing = _open_root(url, storage_options)
+    existing = _open_root(loc)
     if overwrite and (
-        existing.attrs.get("biasdask_store") != _STORE_KIND
-        if existing is not None
-        else _has_contents(url, storage_options)
+        existing.attrs.get("biasdask_store") != _STORE_KIND if existing is not None else _has_contents(loc)
     ):  # --overwrite replaces a results store, never anything else
-        raise StoreConflictError(f"{url}: holds data that is not a biasdask results store; refusing to replace it")
+        raise StoreConflictError(f"{loc}: holds data that is not a biasdask results store; refusing to replace it")
     if not overwrite:
         if existing is not None:
             found = existing.attrs.get("config_hash")
             if existing.attrs.get("biasdask_store") != _STORE_KIND:
                 raise StoreConflictError(
-                    f"{url}: holds data that is not a biasdask results store; pass --overwrite to replace it"
+                    f"{loc}: holds data that is not a biasdask results store; pass --overwrite to replace it"
                 )
             if found is not None:
                 if found != digest:
                     raise StoreConflictError(
-                        f"{url}: results store written by a different config (hash {str(found)[:12]} != "
+                        f"{loc}: results store written by a different config (hash {str(found)[:12]} != "
                         f"{digest[:12]}); pass --overwrite to replace it"
                     )
                 if _labels(existing) != labels:
                     raise StoreConflictError(
-                        f"{url}: results store of the same config but other languages/methods/tests; "
+                        f"{loc}: results store of the same config but other languages/methods/tests; "
                         f"pass --overwrite to replace it"
                     )
                 return
-        elif _has_contents(url, storage_options):
+        elif _has_contents(loc):
             raise StoreConflictError(
-                f"{url}: holds data that is not a biasdask results store; pass --overwrite to replace it"
+                f"{loc}: holds data that is not a biasdask results store; pass --overwrite to replace it"
             )
 
     attributes = {
@@ -408,7 +410,7 @@ def create_results(
         "config": config_text,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    target, kw = _target(url, storage_options)
+    target, kw = _target(loc)
     zarr_compat.run(_create_async(target, kw, labels, attributes, digest))
 
 
@@ -533,12 +535,11 @@ async def _write_cell_async(
 
 
 def write_cell(
-    url: str,
+    loc: Locatable,
     language: str,
     method: str,
     test: str,
     values: Mapping[str, Any],
-    storage_options: Mapping[str, Any] | None = None,
 ) -> None:
     """Write one finished cell as its own record: durable and complete at once.
 
@@ -552,8 +553,6 @@ def write_cell(
         Some of :data:`CELL_VARIABLES` (``statistic``, ``p_value``, ..., ``note``); a key left out or
         given as None is written as its fill value (NaN, -1, False, ""), so rewriting a cell leaves
         nothing of an earlier write. A skipped cell is ``{"note": "reason"}``.
-    storage_options : mapping, optional
-        fsspec options for remote URLs.
 
     Notes
     -----
@@ -562,12 +561,13 @@ def write_cell(
     to call concurrently for different cells from threads, processes or machines. The cell reaches
     the cube's chunks at the next :func:`compact_results`.
     """
+    loc = as_location(loc)
     unknown = sorted(set(values) - set(CELL_VARIABLES))
     if unknown:
         raise ValueError(f"write_cell: unknown variable(s) {', '.join(unknown)}")
     full = {name: _cell_value(name, values.get(name)) for name in CELL_VARIABLES}
-    target, kw = _target(url, storage_options)
-    zarr_compat.run(_write_cell_async(target, kw, url, (language, method, test), full))
+    target, kw = _target(loc)
+    zarr_compat.run(_write_cell_async(target, kw, loc.url, (language, method, test), full))
 
 
 async def _read_records_async(root: Any, url: str, labels: dict[str, list[str]]) -> dict[tuple[int, ...], dict]:
@@ -632,20 +632,19 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
     return root, labels, cube, records, attrs
 
 
-def _load(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any, dict, dict, dict, dict]:
-    target, kw = _target(url, storage_options)
-    return zarr_compat.run(_load_async(target, kw, url))
+def _load(loc: Locatable) -> tuple[Any, dict, dict, dict, dict]:
+    loc = as_location(loc)
+    target, kw = _target(loc)
+    return zarr_compat.run(_load_async(target, kw, loc.url))
 
 
-def compact_results(url: str, storage_options: Mapping[str, Any] | None = None) -> int:
+def compact_results(loc: Locatable) -> int:
     """Fold the pending cell records into the cube's chunks; return how many cells were folded.
 
     Parameters
     ----------
     url : str
         The results store.
-    storage_options : mapping, optional
-        fsspec options for remote URLs.
 
     Notes
     -----
@@ -654,10 +653,11 @@ def compact_results(url: str, storage_options: Mapping[str, Any] | None = None) 
     (``done`` last), the records deleted after: a compaction killed at any point loses nothing.
     Only one process may compact a store at a time, and no cell may be written meanwhile.
     """
-    _, _, cube, records, _ = _load(url, storage_options)
+    loc = as_location(loc)
+    _, _, cube, records, _ = _load(loc)
     if not records:
         return 0
-    target, kw = _target(url, storage_options)
+    target, kw = _target(loc)
 
     async def fold() -> None:
         root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
@@ -673,21 +673,21 @@ def compact_results(url: str, storage_options: Mapping[str, Any] | None = None) 
 
 
 def write_cube_variable(
-    url: str,
+    loc: Locatable,
     name: str,
     values: np.ndarray,
     attrs: Mapping[str, Any] | None = None,
-    storage_options: Mapping[str, Any] | None = None,
 ) -> None:
     """Write a variable computed from the whole cube (one of :data:`DERIVED_VARIABLES`), whole, with ``attrs``
     added to its attributes; a store of an older biasdask that lacks it gets it.
 
     Call it after :func:`compact_results`, with no cell being written: records never hold these variables.
     """
+    loc = as_location(loc)
     if name not in DERIVED_VARIABLES:
         raise ValueError(f"{name!r} is not a derived cube variable ({', '.join(DERIVED_VARIABLES)})")
     dtype, fill, description = CELL_VARIABLES[name]
-    target, kw = _target(url, storage_options)
+    target, kw = _target(loc)
 
     async def write() -> None:
         root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
@@ -713,21 +713,20 @@ def write_cube_variable(
     zarr_compat.run(write())
 
 
-def done_cells(url: str, storage_options: Mapping[str, Any] | None = None) -> set[tuple[str, str, str]]:
+def done_cells(loc: Locatable) -> set[tuple[str, str, str]]:
     """The ``(language, method, test)`` cells whose values are completely written.
 
     Parameters
     ----------
     url : str
         The results store.
-    storage_options : mapping, optional
-        fsspec options for remote URLs.
 
     Returns
     -------
     set of tuple of str
     """
-    _, labels, cube, _, _ = _load(url, storage_options)
+    loc = as_location(loc)
+    _, labels, cube, _, _ = _load(loc)
     done = cube[_DONE]
     return {(labels["language"][i], labels["method"][j], labels["test"][k]) for i, j, k in zip(*np.nonzero(done))}
 
@@ -775,7 +774,7 @@ def open_results(location: Locatable) -> xr.Dataset:
     [1002]
     """
     loc = as_location(location)
-    root, labels, cube, _, attrs = _load(loc.url, loc.storage_options)
+    root, labels, cube, _, attrs = _load(loc)
     done = cube[_DONE]
     data_vars = {}
     for name, (dtype, fill, _) in CELL_VARIABLES.items():
@@ -791,16 +790,16 @@ def open_results(location: Locatable) -> xr.Dataset:
     return xr.Dataset(data_vars, coords=coords, attrs=dict(root.attrs))
 
 
-def _check_cell(url: str, storage_options: Mapping[str, Any] | None, cell: tuple[str, str, str]) -> None:
-    root = _open_complete_root(url, storage_options)
-    _index(_labels(root), url, cell)
+def _check_cell(loc: Locatable, cell: tuple[str, str, str]) -> None:
+    loc = as_location(loc)
+    root = _open_complete_root(loc)
+    _index(_labels(root), loc.url, cell)
 
 
 def write_scores(
-    url: str,
+    loc: Locatable,
     language: str,
     scores: xr.Dataset,
-    storage_options: Mapping[str, Any] | None = None,
     *,
     words_from: Iterable[tuple[str, bytes]] | None = None,
 ) -> None:
@@ -816,8 +815,6 @@ def write_scores(
         Variables ``u`` (word), ``t`` (method, word) and ``rank`` (word), string coordinates
         ``word`` and ``method``; extra variables and attributes are kept. A dask-backed dataset is computed first
         (on the current scheduler).
-    storage_options : mapping, optional
-        fsspec options for remote URLs.
     words_from : iterable of (str, bytes), optional
         Instead of a ``word`` coordinate in ``scores``: the files of an already encoded ``word`` array
         (its ``zarr.json`` and chunks, keys relative to the array, as
@@ -828,7 +825,8 @@ def write_scores(
     The subgroup is replaced as a whole and marked ``biasdask_complete`` last, so one interrupted
     while writing reads as not done (:func:`scores_done`) and is rewritten on resume.
     """
-    _position(_labels(_open_complete_root(url, storage_options)), url, "language", language)
+    loc = as_location(loc)
+    _position(_labels(_open_complete_root(loc)), loc.url, "language", language)
     needed = ("u", "t", "rank", "method") if words_from is not None else ("u", "t", "rank", "word", "method")
     missing = [v for v in needed if v not in scores.variables]
     if missing:
@@ -846,10 +844,10 @@ def write_scores(
     }
     ds.attrs.pop(_COMPLETE, None)
     group = f"scores/{language}"
-    target, kw = _target(url, storage_options)
+    target, kw = _target(loc)
     ds.to_zarr(target, group=group, mode="w", consolidated=False, zarr_format=3, encoding=encoding, **kw)
     if words_from is not None:
-        fs, path = _fs(url, storage_options)
+        fs, path = _fs(loc)
         root = f"{path.rstrip('/')}/{group}/word"
         fs.makedirs(f"{root}/c", exist_ok=True)
         for key, data in words_from:
@@ -857,8 +855,8 @@ def write_scores(
     zarr.open_group(target, path=group, mode="r+", zarr_format=3, use_consolidated=False, **kw).attrs[_COMPLETE] = True
 
 
-def _complete_subgroup(url: str, storage_options: Mapping[str, Any] | None, path: str) -> zarr.Group | None:
-    target, kw = _target(url, storage_options)
+def _complete_subgroup(loc: Locatable, path: str) -> zarr.Group | None:
+    target, kw = _target(as_location(loc))
     try:
         group = zarr.open_group(target, path=path, mode="r", zarr_format=3, use_consolidated=False, **kw)
     except (FileNotFoundError, GroupNotFoundError, NodeNotFoundError):
@@ -866,7 +864,7 @@ def _complete_subgroup(url: str, storage_options: Mapping[str, Any] | None, path
     return group if group.attrs.get(_COMPLETE) is True else None
 
 
-def scores_done(url: str, language: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+def scores_done(loc: Locatable, language: str) -> bool:
     """Whether ``scores/<language>`` is completely written.
 
     Parameters
@@ -875,14 +873,13 @@ def scores_done(url: str, language: str, storage_options: Mapping[str, Any] | No
         The results store.
     language : str
         The language.
-    storage_options : mapping, optional
-        fsspec options for remote URLs.
 
     Returns
     -------
     bool
     """
-    return _complete_subgroup(url, storage_options, f"scores/{_check_name('language', language)}") is not None
+    loc = as_location(loc)
+    return _complete_subgroup(loc, f"scores/{_check_name('language', language)}") is not None
 
 
 @keyword_api("open_scores(location, language=...)")
@@ -921,11 +918,10 @@ def open_scores(location: Locatable, *, language: str) -> xr.Dataset:
     (1002, ['t', 'u'])
     """
     loc = as_location(location)
-    url, storage_options = loc.url, loc.storage_options
     path = f"scores/{_check_name('language', language)}"
-    if _complete_subgroup(url, storage_options, path) is None:
-        raise IncompleteStoreError(f"{url}: no complete per-word scores for language {language!r}")
-    target, kw = _target(url, storage_options)
+    if _complete_subgroup(loc, path) is None:
+        raise IncompleteStoreError(f"{loc}: no complete per-word scores for language {language!r}")
+    target, kw = _target(loc)
     if _in_process_only(target):
         # chunks=None: read without dask, so that no default distributed client computes it elsewhere
         return xr.open_zarr(target, group=path, consolidated=False, zarr_format=3, chunks=None, **kw).load()
@@ -943,12 +939,11 @@ def _null_path(language: str, method: str, test: str, kind: str = "null") -> str
 
 
 def write_null(
-    url: str,
+    loc: Locatable,
     language: str,
     method: str,
     test: str,
     null: np.ndarray,
-    storage_options: Mapping[str, Any] | None = None,
     *,
     kind: Literal["null", "placebo"] = "null",
 ) -> None:
@@ -963,18 +958,17 @@ def write_null(
         The cell (must be in the store).
     null : numpy.ndarray
         1-D statistics of the permutations, stored as float64 array ``null`` (dim ``permutation``).
-    storage_options : mapping, optional
-        fsspec options for remote URLs.
 
     Notes
     -----
     Write the null before :func:`write_cell` of the same cell, so that a done cell always has it.
     """
+    loc = as_location(loc)
     values = np.asarray(null, dtype=np.float64)
     if values.ndim != 1:
         raise ValueError(f"write_null: null distribution must be 1-D, got shape {values.shape}")
-    target, kw = _target(url, storage_options)
-    zarr_compat.run(_write_null_async(target, kw, url, (language, method, test), values, kind))
+    target, kw = _target(loc)
+    zarr_compat.run(_write_null_async(target, kw, loc.url, (language, method, test), values, kind))
 
 
 async def _write_null_async(
@@ -995,11 +989,10 @@ async def _write_null_async(
 
 
 def read_null(
-    url: str,
+    loc: Locatable,
     language: str,
     method: str,
     test: str,
-    storage_options: Mapping[str, Any] | None = None,
     *,
     kind: Literal["null", "placebo"] = "null",
 ) -> np.ndarray:
@@ -1011,8 +1004,6 @@ def read_null(
         The results store.
     language, method, test : str
         The cell.
-    storage_options : mapping, optional
-        fsspec options for remote URLs.
 
     Returns
     -------
@@ -1024,21 +1015,21 @@ def read_null(
     IncompleteStoreError
         No complete null distribution stored for the cell.
     """
+    loc = as_location(loc)
     cell = (language, method, test)
-    _check_cell(url, storage_options, cell)
-    group = _complete_subgroup(url, storage_options, _null_path(*cell, kind))
+    _check_cell(loc, cell)
+    group = _complete_subgroup(loc, _null_path(*cell, kind))
     if group is None:
         what = "null distribution" if kind == "null" else "placebo distribution"
-        raise IncompleteStoreError(f"{url}: no {what} stored for cell language={language} method={method} test={test}")
+        raise IncompleteStoreError(f"{loc}: no {what} stored for cell language={language} method={method} test={test}")
     return np.asarray(zarr_compat.array(group, kind)[...], dtype=np.float64)
 
 
 def copy_cells(
-    source: str,
-    dest: str,
+    source: Locatable,
+    dest: Locatable,
     cells: Iterable[tuple[str, str, str]],
     scores_of: Iterable[str] = (),
-    storage_options: Mapping[str, Any] | None = None,
 ) -> int:
     """Copy finished cells (their values and stored nulls) and languages' per-word scores from the
     results store ``source`` into ``dest`` (made by :func:`create_results`, other labels allowed).
@@ -1046,17 +1037,17 @@ def copy_cells(
     Values are copied as stored, bit for bit; a cell not finished in ``source`` is skipped. Returns
     the number of cells copied.
     """
-    old = open_results(Location(source, dict(storage_options or {})))
-    fs, src_root = _fs(source, storage_options)
-    _, dst_root = _fs(dest, storage_options)
+    source = as_location(source)
+    dest = as_location(dest)
+    old = open_results(source)
+    fs, src_root = _fs(source)
+    _, dst_root = _fs(dest)
     n = 0
     for language, method, test in cells:
         cell = old.sel({"language": language, "method": method, "test": test})
         if not bool(cell[_DONE]):
             continue
-        write_cell(
-            dest, language, method, test, {name: cell[name].values[()] for name in CELL_VARIABLES}, storage_options
-        )
+        write_cell(dest, language, method, test, {name: cell[name].values[()] for name in CELL_VARIABLES})
         for kind in _DISTRIBUTIONS:
             null = _null_path(language, method, test, kind)
             if fs.exists(f"{src_root}/{null}/zarr.json"):
@@ -1064,23 +1055,25 @@ def copy_cells(
         n += 1
     for language in scores_of:
         path = f"scores/{_check_name('language', language)}"
-        if _complete_subgroup(source, storage_options, path) is not None:
+        if _complete_subgroup(source, path) is not None:
             fs.copy(f"{src_root}/{path}", f"{dst_root}/{path}", recursive=True)
     fs.invalidate_cache()
     return n
 
 
-def replace_results(fresh: str, url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+def replace_results(fresh: Locatable, url: Locatable) -> None:
     """Put the results store ``fresh`` (complete) in the place of the results store at ``url``.
 
     On a local disk two renames (the old store is deleted after); on object stores, which cannot
     rename, the old store is deleted and every object copied, the root metadata last, so that a copy
     cut short is no results store at all (never a mixed one) while ``fresh`` still holds everything.
     """
-    _open_complete_root(fresh, storage_options)  # raises unless fresh is a complete results store
-    fs, src = _fs(fresh, storage_options)
-    _, dst = _fs(url, storage_options)
-    if "://" not in str(url) or str(url).startswith("file://"):
+    fresh = as_location(fresh)
+    url = as_location(url)
+    _open_complete_root(fresh)  # raises unless fresh is a complete results store
+    fs, src = _fs(fresh)
+    _, dst = _fs(url)
+    if "://" not in url.url or url.url.startswith("file://"):
         old = f"{dst}.replaced-{uuid.uuid4().hex[:12]}"
         os.replace(dst, old)
         os.replace(src, dst)

@@ -113,7 +113,7 @@ def _assert_cell(ds, cell, values):
 def _create(url, storage_options=None, **kw):
     args = {"languages": LANGS, "methods": METHODS, "tests": TESTS, "attrs": ATTRS, "config_text": CONFIG}
     args.update(kw)
-    R.create_results(url, storage_options=storage_options, **args)
+    R.create_results(Location(url, storage_options), **args)
 
 
 @dataclass
@@ -341,12 +341,12 @@ def test_concurrent_cells_from_threads_all_land(store):
     store.create()
     cells = store.cells()
     with cf.ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(lambda cv: R.write_cell(store.url, *cv[0], cv[1], storage_options=store.options), cells))
-    assert R.done_cells(store.url, storage_options=store.options) == {c for c, _ in cells}
+        list(pool.map(lambda cv: R.write_cell(Location(store.url, store.options), *cv[0], cv[1]), cells))
+    assert R.done_cells(Location(store.url, store.options)) == {c for c, _ in cells}
     ds = R.open_results(Location(store.url, store.options))
     for cell, values in cells:
         _assert_cell(ds, cell, values)
-    assert R.compact_results(store.url, storage_options=store.options) == len(cells)
+    assert R.compact_results(Location(store.url, store.options)) == len(cells)
     # chunks=None: read in this process (a memory:// store is invisible to any default Dask client's workers)
     plain = xr.open_zarr(store.url, consolidated=False, chunks=None, storage_options=store.options)
     last_cell, last_values = cells[-1]
@@ -373,11 +373,11 @@ def test_resume_conflict_and_overwrite(store):
     created = xr.open_zarr(url, consolidated=False, storage_options=options).attrs["created"]
     cells = store.cells()[:2]
     for cell, values in cells:
-        R.write_cell(url, *cell, values, storage_options=options)
+        R.write_cell(Location(url, options), *cell, values)
 
     # Same config: the store is kept as it is, and the run resumes.
     store.create()
-    assert R.done_cells(url, storage_options=options) == {c for c, _ in cells}
+    assert R.done_cells(Location(url, options)) == {c for c, _ in cells}
     assert xr.open_zarr(url, consolidated=False, storage_options=options).attrs["created"] == created
 
     # Different config, or same config with other labels: refused, naming the url and --overwrite.
@@ -387,16 +387,16 @@ def test_resume_conflict_and_overwrite(store):
     assert url in str(err.value)
     with pytest.raises(StoreConflictError, match="--overwrite"):
         store.create(tests=store.tests + ["career_family"])
-    assert R.done_cells(url, storage_options=options) == {c for c, _ in cells}
+    assert R.done_cells(Location(url, options)) == {c for c, _ in cells}
 
     # overwrite=True: a fresh, empty store of the new config (other label order: a writer of this
     # process that still knew the old layout would put the cell at the wrong place).
     store.create(config_text=new_config, languages=store.langs[::-1], tests=["gender"], overwrite=True)
-    assert R.done_cells(url, storage_options=options) == set()
+    assert R.done_cells(Location(url, options)) == set()
     ds = R.open_results(Location(url, options))
     assert ds.attrs["config"] == new_config
     assert ds.sizes["test"] == 1 and np.isnan(ds.statistic.values).all()
-    R.write_cell(url, store.langs[0], "zipf", "gender", {"statistic": 3.0}, storage_options=options)
+    R.write_cell(Location(url, options), store.langs[0], "zipf", "gender", {"statistic": 3.0})
     ds = R.open_results(Location(url, options))
     assert ds.statistic.sel({"language": store.langs[0], "method": "zipf", "test": "gender"}).item() == 3.0
     assert int(ds.done.sum()) == 1
@@ -448,10 +448,10 @@ def test_scores_round_trip_and_half_written_subgroup(store):
     store.create()
     lang, other = store.langs[0], store.langs[1]
     words = ["der", "NA", "#hash", 'qu"ote', "a\u2028b", "null", "\xa0x"]
-    assert not R.scores_done(url, lang, storage_options=options)
-    R.write_scores(url, lang, _scores(words), storage_options=options)
-    assert R.scores_done(url, lang, storage_options=options)
-    assert not R.scores_done(url, other, storage_options=options)
+    assert not R.scores_done(Location(url, options), lang)
+    R.write_scores(Location(url, options), lang, _scores(words))
+    assert R.scores_done(Location(url, options), lang)
+    assert not R.scores_done(Location(url, options), other)
 
     got = R.open_scores(Location(url, options), language=lang)
     assert [str(w) for w in got.word.values] == words
@@ -471,24 +471,24 @@ def test_scores_round_trip_and_half_written_subgroup(store):
         zarr_format=3,
         **({"storage_options": options} if options else {}),
     )
-    assert not R.scores_done(url, other, storage_options=options)
+    assert not R.scores_done(Location(url, options), other)
     with pytest.raises(IncompleteStoreError, match=repr(other)):
         R.open_scores(Location(url, options), language=other)
-    R.write_scores(url, other, _scores(words[:2]), storage_options=options)
-    assert R.scores_done(url, other, storage_options=options)
+    R.write_scores(Location(url, options), other, _scores(words[:2]))
+    assert R.scores_done(Location(url, options), other)
     rewritten = R.open_scores(Location(url, options), language=other)
     assert rewritten.sizes["word"] == 2 and rewritten.u.values[0] == -1.0
 
     # t given as (word, method) is stored in the canonical (method, word) order.
-    R.write_scores(url, lang, _scores(words).transpose("word", "method"), storage_options=options)
+    R.write_scores(Location(url, options), lang, _scores(words).transpose("word", "method"))
     got = R.open_scores(Location(url, options), language=lang)
     assert got.t.dims == ("method", "word")
     np.testing.assert_array_equal(got.t.values, _scores(words).t.values)
 
     with pytest.raises(ValueError, match="rank"):
-        R.write_scores(url, lang, _scores(words).drop_vars("rank"), storage_options=options)
+        R.write_scores(Location(url, options), lang, _scores(words).drop_vars("rank"))
     with pytest.raises(BiasdaskError, match="'fr'"):
-        R.write_scores(url, "fr", _scores(words), storage_options=options)
+        R.write_scores(Location(url, options), "fr", _scores(words))
 
 
 def test_memory_store_is_read_here_even_with_a_distributed_client_current(memory_url, dask_client):
@@ -512,13 +512,13 @@ def test_null_distribution_round_trip(store):
     store.create()
     lang = store.langs[0]
     null = np.random.default_rng(0).normal(size=1234)
-    R.write_null(url, lang, "zipf", "weat10", null, storage_options=options)
-    R.write_null(url, lang, "zipf", "weat10", null[:100], storage_options=options)  # replaced whole
-    np.testing.assert_array_equal(R.read_null(url, lang, "zipf", "weat10", storage_options=options), null[:100])
+    R.write_null(Location(url, options), lang, "zipf", "weat10", null)
+    R.write_null(Location(url, options), lang, "zipf", "weat10", null[:100])  # replaced whole
+    np.testing.assert_array_equal(R.read_null(Location(url, options), lang, "zipf", "weat10"), null[:100])
     with pytest.raises(IncompleteStoreError, match="method=uniform test=weat10"):
-        R.read_null(url, lang, "uniform", "weat10", storage_options=options)
+        R.read_null(Location(url, options), lang, "uniform", "weat10")
     with pytest.raises(BiasdaskError, match="'frequency'"):
-        R.write_null(url, lang, "frequency", "weat10", null, storage_options=options)
+        R.write_null(Location(url, options), lang, "frequency", "weat10", null)
 
 
 def test_null_of_a_test_is_not_touched_by_a_test_with_a_prefix_name(tmp_path):
@@ -587,15 +587,15 @@ def test_s3_bucket_end_to_end(s3_bucket):
     store.create()
     cells = store.cells()
     with cf.ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda cv: R.write_cell(url, *cv[0], cv[1], storage_options=options), cells[1:]))
-    assert R.done_cells(url, storage_options=options) == {c for c, _ in cells[1:]}
+        list(pool.map(lambda cv: R.write_cell(Location(url, options), *cv[0], cv[1]), cells[1:]))
+    assert R.done_cells(Location(url, options)) == {c for c, _ in cells[1:]}
 
     store.create()  # same config: resumes
-    R.write_cell(url, *cells[0][0], cells[0][1], storage_options=options)
+    R.write_cell(Location(url, options), *cells[0][0], cells[0][1])
     ds = R.open_results(Location(url, options))
     for cell, values in cells:
         _assert_cell(ds, cell, values)
-    assert R.compact_results(url, storage_options=options) == len(cells)
+    assert R.compact_results(Location(url, options)) == len(cells)
     # a finished cube opens in a few requests: about two per variable, whatever the number of cells
     import s3fs
 
@@ -619,22 +619,22 @@ def test_s3_bucket_end_to_end(s3_bucket):
     assert n_open_results <= 2 * n_arrays + 6, calls
     assert n_open_zarr <= 5 * n_arrays + 6, calls  # xarray adds HEADs and listings of its own
     _assert_cell(plain, *cells[-1])
-    assert R.done_cells(url, storage_options=options) == {c for c, _ in cells}
+    assert R.done_cells(Location(url, options)) == {c for c, _ in cells}
     assert plain.attrs["config"] == CONFIG and plain["n_x"].dtype == np.int64
     assert "key" not in str(plain.attrs) and "secret" not in str(plain.attrs)
 
-    R.write_scores(url, "de", _scores(["Frau", "Mann"]), storage_options=options)
-    assert R.scores_done(url, "de", storage_options=options)
-    assert not R.scores_done(url, "pt_BR", storage_options=options)
+    R.write_scores(Location(url, options), "de", _scores(["Frau", "Mann"]))
+    assert R.scores_done(Location(url, options), "de")
+    assert not R.scores_done(Location(url, options), "pt_BR")
     assert [str(w) for w in R.open_scores(Location(url, options), language="de").word.values] == ["Frau", "Mann"]
-    R.write_null(url, "de", "zipf", "weat10", np.arange(4.0), storage_options=options)
-    np.testing.assert_array_equal(R.read_null(url, "de", "zipf", "weat10", storage_options=options), np.arange(4.0))
+    R.write_null(Location(url, options), "de", "zipf", "weat10", np.arange(4.0))
+    np.testing.assert_array_equal(R.read_null(Location(url, options), "de", "zipf", "weat10"), np.arange(4.0))
 
     with pytest.raises(StoreConflictError, match="--overwrite"):
         store.create(config_text=CONFIG + "seed: 1\n")
     store.create(config_text=CONFIG + "seed: 1\n", overwrite=True)
-    assert R.done_cells(url, storage_options=options) == set()
-    assert not R.scores_done(url, "de", storage_options=options)
+    assert R.done_cells(Location(url, options)) == set()
+    assert not R.scores_done(Location(url, options), "de")
 
 
 def test_a_store_of_an_older_biasdask_still_reads_resumes_and_compacts(tmp_path):
