@@ -45,7 +45,6 @@ def write_store(url: str, vectors: np.ndarray, encoding: str) -> None:
     chunk = store.default_chunk_words(dim)
     store.prepare_store(
         url,
-        None,
         language="en",
         source="bench",
         format="vec",
@@ -58,10 +57,9 @@ def write_store(url: str, vectors: np.ndarray, encoding: str) -> None:
     norms = np.sqrt(np.square(vectors, dtype=np.float64).sum(axis=1)).astype(np.float32)
     for start in range(0, n, chunk):
         rows = slice(start, start + chunk)
-        store.write_block(url, None, start, words[rows], vectors[rows], norms[rows])
+        store.write_block(url, start, words[rows], vectors[rows], norms[rows])
     store.finish_store(
         url,
-        None,
         {
             "n_words": n,
             "n_duplicates": 0,

@@ -156,7 +156,7 @@ def _sleep(kind: str, seconds: float) -> None:
         _CALLS["slept"][kind] += seconds
 
 
-def _sleepy_scores(url, storage_options, chunk, kind, axes, *arrays, n, methods, extras, gram_step=0, block_info=None):
+def _sleepy_scores(loc, chunk, kind, axes, *arrays, n, methods, extras, gram_step=0, block_info=None):
     """A scores chunk: its duration (scaled to a shorter last chunk), then rows of made-up u (and, for
     the placebo, the moments of made-up vectors of the store's few dimensions)."""
     from biasdask.engine.scores import score_rows, score_weights
@@ -182,7 +182,7 @@ def _sleepy_scores(url, storage_options, chunk, kind, axes, *arrays, n, methods,
     return rows, acc.moments()
 
 
-def _sleepy_rows(url, storage_options, chunk, rows, dim):
+def _sleepy_rows(loc, chunk, rows, dim):
     """The attribute rows: their duration, then made-up non-zero rows."""
     _sleep("rows", _SLEEPS["rows"])
     return np.random.default_rng(len(rows)).normal(0.0, 0.1, (len(rows), dim)).astype(np.float32)
@@ -225,7 +225,7 @@ def _sleepy_batch(pool, start, stop):
     return None if pool is None else pools_batch(pool[0], start, stop)
 
 
-def _sleepy_write(url, code, options, parts, counts, *computed):
+def _sleepy_write(loc, code, parts, counts, *computed):
     """A language's per-word scores write: its duration (nothing is written)."""
     _sleep("write", _SLEEPS["write"])
 
@@ -306,7 +306,7 @@ def make_stores(where: Path, codes: list[str], n_words: int, dim: int, chunk: in
     for code in todo:
         shutil.rmtree(urls[code], ignore_errors=True)
         shutil.copytree(source, urls[code])
-        set_attrs(urls[code], None, {"language": code, "store_id": uuid.uuid4().hex})
+        set_attrs(urls[code], {"language": code, "store_id": uuid.uuid4().hex})
     print(
         f"stores: {len(codes)} x {n_words:,} words x {dim} in chunks of {chunk:,} written in "
         f"{time.perf_counter() - t:.1f} s under {where}"
@@ -343,6 +343,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     from biasdask.engine.run import _ScoresPart, _write_scores, weighted_effect_sizes
     from biasdask.engine.scores import attributes_graph, stored_rows, stored_scores
     from biasdask.io import results as rs
+    from biasdask.io.fs import Location
     from biasdask.io.store import open_embeddings, stored_vectors
     from biasdask.stats.placebo import gram_step
     from biasdask.stats.weights import zipf_weights
@@ -357,8 +358,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     out["scores"] = (
         _median_time(
             lambda: stored_scores(  # with the placebo's moments, as a study gathers them by default
-                stored.url,
-                None,
+                stored.location,
                 stored.chunk,
                 "cosine",
                 axes,
@@ -374,7 +374,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
         / rows_in_chunk
     )
     attribute_rows = np.arange(len(A_WORDS) + len(B_WORDS))
-    out["rows"] = _median_time(lambda: stored_rows(stored.url, None, stored.chunk, attribute_rows, emb.sizes["dim"]), 5)
+    out["rows"] = _median_time(lambda: stored_rows(stored.location, stored.chunk, attribute_rows, emb.sizes["dim"]), 5)
 
     rng = np.random.default_rng(0)
     u = rng.normal(0, 0.05, n_words).astype(np.float32)
@@ -407,7 +407,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     part = _ScoresPart(
         methods=METHODS,
         n_words=n_words,
-        store=(words_store, None),
+        store=Location(words_store),
         attrs={
             "language": "en",
             "n_words": n_words,
@@ -430,7 +430,9 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
         "zero_b": [],
         "n_zero_vectors": 0,
     }
-    out["write"] = _median_time(lambda: _write_scores(results, "en", None, [("cosine", part)], [1], stacked, found), 2)
+    out["write"] = _median_time(
+        lambda: _write_scores(Location(results), "en", [("cosine", part)], [1], stacked, found), 2
+    )
     shutil.rmtree(results, ignore_errors=True)
     return out
 

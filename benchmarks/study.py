@@ -352,7 +352,7 @@ def scores_write(results_url: str, store_url: str, args) -> dict:
         config_text="benchmark",
     )
     t = time.perf_counter()
-    rs.write_scores(out, CODES[0], sc.drop_vars("word"), words_from=vocabulary_files(store_url, None, sc.sizes["word"]))
+    rs.write_scores(out, CODES[0], sc.drop_vars("word"), words_from=vocabulary_files(store_url, sc.sizes["word"]))
     seconds = time.perf_counter() - t
     return {"write": seconds, "write_per_word": seconds / sc.sizes["word"]}
 

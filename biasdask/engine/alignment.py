@@ -67,7 +67,7 @@ def _read_dictionary(loc: Location) -> list[tuple[str, str]]:
     """Pairs of a two-column dictionary file: tab-separated, or else separated by ASCII spaces."""
     shown = str(loc)
     try:
-        fs, path = url_to_fs(loc.url, loc.storage_options)
+        fs, path = url_to_fs(loc)
         with fs.open(path, "rb", compression=fsspec.utils.infer_compression(path)) as f:
             data = f.read()
     except FileNotFoundError:
@@ -165,13 +165,11 @@ def _fit(
     return Alignment(matrix=procrustes_map(xs, xt), pairs=used, missing=missing, unit_length=unit_length)
 
 
-def _write_aligned_block(
-    dest: str, storage_options: dict | None, start: int, words: np.ndarray, block: np.ndarray, w: np.ndarray
-) -> int:
+def _write_aligned_block(dest: Location, start: int, words: np.ndarray, block: np.ndarray, w: np.ndarray) -> int:
     """Map one chunk of source rows through W, write it as chunk ``start`` of ``dest``; return its zero rows."""
     aligned = (np.asarray(block, dtype=np.float64) @ w.T).astype(np.float32)
     norms = np.sqrt(np.square(aligned, dtype=np.float64).sum(axis=1)).astype(np.float32)
-    write_block(dest, storage_options, start, words, aligned, norms)
+    write_block(dest, start, words, aligned, norms)
     return int(np.count_nonzero(norms == 0))
 
 
@@ -247,19 +245,15 @@ def align(
     src = as_embeddings(source)
     tgt = as_embeddings(target)
     pairs = _dictionary_pairs(dictionary)
-    loc = as_location(dest, "dest")
-    dest, storage_options = loc.url, loc.storage_options
-    protocol = fsspec.core.split_protocol(dest)[0] or "file"
-    if protocol in ("file", "local"):
-        dest = fsspec.core.strip_protocol(dest)  # absolute, for workers elsewhere in the file tree
-    check_replaceable(dest, storage_options)
-    if client is False or protocol == "memory":
-        return _align(src, tgt, pairs, dest, unit_length, storage_options, None, progress)
+    loc = as_location(dest, "dest").absolute()  # absolute, for workers elsewhere in the file tree
+    check_replaceable(loc)
+    if client is False or fsspec.core.split_protocol(loc.url)[0] == "memory":
+        return _align(src, tgt, pairs, loc, unit_length, None, progress)
     with contextlib.nullcontext(active_client(client)) as c:
-        return _align(src, tgt, pairs, dest, unit_length, storage_options, c, progress)
+        return _align(src, tgt, pairs, loc, unit_length, c, progress)
 
 
-def _align(src, tgt, pairs, dest, unit_length, storage_options, client, progress) -> xr.Dataset:
+def _align(src, tgt, pairs, dest: Location, unit_length, client, progress) -> xr.Dataset:
     alignment = _fit(src, tgt, pairs, unit_length, client)
     w = alignment.matrix
     vectors = da.asarray(src["vectors"].data)
@@ -269,7 +263,6 @@ def _align(src, tgt, pairs, dest, unit_length, storage_options, client, progress
     n_words = int(src.sizes["word"])
     prepare_store(
         dest,
-        storage_options,
         language=_language(src),
         source=str(src.attrs.get("source", "")),
         format=str(src.attrs.get("format", "")),
@@ -280,7 +273,7 @@ def _align(src, tgt, pairs, dest, unit_length, storage_options, client, progress
     try:
         tasks = [
             dask.delayed(_write_aligned_block, pure=True)(
-                dest, storage_options, k * chunk, words[k * chunk : (k + 1) * chunk], vectors.blocks[k], w
+                dest, k * chunk, words[k * chunk : (k + 1) * chunk], vectors.blocks[k], w
             )
             for k in range(vectors.numblocks[0])
         ]
@@ -297,7 +290,6 @@ def _align(src, tgt, pairs, dest, unit_length, storage_options, client, progress
                 zeros = client.gather(futures)
         finish_store(
             dest,
-            storage_options,
             {
                 **{k: src.attrs[k] for k in ("n_duplicates", "n_invalid_utf8") if k in src.attrs},
                 "n_words": n_words,
@@ -313,6 +305,6 @@ def _align(src, tgt, pairs, dest, unit_length, storage_options, client, progress
             },
         )
     except BaseException:
-        remove_store(dest, storage_options)
+        remove_store(dest)
         raise
-    return open_embeddings(Location(dest, storage_options))
+    return open_embeddings(dest)

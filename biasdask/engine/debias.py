@@ -152,32 +152,24 @@ def debias(
     wrong = [k for k, v in (hard_only if method == "project" else {"a": a, "b": b}).items() if v is not None]
     if wrong:
         raise BiasdaskError(f"debias {method!r} does not take {', '.join(wrong)}")
-    loc = as_location(dest, "dest")
-    dest, storage_options = loc.url, loc.storage_options
-    protocol = fsspec.core.split_protocol(dest)[0] or "file"
-    if protocol in ("file", "local"):
-        dest = os.path.abspath(fsspec.core.strip_protocol(dest))  # absolute, for workers elsewhere in the file tree
+    target = as_location(dest, "dest").absolute()  # absolute, for workers elsewhere in the file tree
     if isinstance(emb, (str, os.PathLike, Location, fsspec.FSMap)):
-        src_url = as_location(emb).url
-        if (fsspec.core.split_protocol(src_url)[0] or "file") in ("file", "local"):
-            src_url = os.path.abspath(fsspec.core.strip_protocol(src_url))
-        if src_url.rstrip("/") == dest.rstrip("/"):
-            raise BiasdaskError(
-                f"{display_url(dest)}: the destination is the source store; write the debiased copy elsewhere"
-            )
+        src_url = as_location(emb).absolute().url
+        if src_url.rstrip("/") == target.url.rstrip("/"):
+            raise BiasdaskError(f"{target}: the destination is the source store; write the debiased copy elsewhere")
         source_label = display_url(src_url)
     else:
         source_label = f"in-memory {type(emb).__name__}"
     src = as_embeddings(emb)
-    check_replaceable(dest, storage_options)
-    local = client is False or protocol == "memory"
+    check_replaceable(target)
+    local = client is False or fsspec.core.split_protocol(target.url)[0] == "memory"
     c = None if local else active_client(client)
 
     if method == "hard":
         g, plan, provenance = _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, c)
     else:
         g, plan, provenance = _project_plan(src, a, b)
-    return _write(src, dest, storage_options, method, g, plan, source_label, provenance, c, local, progress)
+    return _write(src, target, method, g, plan, source_label, provenance, c, local, progress)
 
 
 def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client):
@@ -251,7 +243,7 @@ def _project_plan(src, a, b):
     return g, {}, provenance
 
 
-def _debias_block(dest, storage_options, start, words, block, method, g, neutral, rows, vectors) -> int:
+def _debias_block(dest: Location, start, words, block, method, g, neutral, rows, vectors) -> int:
     """Transform one chunk of source rows, write it as chunk ``start`` of ``dest``; return its zero rows."""
     v = np.asarray(block, dtype=np.float64)
     if method == "hard":
@@ -261,11 +253,11 @@ def _debias_block(dest, storage_options, start, words, block, method, g, neutral
         out = sdb.project_out(v, g)
     out32 = out.astype(np.float32)
     norms = np.sqrt(np.square(out32, dtype=np.float64).sum(axis=1)).astype(np.float32)
-    write_block(dest, storage_options, start, words, out32, norms)
+    write_block(dest, start, words, out32, norms)
     return int(np.count_nonzero(norms == 0))
 
 
-def _write(src, dest, storage_options, method, g, plan, source_label, provenance, client, local, progress):
+def _write(src, dest: Location, method, g, plan, source_label, provenance, client, local, progress):
     data = src["vectors"].data
     n_words, dim = int(src.sizes["word"]), int(src.sizes["dim"])
     if isinstance(data, da.Array):
@@ -276,7 +268,6 @@ def _write(src, dest, storage_options, method, g, plan, source_label, provenance
     words = np.asarray(src["word"].values).astype(object)
     prepare_store(
         dest,
-        storage_options,
         language=str(src.attrs.get("language", "und")),
         source=str(src.attrs.get("source", "")),
         format=str(src.attrs.get("format", "")),
@@ -288,16 +279,14 @@ def _write(src, dest, storage_options, method, g, plan, source_label, provenance
         tasks = []
         for k in range(vectors.numblocks[0]):
             lo, hi = k * chunk, min((k + 1) * chunk, n_words)
-            extra = ()
+            extra: tuple = ()
             if method == "hard":
                 inside = (plan["rows"] >= lo) & (plan["rows"] < hi)
                 extra = (plan["neutral"][lo:hi], plan["rows"][inside] - lo, plan["vectors"][inside])
             else:
                 extra = (None, None, None)
             tasks.append(
-                dask.delayed(_debias_block, pure=True)(
-                    dest, storage_options, lo, words[lo:hi], vectors.blocks[k], method, g, *extra
-                )
+                dask.delayed(_debias_block, pure=True)(dest, lo, words[lo:hi], vectors.blocks[k], method, g, *extra)
             )
         if local:
             with progress_bar(progress, total=len(tasks), desc="debias", unit="chunk") as bar:
@@ -306,10 +295,9 @@ def _write(src, dest, storage_options, method, g, plan, source_label, provenance
                     zeros.append(task.compute(scheduler="sync"))
                     bar.update()
         else:
-            zeros = compute(*tasks, client=client, progress=progress, desc="debias")
+            zeros = list(compute(*tasks, client=client, progress=progress, desc="debias"))
         finish_store(
             dest,
-            storage_options,
             {
                 **{k: src.attrs[k] for k in ("n_duplicates", "n_invalid_utf8") if k in src.attrs},
                 "n_words": n_words,
@@ -322,6 +310,6 @@ def _write(src, dest, storage_options, method, g, plan, source_label, provenance
             },
         )
     except BaseException:
-        remove_store(dest, storage_options)
+        remove_store(dest)
         raise
-    return open_embeddings(Location(dest, storage_options))
+    return open_embeddings(dest)

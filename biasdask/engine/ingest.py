@@ -69,7 +69,7 @@ from biasdask.errors import BiasdaskError, InputFormatError, StorageFullError
 from biasdask.io import formats
 from biasdask.io.codecs import EncodingError, VectorEncoding, fitting_encoding
 from biasdask.io.formats import SourceInfo
-from biasdask.io.fs import Locatable, Location, as_location, display_url
+from biasdask.io.fs import Locatable, Location, as_location
 from biasdask.io.parse import parse_block, row_hashes
 from biasdask.io.store import (
     check_language_code,
@@ -199,23 +199,21 @@ def ingest(
     if chunk_words is not None and (int(chunk_words) != chunk_words or chunk_words < 1):
         raise BiasdaskError(f"chunk_words must be a positive integer, not {chunk_words!r}")
     src, dst = as_location(source, "source"), as_location(dest, "dest")
-    storage_options, source_options = dst.storage_options, src.storage_options
-    dest = _normalise(dst.url)
-    check_replaceable(dest, storage_options, language=language, overwrite=overwrite)
-    info = formats.sniff_source(_normalise(src.url), format, source_options)
+    dest = dst.absolute()  # workers may run elsewhere in the file tree
+    check_replaceable(dest, language=language, overwrite=overwrite)
+    info = formats.sniff_source(src.absolute(), format)
     cw = int(chunk_words or ingest_chunk_words(info.dim, _planned_words(info, max_words)))
     mode = _choose_mode(info, dest, client)
-    lock = acquire_lock(dest, storage_options)
+    lock = acquire_lock(dest)
     try:
-        remove_leftovers(dest, storage_options)
-        encoding = _first_encoding(info, source_options)
+        remove_leftovers(dest)
+        encoding = _first_encoding(info)
         while True:
             # the new store is written next to DEST and swapped in once complete: DEST is untouched until then
-            fresh = fresh_location(dest)
+            fresh = Location(fresh_location(dest.url), dest.storage_options)
             try:
                 prepare_store(
                     fresh,
-                    storage_options,
                     language=language,
                     source=info.display,
                     format=info.format,
@@ -224,7 +222,7 @@ def ingest(
                     n_words=_planned_words(info, max_words) or 0,
                     vector_encoding=encoding,
                 )
-                job = _Job(info, fresh, storage_options, source_options, cw, max_words, progress)
+                job = _Job(info, fresh, cw, max_words, progress)
                 if mode == "sequential" and info.splittable and _protocol(info.url) in ("file", "local"):
                     job.run_ranges(None)  # a local file: parsed in place from its memory map
                 elif mode == "sequential":
@@ -238,42 +236,33 @@ def ingest(
                         else:
                             job.run_stream(c)
                 job.finish()
-                swap_in(fresh, dest, storage_options)
+                swap_in(fresh.url, dest)
                 break
             except EncodingError as exc:  # a later block needs a wider encoding: start over with it
                 with contextlib.suppress(Exception):
-                    remove_store(fresh, storage_options)
+                    remove_store(fresh)
                 encoding = exc.needed
             except BaseException as exc:
                 with contextlib.suppress(Exception):
-                    remove_store(fresh, storage_options)
+                    remove_store(fresh)
                 if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
                     raise StorageFullError(
-                        f"{display_url(dest)}: the destination's disk is full ({os.strerror(exc.errno)}); "
+                        f"{dest}: the destination's disk is full ({os.strerror(exc.errno)}); "
                         "nothing was written: free some space (or choose another destination) and ingest again"
                     ) from None
                 raise
     finally:
         with contextlib.suppress(Exception):
             lock.release()
-    return open_embeddings(Location(dest, storage_options))
-
-
-def _normalise(url: str) -> str:
-    """Local paths become absolute (workers may run elsewhere in the file tree); URLs stay."""
-    url = str(url)
-    protocol = fsspec.core.split_protocol(url)[0]
-    if protocol in (None, "file", "local"):
-        return fsspec.core.strip_protocol(url)
-    return url
+    return open_embeddings(dest)
 
 
 def _protocol(url: str) -> str:
     return fsspec.core.split_protocol(url)[0] or "file"
 
 
-def _choose_mode(info: SourceInfo, dest: str, client) -> str:
-    if client is False or {_protocol(info.url), _protocol(dest)} & _LOCAL_ONLY_PROTOCOLS:
+def _choose_mode(info: SourceInfo, dest: Location, client) -> str:
+    if client is False or {_protocol(info.url), _protocol(dest.url)} & _LOCAL_ONLY_PROTOCOLS:
         return "sequential"
     if client is None and (active_client() is None or (info.size is not None and info.size < PARALLEL_MIN_BYTES)):
         return "sequential"
@@ -286,14 +275,14 @@ def _choose_mode(info: SourceInfo, dest: str, client) -> str:
 ENCODING_SAMPLE_WORDS = 1000
 
 
-def _first_encoding(info: SourceInfo, source_options: dict | None) -> VectorEncoding:
+def _first_encoding(info: SourceInfo) -> VectorEncoding:
     """The narrowest encoding (scaled integers, or float32) that holds the first words of a text file
     losslessly; float32 for word2vec binary. A later block that needs a wider one makes :func:`ingest`
     start over with it (a second read, for the rare file whose precision or range changes deep inside)."""
     if info.format == "word2vec-binary":
         return "float32"
     try:
-        block = formats.head_block(info, ENCODING_SAMPLE_WORDS, source_options)
+        block = formats.head_block(info, ENCODING_SAMPLE_WORDS)
         if block is None:
             return "float32"
         vectors = parse_block(block.data, block.n, info, 0).vectors
@@ -317,17 +306,13 @@ def _bar(progress: bool | None, total: int | None, desc: str) -> contextlib.Abst
 # tasks (module-level so that workers can import them)
 
 
-def _ingest_block(
-    dest: str, storage_options: dict | None, info: SourceInfo, data: bytes, index: int, n: int, chunk_words: int
-) -> ChunkResult:
+def _ingest_block(dest: Location, info: SourceInfo, data: bytes, index: int, n: int, chunk_words: int) -> ChunkResult:
     """Parse block ``index`` (``n`` words of raw bytes) and write it as chunk ``index``."""
-    return _parse_and_write(dest, storage_options, info, data, 0, index, n, chunk_words, 0)
+    return _parse_and_write(dest, info, data, 0, index, n, chunk_words, 0)
 
 
 def _ingest_range(
-    dest: str,
-    storage_options: dict | None,
-    source_options: dict | None,
+    dest: Location,
     info: SourceInfo,
     start: int,
     end: int,
@@ -337,15 +322,13 @@ def _ingest_range(
     chunk_words: int,
 ) -> ChunkResult:
     """Read bytes ``[start, end)``, skip ``skip`` lines, parse ``n`` lines and write chunk ``index``."""
-    data = formats.view_range(info.url, source_options, start, end)
-    return _parse_and_write(
-        dest, storage_options, info, data, formats.skip_lines(data, skip), index, n, chunk_words, start
-    )
+    data = formats.view_range(info.location, start, end)
+    return _parse_and_write(dest, info, data, formats.skip_lines(data, skip), index, n, chunk_words, start)
 
 
-def _parse_and_write(dest, storage_options, info, data, offset, index, n, chunk_words, base) -> ChunkResult:
+def _parse_and_write(dest: Location, info, data, offset, index, n, chunk_words, base) -> ChunkResult:
     parsed = parse_block(data, n, info, index * chunk_words, offset)
-    write_block(dest, storage_options, index * chunk_words, parsed.words, parsed.vectors, parsed.norms)
+    write_block(dest, index * chunk_words, parsed.words, parsed.vectors, parsed.norms)
     return ChunkResult(
         hashes=parsed.hashes,
         n_invalid_utf8=parsed.n_invalid_utf8,
@@ -418,13 +401,9 @@ def _window(tasks: Tasks) -> int:
 class _Job:
     """One ingest: feeds blocks to the chosen executor and gathers the chunk summaries."""
 
-    def __init__(
-        self, info: SourceInfo, dest: str, storage_options, source_options, chunk_words: int, max_words, progress: bool
-    ):
+    def __init__(self, info: SourceInfo, dest: Location, chunk_words: int, max_words, progress: bool):
         self.info = info
         self.dest = dest
-        self.storage_options = storage_options  # of the destination
-        self.source_options = source_options
         self.chunk_words = chunk_words
         self.max_words = max_words
         self.progress = progress
@@ -435,19 +414,17 @@ class _Job:
     # stream -------------------------------------------------------------------------------------
 
     def _blocks(self, bar: tqdm) -> Iterator[formats.Block]:
-        for block in formats.iter_blocks(
-            self.info, self.chunk_words, self.max_words, self.source_options, on_progress=bar.update
-        ):
+        for block in formats.iter_blocks(self.info, self.chunk_words, self.max_words, on_progress=bar.update):
             if block.first + block.n > self.rows:  # no header: grow the arrays to cover the block
                 self.rows = block.first + block.n
-                resize_store(self.dest, self.storage_options, self.rows)
+                resize_store(self.dest, self.rows)
             yield block
 
     def run_sequential(self) -> None:
         with _bar(self.progress, self.info.size, f"ingest {self.info.format}") as bar:
             for block in self._blocks(bar):
                 self.results[block.index] = _ingest_block(
-                    self.dest, self.storage_options, self.info, block.data, block.index, block.n, self.chunk_words
+                    self.dest, self.info, block.data, block.index, block.n, self.chunk_words
                 )
 
     def run_stream(self, client) -> None:
@@ -456,7 +433,7 @@ class _Job:
         def jobs(bar: tqdm) -> Iterator[tuple[int, Callable, tuple]]:
             for block in self._blocks(bar):
                 data = client.scatter(block.data, hash=False)
-                args = (self.dest, self.storage_options, self.info, data, block.index, block.n, self.chunk_words)
+                args = (self.dest, self.info, data, block.index, block.n, self.chunk_words)
                 yield block.index, _ingest_block, args
 
         try:
@@ -501,7 +478,7 @@ class _Job:
                 yield (
                     g,
                     formats.count_newlines,
-                    (info.url, self.source_options, starts[group].tolist(), ends[group].tolist()),
+                    (info.location, starts[group].tolist(), ends[group].tolist()),
                 )
 
         def counted(g: int, result: np.ndarray) -> None:
@@ -517,7 +494,7 @@ class _Job:
         block_counts = np.concatenate([counts[g] for g in range(next_group)])
         n_lines = int(block_counts.sum())
         if next_group == len(groups) and end > body:
-            if formats.read_range(info.url, self.source_options, end - 1, end) != b"\n":
+            if formats.read_range(info.location, end - 1, end) != b"\n":
                 n_lines += 1  # a last line without a newline
         if info.n_words is not None:
             target = self.planned
@@ -528,7 +505,7 @@ class _Job:
         else:
             target = n_lines if self.max_words is None else min(n_lines, self.max_words)
         self.rows = target
-        resize_store(self.dest, self.storage_options, target)
+        resize_store(self.dest, target)
         n_counted = len(block_counts)
         plan = plan_ranges(starts[:n_counted], block_counts, int(ends[n_counted - 1]), target, self.chunk_words)
 
@@ -540,8 +517,6 @@ class _Job:
                     _ingest_range,
                     (
                         self.dest,
-                        self.storage_options,
-                        self.source_options,
                         info,
                         start,
                         stop,
@@ -559,7 +534,7 @@ class _Job:
         with _bar(self.progress, end - body, f"ingest {info.format}") as bar, workers_keep_freed_memory(client):
             windowed(tasks, parse_jobs(), _window(tasks), parsed)
         if target == info.n_words:  # all the header's words were read: nothing else may follow
-            formats.check_only_whitespace_after(info, self.source_options, self.results[len(plan) - 1].end)
+            formats.check_only_whitespace_after(info, self.results[len(plan) - 1].end)
 
     # finishing ----------------------------------------------------------------------------------
 
@@ -567,22 +542,19 @@ class _Job:
         results = [self.results[k] for k in range(len(self.results))]
         n_rows = sum(len(r.hashes) for r in results)
         normalised = np.concatenate([r.normalised for r in results])
-        drop, n_nfc_merged = _duplicates(
-            self.dest, self.storage_options, np.concatenate([r.hashes for r in results]), normalised
-        )
-        dropped_zeros = compact_store(self.dest, self.storage_options, drop) if drop.size else 0
+        drop, n_nfc_merged = _duplicates(self.dest, np.concatenate([r.hashes for r in results]), normalised)
+        dropped_zeros = compact_store(self.dest, drop) if drop.size else 0
         n_shared = _shared_vectors(results, drop)
         if n_shared > SHARED_VECTORS_WARNING * max(n_rows - int(drop.size), 1):
             n_kept = n_rows - int(drop.size)
             warnings.warn(
-                f"{display_url(self.dest)}: {n_shared} of {n_kept} words ({n_shared / n_kept:.0%}) share a "
+                f"{self.dest}: {n_shared} of {n_kept} words ({n_shared / n_kept:.0%}) share a "
                 "bit-identical vector with an earlier word (a spaCy-style table?), so their scores are not "
                 "independent; consider the study option dedupe_vectors: true",
                 stacklevel=2,
             )
         set_attrs(  # everything but the completion marker, which is set after the swap
             self.dest,
-            self.storage_options,
             {
                 "n_words": n_rows - int(drop.size),
                 "n_duplicates": int(drop.size),
@@ -606,7 +578,7 @@ def _shared_vectors(results: list[ChunkResult], drop: np.ndarray) -> int:
     return int(np.count_nonzero(hashes[1:] == hashes[:-1]))
 
 
-def _duplicates(dest: str, storage_options, hashes: np.ndarray, normalised: np.ndarray) -> tuple[np.ndarray, int]:
+def _duplicates(dest: Location, hashes: np.ndarray, normalised: np.ndarray) -> tuple[np.ndarray, int]:
     """Positions of the later occurrences of repeated words (hash candidates confirmed on the strings),
     and how many of them only repeat a word once NFC-normalised (one of the two spellings changed)."""
     order = np.argsort(hashes, kind="stable")
@@ -619,7 +591,7 @@ def _duplicates(dest: str, storage_options, hashes: np.ndarray, normalised: np.n
     first: dict[str, int] = {}
     drop = []
     n_nfc = 0
-    for position, word in zip(candidates, read_words(dest, storage_options, candidates), strict=True):
+    for position, word in zip(candidates, read_words(dest, candidates), strict=True):
         if word in first:
             drop.append(position)
             n_nfc += (int(position) in changed) != (first[word] in changed)

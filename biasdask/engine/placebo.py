@@ -31,6 +31,7 @@ import pandas as pd
 import xarray as xr
 
 from biasdask.errors import BiasdaskError, PlaceboUnavailableError
+from biasdask.io.fs import Location
 from biasdask.lexicon import AttributeTerm, bolukbasi, context_words, iat_words, languages
 from biasdask.stats.association import linear_directions
 from biasdask.stats.bootstrap import attribute_bootstrap_interval
@@ -260,9 +261,7 @@ def plan_placebo(
         [lo + np.flatnonzero(index[lo:hi].isin(forbidden)) for lo, hi in spans] or [np.empty(0, np.int64)]
     )
     if stored is not None:
-        reader: Callable = functools.partial(
-            _stored_rows, stored.url, stored.storage_options, stored.chunk, emb.sizes["dim"]
-        )
+        reader: Callable = functools.partial(_stored_rows, stored.location, stored.chunk, emb.sizes["dim"])
     else:
         reader = functools.partial(_memory_rows, np.asarray(emb["vectors"].values))
     va, vb = attribute_vectors if attribute_vectors is not None else _observed_vectors(emb, a, b, association)
@@ -280,10 +279,10 @@ def plan_placebo(
     )
 
 
-def _stored_rows(url: str, storage_options: dict | None, chunk: int, dim: int, rows: np.ndarray) -> np.ndarray:
+def _stored_rows(loc: Location, chunk: int, dim: int, rows: np.ndarray) -> np.ndarray:
     from biasdask.engine.scores import stored_rows
 
-    return stored_rows(url, storage_options, chunk, rows, dim)
+    return stored_rows(loc, chunk, rows, dim)
 
 
 def run_placebo(

@@ -40,7 +40,6 @@ from typing import Any
 import dask
 import dask.array as da
 import dask.system
-import fsspec
 import numpy as np
 import xarray as xr
 from distributed import Client
@@ -264,8 +263,8 @@ def _run_checked(
             # where the workers write per-word scores: asked of a worker while the first languages start
             # (its answer is needed only by the first scores write)
             with concurrent.futures.ThreadPoolExecutor(1) as probe:
-                destination = probe.submit(_scores_destination, c, cfg.output, options)
-                stream = _Stream(cfg, options, c, _CellWriter(cfg, options, bar), destination)
+                destination = probe.submit(_scores_destination, c, out)
+                stream = _Stream(cfg, out, c, _CellWriter(cfg, out, bar), destination)
                 failures += stream.run(stores, done)
     return failures
 
@@ -313,7 +312,7 @@ def _check_language(lang, options: dict) -> xr.Dataset | None:
     """A study language's embedding checked before anything runs: a store URL verified (None: opened
     later, by :func:`_open_language`), an in-memory form converted."""
     if isinstance(lang.store, (str, os.PathLike)):
-        check_embeddings(os.fspath(lang.store), storage_options=options, language=lang.code)
+        check_embeddings(Location(os.fspath(lang.store), options), language=lang.code)
         return None
     return as_embeddings(lang.store)
 
@@ -355,8 +354,8 @@ def _with_associations(computed: dict) -> xr.Dataset:
 class _CellWriter:
     """Writes finished cells (the null first, then the cell's record) and advances the bar."""
 
-    def __init__(self, cfg: StudyConfig, options: dict, bar: tqdm) -> None:
-        self.cfg, self.out, self.bar = cfg, Location(cfg.output, options), bar
+    def __init__(self, cfg: StudyConfig, out: Location, bar: tqdm) -> None:
+        self.cfg, self.out, self.bar = cfg, out, bar
 
     def __call__(self, language: str, method: str, test: str, values: dict, null=None, placebo=None) -> None:
         if self.cfg.save_null and null is not None:
@@ -386,7 +385,7 @@ class _ScoresPart:
     methods: tuple[str, ...]
     attrs: dict
     n_words: int
-    store: tuple[str, dict | None] | None = None
+    store: Location | None = None
     words: np.ndarray | None = None
     rank: np.ndarray | None = None  # None: 1..n_words (a store's)
 
@@ -397,7 +396,7 @@ class _ScoresPart:
             methods=tuple(str(m) for m in sc["method"].values), attrs=dict(sc.attrs), n_words=sc.sizes["word"]
         )
         if stored is not None:
-            return cls(**common, store=(stored.url, stored.storage_options))
+            return cls(**common, store=stored.location)
         return cls(**common, words=np.asarray(sc["word"].values), rank=np.asarray(sc["rank"].values))
 
     def dataset(self, computed: tuple, words: np.ndarray | None) -> xr.Dataset:
@@ -412,9 +411,7 @@ class _ScoresPart:
         )
 
 
-def _write_scores(
-    url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], counts: list[int], *computed
-) -> None:
+def _write_scores(loc: Location, code: str, parts: list[tuple[str, _ScoresPart]], counts: list[int], *computed) -> None:
     """Task: write a language's per-word scores (every association's, cosine's first) into the results;
     a store's words are copied from it as stored (no decoding and encoding of millions of strings).
     ``computed``: for each association in turn, ``counts[i]`` chunks of u stacked on t, then its
@@ -425,38 +422,37 @@ def _write_scores(
         scores[association] = part.dataset((_joined(computed[at : at + n]), computed[at + n]), first.words)
         at += n + 1
     scores = _with_associations(scores)
-    words_from = None if first.store is None else vocabulary_files(*first.store, first.n_words)
-    rs.write_scores(Location(url, options), code, scores, words_from=words_from)
+    words_from = None if first.store is None else vocabulary_files(first.store, first.n_words)
+    rs.write_scores(loc, code, scores, words_from=words_from)
 
 
 def _write_gathered_scores(
-    url: str, code: str, options: dict, parts: list[tuple[str, _ScoresPart]], counts: list[int], computed: list
+    loc: Location, code: str, parts: list[tuple[str, _ScoresPart]], counts: list[int], computed: list
 ) -> None:
     """In a thread of the client: :func:`_write_scores` from the language's computed scores, gathered here."""
-    _write_scores(url, code, options, parts, counts, *(f.result() for f in computed))
+    _write_scores(loc, code, parts, counts, *(f.result() for f in computed))
 
 
-def _scores_destination(client: Client | None, url: str, options: dict) -> str | None:
-    """The results store's URL for tasks that write per-word scores on the workers (a local path made
+def _scores_destination(client: Client | None, loc: Location) -> Location | None:
+    """The results store's location for tasks that write per-word scores on the workers (a local path made
     absolute: a worker may run in another directory), or None when the workers do not see the store this
     process does (a local path on another machine, ``memory://`` in another process): a task reads its
     root metadata, which must be the bytes read here. The client then writes the scores itself."""
     if client is None:  # the tasks run in this process
-        return url
-    if fsspec.core.split_protocol(url)[0] is None:
-        url = os.path.abspath(url)
-    mine = rs.root_metadata(Location(url, options))
+        return loc
+    loc = loc.absolute()
+    mine = rs.root_metadata(loc)
     try:
-        theirs = client.submit(rs.root_metadata, Location(url, options), pure=False).result()
+        theirs = client.submit(rs.root_metadata, loc, pure=False).result()
     except Exception:  # noqa: BLE001 - a worker that cannot even look: write from here
         theirs = None
     if mine is None or theirs != mine:
         log.info(
             "the workers do not see the results store %s as this process does: per-word scores are written from here",
-            display_url(url),
+            loc,
         )
         return None
-    return url
+    return loc
 
 
 @dataclass
@@ -508,9 +504,9 @@ def _family_cells(pool, placebo, *batches, return_null: bool):
 
 
 def _vector_source(emb: xr.Dataset):
-    """How a task reaches a language's vectors: its store (URL and options), else the in-memory Dataset."""
+    """How a task reaches a language's vectors: its store's location, else the in-memory Dataset."""
     stored = stored_vectors(emb["vectors"].data)
-    return ("store", stored.url, stored.storage_options) if stored is not None else emb
+    return stored.location if stored is not None else emb
 
 
 def _family_placebo(job: dict, rows: list[int], n_pieces: int, *pieces):
@@ -558,7 +554,7 @@ def _classic_cell(
 
     source = options.pop("source", None)
     if source is not None:  # a placebo needs the whole vocabulary: the test reads its rows there too
-        rows = open_embeddings(Location(source[1], source[2])) if isinstance(source, tuple) else source
+        rows = open_embeddings(source) if isinstance(source, Location) else source
     placebo_note = ""
     try:
         with dask.config.set(scheduler="synchronous"):
@@ -639,13 +635,13 @@ class _Stream:
     def __init__(
         self,
         cfg: StudyConfig,
-        options: dict,
+        out: Location,
         client: Client | None,
         write: _CellWriter,
-        scores_url: concurrent.futures.Future,
+        scores_loc: concurrent.futures.Future,
     ) -> None:
-        self.cfg, self.options, self.client, self.write = cfg, options, client, write
-        self.scores_url = scores_url  # of _scores_destination
+        self.cfg, self.out, self.client, self.write = cfg, out, client, write
+        self.scores_loc = scores_loc  # of _scores_destination
         self.slots = n_slots(client)
         self.tasks = Tasks(client, self.slots)
         self.failures: list[str] = []
@@ -706,7 +702,7 @@ class _Stream:
 
     def _start(self, lang, emb: xr.Dataset, done: set) -> None:
         cfg = self.cfg
-        need_scores = cfg.save_scores and not rs.scores_done(Location(cfg.output, self.options), lang.code)
+        need_scores = cfg.save_scores and not rs.scores_done(self.out, lang.code)
         no_frequency = None
         if "frequency" in cfg.methods:
             # a vocabulary none of whose targets is in wordfreq's list cannot be weighted: a note, not a
@@ -933,13 +929,12 @@ class _Stream:
             parts = [(split_label(label)[1], got[label][0]) for label in expected]
             counts = [len(got[label][1][0]) for label in expected]
             computed = [f for label in expected for f in (*got[label][1][0], got[label][1][1])]
-            url = self.scores_url.result()
-            if url is not None:
+            loc = self.scores_loc.result()
+            if loc is not None:
                 self.tasks.submit(
                     _write_scores,
-                    url,
+                    loc,
                     code,
-                    self.options,
                     parts,
                     counts,
                     *computed,
@@ -949,9 +944,8 @@ class _Stream:
             else:  # the workers do not see the results store: gathered and written here
                 self.tasks.beside(
                     _write_gathered_scores,
-                    self.cfg.output,
+                    self.out,
                     code,
-                    self.options,
                     parts,
                     counts,
                     computed,

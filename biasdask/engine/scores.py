@@ -25,6 +25,7 @@ from biasdask.engine.words import word_list
 from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
 from biasdask.io.codecs import decode_scaled
 from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
+from biasdask.io.fs import Locatable, Location, as_location
 from biasdask.io.store import default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
@@ -108,9 +109,7 @@ def attribute_rows(
     vectors = emb["vectors"].data
     stored = stored_vectors(vectors)
     if stored is not None:
-        rows = dask.delayed(stored_rows, pure=True)(
-            stored.url, stored.storage_options, stored.chunk, rows, vectors.shape[1]
-        )
+        rows = dask.delayed(stored_rows, pure=True)(stored.location, stored.chunk, rows, vectors.shape[1])
     elif isinstance(vectors, da.Array):
         (rows,) = dask.optimize(vectors[rows])  # culled: only the chunks that hold the rows
     else:
@@ -118,12 +117,11 @@ def attribute_rows(
     return [found[i] for i in order], rows
 
 
-def stored_rows(url: str, storage_options: dict | None, chunk: int, rows: np.ndarray, dim: int) -> np.ndarray:
+def stored_rows(loc: Locatable, chunk: int, rows: np.ndarray, dim: int) -> np.ndarray:
     """Task: the float32 ``vectors`` of a store at the (sorted) ``rows``, reading only the chunks that hold them."""
+    loc = as_location(loc)
     index = rows // chunk
-    parts = [
-        read_chunk(url, storage_options, "vectors", int(i), rows[index == i] - i * chunk) for i in np.unique(index)
-    ]
+    parts = [read_chunk(loc, "vectors", int(i), rows[index == i] - i * chunk) for i in np.unique(index)]
     return np.concatenate(parts) if parts else np.empty((0, dim), dtype=np.float32)
 
 
@@ -187,15 +185,15 @@ def read_rows(emb: xr.Dataset, words: Iterable[str], client: Client | None = Non
 _DECODE_ROWS = 1024
 
 
-def _stored_blocks(url: str, storage_options: dict | None, chunk: int, start: int, stop: int):
+def _stored_blocks(loc: Location, chunk: int, start: int, stop: int):
     """Rows ``start:stop`` of a store's ``vectors`` (the first rows of chunk ``start // chunk``) and
     their norms: ``(norms, blocks)``, ``blocks`` yielding ``(lo, hi, float32 rows lo:hi)`` a
     cache-sized block at a time, scaled integers decoded into float32 (the values
     :func:`biasdask.io.store.read_chunk` gives)."""
     index, n = start // chunk, stop - start
     # negative zeros change no dot product; the chunk is consumed here, so it may be in a reused buffer
-    stored, _ = read_stored_vectors(url, storage_options, index, reuse=True)
-    norms = read_chunk(url, storage_options, "norm", index)[:n]
+    stored, _ = read_stored_vectors(loc, index, reuse=True)
+    norms = read_chunk(loc, "norm", index)[:n]
 
     def blocks():
         scratch = None if stored.dtype == np.float32 else np.empty((min(n, _DECODE_ROWS), stored.shape[1]), np.float32)
@@ -211,13 +209,14 @@ def _stored_blocks(url: str, storage_options: dict | None, chunk: int, start: in
 
 
 def stored_association(
-    url: str, storage_options: dict | None, chunk: int, kind: Association, axes: np.ndarray, start: int, stop: int
+    loc: Locatable, chunk: int, kind: Association, axes: np.ndarray, start: int, stop: int
 ) -> np.ndarray:
     """The association ``kind`` (:func:`biasdask.stats.association.associate`) of rows ``start:stop``
     of a store's ``vectors``, the first rows of chunk ``start // chunk``, read as stored: scaled
     integers are decoded a cache-sized block at a time into float32 and fed to the same association
     kernel, so u is bit for bit the one computed from the float32 vectors."""
-    norms, blocks = _stored_blocks(url, storage_options, chunk, start, stop)
+    loc = as_location(loc)
+    norms, blocks = _stored_blocks(loc, chunk, start, stop)
     out = np.empty(stop - start, dtype=np.float32)
     for lo, hi, rows in blocks:
         out[lo:hi] = associate(kind, rows, norms[lo:hi], axes)
@@ -290,8 +289,7 @@ def _scores_and_moments(
 
 
 def stored_scores(
-    url: str,
-    storage_options: dict | None,
+    loc: Locatable,
     chunk: int,
     kind: Association,
     axes: np.ndarray,
@@ -305,12 +303,13 @@ def stored_scores(
     """Task: :func:`score_rows` of one block of a store's words (its :func:`stored_association`);
     ``arrays`` are the block's ``extras`` in that order. With ``gram_step`` (the placebo's sample
     step, :func:`biasdask.stats.placebo.gram_step`), also the block's placebo moments, from the same read."""
+    loc = as_location(loc)
     (start, stop) = block_info[None]["array-location"][1]
     named = dict(zip(extras, arrays))
     if gram_step:
-        norms, blocks = _stored_blocks(url, storage_options, chunk, start, stop)
+        norms, blocks = _stored_blocks(loc, chunk, start, stop)
         return _scores_and_moments(norms, blocks, start, kind, axes, named, n, methods, gram_step)
-    u = stored_association(url, storage_options, chunk, kind, axes, start, stop)
+    u = stored_association(loc, chunk, kind, axes, start, stop)
     return score_rows(u, start, n, methods, **named)
 
 
@@ -640,8 +639,7 @@ def scores_graph(
     if stored is not None:  # straight from the stored chunks, no float copy of scaled ones
         ut = da.map_blocks(
             stored_scores,
-            stored.url,
-            stored.storage_options,
+            stored.location,
             stored.chunk,
             association,
             axes,

@@ -39,7 +39,16 @@ import fsspec
 import numpy as np
 
 from biasdask.errors import BiasdaskError, InputFormatError
-from biasdask.io.fs import NETWORK_ERRORS, display_url, one_line, timeout_error, url_to_fs
+from biasdask.io.fs import (
+    NETWORK_ERRORS,
+    Locatable,
+    Location,
+    as_location,
+    display_url,
+    one_line,
+    timeout_error,
+    url_to_fs,
+)
 from biasdask.io.parse import WHITESPACE, find_units, tabs_hint
 
 FORMATS = ("vec", "glove", "word2vec-binary")
@@ -72,10 +81,11 @@ class SourceInfo:
 
     Attributes
     ----------
-    url
-        The source as given (may hold credentials: never print it, print ``display``).
+    location
+        The source as given, with its storage options (its URL may hold credentials: never print it,
+        print ``display``).
     display
-        ``url`` without credentials, for messages and the store's ``source`` attr.
+        The source's URL without credentials, for messages and the store's ``source`` attr.
     format
         One of :data:`FORMATS`.
     compression
@@ -93,7 +103,7 @@ class SourceInfo:
         True when the file can be read as independent byte ranges (uncompressed text).
     """
 
-    url: str
+    location: Location
     display: str
     format: str
     compression: str | None
@@ -102,6 +112,11 @@ class SourceInfo:
     body_offset: int
     size: int | None
     splittable: bool
+
+    @property
+    def url(self) -> str:
+        """The source's URL as given (may hold credentials)."""
+        return self.location.url
 
     @property
     def first_line(self) -> int:
@@ -179,10 +194,10 @@ class _RawReader:
 class _Stream:
     """The decompressed bytes of a source, read piece by piece."""
 
-    def __init__(self, url: str, display: str, storage_options: dict | None):
+    def __init__(self, loc: Location, display: str):
         self.display = display
         with _reading(display):
-            fs, path = url_to_fs(url, storage_options)
+            fs, path = url_to_fs(loc)
             self._raw = _open_raw(fs, path)
             head = self._raw.read(_MAGIC_BYTES)
         for magic, what in _UNSUPPORTED.items():
@@ -221,20 +236,17 @@ class _Stream:
         self.close()
 
 
-def sniff_source(source: str, format: str = "auto", storage_options: dict | None = None) -> SourceInfo:
+def sniff_source(source: Locatable, format: str = "auto") -> SourceInfo:
     """Read the beginning of ``source`` and describe it.
 
     Parameters
     ----------
     source
-        Path or fsspec URL of the embedding file.
+        Path or fsspec URL of the embedding file, a :class:`~biasdask.Location` or an fsspec mapper.
     format
         ``"auto"`` or one of :data:`FORMATS`. ``auto`` takes a first line ``N D`` (two integers) for a
         header, then tells text from binary by the bytes after the first word; without a header it is
         GloVe.
-    storage_options
-        fsspec options (see :func:`storage_options_for`).
-
     Raises
     ------
     InputFormatError
@@ -244,8 +256,9 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
     """
     if format != "auto" and format not in FORMATS:
         raise BiasdaskError(f"unknown format {format!r}: expected auto, {', '.join(FORMATS)}")
-    display = display_url(source)
-    fs, path = url_to_fs(source, storage_options)
+    loc = as_location(source, "source")
+    display = display_url(loc.url)
+    fs, path = url_to_fs(loc)
     with _reading(display):
         try:
             size = fs.size(path)
@@ -253,7 +266,7 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
             raise
         except Exception:  # noqa: BLE001 - some servers do not tell the size; it is only for progress
             size = None
-    with _Stream(source, display, storage_options) as stream:
+    with _Stream(loc, display) as stream:
         head = b""
         while len(head) < _SNIFF_BYTES:
             piece = stream.read(_SNIFF_BYTES - len(head))
@@ -300,7 +313,7 @@ def sniff_source(source: str, format: str = "auto", storage_options: dict | None
             )
     splittable = compressed is None and format != "word2vec-binary"
     return SourceInfo(
-        url=str(source),
+        location=loc,
         display=display,
         format=format,
         compression=compressed,
@@ -366,7 +379,6 @@ def iter_blocks(
     info: SourceInfo,
     block_words: int,
     max_words: int | None = None,
-    storage_options: dict | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> Iterator[Block]:
     """Stream the body of ``info`` as blocks of exactly ``block_words`` words (the last may be shorter).
@@ -384,8 +396,6 @@ def iter_blocks(
         Words per block.
     max_words
         Stop after this many words.
-    storage_options
-        fsspec options.
     on_progress
         Called with the number of raw (compressed) bytes consumed since the last call.
     """
@@ -393,7 +403,7 @@ def iter_blocks(
     if max_words is not None:
         target = max_words if target is None else min(target, max_words)
     record_bytes = info.record_bytes
-    with _Stream(info.url, info.display, storage_options) as stream:
+    with _Stream(info.location, info.display) as stream:
         reported = 0
 
         def progress() -> None:
@@ -470,12 +480,10 @@ def iter_blocks(
             yield Block(index, done, have, b"".join(parts))
 
 
-def head_block(
-    info: SourceInfo, max_words: int, storage_options: dict | None = None, max_bytes: int = _SNIFF_BYTES
-) -> Block | None:
+def head_block(info: SourceInfo, max_words: int, max_bytes: int = _SNIFF_BYTES) -> Block | None:
     """The first whole lines of a text source (at most ``max_words``, within its first ``max_bytes``
     after the header), for a look at its values; None when not even one line fits."""
-    with _Stream(info.url, info.display, storage_options) as stream:
+    with _Stream(info.location, info.display) as stream:
         head = b""
         while len(head) < info.body_offset + max_bytes:
             piece = stream.read(info.body_offset + max_bytes - len(head))
@@ -520,22 +528,23 @@ def skip_lines(data: bytes, n: int) -> int:
     return end
 
 
-def count_newlines(url: str, storage_options: dict | None, starts: list[int], ends: list[int]) -> np.ndarray:
+def count_newlines(loc: Location, starts: list[int], ends: list[int]) -> np.ndarray:
     """Count the ``\\n`` bytes in each byte range ``[starts[i], ends[i])`` of an uncompressed file."""
     return np.array(
         [
-            np.count_nonzero(np.frombuffer(view_range(url, storage_options, start, end), dtype=np.uint8) == 10)
+            np.count_nonzero(np.frombuffer(view_range(loc, start, end), dtype=np.uint8) == 10)
             for start, end in zip(starts, ends, strict=True)
         ],
         dtype=np.int64,
     )
 
 
-def view_range(url: str, storage_options: dict | None, start: int, end: int) -> bytes | memoryview:
+def view_range(loc: Location, start: int, end: int) -> bytes | memoryview:
     """Bytes ``[start, end)`` of an uncompressed file: a read-only memory map of a local file (no copy
     of the page cache; unmapped when the view is dropped), what :func:`read_range` reads otherwise."""
-    if (fsspec.core.split_protocol(str(url))[0] or "file") not in ("file", "local") or end <= start:
-        return read_range(url, storage_options, start, end)
+    url = loc.url
+    if (fsspec.core.split_protocol(url)[0] or "file") not in ("file", "local") or end <= start:
+        return read_range(loc, start, end)
     base = start - start % mmap.ALLOCATIONGRANULARITY
     with _reading(display_url(url)), open(fsspec.core.strip_protocol(str(url)), "rb") as f:
         if os.fstat(f.fileno()).st_size < end:
@@ -544,18 +553,18 @@ def view_range(url: str, storage_options: dict | None, start: int, end: int) -> 
     return memoryview(mapped)[start - base :]
 
 
-def read_range(url: str, storage_options: dict | None, start: int, end: int) -> bytes:
+def read_range(loc: Location, start: int, end: int) -> bytes:
     """Bytes ``[start, end)`` of an uncompressed file."""
-    fs, path = url_to_fs(url, storage_options)
-    with _reading(display_url(url)):
+    fs, path = url_to_fs(loc)
+    with _reading(display_url(loc.url)):
         return fs.cat_file(path, start=start, end=end)
 
 
-def check_only_whitespace_after(info: SourceInfo, storage_options: dict | None, offset: int) -> None:
+def check_only_whitespace_after(info: SourceInfo, offset: int) -> None:
     """Raise unless the uncompressed file holds only whitespace from ``offset`` on (after the header's words)."""
     assert info.size is not None and info.n_words is not None
     for start in range(offset, info.size, PIECE_BYTES):
-        if read_range(info.url, storage_options, start, min(start + PIECE_BYTES, info.size)).strip(WHITESPACE):
+        if read_range(info.location, start, min(start + PIECE_BYTES, info.size)).strip(WHITESPACE):
             raise InputFormatError(
                 f"{info.where(info.n_words)}: the file has more words than its header's {info.n_words}"
             )

@@ -121,6 +121,13 @@ class Location:
     def __str__(self) -> str:
         return display_url(self.url)
 
+    def absolute(self) -> Location:
+        """This location with a local path made absolute (workers may run in another directory; a
+        ``file://`` URL becomes a plain path); any other URL as it is."""
+        if (fsspec.core.split_protocol(self.url)[0] or "file") in ("file", "local"):
+            return Location(fsspec.core.strip_protocol(self.url), self.storage_options)
+        return self
+
     def join(self, *parts: str) -> Location:
         """The location of ``parts`` inside this one, with the same storage options."""
         return Location("/".join([self.url.rstrip("/"), *parts]), self.storage_options)
@@ -252,8 +259,8 @@ def _check_protocol(url: str, protocol: str) -> None:
         pass  # an unknown protocol: fsspec's own error, where the URL is opened, says so
 
 
-def url_to_fs(url: str, storage_options: dict | None = None) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The file system and path of ``url``, with its storage options (:func:`storage_options_for`) and,
+def url_to_fs(place: Locatable) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The file system and path of ``place``, with its storage options (:func:`storage_options_for`) and,
     for http(s), the connect and read timeouts of :func:`http_timeouts`: every URL biasdask opens goes
     through here, so no request waits longer than the configured timeouts.
 
@@ -262,8 +269,10 @@ def url_to_fs(url: str, storage_options: dict | None = None) -> tuple[fsspec.Abs
     BiasdaskError
         A URL fsspec cannot open (unknown protocol, file system not installed).
     """
-    options = storage_options_for(url, storage_options)
-    if (fsspec.core.split_protocol(str(url))[0] or "file") in ("http", "https"):
+    loc = as_location(place)
+    url = loc.url
+    options = storage_options_for(url, loc.storage_options)
+    if (fsspec.core.split_protocol(url)[0] or "file") in ("http", "https"):
         client_kwargs = dict(options.get("client_kwargs") or {})
         if "timeout" not in client_kwargs:
             import aiohttp
@@ -272,7 +281,7 @@ def url_to_fs(url: str, storage_options: dict | None = None) -> tuple[fsspec.Abs
             client_kwargs["timeout"] = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read)
         options = {**options, "client_kwargs": client_kwargs}
     try:
-        return fsspec.core.url_to_fs(str(url), **options)
+        return fsspec.core.url_to_fs(url, **options)
     except (ImportError, ValueError) as exc:
         raise BiasdaskError(f"{display_url(url)}: cannot open this URL: {redact(str(exc))}") from None
 

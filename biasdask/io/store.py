@@ -38,7 +38,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-import os
 import re
 import sys
 import threading
@@ -74,6 +73,7 @@ from biasdask.io.codecs import (
 from biasdask.io.fs import (
     NETWORK_ERRORS,
     Locatable,
+    Location,
     as_location,
     display_url,
     redact,
@@ -158,23 +158,22 @@ def is_local(url: str) -> bool:
     return (fsspec.core.split_protocol(str(url))[0] or "file") in ("file", "local")
 
 
-def _zarr_store(
-    url: str, storage_options: dict | None, read_only: bool
-) -> zarr.storage.LocalStore | zarr.storage.FsspecStore:
-    if is_local(url):
-        return zarr.storage.LocalStore(fsspec.core.strip_protocol(str(url)), read_only=read_only)
+def _zarr_store(loc: Location, read_only: bool) -> zarr.storage.LocalStore | zarr.storage.FsspecStore:
+    if is_local(loc.url):
+        return zarr.storage.LocalStore(fsspec.core.strip_protocol(loc.url), read_only=read_only)
     return zarr.storage.FsspecStore.from_url(
-        str(url), storage_options=storage_options_for(url, storage_options), read_only=read_only
+        loc.url, storage_options=storage_options_for(loc.url, loc.storage_options), read_only=read_only
     )
 
 
-def _group(url: str, storage_options: dict | None, mode: Literal["r", "r+"] = "r+") -> zarr.Group:
-    return zarr.open_group(_zarr_store(url, storage_options, read_only=mode == "r"), mode=mode, zarr_format=3)
+def _group(loc: Location, mode: Literal["r", "r+"] = "r+") -> zarr.Group:
+    return zarr.open_group(_zarr_store(loc, read_only=mode == "r"), mode=mode, zarr_format=3)
 
 
-def read_group_attrs(url: str, storage_options: dict | None) -> dict | None:
-    """The group attrs of the store at ``url``; None when there is no Zarr v3 group there."""
-    fs, path = url_to_fs(url, storage_options)
+def read_group_attrs(loc: Locatable) -> dict | None:
+    """The group attrs of the store at ``loc``; None when there is no Zarr v3 group there."""
+    loc = as_location(loc)
+    fs, path = url_to_fs(loc)
     try:
         meta = json.loads(fs.cat_file(path.rstrip("/") + "/zarr.json"))
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError):
@@ -189,49 +188,48 @@ def is_embedding_store(attrs: dict | None) -> bool:
     return attrs is not None and all(k in attrs for k in ("biasdask_version", "language", "format", "dim"))
 
 
-def check_replaceable(
-    url: str, storage_options: dict | None = None, *, language: str | None = None, overwrite: bool = False
-) -> None:
-    """Raise unless ``url`` is free: absent, an empty directory, or a biasdask embedding store (of
+def check_replaceable(loc: Locatable, *, language: str | None = None, overwrite: bool = False) -> None:
+    """Raise unless ``loc`` is free: absent, an empty directory, or a biasdask embedding store (of
     ``language``, unless ``overwrite``).
 
     Raises
     ------
     StoreConflictError
-        ``url`` holds something else, which ingest will not delete; or the store of another language
+        ``loc`` holds something else, which ingest will not delete; or the store of another language
         than ``language`` and not ``overwrite``.
     """
-    fs, path = url_to_fs(url, storage_options)
+    loc = as_location(loc)
+    fs, path = url_to_fs(loc)
     try:
         if not fs.exists(path) or (fs.isdir(path) and not fs.ls(path)):
             return
-        attrs = read_group_attrs(url, storage_options)
+        attrs = read_group_attrs(loc)
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(
-            f"{display_url(url)}: cannot reach the destination: {redact(' '.join(str(exc).split()))}"
+            f"{display_url(loc.url)}: cannot reach the destination: {redact(' '.join(str(exc).split()))}"
         ) from None
     if attrs is None or not is_embedding_store(attrs):
         raise StoreConflictError(
-            f"{display_url(url)} exists and is not a biasdask embedding store: refusing to replace it"
+            f"{display_url(loc.url)} exists and is not a biasdask embedding store: refusing to replace it"
         )
     if language is not None and not overwrite and attrs["language"] != language:
         raise StoreConflictError(
-            f"{display_url(url)} holds the embedding store of language {attrs['language']!r}: refusing to "
+            f"{display_url(loc.url)} holds the embedding store of language {attrs['language']!r}: refusing to "
             f"replace it with language {language!r} (pass overwrite=True, or --overwrite, to replace it)"
         )
 
 
-def remove_store(url: str, storage_options: dict | None = None) -> None:
-    """Delete the store at ``url`` (if any)."""
-    fs, path = url_to_fs(url, storage_options)
+def remove_store(loc: Locatable) -> None:
+    """Delete the store at ``loc`` (if any)."""
+    loc = as_location(loc)
+    fs, path = url_to_fs(loc)
     if fs.exists(path):
         fs.rm(path, recursive=True)
 
 
 @quiet_codecs
 def prepare_store(
-    url: str,
-    storage_options: dict | None,
+    loc: Locatable,
     *,
     language: str,
     source: str,
@@ -241,12 +239,12 @@ def prepare_store(
     n_words: int = 0,
     vector_encoding: VectorEncoding = "float32",
 ) -> None:
-    """Replace whatever biasdask store is at ``url`` by an empty, incomplete one with ``n_words`` rows.
+    """Replace whatever biasdask store is at ``loc`` by an empty, incomplete one with ``n_words`` rows.
 
     Parameters
     ----------
-    url, storage_options
-        Destination.
+    loc
+        Destination: a path, URL, :class:`~biasdask.Location` or fsspec mapper.
     language, source, format, dim
         Recorded in the attrs (``source`` must already be free of credentials).
     chunk_words
@@ -257,8 +255,9 @@ def prepare_store(
         ``float32``, or ``int16``/``int32`` (scaled integers, see the module docstring): then
         :func:`write_block` refuses (:class:`EncodingError`) vectors that do not fit.
     """
-    check_replaceable(url, storage_options)
-    remove_store(url, storage_options)
+    loc = as_location(loc)
+    check_replaceable(loc)
+    remove_store(loc)
     attrs: dict[str, Any] = {
         "language": check_language_code(language),
         "source": source,
@@ -271,9 +270,7 @@ def prepare_store(
     }
     if vector_encoding != "float32":
         attrs["vector_scale"] = SCALE
-    group = zarr.open_group(
-        _zarr_store(url, storage_options, read_only=False), mode="w", zarr_format=3, attributes=attrs
-    )
+    group = zarr.open_group(_zarr_store(loc, read_only=False), mode="w", zarr_format=3, attributes=attrs)
     common: dict[str, Any] = {
         "chunks": (chunk_words,),
         "dimension_names": ("word",),
@@ -316,9 +313,10 @@ def _array_names(group: zarr.Group) -> tuple[str, ...]:
 
 
 @quiet_codecs
-def resize_store(url: str, storage_options: dict | None, n_words: int) -> None:
+def resize_store(loc: Locatable, n_words: int) -> None:
     """Set the number of rows of every array (chunks beyond a smaller size are deleted)."""
-    group = _group(url, storage_options)
+    loc = as_location(loc)
+    group = _group(loc)
     for name in _array_names(group):
         node = zarr_compat.array(group, name)
         node.resize((n_words,) + node.shape[1:])
@@ -326,8 +324,7 @@ def resize_store(url: str, storage_options: dict | None, n_words: int) -> None:
 
 @quiet_codecs
 def write_block(
-    url: str,
-    storage_options: dict | None,
+    loc: Locatable,
     start: int,
     words: np.ndarray,
     vectors: np.ndarray,
@@ -342,7 +339,8 @@ def write_block(
     EncodingError
         The store holds scaled integers and ``vectors`` do not fit them (nothing is written then).
     """
-    zstore = _zarr_store(url, storage_options, read_only=False)
+    loc = as_location(loc)
+    zstore = _zarr_store(loc, read_only=False)
     arrays = {
         name: zarr.open_array(zstore, path=name, mode="r+", zarr_format=3).with_config(_ARRAY_CONFIG)
         for name in _ARRAYS
@@ -367,18 +365,17 @@ def write_block(
     arrays["word"][start:stop] = np.asarray(words, dtype=object)
 
 
-def read_words(url: str, storage_options: dict | None, positions: np.ndarray) -> list[str]:
+def read_words(loc: Locatable, positions: np.ndarray) -> list[str]:
     """The stored words at the given row positions."""
+    loc = as_location(loc)
     if len(positions) == 0:
         return []
-    words = zarr_compat.array(_group(url, storage_options, mode="r"), "word").get_coordinate_selection(
-        np.asarray(positions)
-    )
+    words = zarr_compat.array(_group(loc, mode="r"), "word").get_coordinate_selection(np.asarray(positions))
     return [str(w) for w in np.asarray(words)]
 
 
 @quiet_codecs
-def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> int:
+def compact_store(loc: Locatable, drop: np.ndarray) -> int:
     """Remove the rows ``drop`` (sorted positions), shifting the later rows up, in place.
 
     Output row ``i`` comes from an input row ``>= i``, so rewriting the chunks in increasing order
@@ -390,10 +387,11 @@ def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> i
     int
         How many of the dropped rows had a zero vector.
     """
+    loc = as_location(loc)
     drop = np.unique(np.asarray(drop, dtype=np.int64))
     if drop.size == 0:
         return 0
-    group = _group(url, storage_options)
+    group = _group(loc)
     stored = {name: zarr_compat.array(group, name) for name in ("vectors", "norm", "word")}
     n_old = stored["vectors"].shape[0]
     chunk = stored["vectors"].chunks[0]
@@ -406,30 +404,32 @@ def compact_store(url: str, storage_options: dict | None, drop: np.ndarray) -> i
         rows = source[k * chunk : min((k + 1) * chunk, n_new)]
         lo, hi = int(rows[0]), int(rows[-1]) + 1
         pick = rows - lo
-        vectors = read_vectors(url, storage_options, slice(lo, hi))[pick]
+        vectors = read_vectors(loc, slice(lo, hi))[pick]
         norms = np.asarray(stored["norm"][lo:hi])[pick]
         words = np.asarray(stored["word"][lo:hi])[pick]
         if k == n_chunks - 1:
-            resize_store(url, storage_options, n_new)
+            resize_store(loc, n_new)
             resized = True
-        write_block(url, storage_options, k * chunk, words, vectors, norms)
+        write_block(loc, k * chunk, words, vectors, norms)
     if not resized:
-        resize_store(url, storage_options, n_new)
+        resize_store(loc, n_new)
     return dropped_zeros
 
 
-def set_attrs(url: str, storage_options: dict | None, attrs: dict) -> None:
+def set_attrs(loc: Locatable, attrs: dict) -> None:
     """Add ``attrs`` to the group's attrs (not the completion marker), in one metadata write."""
-    _group(url, storage_options).update_attributes(attrs)  # attrs.update would write once per key
+    loc = as_location(loc)
+    _group(loc).update_attributes(attrs)  # attrs.update would write once per key
 
 
-def finish_store(url: str, storage_options: dict | None, attrs: dict) -> None:
+def finish_store(loc: Locatable, attrs: dict) -> None:
     """Add ``attrs`` and the completion marker to the group's attrs, in one final metadata write."""
-    _group(url, storage_options).update_attributes({**attrs, COMPLETE_ATTR: True})
+    loc = as_location(loc)
+    _group(loc).update_attributes({**attrs, COMPLETE_ATTR: True})
 
 
 @quiet_codecs
-def check_embeddings(url: str, storage_options: dict | None = None, language: str | None = None) -> dict:
+def check_embeddings(loc: Locatable, language: str | None = None) -> dict:
     """Verify an embedding store without reading its data; return its attrs.
 
     What :func:`open_embeddings` checks before it reads the words: a biasdask store, complete, of
@@ -442,13 +442,14 @@ def check_embeddings(url: str, storage_options: dict | None = None, language: st
     IncompleteStoreError, CorruptStoreError, BiasdaskError
         As :func:`open_embeddings`.
     """
-    return _verified(url, storage_options, language)[0]
+    loc = as_location(loc)
+    return _verified(loc, language)[0]
 
 
-def _verified(url: str, storage_options: dict | None, language: str | None) -> tuple[dict, dict[str, zarr.Array]]:
-    shown = display_url(url)
+def _verified(loc: Location, language: str | None) -> tuple[dict, dict[str, zarr.Array]]:
+    shown = display_url(loc.url)
     try:
-        attrs = read_group_attrs(url, storage_options)
+        attrs = read_group_attrs(loc)
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(f"{shown}: cannot read the store: {redact(' '.join(str(exc).split()))}") from None
     if attrs is None or not is_embedding_store(attrs):
@@ -461,11 +462,11 @@ def _verified(url: str, storage_options: dict | None, language: str | None) -> t
     if language is not None and not same_language(language, attrs.get("language")):
         raise BiasdaskError(f"{shown}: the store holds language {attrs.get('language')!r}, not {language!r}")
     try:
-        group = _group(url, storage_options, mode="r")
+        group = _group(loc, mode="r")
         arrays = {name: zarr_compat.array(group, name) for name in _array_names(group)}
     except _METADATA_ERRORS as exc:
         raise CorruptStoreError(f"{shown}: unreadable store metadata: {redact(' '.join(str(exc).split()))}") from None
-    _check_layout(url, storage_options, attrs, arrays)
+    _check_layout(loc, attrs, arrays)
     return attrs, arrays
 
 
@@ -496,7 +497,7 @@ def open_embeddings(location: Locatable, *, language: str | None = None) -> xr.D
     CorruptStoreError
         A chunk is missing or fails its checksum, or the attrs disagree with the arrays.
     BiasdaskError
-        There is no embedding store at ``url``, or it holds another language than ``language``.
+        There is no embedding store at ``loc``, or it holds another language than ``language``.
 
     Examples
     --------
@@ -511,14 +512,12 @@ def open_embeddings(location: Locatable, *, language: str | None = None) -> xr.D
     (['he', 'she'], [1, 2])
     """
     loc = as_location(location)
-    url, storage_options = loc.url, loc.storage_options
-    attrs, arrays = _verified(url, storage_options, language)
-    shown = display_url(url)
-    if is_local(url):  # workers may run in another directory
-        url = os.path.abspath(fsspec.core.strip_protocol(str(url)))
+    attrs, arrays = _verified(loc, language)
+    shown = display_url(loc.url)
+    loc = loc.absolute()  # workers may run in another directory
     n, dim = arrays["vectors"].shape
     chunk = arrays["vectors"].chunks[0]
-    words = _read_words(url, storage_options, arrays["word"])
+    words = _read_words(loc, arrays["word"])
     sizes = tuple(min(chunk, n - s) for s in range(0, n, chunk))
 
     def lazy(name: str, dtype, extra: tuple[int, ...]) -> da.Array:
@@ -527,8 +526,7 @@ def open_embeddings(location: Locatable, *, language: str | None = None) -> xr.D
         token = f"{name}-{uuid.uuid5(uuid.NAMESPACE_URL, identity)}"
         return da.map_blocks(
             _read_block,
-            url,
-            storage_options,
+            loc,
             name,
             chunk,
             dtype=dtype,
@@ -539,7 +537,7 @@ def open_embeddings(location: Locatable, *, language: str | None = None) -> xr.D
 
     rank = lazy("rank", np.int64, ())
     vectors = lazy("vectors", np.float32, (dim,))
-    _STORED[vectors.name] = StoredVectors(url, storage_options, chunk, n)
+    _STORED[vectors.name] = StoredVectors(loc, chunk, n)
     return xr.Dataset(
         {"vectors": (("word", "dim"), vectors), "norm": ("word", lazy("norm", np.float32, ()))},
         coords={"word": words, "rank": ("word", rank)},
@@ -556,7 +554,7 @@ def _codecs(array: zarr.Array) -> list[dict]:
     return [c.to_dict() for c in zarr_compat.v3_metadata(array).codecs]
 
 
-def _read_words(url: str, storage_options: dict | None, array: zarr.Array) -> np.ndarray:
+def _read_words(loc: Location, array: zarr.Array) -> np.ndarray:
     """Every word of the store (an object array of ``str``), checksums verified.
 
     Chunks encoded as ingest encodes them are fetched together (``fs.cat``: concurrently on object
@@ -569,9 +567,9 @@ def _read_words(url: str, storage_options: dict | None, array: zarr.Array) -> np
         words = np.empty(n, dtype=object)
         for start in range(0, n, chunk):
             rows = slice(start, min(start + chunk, n))
-            words[rows] = _read_verified(url, storage_options, array, "word", rows).astype(object)
+            words[rows] = _read_verified(loc, array, "word", rows).astype(object)
         return words
-    fs, path = url_to_fs(url, storage_options)
+    fs, path = url_to_fs(loc)
     keys = [f"word/c/{k}" for k in range(-(-n // chunk))]
     paths = [fs._strip_protocol(f"{path.rstrip('/')}/{key}") for key in keys]
     fetched = fs.cat(paths, on_error="return") if paths else {}  # keyed by path, in sorted order
@@ -583,13 +581,13 @@ def _read_words(url: str, storage_options: dict | None, array: zarr.Array) -> np
                 raise data
             part = numcodecs.VLenUTF8().decode(numcodecs.Zstd().decode(numcodecs.CRC32C().decode(data)))
         except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
-            raise _chunk_error(url, key, exc) from None
+            raise _chunk_error(loc.url, key, exc) from None
         words[index * chunk : index * chunk + chunk] = part[: n - index * chunk]
     return words
 
 
-def vocabulary_files(url: str, storage_options: dict | None, n: int) -> Iterator[tuple[str, bytes]]:
-    """The stored ``word`` array of the store at ``url`` cut to its first ``n`` words, as files: its
+def vocabulary_files(loc: Locatable, n: int) -> Iterator[tuple[str, bytes]]:
+    """The stored ``word`` array of the store at ``loc`` cut to its first ``n`` words, as files: its
     metadata (``"zarr.json"``, the shape set to ``n``) and its encoded chunks (``"c/<k>"``), bytes
     unchanged, checksums included. Written under another group's ``word/``, they make an array that
     reads back the store's first ``n`` words (a shorter array reads only the start of its last chunk),
@@ -600,7 +598,8 @@ def vocabulary_files(url: str, storage_options: dict | None, n: int) -> Iterator
     CorruptStoreError
         Naming the store and the chunk key when a chunk is missing.
     """
-    fs, path = url_to_fs(url, storage_options)
+    loc = as_location(loc)
+    fs, path = url_to_fs(loc)
     root = path.rstrip("/") + "/word"
     meta = json.loads(fs.cat_file(root + "/zarr.json"))
     meta["shape"] = [n]
@@ -610,17 +609,16 @@ def vocabulary_files(url: str, storage_options: dict | None, n: int) -> Iterator
         try:
             data = fs.cat_file(f"{root}/c/{index}")
         except FileNotFoundError:
-            raise CorruptStoreError(f"{display_url(url)}: chunk word/c/{index} is missing") from None
+            raise CorruptStoreError(f"{display_url(loc.url)}: chunk word/c/{index} is missing") from None
         yield f"c/{index}", data
 
 
 @dataclasses.dataclass(frozen=True)
 class StoredVectors:
     """Where the lazy ``vectors`` of :func:`open_embeddings` come from: chunk ``k`` of the array holds
-    rows ``[k * chunk, min((k + 1) * chunk, n_words))`` of the store at ``url``."""
+    rows ``[k * chunk, min((k + 1) * chunk, n_words))`` of the store at ``location``."""
 
-    url: str
-    storage_options: dict | None
+    location: Location
     chunk: int
     n_words: int
 
@@ -635,9 +633,9 @@ def stored_vectors(array) -> StoredVectors | None:
     return _STORED.get(str(array.name)) if isinstance(array, da.Array) else None
 
 
-def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: dict) -> None:
+def _check_layout(loc: Location, attrs: dict, arrays: dict) -> None:
     """Raise :class:`CorruptStoreError` unless the attrs fit the arrays and every chunk exists."""
-    shown = display_url(url)
+    shown = display_url(loc.url)
     n_words, dim = attrs.get("n_words"), attrs.get("dim")
     for name, node in arrays.items():
         if node.shape[0] != n_words:
@@ -651,7 +649,7 @@ def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: d
         raise CorruptStoreError(
             f"{shown}: attr vector_encoding is {attrs.get('vector_encoding')!r} but array vectors is stored as {encoding}"
         )
-    fs, path = url_to_fs(url, storage_options)
+    fs, path = url_to_fs(loc)
     root = path.rstrip("/")
     try:
         present = {key[len(root) + 1 :] for key in fs.find(root)}
@@ -665,16 +663,16 @@ def _check_layout(url: str, storage_options: dict | None, attrs: dict, arrays: d
                 raise CorruptStoreError(f"{shown}: chunk {name}/c/{k}{tail} is missing (rows {k * node.chunks[0]}...)")
 
 
-def _read_verified(url: str, storage_options: dict | None, array: zarr.Array, name: str, rows: slice) -> np.ndarray:
+def _read_verified(loc: Location, array: zarr.Array, name: str, rows: slice) -> np.ndarray:
     try:
         return np.asarray(array[rows])
     except Exception as exc:  # noqa: BLE001 - checksum, codec and storage errors alike name the chunk
         key = f"{name}/c/{rows.start // array.chunks[0]}" + ("/0" if array.ndim == 2 else "")
-        raise _chunk_error(url, key, exc) from None
+        raise _chunk_error(loc.url, key, exc) from None
 
 
 def _chunk_error(url: str, key: str, exc: Exception) -> CorruptStoreError:
-    """The one-line error for chunk ``key`` of the store at ``url`` that could not be read."""
+    """The one-line error for chunk ``key`` of the store at ``loc`` that could not be read."""
     if isinstance(exc, FileNotFoundError):
         reason = "it is missing"
     elif "checksum" in str(exc):
@@ -684,15 +682,13 @@ def _chunk_error(url: str, key: str, exc: Exception) -> CorruptStoreError:
     return CorruptStoreError(f"{display_url(url)}: chunk {key}: {reason}")
 
 
-def _read_block(url: str, storage_options: dict | None, name: str, chunk: int, block_info=None) -> np.ndarray:
+def _read_block(loc: Location, name: str, chunk: int, block_info=None) -> np.ndarray:
     start = block_info[None]["array-location"][0][0]
-    return read_chunk(url, storage_options, name, start // chunk)
+    return read_chunk(loc, name, start // chunk)
 
 
-def read_chunk(
-    url: str, storage_options: dict | None, name: str, index: int, rows: np.ndarray | None = None
-) -> np.ndarray:
-    """Chunk ``index`` of array ``name`` of the store at ``url``, checksum verified; only its ``rows``
+def read_chunk(loc: Locatable, name: str, index: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Chunk ``index`` of array ``name`` of the store at ``loc``, checksum verified; only its ``rows``
     (positions within the chunk) when given.
 
     ``vectors`` are float32 whatever the store's encoding: scaled integers are decoded (and their
@@ -705,20 +701,19 @@ def read_chunk(
         Naming the store and the chunk key when the chunk is missing, fails its checksum or cannot be
         decoded.
     """
+    loc = as_location(loc)
     if name == "vectors":
         # a few rows are copied out at once (fancy indexing), so the chunk may be in the reused buffer
-        stored, negative = read_stored_vectors(url, storage_options, index, reuse=rows is not None)
+        stored, negative = read_stored_vectors(loc, index, reuse=rows is not None)
         if rows is not None:
             stored, negative = stored[rows], None if negative is None else negative[rows]
         return _decoded(stored, negative)
-    array = _open_chunk(url, storage_options, name, index)
-    values = _read_verified(url, storage_options, array, name, _chunk_rows(array, index))
+    array = _open_chunk(loc, name, index)
+    values = _read_verified(loc, array, name, _chunk_rows(array, index))
     return values if rows is None else values[rows]
 
 
-def read_stored_vectors(
-    url: str, storage_options: dict | None, index: int, reuse: bool = False
-) -> tuple[np.ndarray, np.ndarray | None]:
+def read_stored_vectors(loc: Locatable, index: int, reuse: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """Chunk ``index`` of ``vectors`` as stored, checksum verified: float32, or the integers of a scaled
     store (``float32(k * 1e-4)``, see :func:`decode_scaled`) with their packed negative-zero bits.
 
@@ -730,16 +725,17 @@ def read_stored_vectors(
     CorruptStoreError
         As :func:`read_chunk`.
     """
-    array = _open_chunk(url, storage_options, "vectors", index)
+    loc = as_location(loc)
+    array = _open_chunk(loc, "vectors", index)
     rows = _chunk_rows(array, index)
     stored = array if vector_encoding(array) == "float32" else raw_vectors(array)
-    values = _read_reused(url, storage_options, stored, index) if reuse else None
+    values = _read_reused(loc, stored, index) if reuse else None
     if values is None:
-        values = _read_verified(url, storage_options, stored, "vectors", rows)
+        values = _read_verified(loc, stored, "vectors", rows)
     if stored is array:
         return values, None
-    negative = _open_chunk(url, storage_options, NEGATIVE_ZERO, index)
-    return values, _read_verified(url, storage_options, negative, NEGATIVE_ZERO, rows)
+    negative = _open_chunk(loc, NEGATIVE_ZERO, index)
+    return values, _read_verified(loc, negative, NEGATIVE_ZERO, rows)
 
 
 #: how ingest encodes vectors (after the scaling filter of an integer store): zarr 3 codec names, in
@@ -748,7 +744,7 @@ _VECTOR_CODECS = ("bytes", "blosc", "crc32c")
 _REUSED = threading.local()
 
 
-def _read_reused(url: str, storage_options: dict | None, array: zarr.Array, index: int) -> np.ndarray | None:
+def _read_reused(loc: Location, array: zarr.Array, index: int) -> np.ndarray | None:
     """Chunk ``index`` of the 2-D ``vectors`` ``array`` (as stored), checksum verified, decoded by
     numcodecs into this thread's reused buffer; None when the array is encoded otherwise.
 
@@ -766,24 +762,25 @@ def _read_reused(url: str, storage_options: dict | None, array: zarr.Array, inde
         buffer = _REUSED.buffer = np.empty(nbytes, dtype=np.uint8)
     buffer = buffer[:nbytes]
     key = f"vectors/c/{index}/0"
-    fs, path = url_to_fs(url, storage_options)
+    fs, path = url_to_fs(loc)
     try:
         numcodecs.blosc.decompress(numcodecs.CRC32C().decode(fs.cat_file(f"{path.rstrip('/')}/{key}")), buffer)
     except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
-        raise _chunk_error(url, key, exc) from None
+        raise _chunk_error(loc.url, key, exc) from None
     rows = _chunk_rows(array, index)
     return buffer.view(array.dtype).reshape(shape)[: rows.stop - rows.start]
 
 
 @quiet_codecs
-def read_vectors(url: str, storage_options: dict | None, rows: slice) -> np.ndarray:
+def read_vectors(loc: Locatable, rows: slice) -> np.ndarray:
     """Rows ``[rows.start, rows.stop)`` of ``vectors`` as float32, bit for bit as written (any encoding)."""
-    group = _group(url, storage_options, mode="r")
+    loc = as_location(loc)
+    group = _group(loc, mode="r")
     vectors = zarr_compat.array(group, "vectors")
     if vector_encoding(vectors) == "float32":
-        return _read_verified(url, storage_options, vectors, "vectors", rows)
-    stored = _read_verified(url, storage_options, raw_vectors(vectors), "vectors", rows)
-    negative = _read_verified(url, storage_options, zarr_compat.array(group, NEGATIVE_ZERO), NEGATIVE_ZERO, rows)
+        return _read_verified(loc, vectors, "vectors", rows)
+    stored = _read_verified(loc, raw_vectors(vectors), "vectors", rows)
+    negative = _read_verified(loc, zarr_compat.array(group, NEGATIVE_ZERO), NEGATIVE_ZERO, rows)
     return _decoded(stored, negative)
 
 
@@ -798,15 +795,15 @@ def _decoded(stored: np.ndarray, negative: np.ndarray | None) -> np.ndarray:
 
 
 @quiet_codecs
-def _open_chunk(url: str, storage_options: dict | None, name: str, index: int) -> zarr.Array:
+def _open_chunk(loc: Location, name: str, index: int) -> zarr.Array:
     """Array ``name``, after checking that its chunk ``index`` exists."""
     try:
-        array = _open_array(url, storage_options, name)
+        array = _open_array(loc, name)
     except Exception as exc:  # noqa: BLE001
-        raise CorruptStoreError(f"{display_url(url)}: array {name} cannot be opened: {redact(str(exc))}") from None
+        raise CorruptStoreError(f"{display_url(loc.url)}: array {name} cannot be opened: {redact(str(exc))}") from None
     key = f"{name}/c/{index}" + ("/0" if array.ndim == 2 else "")
     if not zarr_compat.run(array.store_path.store.exists(key)):
-        raise CorruptStoreError(f"{display_url(url)}: chunk {key} is missing")
+        raise CorruptStoreError(f"{display_url(loc.url)}: chunk {key} is missing")
     return array
 
 
@@ -815,14 +812,14 @@ _OPENED: dict[tuple[str, str, str], tuple[bytes, zarr.Array]] = {}
 _OPENED_MAX = 64
 
 
-def _open_array(url: str, storage_options: dict | None, name: str) -> zarr.Array:
-    """Array ``name`` of the store at ``url``, read only. Its metadata is read every time, but parsed
+def _open_array(loc: Location, name: str) -> zarr.Array:
+    """Array ``name`` of the store at ``loc``, read only. Its metadata is read every time, but parsed
     (codecs built) only when its bytes changed: a chunk reader opens two arrays per chunk."""
-    zstore = _zarr_store(url, storage_options, read_only=True)
+    zstore = _zarr_store(loc, read_only=True)
     meta = zarr_compat.run(zstore.get(f"{name}/zarr.json", zarr_compat.buffer_prototype()))
     if meta is None:
         raise FileNotFoundError(f"{name}/zarr.json")
-    key = (str(url), json.dumps(storage_options, sort_keys=True, default=str), name)
+    key = (loc.url, json.dumps(loc.storage_options, sort_keys=True, default=str), name)
     raw = meta.to_bytes()
     hit = _OPENED.get(key)
     if hit is not None and hit[0] == raw:

@@ -11,7 +11,7 @@ import socket
 import uuid
 
 from biasdask.errors import BiasdaskError, StoreConflictError
-from biasdask.io.fs import NETWORK_ERRORS, display_url, redact, url_to_fs
+from biasdask.io.fs import NETWORK_ERRORS, Locatable, Location, as_location, display_url, redact, url_to_fs
 from biasdask.io.store import (
     check_replaceable,
     finish_store,
@@ -36,12 +36,12 @@ class StoreLock:
     Use :func:`acquire_lock`.
     """
 
-    def __init__(self, url: str, storage_options: dict | None, fd: int | None) -> None:
-        self.url, self.storage_options, self._fd = url, storage_options, fd
+    def __init__(self, loc: Location, fd: int | None) -> None:
+        self.location, self._fd = loc, fd
 
     def release(self) -> None:
         """Give the lock up (and delete the lock object)."""
-        fs, path = url_to_fs(self.url, self.storage_options)
+        fs, path = url_to_fs(self.location)
         if self._fd is not None:
             os.unlink(path)  # before unlocking: whoever opens the path next gets a new file
             os.close(self._fd)
@@ -53,8 +53,8 @@ class StoreLock:
             pass
 
 
-def acquire_lock(url: str, storage_options: dict | None = None) -> StoreLock:
-    """Take the lock of the destination ``url`` (see :class:`StoreLock`), creating its parents.
+def acquire_lock(loc: Locatable) -> StoreLock:
+    """Take the lock of the destination ``loc`` (see :class:`StoreLock`), creating its parents.
 
     Raises
     ------
@@ -63,14 +63,15 @@ def acquire_lock(url: str, storage_options: dict | None = None) -> StoreLock:
     BiasdaskError
         The lock cannot be created (a parent that is a file, an unreachable or missing bucket...).
     """
-    lock = _sibling(url, ".lock")
-    fs, path = url_to_fs(lock, storage_options)
+    loc = as_location(loc)
+    lock = Location(_sibling(loc.url, ".lock"), loc.storage_options)
+    fs, path = url_to_fs(lock)
     try:
-        if is_local(lock):
-            return StoreLock(lock, storage_options, _flock(path))
+        if is_local(lock.url):
+            return StoreLock(lock, _flock(path))
         with fs.open(path, "xb") as f:
             f.write(_holder())
-        return StoreLock(lock, storage_options, None)
+        return StoreLock(lock, None)
     except FileExistsError:
         try:
             holder = json.loads(fs.cat_file(path))
@@ -78,13 +79,13 @@ def acquire_lock(url: str, storage_options: dict | None = None) -> StoreLock:
         except Exception:  # noqa: BLE001 - only for the message
             who = ""
         raise StoreConflictError(
-            f"{display_url(url)}: another writer holds its lock {display_url(lock)}{who}; "
+            f"{display_url(loc.url)}: another writer holds its lock {lock}{who}; "
             "if none is running any more (it was killed), delete that lock and try again"
         ) from None
     except (NotADirectoryError, FileNotFoundError) as exc:
-        raise BiasdaskError(f"{display_url(url)}: cannot create the destination: {_os_reason(exc)}") from None
+        raise BiasdaskError(f"{display_url(loc.url)}: cannot create the destination: {_os_reason(exc)}") from None
     except NETWORK_ERRORS as exc:
-        raise BiasdaskError(f"{display_url(url)}: cannot write to the destination: {_os_reason(exc)}") from None
+        raise BiasdaskError(f"{display_url(loc.url)}: cannot write to the destination: {_os_reason(exc)}") from None
 
 
 def _holder() -> bytes:
@@ -135,15 +136,18 @@ def _os_reason(exc: BaseException) -> str:
     return redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
 
 
-def remove_leftovers(url: str, storage_options: dict | None = None) -> None:
-    """Delete the fresh stores (``<url>.ingest-*``) that killed writers left next to ``url``.
+def remove_leftovers(loc: Locatable) -> None:
+    """Delete the fresh stores (``<url>.ingest-*``) that killed writers left next to ``loc``.
 
-    Call it only while holding the lock of ``url``: no live writer is using them then.
+    Call it only while holding the lock of ``loc``: no live writer is using them then.
     """
-    fs, path = url_to_fs(url, storage_options)
+    loc = as_location(loc)
+    fs, path = url_to_fs(loc)
     for left in fs.glob(path.rstrip("/") + ".ingest-*"):
-        left_url = left if is_local(url) else fs.unstrip_protocol(left)
-        if is_embedding_store(read_group_attrs(left_url, storage_options)) or (fs.isdir(left) and not fs.ls(left)):
+        left_url = left if is_local(loc.url) else fs.unstrip_protocol(left)
+        if is_embedding_store(read_group_attrs(Location(left_url, loc.storage_options))) or (
+            fs.isdir(left) and not fs.ls(left)
+        ):
             fs.rm(left, recursive=True)
 
 
@@ -152,18 +156,19 @@ def fresh_location(url: str) -> str:
     return _sibling(url, f".ingest-{uuid.uuid4().hex[:12]}")
 
 
-def swap_in(fresh: str, url: str, storage_options: dict | None = None) -> None:
-    """Replace the store at ``url`` by the finished (but unmarked) store at ``fresh``, then mark it.
+def swap_in(fresh: str, loc: Locatable) -> None:
+    """Replace the store at ``loc`` by the finished (but unmarked) store at ``fresh``, then mark it.
 
     The old store is deleted only now that the new one is completely written. The completion marker
-    is set at ``url`` after the move, so a swap killed half-way leaves an incomplete store, which
+    is set at ``loc`` after the move, so a swap killed half-way leaves an incomplete store, which
     :func:`open_embeddings` refuses, never a mixed one.
     """
-    check_replaceable(url, storage_options)
-    remove_store(url, storage_options)
-    fs, src = url_to_fs(fresh, storage_options)
-    _, dst = url_to_fs(url, storage_options)
-    if is_local(url):
+    loc = as_location(loc)
+    check_replaceable(loc)
+    remove_store(loc)
+    fs, src = url_to_fs(Location(fresh, loc.storage_options))
+    _, dst = url_to_fs(loc)
+    if is_local(loc.url):
         os.replace(src, dst)  # one atomic rename
     else:  # object stores have no rename: copy every object, then delete the fresh store
         fs.invalidate_cache()
@@ -173,4 +178,4 @@ def swap_in(fresh: str, url: str, storage_options: dict | None = None) -> None:
         fs.copy(keys[1:], [dst + key[len(src) :] for key in keys[1:]])
         fs.rm(src, recursive=True)
         fs.invalidate_cache()
-    finish_store(url, storage_options, {})
+    finish_store(loc, {})

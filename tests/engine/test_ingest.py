@@ -133,9 +133,9 @@ def test_every_real_fasttext_cc_file_is_stored_in_int16_bit_for_bit(shared_data,
 
     as_float = str(tmp_path / "f.zarr")
     store.prepare_store(
-        as_float, None, language="en", source="s", format="vec", dim=300, chunk_words=len(lines), n_words=len(lines)
+        as_float, language="en", source="s", format="vec", dim=300, chunk_words=len(lines), n_words=len(lines)
     )
-    store.write_block(as_float, None, 0, ds.word.values, expected, ds.norm.values)
+    store.write_block(as_float, 0, ds.word.values, expected, ds.norm.values)
 
     def vector_bytes(name):  # the chunks of vectors (and negative_zero)
         return sum(

@@ -368,7 +368,6 @@ def test_u_read_from_stored_chunks_is_bit_identical_in_every_encoding(tmp_path, 
         url = str(tmp_path / f"{encoding}.zarr")
         store.prepare_store(
             url,
-            None,
             language="en",
             source="s",
             format="vec",
@@ -379,8 +378,8 @@ def test_u_read_from_stored_chunks_is_bit_identical_in_every_encoding(tmp_path, 
         )
         for start in range(0, 700, 256):
             rows = slice(start, start + 256)
-            store.write_block(url, None, start, words[rows], vec[rows], norms[rows])
-        store.finish_store(url, None, {"n_words": 700})
+            store.write_block(url, start, words[rows], vec[rows], norms[rows])
+        store.finish_store(url, {"n_words": 700})
         emb = store.open_embeddings(url)
         assert store.stored_vectors(emb["vectors"].data) is not None  # the stored-chunk path is taken
         u = scores(emb, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)["u"]
@@ -404,13 +403,11 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     norms = np.sqrt(np.square(vec, dtype=np.float64).sum(axis=1)).astype(np.float32)
     url = str(tmp_path / "s.zarr")
     store.prepare_store(
-        url, None, language="en", source="s", format="vec", dim=d, chunk_words=200, n_words=n, vector_encoding="int16"
+        url, language="en", source="s", format="vec", dim=d, chunk_words=200, n_words=n, vector_encoding="int16"
     )
     for start in range(0, n, 200):
-        store.write_block(
-            url, None, start, words[start : start + 200], vec[start : start + 200], norms[start : start + 200]
-        )
-    store.finish_store(url, None, {"n_words": n, "n_zero_vectors": 1})
+        store.write_block(url, start, words[start : start + 200], vec[start : start + 200], norms[start : start + 200])
+    store.finish_store(url, {"n_words": n, "n_zero_vectors": 1})
     emb = store.open_embeddings(url)
     a, b = ["male", "man"], ["female", "woman"]
     (attributes,) = dask.compute(attributes_graph(emb, a, b, "cosine"), scheduler="sync")

@@ -11,12 +11,12 @@ import xarray as xr
 
 from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
 from biasdask.io import codecs, store
+from biasdask.io.fs import Location
 
 
-def _make(url, words, vectors, chunk, storage_options=None, finish=True):
+def _make(url, words, vectors, chunk, finish=True):
     store.prepare_store(
         url,
-        storage_options,
         language="en",
         source="test.vec",
         format="vec",
@@ -27,11 +27,9 @@ def _make(url, words, vectors, chunk, storage_options=None, finish=True):
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in range(0, len(words), chunk):
         sl = slice(start, start + chunk)
-        store.write_block(url, storage_options, start, np.array(words[sl], dtype=object), vectors[sl], norms[sl])
+        store.write_block(url, start, np.array(words[sl], dtype=object), vectors[sl], norms[sl])
     if finish:
-        store.finish_store(
-            url, storage_options, {"n_words": len(words), "n_duplicates": 0, "n_invalid_utf8": 0, "n_zero_vectors": 0}
-        )
+        store.finish_store(url, {"n_words": len(words), "n_duplicates": 0, "n_invalid_utf8": 0, "n_zero_vectors": 0})
 
 
 def _data(n, dim=5, seed=0):
@@ -125,13 +123,13 @@ def test_memory_store_round_trip():
 
 def test_only_whole_chunks_can_be_written(tmp_path):
     url = str(tmp_path / "c.zarr")
-    store.prepare_store(url, None, language="en", source="s", format="vec", dim=2, chunk_words=4, n_words=10)
+    store.prepare_store(url, language="en", source="s", format="vec", dim=2, chunk_words=4, n_words=10)
     block = (np.array(["a", "b", "c", "d"], dtype=object), np.zeros((4, 2), np.float32), np.zeros(4, np.float32))
     with pytest.raises(ValueError, match="not one whole chunk"):
-        store.write_block(url, None, 2, *block)
+        store.write_block(url, 2, *block)
     with pytest.raises(ValueError, match="not one whole chunk"):
-        store.write_block(url, None, 0, *(b[:3] for b in block))
-    store.write_block(url, None, 8, *(b[:2] for b in block))  # the edge chunk
+        store.write_block(url, 0, *(b[:3] for b in block))
+    store.write_block(url, 8, *(b[:2] for b in block))  # the edge chunk
 
 
 def test_store_without_marker_is_refused_and_missing_store_is_named(tmp_path):
@@ -151,7 +149,7 @@ def test_replacing_refuses_anything_but_a_biasdask_store(tmp_path):
     other.mkdir()
     (other / "thesis.tex").write_text("...")
     with pytest.raises(StoreConflictError, match="precious exists and is not a biasdask embedding store"):
-        store.prepare_store(str(other), None, language="en", source="s", format="vec", dim=2, chunk_words=4)
+        store.prepare_store(str(other), language="en", source="s", format="vec", dim=2, chunk_words=4)
     assert (other / "thesis.tex").exists()
     (tmp_path / "file").write_text("x")
     with pytest.raises(StoreConflictError):
@@ -171,7 +169,7 @@ def test_compaction_gives_the_store_written_without_the_dropped_rows(tmp_path, d
     vectors[drop[0]] = 0
     url = str(tmp_path / "c.zarr")
     _make(url, words, vectors, chunk=4, finish=False)
-    assert store.compact_store(url, None, np.array(drop)) == 1
+    assert store.compact_store(url, np.array(drop)) == 1
     keep = np.setdiff1d(np.arange(25), drop)
     expected = str(tmp_path / "e.zarr")
     _make(expected, [words[i] for i in keep], vectors[keep], chunk=4, finish=False)
@@ -241,25 +239,24 @@ def test_scaled_store_round_trip_keeps_negative_zeros_and_any_zarr_reader_decode
     vectors[7] = 0
     url = str(tmp_path / "s.zarr")
     store.prepare_store(
-        url, None, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23, vector_encoding="int16"
+        url, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23, vector_encoding="int16"
     )
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in range(0, 23, 10):
         store.write_block(
             url,
-            None,
             start,
             np.array(words[start : start + 10], dtype=object),
             vectors[start : start + 10],
             norms[start : start + 10],
         )
-    store.finish_store(url, None, {"n_words": 23})
+    store.finish_store(url, {"n_words": 23})
     ds = store.open_embeddings(url)
     assert ds.attrs["vector_encoding"] == "int16" and ds.attrs["vector_scale"] == 10000
     assert ds.vectors.values.tobytes() == vectors.tobytes()  # -0.0 included
     rows = np.array([0, 3, 9])  # of chunk 0: only these are decoded, -0.0 and all
-    assert store.read_chunk(url, None, "vectors", 0, rows).tobytes() == vectors[rows].tobytes()
-    assert store.read_chunk(url, None, "norm", 1, np.array([2])).tobytes() == norms[[12]].tobytes()
+    assert store.read_chunk(url, "vectors", 0, rows).tobytes() == vectors[rows].tobytes()
+    assert store.read_chunk(url, "norm", 1, np.array([2])).tobytes() == norms[[12]].tobytes()
     plain = xr.open_zarr(url, consolidated=False).vectors.values  # zarr's codec: equal numbers, +0.0 for -0.0
     assert plain.dtype == np.float32 and np.array_equal(plain, vectors) and plain.tobytes() != vectors.tobytes()
     meta = json.loads((tmp_path / "s.zarr" / "vectors" / "zarr.json").read_text())
@@ -267,7 +264,7 @@ def test_scaled_store_round_trip_keeps_negative_zeros_and_any_zarr_reader_decode
     assert meta["codecs"][0]["configuration"]["astype"] == "<i2"
     # a block that does not fit is refused, nothing written
     with pytest.raises(codecs.EncodingError, match="need float32") as err:
-        store.write_block(url, None, 0, np.array(words[:10], dtype=object), vectors[:10] + np.float32(1e-5), norms[:10])
+        store.write_block(url, 0, np.array(words[:10], dtype=object), vectors[:10] + np.float32(1e-5), norms[:10])
     assert err.value.needed == "float32"
     assert store.open_embeddings(url).vectors.values.tobytes() == vectors.tobytes()
 
@@ -278,20 +275,19 @@ def test_compaction_of_a_scaled_store_keeps_negative_zeros(tmp_path):
     vectors[[4, 17, 24], 2] = np.float32(-0.0)
     url = str(tmp_path / "c.zarr")
     store.prepare_store(
-        url, None, language="en", source="s", format="vec", dim=9, chunk_words=4, n_words=25, vector_encoding="int16"
+        url, language="en", source="s", format="vec", dim=9, chunk_words=4, n_words=25, vector_encoding="int16"
     )
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in range(0, 25, 4):
         store.write_block(
             url,
-            None,
             start,
             np.array(words[start : start + 4], dtype=object),
             vectors[start : start + 4],
             norms[start : start + 4],
         )
-    store.compact_store(url, None, np.array([1, 5, 6]))
-    store.finish_store(url, None, {"n_words": 22})
+    store.compact_store(url, np.array([1, 5, 6]))
+    store.finish_store(url, {"n_words": 22})
     keep = np.setdiff1d(np.arange(25), [1, 5, 6])
     assert store.open_embeddings(url).vectors.values.tobytes() == vectors[keep].tobytes()
 
@@ -303,19 +299,18 @@ def test_a_flipped_byte_of_a_scaled_store_fails_its_checksum(tmp_path, chunk):
     vectors[0, 0] = np.float32(-0.0)
     url = str(tmp_path / "s.zarr")
     store.prepare_store(
-        url, None, language="en", source="s", format="vec", dim=16, chunk_words=10, n_words=20, vector_encoding="int16"
+        url, language="en", source="s", format="vec", dim=16, chunk_words=10, n_words=20, vector_encoding="int16"
     )
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in (0, 10):
         store.write_block(
             url,
-            None,
             start,
             np.array(words[start : start + 10], dtype=object),
             vectors[start : start + 10],
             norms[start : start + 10],
         )
-    store.finish_store(url, None, {"n_words": 20})
+    store.finish_store(url, {"n_words": 20})
     path = tmp_path / "s.zarr" / chunk
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x10
@@ -335,25 +330,24 @@ def test_vectors_decoded_into_the_threads_reused_buffer_equal_zarrs_read(tmp_pat
     vectors = (np.random.default_rng(5).integers(-3000, 3000, (23, 12)) / 10000).astype(np.float32)
     url = str(tmp_path / "s.zarr")
     store.prepare_store(
-        url, None, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23, vector_encoding=encoding
+        url, language="en", source="s", format="vec", dim=12, chunk_words=10, n_words=23, vector_encoding=encoding
     )
     norms = np.linalg.norm(vectors, axis=1).astype(np.float32)
     for start in range(0, 23, 10):
         store.write_block(
             url,
-            None,
             start,
             np.array(words[start : start + 10], dtype=object),
             vectors[start : start + 10],
             norms[start : start + 10],
         )
-    store.finish_store(url, None, {"n_words": 23})
+    store.finish_store(url, {"n_words": 23})
     array = zarr.open_array(url, path="vectors", mode="r")
     raw = array if encoding == "float32" else codecs.raw_vectors(array)
     first = None
     for index, rows in enumerate([slice(0, 10), slice(10, 20), slice(20, 23)]):
-        reused, negative = store.read_stored_vectors(url, None, index, reuse=True)
-        plain, plain_negative = store.read_stored_vectors(url, None, index)
+        reused, negative = store.read_stored_vectors(url, index, reuse=True)
+        plain, plain_negative = store.read_stored_vectors(url, index)
         expected = raw[rows]
         assert reused.dtype == expected.dtype and reused.shape == expected.shape
         assert reused.tobytes() == expected.tobytes() == plain.tobytes()
@@ -363,18 +357,18 @@ def test_vectors_decoded_into_the_threads_reused_buffer_equal_zarrs_read(tmp_pat
         assert not np.shares_memory(plain, reused)
         first = reused if first is None else first
         assert np.shares_memory(first, reused)  # one buffer for every chunk
-    picked = store.read_chunk(url, None, "vectors", 0, np.array([1, 4]))  # a few rows: read into the buffer too
-    store.read_stored_vectors(url, None, 1, reuse=True)  # which this overwrites
+    picked = store.read_chunk(url, "vectors", 0, np.array([1, 4]))  # a few rows: read into the buffer too
+    store.read_stored_vectors(url, 1, reuse=True)  # which this overwrites
     assert picked.tobytes() == vectors[[1, 4]].tobytes()
     path = tmp_path / "s.zarr" / "vectors" / "c" / "1" / "0"
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x10
     path.write_bytes(bytes(data))
     with pytest.raises(CorruptStoreError, match="s.zarr: chunk vectors/c/1/0: .*checksum"):
-        store.read_stored_vectors(url, None, 1, reuse=True)
+        store.read_stored_vectors(url, 1, reuse=True)
     path.unlink()
     with pytest.raises(CorruptStoreError, match="s.zarr: chunk vectors/c/1/0 is missing"):
-        store.read_stored_vectors(url, None, 1, reuse=True)
+        store.read_stored_vectors(url, 1, reuse=True)
 
 
 def test_vectors_encoded_otherwise_are_read_through_zarr(tmp_path):
@@ -385,4 +379,4 @@ def test_vectors_encoded_otherwise_are_read_through_zarr(tmp_path):
         str(tmp_path / "a.zarr"), shape=(6, 4), chunks=(4, 4), dtype="float32", compressors=zarr.codecs.ZstdCodec()
     )
     array[...] = np.arange(24, dtype=np.float32).reshape(6, 4)
-    assert store._read_reused(str(tmp_path / "a.zarr"), None, array, 0) is None
+    assert store._read_reused(Location(str(tmp_path / "a.zarr")), array, 0) is None

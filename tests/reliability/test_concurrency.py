@@ -103,8 +103,8 @@ def test_the_lock_of_a_remote_destination_is_exclusive(s3_bucket):
     from biasdask.io.swap import acquire_lock
 
     bucket, options = s3_bucket
-    lock = acquire_lock(f"s3://{bucket}/x.zarr", options)
+    lock = acquire_lock(Location(f"s3://{bucket}/x.zarr", options))
     with pytest.raises(StoreConflictError, match=r"x\.zarr\.lock .*delete that lock"):
-        acquire_lock(f"s3://{bucket}/x.zarr", options)
+        acquire_lock(Location(f"s3://{bucket}/x.zarr", options))
     lock.release()
-    acquire_lock(f"s3://{bucket}/x.zarr", options).release()
+    acquire_lock(Location(f"s3://{bucket}/x.zarr", options)).release()
