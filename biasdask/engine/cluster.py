@@ -162,7 +162,8 @@ def warm_kernels() -> dict[str, float]:
 
 
 class WarmKernels(WorkerPlugin):
-    """Worker plugin: :func:`warm_kernels` when a worker joins, before it takes its first task.
+    """Worker plugin: :func:`warm_kernels` when a worker joins, before it takes its first task, then
+    :func:`~biasdask.engine.permutation.measured_rate` (the kernel rate that sizes permutation batches).
 
     Distributed runs a plugin's ``setup`` as a worker registers (and on the workers present when the
     plugin is registered) and hands the worker tasks only afterwards; the loading runs in a thread so
@@ -181,8 +182,11 @@ class WarmKernels(WorkerPlugin):
         self.seconds: dict[str, float] | None = None
 
     async def setup(self, worker) -> None:
+        from biasdask.engine.permutation import measured_rate
+
         start = time.perf_counter()
         self.seconds = await asyncio.get_running_loop().run_in_executor(None, warm_kernels)
+        await asyncio.get_running_loop().run_in_executor(None, measured_rate)
         log.info("biasdask kernels loaded on %s in %.2f s", worker.address, time.perf_counter() - start)
 
 

@@ -20,6 +20,11 @@ common splits (one pass of the kernel per split evaluates them all). Its pieces 
 
 from __future__ import annotations
 
+import functools
+import statistics
+import time
+from dataclasses import dataclass
+
 import dask
 import numpy as np
 from distributed import Client
@@ -27,7 +32,7 @@ from numpy.typing import ArrayLike
 
 from biasdask._calls import keyword_api
 from biasdask._dask_config import seconds
-from biasdask.engine.cluster import compute, n_slots
+from biasdask.engine.cluster import active_client, compute, n_slots
 from biasdask.stats.permutation import (
     PermutationTestResult,
     PreparedTests,
@@ -41,17 +46,78 @@ from biasdask.stats.permutation import (
 from biasdask.stats.resampling import Alternative, Resampling
 from biasdask.stats.resampling import resampling as resampling_options
 
-__all__ = ["batch_plan", "default_batch_size", "permutation_test"]
+__all__ = ["KernelRate", "batch_plan", "default_batch_size", "kernel_rate", "measured_rate", "permutation_test"]
 
 
-# Per-permutation cost of the kernel on one core: a fixed part (seeding, subset draw) plus a pass
-# over the pool, per weighting evaluated on the split (benchmarks/permutation.py: 0.14 ns per pooled
-# value on a free core, 0.27 ns on a loaded one; this upper figure makes batches of 0.5-1 s).
-_SECONDS_PER_PERMUTATION = 2e-6
-_SECONDS_PER_VALUE = 3e-10
+@dataclass(frozen=True)
+class KernelRate:
+    """What one permutation of a pool costs the compiled kernel on one core: a fixed part (seeding, the
+    subset draw) plus a pass over the pool, per pooled value of each weighting evaluated on the split.
+
+    Attributes
+    ----------
+    per_permutation
+        Seconds per permutation whatever the pool.
+    per_value
+        Seconds per pooled value and weighting.
+    """
+
+    per_permutation: float
+    per_value: float
+
+    def seconds(self, n_values: int) -> float:
+        """Seconds of one permutation of ``n_values`` pooled values (summed over the weightings)."""
+        return self.per_permutation + self.per_value * n_values
 
 
-def default_batch_size(n_values: int, n_permutations: int, n_slots: int) -> int:
+#: a slow core's rate (benchmarks/permutation.py: 0.14 ns per pooled value on a free core, 0.27 ns on a
+#: loaded one): what plans use before a rate is measured, and the in-process threshold's estimate
+CONSERVATIVE_RATE = KernelRate(per_permutation=2e-6, per_value=3e-10)
+#: the pools :func:`measured_rate` times: items per weighting of the large one, and of the small one
+_RATE_ITEMS, _RATE_SMALL_ITEMS = 2**19, 256
+
+
+@functools.cache
+def measured_rate() -> KernelRate:
+    """This process's :class:`KernelRate`, measured once (about 30 ms): batches of the kernel on pools of
+    two weightings, as a study's families have, of 256 and 524,288 items against a dummy language, the
+    best of three of each. Worker processes measure it as they join (:class:`~biasdask.engine.cluster.WarmKernels`).
+    """
+    rng = np.random.default_rng(0)
+
+    def best(n_items: int, n_permutations: int) -> float:
+        u = rng.normal(0.0, 0.05, n_items).astype(np.float32)
+        pools = prepare_pools(np.stack([u, u * np.float32(0.5)]), n_items, 1_000_000, "two-sided", 0, effect_x=u)
+        pools_batch(pools, 0, 1)
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            pools_batch(pools, 0, n_permutations)
+            times.append((time.perf_counter() - start) / n_permutations)
+        return min(times)
+
+    small, large = best(_RATE_SMALL_ITEMS, 400), best(_RATE_ITEMS, 16)
+    per_value = max(0.0, (large - small) / (2 * (_RATE_ITEMS - _RATE_SMALL_ITEMS)))
+    return KernelRate(per_permutation=max(small - 2 * _RATE_SMALL_ITEMS * per_value, 0.0), per_value=per_value)
+
+
+def kernel_rate(client: Client | None = None) -> KernelRate:
+    """The kernel rate of the workers that run the batches: the median over ``client``'s workers of
+    :func:`measured_rate` (measured as each joined, or now), or this process's without a distributed
+    client (Dask's threads run here)."""
+    c = active_client(client)
+    if c is None:
+        return measured_rate()
+    rates = list(c.run(measured_rate).values())
+    if not rates:
+        return CONSERVATIVE_RATE
+    return KernelRate(
+        per_permutation=statistics.median(r.per_permutation for r in rates),
+        per_value=statistics.median(r.per_value for r in rates),
+    )
+
+
+def default_batch_size(n_values: int, n_permutations: int, n_slots: int, rate: KernelRate | None = None) -> int:
     """Permutations per task: about ``biasdask.batch-duration`` of work, and at least two batches per slot
     unless that would leave a batch less than ``biasdask.min-batch-duration`` of work.
 
@@ -63,8 +129,20 @@ def default_batch_size(n_values: int, n_permutations: int, n_slots: int) -> int:
         Permutations to sample.
     n_slots
         Worker threads available.
+    rate
+        The workers' :class:`KernelRate` (:func:`kernel_rate`); default :data:`CONSERVATIVE_RATE`.
+
+    Examples
+    --------
+    Two weightings of 2,000,000 words at 0.15 ns per value and 2 µs per permutation (0.6 ms a
+    permutation), 10,000 permutations: on 2 threads batches of 1 s; on 256 threads batches of 50 ms, not
+    the 20 permutations (12 ms) an even spread would give.
+
+    >>> rate = KernelRate(per_permutation=2e-6, per_value=1.5e-10)
+    >>> default_batch_size(4_000_000, 10_000, 2, rate), default_batch_size(4_000_000, 10_000, 256, rate)
+    (1661, 83)
     """
-    per_permutation = _SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * n_values
+    per_permutation = (rate or CONSERVATIVE_RATE).seconds(n_values)
     by_time = max(1, int(seconds("batch-duration") / per_permutation))
     by_floor = max(1, int(seconds("min-batch-duration") / per_permutation))
     by_spread = max(-(-n_permutations // (2 * max(1, n_slots))), by_floor)
@@ -157,16 +235,15 @@ def permutation_test(
     work, _, m, exact = pools_summary(pools)
     if exact:
         results = finish_pools(pools, return_null=return_null)
-    elif options.batch_size is None and m * (_SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * work) < seconds(
-        "in-process-threshold"
-    ):
+    elif options.batch_size is None and m * CONSERVATIVE_RATE.seconds(work) < seconds("in-process-threshold"):
         results = finish_pools(pools, pools_batch(pools, 0, m), return_null=return_null)
     else:
         # One key for the prepared pools, shared by every batch (sent once to each worker that needs
         # it); pure=True names it by content, so a re-run reuses nothing but identical data.
         shared = dask.delayed(pools, pure=True, traverse=False)
         batch = dask.delayed(pools_batch, pure=True)
-        parts = [batch(shared, a, b) for a, b in batch_plan(work, m, options.batch_size, n_slots(client))]
+        rate = None if options.batch_size else kernel_rate(client)
+        parts = [batch(shared, a, b) for a, b in batch_plan(work, m, options.batch_size, n_slots(client), rate)]
         nulls = compute(*parts, client=client, progress=progress, desc="permutations")
         results = finish_pools(pools, *nulls, return_null=return_null)
     return results[0] if one else results
@@ -215,15 +292,20 @@ def pools_summary(pools: list[tuple[list[int], PreparedTests]]) -> tuple[int, in
 
 
 def batch_plan(
-    n_values: int, n_permutations: int, batch_size: int | None = None, n_slots: int = 1
+    n_values: int,
+    n_permutations: int,
+    batch_size: int | None = None,
+    n_slots: int = 1,
+    rate: KernelRate | None = None,
 ) -> list[tuple[int, int]]:
     """Permutation index ranges [start, stop) of the batch tasks of one test (or one group of tests).
 
     ``n_values`` counts the pooled values of every weighting evaluated on each split (the length of
-    one pass). Without ``batch_size``: :func:`default_batch_size`, i.e. about
-    ``biasdask.batch-duration`` of work per task and at least two tasks per slot of ``n_slots``.
+    one pass). Without ``batch_size``: :func:`default_batch_size` at ``rate``, i.e. about
+    ``biasdask.batch-duration`` of work per task and at least two tasks per slot of ``n_slots``, none
+    under ``biasdask.min-batch-duration``.
     """
-    size = batch_size or default_batch_size(n_values, n_permutations, n_slots)
+    size = batch_size or default_batch_size(n_values, n_permutations, n_slots, rate)
     return [(start, min(n_permutations, start + size)) for start in range(0, n_permutations, size)]
 
 

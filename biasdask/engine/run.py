@@ -49,7 +49,7 @@ from biasdask.config import StudyConfig, cube_label, load_config, parse_config, 
 from biasdask.engine.cells import cell_values, cell_word_sets, cell_words, run_cell
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.inference import adjusted_pvalues, correction_warning
-from biasdask.engine.permutation import batch_plan, finish_pools, pools_batch, prepare_pools
+from biasdask.engine.permutation import batch_plan, finish_pools, kernel_rate, pools_batch, prepare_pools
 from biasdask.engine.placebo import PlaceboResult, plan_placebo, run_placebo, weights_from_scores
 from biasdask.engine.plan import (
     LanguagePlan,
@@ -643,6 +643,7 @@ class _Stream:
         self.cfg, self.out, self.client, self.write = cfg, out, client, write
         self.scores_loc = scores_loc  # of _scores_destination
         self.slots = n_slots(client)
+        self.rate = kernel_rate(client)  # of the workers' kernel: sizes the permutation batches
         self.tasks = Tasks(client, self.slots)
         self.failures: list[str] = []
         self.pending: dict[str, int] = {}  # language -> tagged tasks not yet handled
@@ -998,16 +999,19 @@ class _Stream:
         # The batches are planned here, from the words at most in the pool, and depend on the pool: no
         # round trip through this process between the pool and its permutations. (The plan sizes the
         # tasks only: a permutation's split depends on the seed and its index, not on its batch.)
-        # Batches of about biasdask.batch-duration; once no language waits to start, the last families
-        # are spread over every worker thread (at least four batches each: the last ones end close
-        # together), so that the run's tail is short.
+        # Batches of about biasdask.batch-duration at the workers' measured kernel rate; once no language
+        # waits to start, the last families are spread over every worker thread (at least four batches
+        # each: the last ones end close together), so that the run's tail is short, but no batch carries
+        # less than biasdask.min-batch-duration (the scheduler's cost per task stays a small share).
         words = max(
             1, sc.sizes["word"] - int(sc.attrs.get("n_excluded", 0)) - int(sc.attrs.get("n_duplicate_vectors", 0))
         )
         spread = 1 if self.waiting else 2 * self.slots
         parts = [
             self.tasks.submit(_family_batch, family.pool, a, b, priority=rank)
-            for a, b in batch_plan(words * len(methods), self.cfg.n_permutations, self.cfg.batch_size, spread)
+            for a, b in batch_plan(
+                words * len(methods), self.cfg.n_permutations, self.cfg.batch_size, spread, self.rate
+            )
         ]
         placebo_future = None
         if placebo is not None:  # the same placebo pairs for every weighting of the family, seeded by it

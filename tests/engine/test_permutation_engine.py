@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import statistics
 import threading
 import time
 
@@ -14,7 +15,15 @@ from distributed import Client, LocalCluster, get_task_stream
 
 from biasdask import Resampling
 from biasdask.engine import permutation as engine
-from biasdask.engine.permutation import default_batch_size, permutation_test
+from biasdask.engine.permutation import (
+    CONSERVATIVE_RATE,
+    KernelRate,
+    batch_plan,
+    default_batch_size,
+    kernel_rate,
+    measured_rate,
+    permutation_test,
+)
 from biasdask.stats.permutation import permutation_test_local
 
 N_WORDS = 20_000
@@ -121,7 +130,8 @@ def test_tunables_come_from_dask_config(scores, monkeypatch):
     assert calls == []
     with dask.config.set({"biasdask.in-process-threshold": "1ms", "biasdask.batch-duration": "1ms"}):
         permutation_test(scores, N_WORDS, **kw)
-    assert calls and calls[0] >= 5  # 1 ms of ~8 us permutations (estimated): about 125 per batch
+        per_batch = max(1, int(0.001 / measured_rate().seconds(N_WORDS)))  # 1 ms at this process's rate
+    assert calls == [-(-900 // per_batch)] and calls[0] >= 2
     monkeypatch.setenv("DASK_BIASDASK__BATCH_DURATION", "3s")
     dask.config.refresh()
     try:
@@ -132,23 +142,67 @@ def test_tunables_come_from_dask_config(scores, monkeypatch):
         dask.config.refresh()
 
 
-def test_default_batch_size_spreads_and_bounds_work():
-    from biasdask.engine.permutation import _SECONDS_PER_PERMUTATION, _SECONDS_PER_VALUE
-
+@pytest.mark.parametrize(
+    "rate", [CONSERVATIVE_RATE, KernelRate(per_permutation=2e-7, per_value=5e-11)], ids=["conservative", "fast"]
+)
+def test_default_batch_size_spreads_and_bounds_work(rate):
     def work(n_values, size):  # the estimated seconds of one batch
-        return size * (_SECONDS_PER_PERMUTATION + _SECONDS_PER_VALUE * n_values)
+        return size * rate.seconds(n_values)
 
     # Enough work: at least two batches per worker thread.
-    assert -(-10_000 // default_batch_size(1_000_000, 10_000, 8)) >= 16
-    # A 2,000,000-word pool: batches of about a second, many more than the workers.
-    size = default_batch_size(2_000_000, 10_000, 2)
-    assert 500 <= size <= 5000
+    assert -(-10_000 // default_batch_size(4_000_000, 10_000, 8, rate)) >= 16
+    # A 2,000,000-word pool on 2 threads: batches of about a second, or a quarter of the work if less.
+    size = default_batch_size(2_000_000, 10_000, 2, rate)
+    assert work(2_000_000, size) == pytest.approx(min(1.0, work(2_000_000, 10_000) / 4), rel=0.01)
     # Spread over hundreds of threads, no batch falls below about 50 ms of work (the scheduler's ~1 ms
     # a task stays a small share); a test with less work in all is one batch.
     for n_values, slots in ((2_000_000, 256), (4_000_000, 512), (100_000, 256)):
-        assert work(n_values, default_batch_size(n_values, 10_000, slots)) >= 0.049
-    assert default_batch_size(100, 10_000, 8) == 10_000
-    assert default_batch_size(10, 1, 4) == 1
+        assert work(n_values, default_batch_size(n_values, 10_000, slots, rate)) >= 0.049
+    assert default_batch_size(100, 10_000, 8, rate) == 10_000
+    assert default_batch_size(10, 1, 4, rate) == 1
+
+
+def test_a_faster_kernel_gets_longer_batches_of_the_same_duration():
+    fast = KernelRate(per_permutation=2e-7, per_value=5e-11)
+    slow, quick = default_batch_size(4_000_000, 10_000, 256), default_batch_size(4_000_000, 10_000, 256, fast)
+    assert quick > 4 * slow  # the conservative estimate would cut 12 ms tasks on such a kernel
+    assert batch_plan(4_000_000, 10_000, None, 256, fast)[0] == (0, quick)
+
+
+def _best_batch_seconds(n_items: int, n_permutations: int) -> float:
+    from biasdask.engine.permutation import pools_batch, prepare_pools
+
+    u = np.random.default_rng(3).normal(0.0, 0.05, n_items).astype(np.float32)
+    pools = prepare_pools(np.stack([u, u * np.float32(0.25)]), n_items, 10_000, "two-sided", 7, effect_x=u)
+    pools_batch(pools, 0, 1)
+    best = np.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        pools_batch(pools, 0, n_permutations)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def test_the_measured_rate_predicts_a_batch_of_another_size():
+    """The rate measured on two pool sizes predicts a third one's batch (timed back to back in this
+    process; a factor of 3 either way allows for a loaded machine)."""
+    rate = measured_rate.__wrapped__()
+    assert 0 < rate.per_value < 1e-8 and 0 <= rate.per_permutation < 1e-4
+    predicted = 40 * rate.seconds(2 * 150_000)
+    assert predicted / 3 < _best_batch_seconds(150_000, 40) < 3 * predicted
+
+
+def test_the_kernel_rate_is_the_workers_median(dask_client):
+    """Batches are sized by the rate of the processes that run them: each worker measures its own once
+    (the same value when asked again), and the plan takes their median."""
+    first, again = dask_client.run(measured_rate), dask_client.run(measured_rate)
+    assert first == again
+    rate = kernel_rate(dask_client)
+    assert rate == KernelRate(
+        per_permutation=statistics.median(r.per_permutation for r in first.values()),
+        per_value=statistics.median(r.per_value for r in first.values()),
+    )
+    assert kernel_rate(None) == measured_rate()  # no cluster: this process's
 
 
 def test_bad_batch_size_raises(scores):
