@@ -1,1 +1,3 @@
+"""The package version (one place for pyproject.toml and biasdask.__version__)."""
+
 __version__ = "0.1.0"

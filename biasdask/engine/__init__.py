@@ -1,0 +1,1 @@
+"""The Dask layer: graphs and task streams over the numeric core (studies, tests, ingest, debiasing)."""
