@@ -92,6 +92,7 @@ from scipy.special import ndtr
 from biasdask.stats.effect import effect_size, null_moments
 from biasdask.stats.resampling import ALTERNATIVES
 from biasdask.stats.rng import _POOL_SIZE, _U, _bounded, _next, _rotl, _seed_state, _use_floyd
+from biasdask.stats.simd import merge_add_words
 
 __all__ = [
     "ALTERNATIVES",
@@ -355,11 +356,10 @@ def _masked_sums(values, masks, count, out):
     (weighting) is summed by the same loop, in the same order, as if it were alone: a row's sums do
     not depend on the other rows.
 
-    Item j's bit is shifted to the sign of the word (``w << (63 - j)``) rather than to bit 0: the
-    select then compiles to a masked load of 4 lanes (``vmaskmovpd``, which takes the sign bits as
-    its mask) where ``(w >> j) & 1`` needs a shift, an and, a compare and a blend: 1.2-1.7x the
-    throughput of these adds, 1.1-1.3x that of a whole pass (measured against the previous loop in one
-    process). The values added are the same, in the same order.
+    Eight lanes at a time take their bits as one byte of the mask word and add by a merge-masked vector
+    add (:func:`biasdask.stats.simd.merge_add_words`, four words in turn per call): 1.5x the
+    throughput of a loop that moves each bit to the sign of the word for a masked load, on AVX-512 and
+    AVX2 alike, with the same values added in the same order (benchmarks/permutation.py).
     """
     n_rows = values.shape[0]
     n_words = values.shape[1] // 64
@@ -375,27 +375,18 @@ def _masked_sums(values, masks, count, out):
                 a = acc[g, row]
                 wi = wb
                 while wi + 4 <= we:
-                    w0 = masks[g, wi]
-                    w1 = masks[g, wi + 1]
-                    w2 = masks[g, wi + 2]
-                    w3 = masks[g, wi + 3]
+                    words = (masks[g, wi], masks[g, wi + 1], masks[g, wi + 2], masks[g, wi + 3])
                     o = _U(wi - wb) * _U(64)
-                    for b in range(64):
-                        ub = _U(b)
-                        sh = _U(63) - ub
-                        v = a[ub]
-                        v += bl[o + ub] if np.int64(w0 << sh) < 0 else 0.0
-                        v += bl[o + _U(64) + ub] if np.int64(w1 << sh) < 0 else 0.0
-                        v += bl[o + _U(128) + ub] if np.int64(w2 << sh) < 0 else 0.0
-                        v += bl[o + _U(192) + ub] if np.int64(w3 << sh) < 0 else 0.0
-                        a[ub] = v
+                    for q in range(8):
+                        lane = _U(q) * _U(8)
+                        merge_add_words(a, lane, bl, o + lane, words, lane)
                     wi += 4
                 while wi < we:
-                    w0 = masks[g, wi]
+                    word = (masks[g, wi],)
                     o = _U(wi - wb) * _U(64)
-                    for b in range(64):
-                        ub = _U(b)
-                        a[ub] += bl[o + ub] if np.int64(w0 << (_U(63) - ub)) < 0 else 0.0
+                    for q in range(8):
+                        lane = _U(q) * _U(8)
+                        merge_add_words(a, lane, bl, o + lane, word, lane)
                     wi += 1
     for g in range(count):
         for row in range(n_rows):

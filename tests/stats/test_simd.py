@@ -1,0 +1,88 @@
+"""The kernel's merge-masked vector adds: the sums of a plain loop, bit for bit, on any target."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numba import njit
+
+from biasdask.stats.simd import merge_add_words
+
+_U = np.uint64
+
+
+@njit
+def _add_words(acc, block, words, count):
+    for q in range(8):
+        lane = _U(q) * _U(8)
+        if count == 1:
+            merge_add_words(acc, lane, block, lane, (words[0],), lane)
+        elif count == 3:
+            merge_add_words(acc, lane, block, lane, (words[0], words[1], words[2]), lane)
+        else:
+            merge_add_words(acc, lane, block, lane, (words[0], words[1], words[2], words[3]), lane)
+
+
+def _loop(acc, block, words):
+    """The oracle: for each word in turn, each lane adds its value where its bit is set, else 0.0."""
+    acc = acc.copy()
+    for i, word in enumerate(words):
+        for lane in range(64):
+            acc[lane] += block[64 * i + lane] if (int(word) >> lane) & 1 else 0.0
+    return acc
+
+
+@pytest.mark.parametrize("count", [1, 3, 4])
+def test_merge_added_lanes_equal_a_plain_loop_bit_for_bit(count):
+    rng = np.random.default_rng(count)
+    for trial in range(20):
+        block = rng.normal(0.0, 0.05, 64 * count)
+        block[rng.integers(0, block.size, 9)] = -0.0  # a -0.0 added to +0.0 must leave +0.0
+        block[rng.integers(0, block.size, 3)] = 0.0
+        words = rng.integers(0, 2**63, count, dtype=np.uint64) * _U(2) + _U(trial % 2)
+        acc = np.zeros(64) if trial < 5 else rng.normal(0.0, 1.0, 64)
+        expected = _loop(acc, block, words)
+        got = acc.copy()
+        _add_words(got, block, words, count)
+        assert got.tobytes() == expected.tobytes()
+        assert not np.signbit(_loop(np.zeros(64), np.full(64 * count, -0.0), words)).any()
+
+
+def test_other_array_types_are_refused_at_compile_time():
+    from numba.core.errors import TypingError
+
+    @njit
+    def add(acc, block):
+        merge_add_words(acc, _U(0), block, _U(0), (_U(1),), _U(0))
+
+    with pytest.raises(TypingError):
+        add(np.zeros(64, dtype=np.float32), np.zeros(64))
+
+
+_NULL = """
+import sys
+import numpy as np
+from biasdask.stats.permutation import null_batch, prepare_test
+rng = np.random.default_rng(5)
+x, y = rng.normal(0.1, 1.0, 3000).astype(np.float32), rng.normal(0.0, 1.0, 2900).astype(np.float32)
+sys.stdout.write(null_batch(prepare_test(x, y, 200, seed=11), 0, 200).tobytes().hex())
+"""
+
+
+@pytest.mark.slow
+def test_the_null_is_the_same_compiled_for_avx512_avx2_and_a_generic_cpu(tmp_path):
+    """The kernel compiled for three targets (numba's NUMBA_CPU_NAME; each with a cache of its own)
+    gives the same null statistics, bit for bit."""
+    nulls = {}
+    for cpu in ("host", "haswell", "generic"):
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / cpu)}
+        if cpu != "host":
+            env["NUMBA_CPU_NAME"] = cpu
+        done = subprocess.run([sys.executable, "-c", _NULL], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        nulls[cpu] = done.stdout
+    assert nulls["host"] and nulls["host"] == nulls["haswell"] == nulls["generic"]
