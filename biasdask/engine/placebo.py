@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +29,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from biasdask.engine.scores import nfc, positions
 from biasdask.errors import BiasdaskError, PlaceboUnavailableError
 from biasdask.io.fs import Location
 from biasdask.lexicon import AttributeTerm, bolukbasi, context_words, iat_words, languages
@@ -233,19 +233,11 @@ def plan_placebo(
     """
     from biasdask.io.store import stored_vectors
 
-    tokens = [
-        [unicodedata.normalize("NFC", t) for t in group]
-        for group in _term_tokens(a, used[0]) + _term_tokens(b, used[1])
-    ]
+    tokens = [nfc(group) for group in _term_tokens(a, used[0]) + _term_tokens(b, used[1])]
     flat = [tok for group in tokens for tok in group]
-    forbidden = sorted(set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude) | set(flat))
-    index = emb.indexes.get("word")
-    if not isinstance(index, pd.Index):
-        index = pd.Index(np.asarray(emb["word"].values).astype(object))
-    hits = np.flatnonzero(index.isin(flat))
-    first_row: dict[str, int] = {}
-    for word, row in zip(index[hits], hits):
-        first_row.setdefault(str(word), int(row))
+    forbidden = placebo_forbidden(emb, exclude, flat)
+    n_words = emb.sizes["word"]
+    first_row = {word: int(row) for word, row in zip(flat, positions(emb, flat)) if row >= 0}
     stored = stored_vectors(emb["vectors"].data)
     ranks = None if stored is not None else np.asarray(emb["rank"].values, dtype=np.int64)
     attribute_ranks, representatives = [], []
@@ -254,12 +246,10 @@ def plan_placebo(
         row = min(rows) if rows else 0
         representatives.append(row)
         attribute_ranks.append(1 if not rows else row + 1 if ranks is None else int(ranks[row]))
-    spans = _reach(representatives, len(index), DEFAULT_WINDOW + len(forbidden) + len(flat) + 1)
+    spans = _reach(representatives, n_words, DEFAULT_WINDOW + len(forbidden) + len(flat) + 1)
     if ranks is not None and not np.array_equal(ranks, np.arange(1, ranks.size + 1)):
-        spans = np.array([[0, len(index)]])  # ranks out of row order: every row may be drawn
-    forbidden_rows = np.concatenate(
-        [lo + np.flatnonzero(index[lo:hi].isin(forbidden)) for lo, hi in spans] or [np.empty(0, np.int64)]
-    )
+        spans = np.array([[0, n_words]])  # ranks out of row order: every row may be drawn
+    forbidden_rows = _rows_within(emb, forbidden, spans)
     if stored is not None:
         reader: Callable = functools.partial(_stored_rows, stored.location, stored.chunk, emb.sizes["dim"])
     else:
@@ -276,6 +266,29 @@ def plan_placebo(
         read_rows=reader,
         va=np.asarray(va),
         vb=np.asarray(vb),
+    )
+
+
+def placebo_forbidden(emb: xr.Dataset, exclude: Iterable[str], attribute_tokens: Iterable[str]) -> list[str]:
+    """The words no placebo pair of ``emb`` may draw: its language's gendered words, ``exclude`` and the
+    test's attribute tokens (NFC)."""
+    words = set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude) | set(attribute_tokens)
+    return sorted(nfc(words))
+
+
+def _rows_within(emb: xr.Dataset, words: Sequence[str], spans: np.ndarray) -> np.ndarray:
+    """The rows inside ``spans`` (sorted disjoint [lo, hi)) that hold one of ``words``, in row order."""
+    if "word" not in emb.coords:  # a store opened without its words: its words are unique, each has one row
+        rows = np.sort(positions(emb, words))
+        inside = np.zeros(rows.size, dtype=bool)
+        for lo, hi in spans:
+            inside |= (rows >= lo) & (rows < hi)
+        return rows[inside].astype(np.int64)
+    index = emb.indexes.get("word")
+    if not isinstance(index, pd.Index):
+        index = pd.Index(np.asarray(emb["word"].values).astype(object))
+    return np.concatenate(
+        [lo + np.flatnonzero(index[lo:hi].isin(words)) for lo, hi in spans] or [np.empty(0, np.int64)]
     )
 
 
@@ -522,7 +535,6 @@ def attribute_placebo(
     BiasdaskError
         Too few candidate words.
     """
-    from biasdask.engine.scores import positions
 
     attribute = [*a_words, *b_words]
     forbidden = sorted(set(gendered_words(str(emb.attrs.get("language", "")))) | set(exclude) | set(target_words))
@@ -562,7 +574,6 @@ def attribute_placebo(
 def frequent_tokens(emb: xr.Dataset, groups: Sequence[Sequence[str]]) -> list[str]:
     """The most frequent token in ``emb`` (its first row) of each group of tokens, e.g. the tokens found
     of each IAT word's translations: the word a placebo word replacing the term is matched to."""
-    from biasdask.engine.scores import positions
 
     rows = positions(emb, [t for group in groups for t in group])
     out, at = [], 0

@@ -7,7 +7,7 @@ permutation cells (the weightings of each full-vocabulary test and association: 
 ``gender.ripa``, ``context``...) and classic cells. Then, for up to
 ``biasdask.run.languages-in-flight`` languages at a time: a task reads a family's attribute rows and
 returns its attribute sets and axes, with which the family's scores graph is built (in a thread of
-the client, which only looks words up) and submitted; a task prepares its pool from the scores where
+the client, which holds no vocabulary: a task found the words it looks up) and submitted; a task prepares its pool from the scores where
 they were computed (one pool for all the family's weightings:
 :func:`biasdask.engine.permutation.prepare_pools`), batch tasks of about ``biasdask.batch-duration``
 depend on that pool (so it travels only to the workers that run them), and a last task assembles the
@@ -50,7 +50,7 @@ from biasdask.engine.cells import cell_values, cell_word_sets, cell_words, run_c
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
 from biasdask.engine.inference import adjusted_pvalues, correction_warning
 from biasdask.engine.permutation import batch_plan, finish_pools, kernel_rate, pools_batch, prepare_pools
-from biasdask.engine.placebo import PlaceboResult, plan_placebo, run_placebo, weights_from_scores
+from biasdask.engine.placebo import PlaceboResult, placebo_forbidden, plan_placebo, run_placebo, weights_from_scores
 from biasdask.engine.plan import (
     LanguagePlan,
     applicable_tests,
@@ -65,7 +65,10 @@ from biasdask.engine.scores import (
     as_terms,
     attributes_graph,
     excluded_targets,
+    forget_words,
+    found_words,
     frequency_unavailable,
+    nfc,
     positions,
     scores_graph,
 )
@@ -83,7 +86,14 @@ from biasdask.errors import (
 from biasdask.io import results as rs
 from biasdask.io.embeddings import as_embeddings
 from biasdask.io.fs import Location, display_url, location_key
-from biasdask.io.store import check_embeddings, open_embeddings, stored_vectors, vocabulary_files
+from biasdask.io.store import (
+    check_embeddings,
+    find_words,
+    open_embeddings,
+    open_vectors,
+    stored_vectors,
+    vocabulary_files,
+)
 from biasdask.lexicon import AttributeTerm, context_words
 from biasdask.progress import progress_bar
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
@@ -202,7 +212,7 @@ def run(
     opener = concurrent.futures.ThreadPoolExecutor(1)
     try:
         stores = {
-            lang.code: opener.submit(_open_language, lang, options) if emb is None else _done(emb)
+            lang.code: opener.submit(_open_language, lang, options, cfg) if emb is None else _done(emb)
             for lang, emb in zip(cfg.languages, checked)
         }
         failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
@@ -317,12 +327,37 @@ def _check_language(lang, options: dict) -> xr.Dataset | None:
     return as_embeddings(lang.store)
 
 
-def _open_language(lang, options: dict) -> xr.Dataset:
+def _open_language(lang, options: dict, cfg: StudyConfig) -> xr.Dataset:
     """A study language's embedding: a store URL opened and verified (of this language), or an
-    in-memory form (see :func:`biasdask.as_embeddings`)."""
+    in-memory form (see :func:`biasdask.as_embeddings`). A store is opened without its words (a task
+    finds those the language needs: :func:`_words_to_find`), unless the study weights by observed
+    frequency or drops repeated vectors, which go over every word here."""
     if isinstance(lang.store, (str, os.PathLike)):
-        return open_embeddings(Location(os.fspath(lang.store), options), language=lang.code)
+        where = Location(os.fspath(lang.store), options)
+        if "frequency" in cfg.methods or cfg.dedupe_vectors:
+            return open_embeddings(where, language=lang.code)
+        return open_vectors(where, language=lang.code)
     return as_embeddings(lang.store)
+
+
+def _words_to_find(cfg: StudyConfig, lang, emb: xr.Dataset) -> list[str]:
+    """Every word (NFC) that a language's scores graphs, placebo plans and classic cells look up in its
+    vocabulary, found by one task for a store opened without its words."""
+    labels = applicable_tests(cfg, lang.code)
+    groups = [(lang.a, lang.b)]
+    if any(split_label(t)[0] == "context" for t in labels):
+        context = context_words()
+        groups.append((context.female, context.male))
+    words: list[str] = []
+    for a, b in groups:
+        tokens = [t for term in as_terms([*a, *b]) for t in term.tokens]
+        words += [*tokens, *excluded_targets(a, b, cfg.exclude_attributes, cfg.exclude_words)]
+        if cfg.placebo:
+            words += placebo_forbidden(emb, cfg.placebo_exclude, nfc(tokens))
+    for label in labels:
+        if not is_family(label):
+            words += cell_words(label, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words)
+    return sorted(set(nfc(words)))
 
 
 #: the most worker processes a local cluster may be asked for
@@ -542,7 +577,11 @@ def _cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_w
         )
     )
     pos = positions(emb, words) if words else np.empty(0, dtype=np.int64)
-    return emb.isel(word=np.unique(pos[pos >= 0]))
+    rows = np.unique(pos[pos >= 0])
+    if "word" in emb.coords:
+        return emb.isel(word=rows)
+    at = dict(zip(pos.tolist(), nfc(words)))  # a store's words are unique and NFC: the word asked for
+    return emb.isel(word=rows).assign_coords(word=("word", np.array([at[r] for r in rows.tolist()], dtype=object)))
 
 
 def _classic_cell(
@@ -602,6 +641,16 @@ class _GraphBuilt:
 
 
 @dataclass(frozen=True, eq=False)
+class _WordsFound:
+    """The words a language needs are found in its store (opened without its words): start it."""
+
+    code: str
+    lang: Any
+    emb: xr.Dataset
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
 class _ScoresWritten:
     """A language's per-word scores are written; ``held`` are the futures of its scores."""
 
@@ -651,6 +700,8 @@ class _Stream:
         self.scores_parts: dict[str, tuple[list[str], dict[str, tuple]]] = {}  # see _scores_part
         self.langs = {lang.code: lang for lang in cfg.languages}
         self.waiting: list = []  # languages not started yet
+        self.found: list[xr.Dataset] = []  # stores opened without their words, whose words a task found
+        self.done: set = set()
         # Among tasks ready at once, a distributed scheduler runs the higher priority first: an earlier
         # language's permutations before a later one's, so cells are written while the later ones run.
         # Every language's reads (attributes, scores), pools and scores writes go before any permutation
@@ -664,6 +715,7 @@ class _Stream:
         """Run every language's missing work (``stores``: each language's embedding, being opened);
         return the failures (one line per language)."""
         waiting = self.waiting = list(self.cfg.languages)
+        self.done = done
         limit = languages_in_flight(self.slots)
         for future in stores.values():  # a language starts once its words are read: the loop hears of it
             future.add_done_callback(lambda f: self.tasks.finished.put((_Opened(), f)))
@@ -692,6 +744,8 @@ class _Stream:
                         self._handle(event, future)
         finally:
             self.tasks.close()
+            for emb in self.found:
+                forget_words(emb)
         return self.failures
 
     # -- starting a language ------------------------------------------------------------------
@@ -702,6 +756,23 @@ class _Stream:
             del self.pending[code]
 
     def _start(self, lang, emb: xr.Dataset, done: set) -> None:
+        """Start a language: at once when its words are in memory; for a store opened without its words,
+        once a task has found those it needs (:class:`_WordsFound`)."""
+        if "word" in emb.coords:
+            self._begin(lang, emb, done)
+            return
+        words = _words_to_find(self.cfg, lang, emb)
+        self.found.append(emb)
+        self.tasks.submit(
+            find_words,
+            stored_vectors(emb["vectors"].data).location,
+            words,
+            tag=_WordsFound(lang.code, lang, emb, tuple(words)),
+            priority=self.prepare[lang.code],
+        )
+        self._count(lang.code)
+
+    def _begin(self, lang, emb: xr.Dataset, done: set) -> None:
         cfg = self.cfg
         need_scores = cfg.save_scores and not rs.scores_done(self.out, lang.code)
         no_frequency = None
@@ -1043,7 +1114,7 @@ class _Stream:
 
     # -- reacting to finished tasks -----------------------------------------------------------
 
-    def _handle(self, event: _GraphBuilt | _ScoresWritten | _FamilyDone | _ClassicDone, future) -> None:
+    def _handle(self, event: _WordsFound | _GraphBuilt | _ScoresWritten | _FamilyDone | _ClassicDone, future) -> None:
         code = event.code
         self._count(code, -1)
         error = None if future.cancelled() else future.exception()
@@ -1059,7 +1130,15 @@ class _Stream:
                 held = self.families.pop((code, event.test)).futures
             self.tasks.release([future, *held])
             return
-        if isinstance(event, _GraphBuilt):
+        if isinstance(event, _WordsFound):
+            found_words(event.emb, event.words, future.result())
+            self.tasks.release([future])
+            try:
+                self._begin(event.lang, event.emb, self.done)
+            except MissingWordsError as exc:  # attribute words of a test other than gender
+                self.failures.append(f"{code}: {exc}")
+                log.warning("skipped language %s: %s", code, exc)
+        elif isinstance(event, _GraphBuilt):
             self._graph_ready(event.label, event.lang, event.emb, event.plan, future)
             self.tasks.release([future])
         elif isinstance(event, _ScoresWritten):

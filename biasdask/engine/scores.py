@@ -36,17 +36,51 @@ from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
 Method = Literal["uniform", "zipf", "frequency"]
 
 
+#: the rows of the words looked up in a store opened without its words
+#: (:func:`biasdask.io.store.open_vectors`), by the store's ``store_id``: see :func:`found_words`
+_FOUND: dict[str, dict[str, int]] = {}
+
+
+def found_words(emb: xr.Dataset, words: Sequence[str], rows: np.ndarray) -> None:
+    """Record the rows of ``words`` (NFC) in the store of ``emb``, opened without its words and looked up
+    elsewhere (:func:`biasdask.io.store.find_words`, a task): :func:`positions` answers from them."""
+    _FOUND.setdefault(str(emb.attrs["store_id"]), {}).update(zip(words, (int(r) for r in rows)))
+
+
+def forget_words(emb: xr.Dataset) -> None:
+    """Drop what :func:`found_words` recorded for the store of ``emb``."""
+    _FOUND.pop(str(emb.attrs.get("store_id")), None)
+
+
+def nfc(words: Iterable[str]) -> list[str]:
+    """``words`` in Unicode NFC, the form ingest stores (so "mâle" typed decomposed is found too)."""
+    return [unicodedata.normalize("NFC", str(w)) for w in words]
+
+
 def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     """Row of each of ``words`` in the vocabulary (its first occurrence), -1 where absent.
 
     A scan of the ``word`` index the first time; a hash table of it, built once per index, from the
-    second (the first for an in-memory model): see :func:`biasdask.io.embeddings.word_positions`.
+    second (the first for an in-memory model): see :func:`biasdask.io.embeddings.word_positions`. A
+    store opened without its words answers from the words looked up for it (:func:`found_words`).
+
+    Raises
+    ------
+    LookupError
+        ``emb`` has no words and some of ``words`` were not looked up (a bug of the caller).
     """
+    words = nfc(word_list(words, "words"))
+    if "word" not in emb.coords:
+        found = _FOUND.get(str(emb.attrs.get("store_id")), {})
+        missing = [w for w in words if w not in found]
+        if missing:
+            raise LookupError(f"words not looked up in the store: {missing[:5]}")
+        rows = np.array([found[w] for w in words], dtype=np.intp)
+        rows[rows >= emb.sizes["word"]] = -1  # a vocabulary cut by max_words
+        return rows
     index = emb.indexes.get("word")
     if not isinstance(index, pd.Index):
         index = pd.Index(np.asarray(emb["word"].values).astype(object))
-    # stores hold NFC words (ingest normalises them): "mâle" typed decomposed is found too
-    words = [unicodedata.normalize("NFC", str(w)) for w in word_list(words, "words")]
     return word_positions(index, words)
 
 
@@ -685,7 +719,7 @@ def scores_graph(
 
     out = xr.Dataset(
         {"u": (("word",), u), "t": (("method", "word"), t)},
-        coords={"word": emb["word"], "rank": rank_coord, "method": list(methods)},
+        coords={**({"word": emb["word"]} if "word" in emb.coords else {}), "rank": rank_coord, "method": list(methods)},
     )
     out.attrs.update(
         language=language,

@@ -144,10 +144,19 @@ def _from_dataset(ds: xr.Dataset, language: str | None) -> xr.Dataset:
             f"embedding Dataset has no 'vectors' variable (word, dim); it has {sorted(map(str, ds.data_vars))}"
         )
     if "norm" in ds.data_vars and "rank" in ds.coords and ds["vectors"].dims == ("word", "dim"):
+        if "word" not in ds.coords and _without_words(ds):
+            return ds if language is None else ds.assign_attrs(language=language)
         _check_dims(ds["vectors"], "Dataset variable 'vectors'")
         return ds if language is None else ds.assign_attrs(language=language)
     out = _from_dataarray(ds["vectors"], language if language is not None else ds.attrs.get("language"))
     return out.assign_attrs({**ds.attrs, **out.attrs})
+
+
+def _without_words(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` is a store opened without its words (:func:`biasdask.io.store.open_vectors`)."""
+    from biasdask.io.store import stored_vectors
+
+    return stored_vectors(ds["vectors"].data) is not None
 
 
 def _check_dims(arr: xr.DataArray, what: str) -> None:

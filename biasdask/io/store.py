@@ -42,13 +42,14 @@ import re
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, cast
 
 import dask.array as da
 import fsspec
 import numcodecs
 import numpy as np
+import pandas as pd
 import xarray as xr
 import zarr
 import zarr.codecs
@@ -511,13 +512,50 @@ def open_embeddings(location: Locatable, *, language: str | None = None) -> xr.D
     >>> emb["word"].values.tolist(), emb["rank"].values.tolist()
     (['he', 'she'], [1, 2])
     """
+    return _open(as_location(location), language, with_words=True)
+
+
+@quiet_codecs
+def open_vectors(location: Locatable, *, language: str | None = None) -> xr.Dataset:
+    """:func:`open_embeddings` without the words: the ``word`` dimension has no coordinate, so nothing
+    per word is read or held here (a study's client finds the words it needs by :func:`find_words`, in
+    a task). Verified as :func:`open_embeddings` verifies."""
+    return _open(as_location(location), language, with_words=False)
+
+
+@quiet_codecs
+def find_words(location: Locatable, words: Sequence[str]) -> np.ndarray:
+    """Row of each of ``words`` in the store (its first occurrence), -1 where absent: the store's words
+    are read here (a task on a worker, for a client that holds no vocabulary), checksums verified.
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> import biasdask
+    >>> with fsspec.open("memory://examples/find/tiny.vec", "w") as f:
+    ...     _ = f.write("2 3\\nhe 0.1 0.2 0.3\\nshe 0.3 0.2 0.1\\n")
+    >>> _ = biasdask.ingest("memory://examples/find/tiny.vec", "memory://examples/find/en.zarr", language="en",
+    ...                     progress=False)
+    >>> find_words("memory://examples/find/en.zarr", ["she", "it", "he"]).tolist()
+    [1, -1, 0]
+    """
     loc = as_location(location)
+    _, arrays = _verified(loc, None)
+    query = pd.Index(list(dict.fromkeys(words)), dtype=object)
+    hit = query.get_indexer(_read_words(loc, arrays["word"]))  # a hash table of the few words asked for
+    rows = np.flatnonzero(hit >= 0)
+    first = np.full(len(query), -1, dtype=np.int64)
+    asked, at = np.unique(hit[rows], return_index=True)  # the first row of each word found
+    first[asked] = rows[at]
+    return first[query.get_indexer(list(words))] if len(words) else np.empty(0, dtype=np.int64)
+
+
+def _open(loc: Location, language: str | None, with_words: bool) -> xr.Dataset:
     attrs, arrays = _verified(loc, language)
     shown = display_url(loc.url)
     loc = loc.absolute()  # workers may run in another directory
     n, dim = arrays["vectors"].shape
     chunk = arrays["vectors"].chunks[0]
-    words = _read_words(loc, arrays["word"])
     sizes = tuple(min(chunk, n - s) for s in range(0, n, chunk))
 
     def lazy(name: str, dtype, extra: tuple[int, ...]) -> da.Array:
@@ -538,9 +576,12 @@ def open_embeddings(location: Locatable, *, language: str | None = None) -> xr.D
     rank = lazy("rank", np.int64, ())
     vectors = lazy("vectors", np.float32, (dim,))
     _STORED[vectors.name] = StoredVectors(loc, chunk, n)
+    coords: dict[str, Any] = {"rank": ("word", rank)}
+    if with_words:
+        coords["word"] = _read_words(loc, arrays["word"])
     return xr.Dataset(
         {"vectors": (("word", "dim"), vectors), "norm": ("word", lazy("norm", np.float32, ()))},
-        coords={"word": words, "rank": ("word", rank)},
+        coords=coords,
         attrs=dict(attrs),
     )
 

@@ -394,13 +394,13 @@ def test_a_language_runs_while_the_next_ones_words_are_still_read(tmp_path, stor
         except IncompleteStoreError:  # the results store is not created yet
             return False
 
-    def slow_de(lang, options):
+    def slow_de(lang, options, cfg):
         if lang.code == "de":
             deadline = time.monotonic() + 60
             while not en_done() and time.monotonic() < deadline:
                 time.sleep(0.05)
             seen["en written before de opened"] = en_done()
-        return real(lang, options)
+        return real(lang, options, cfg)
 
     monkeypatch.setattr(run_module, "_open_language", slow_de)
     out = biasdask.run(_study(stores, output, methods=["uniform"], tests=["gender"]), progress=False)
@@ -438,3 +438,53 @@ def test_pools_and_scores_writes_take_the_scores_chunks_directly(tmp_path):
     )
     for name in ("u", "t", "word"):
         np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+
+
+def test_the_client_reads_no_vocabulary_and_the_cube_is_the_same(tmp_path, stores, dask_client, monkeypatch):
+    """Without the frequency weighting a study's client decodes no store's words: a task on a worker
+    finds those each language needs. The cube (and the nulls) are bit for bit those of a run whose
+    client reads every word, as it must for the frequency weighting."""
+    import biasdask.io.store as store_module
+
+    study = dict(methods=["uniform", "zipf"], tests=["gender", "weat7"], placebo={"n": 50})
+    with monkeypatch.context() as m:  # every store opened with its words, in this process
+        m.setattr(run_module, "open_vectors", store_module.open_embeddings)
+        full = biasdask.run(_study(stores, str(tmp_path / "words.zarr"), **study), progress=False)
+    decoded = []
+
+    def no_words_here(*args, **kwargs):
+        decoded.append(args[0])
+        raise AssertionError("the client decoded a store's words")
+
+    monkeypatch.setattr(store_module, "_read_words", no_words_here)  # this process only: not the workers
+    lean = biasdask.run(_study(stores, str(tmp_path / "lean.zarr"), **study), client=dask_client, progress=False)
+    assert decoded == []
+    for v in [*CELL_VARS, "p_value_placebo", "effect_size_ci_low"]:
+        np.testing.assert_array_equal(full[v].values, lean[v].values, err_msg=v)
+    assert np.isfinite(lean["p_value"].sel({"test": "gender"}).values).all()  # (weat7's words: not in these)
+    # (the real vectors' study of tests/test_golden.py, classic cells included, runs this way too)
+    for code in WORDS:
+        np.testing.assert_array_equal(
+            rs.read_null(str(tmp_path / "words.zarr"), code, "zipf", "gender"),
+            rs.read_null(str(tmp_path / "lean.zarr"), code, "zipf", "gender"),
+        )
+
+
+def test_a_store_opened_without_its_words_answers_only_the_words_looked_up(stores):
+    from biasdask.engine.scores import forget_words, found_words, positions
+    from biasdask.io.store import find_words, open_embeddings, open_vectors
+
+    lean = open_vectors(stores["en"], language="en")
+    assert "word" not in lean.coords and lean.sizes == open_embeddings(stores["en"]).sizes
+    asked = ["female", "nowhere", "male"]
+    found_words(lean, asked, find_words(stores["en"], asked))
+    try:
+        words = open_embeddings(stores["en"])["word"].values.tolist()
+        assert positions(lean, ["male", "nowhere"]).tolist() == [words.index("male"), -1]
+        assert positions(lean.isel(word=slice(0, words.index("male"))), ["male"]).tolist() == [-1]  # cut off
+        with pytest.raises(LookupError, match="not looked up"):
+            positions(lean, ["other"])
+    finally:
+        forget_words(lean)
+    with pytest.raises(LookupError):
+        positions(lean, ["male"])

@@ -189,6 +189,19 @@ def test_a_relative_path_still_reads_from_another_directory(tmp_path, monkeypatc
     np.testing.assert_array_equal(ds.vectors.values, vectors)
 
 
+def test_find_words_gives_each_words_row_as_a_plain_scan_does():
+    words, vectors = _data(23)
+    _make("memory://bd-test/find.zarr", words, vectors, chunk=4)
+    asked = [words[17], "absent", words[0], words[17], words[22], "w1"]
+    expected = [words.index(w) if w in words else -1 for w in asked]  # the oracle: a scan of the list
+    assert store.find_words("memory://bd-test/find.zarr", asked).tolist() == expected
+    assert store.find_words("memory://bd-test/find.zarr", []).tolist() == []
+    lean = store.open_vectors("memory://bd-test/find.zarr")
+    assert "word" not in lean.coords
+    np.testing.assert_array_equal(lean["vectors"].values, vectors)
+    store.remove_store("memory://bd-test/find.zarr")
+
+
 # ---------------------------------------------------------------------------------------------- scaled integers
 
 
