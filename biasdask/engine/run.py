@@ -406,9 +406,23 @@ class _CellWriter:
 # (:class:`biasdask.engine.tasks.Tasks`).
 
 
-def _joined(pieces: tuple[np.ndarray, ...]) -> np.ndarray:
-    """The chunks of an array chunked along its last axis, as one array."""
-    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=-1)
+def _rows(piece) -> list[np.ndarray]:
+    """The rows (u stacked on t) of a computed piece of scores: a chunk; a chunk's (rows, placebo
+    moments) pair; or, without a ``distributed`` client, the list of every chunk's pair."""
+    if isinstance(piece, list):
+        return [rows for rows, _ in piece]
+    return [piece[0]] if isinstance(piece, tuple) else [piece]
+
+
+def _moments(pieces) -> list:
+    """The placebo moments of computed pieces of scores (pairs, or lists of them), in chunk order."""
+    return [pair[1] for piece in pieces for pair in (piece if isinstance(piece, list) else [piece])]
+
+
+def _joined(pieces: tuple) -> np.ndarray:
+    """The rows of computed pieces of scores (see :func:`_rows`), in chunk order, as one array."""
+    chunks = [rows for piece in pieces for rows in _rows(piece)]
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks, axis=-1)
 
 
 @dataclass(frozen=True)
@@ -544,13 +558,12 @@ def _vector_source(emb: xr.Dataset):
     return stored.location if stored is not None else emb
 
 
-def _family_placebo(job: dict, rows: list[int], n_pieces: int, *pieces):
+def _family_placebo(job: dict, rows: list[int], *pieces):
     """Task: the family's placebo comparison (:func:`biasdask.engine.placebo.run_placebo`) from its
-    scores (the chunks of u stacked on t) and the moments gathered with them (one per chunk, or
-    lists of them), for its weightings ``rows``; the reason as text where there can be none."""
-    ut = _joined(pieces[:n_pieces])
-    parts = [m for piece in pieces[n_pieces:] for m in (piece if isinstance(piece, list) else [piece])]
-    moments = merge_moments(*parts).weightings(rows)
+    scores and the moments gathered with them (each chunk's pair, see :func:`_rows`), for its
+    weightings ``rows``; the reason as text where there can be none."""
+    ut = _joined(pieces)
+    moments = merge_moments(*_moments(pieces)).weightings(rows)
     try:
         found, _ = run_placebo(
             job["plan"],
@@ -1047,10 +1060,10 @@ class _Stream:
             # u and t as ONE array: given separately, u (inside t too) would be computed twice, once
             # per name Dask gives the two collections' tasks.
             stacked = da.concatenate([sc["u"].data[None, :], sc["t"].data])
-        moments = () if placebo is None else placebo.pop("moments")
-        pieces, found, moment_pieces = self.tasks.compute_pieces(
-            stacked, meta, priority=self.prepare[code], extra=moments
-        )
+        # with the placebo's moments, the pieces are the chunks' (rows, moments) pairs: the scores tasks'
+        # own results, taken apart by the tasks that use them
+        moments = None if placebo is None else placebo.pop("moments")
+        pieces, found = self.tasks.compute_pieces(moments or stacked, meta, priority=self.prepare[code])
         if not methods:
             return pieces, found
         family = _Family(methods, {**values, "n_a": n_a, "n_b": n_b}, [*pieces, *(() if found is None else (found,))])
@@ -1088,15 +1101,8 @@ class _Stream:
         if placebo is not None:  # the same placebo pairs for every weighting of the family, seeded by it
             # beside the pool, before the permutations: it is not left to lengthen the family's tail
             placebo_future = self.tasks.submit(
-                _family_placebo,
-                {**placebo, "seed": seed},
-                rows,
-                len(pieces),
-                *pieces,
-                *moment_pieces,
-                priority=self.prepare[code] + 1,
+                _family_placebo, {**placebo, "seed": seed}, rows, *pieces, priority=self.prepare[code] + 1
             )
-            family.futures += moment_pieces
             family.futures.append(placebo_future)
         cells = self.tasks.submit(
             _family_cells,

@@ -598,8 +598,10 @@ def scores_graph(
         task per chunk of a store (``u`` and ``t`` given apart would each be computed by tasks of
         their own); and a ``dask.delayed`` dict of the other attributes (``n_a``... ``n_zero_vectors``),
         whose computation raises :class:`MissingWordsError` when A or B has no usable word (so do
-        ``u`` and ``t``'s); with ``moments``, one ``dask.delayed`` :class:`LinearMoments` (or sample) per chunk (to
-        be merged in chunk order, :func:`biasdask.stats.placebo.merge_moments`), else None.
+        ``u`` and ``t``'s); with ``moments``, one ``dask.delayed`` pair per chunk, of its rows (u stacked on
+        t) and its :class:`LinearMoments` (or sample; to be merged in chunk order,
+        :func:`biasdask.stats.placebo.merge_moments`): the task that computes the rows, which a study
+        takes directly (no task to take the pair apart); else None.
     """
     emb = as_embeddings(emb)
     a, b = word_list(a, "a"), word_list(b, "b")
@@ -682,8 +684,8 @@ def scores_graph(
             **shape,
             **({"gram_step": step} if moments else {}),
         )
-        if moments:  # each block a (rows, moments) pair: the array is its rows, the moments come apart
-            parts = [dask.delayed(_item, pure=True)(block, 1) for block in ut.to_delayed(optimize_graph=False).ravel()]
+        if moments:  # each block a (rows, moments) pair: the array is its rows; the pairs themselves as parts
+            parts = ut.to_delayed(optimize_graph=False).ravel().tolist()
             ut = ut.map_blocks(_item, 0, dtype=np.float32, meta=np.empty((0, 0), np.float32))
     elif moments:
         starts = np.cumsum((0, *chunks[:-1]))
@@ -694,7 +696,7 @@ def scores_graph(
             )
             for i in range(len(chunks))
         ]
-        parts = [dask.delayed(_item, pure=True)(pair, 1) for pair in pairs]
+        parts = pairs
         ut = da.concatenate(
             [
                 da.from_delayed(dask.delayed(_item, pure=True)(pair, 0), (1 + len(methods), size), dtype=np.float32)
@@ -762,12 +764,10 @@ def scores_and_moments(
     from biasdask.engine.cluster import compute
     from biasdask.stats.placebo import merge_moments
 
-    out, ut, meta, parts = scores_graph(emb, a, b, methods=methods, moments=True, **options)
-    # the blocks as delayed objects: an array's graph optimisation would fuse the scores tasks into the
-    # tasks taking their rows apart, and the moments would then need a second read
-    blocks = ut.to_delayed(optimize_graph=False).ravel().tolist()
-    pieces, found, moments = compute(blocks, meta, parts, client=client)
-    computed = np.concatenate(pieces, axis=1)
+    out, _, meta, pairs = scores_graph(emb, a, b, methods=methods, moments=True, **options)
+    computed_pairs, found = compute(pairs, meta, client=client)  # each chunk's rows and moments, one read
+    computed = np.concatenate([rows for rows, _ in computed_pairs], axis=1)
+    moments = [m for _, m in computed_pairs]
     out = out.copy()
     out["u"] = ("word",), computed[0]
     out["t"] = ("method", "word"), computed[1:]

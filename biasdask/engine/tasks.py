@@ -127,28 +127,24 @@ class Tasks:
             return self._track(self.client.compute(together, priority=priority, optimize_graph=False), tag)
         return self._track(self._pool.submit(dask.compute, *arrays, optimize_graph=False), tag)
 
-    def compute_pieces(
-        self, array: da.Array, meta=None, priority: int = 0, extra: Sequence = ()
-    ) -> tuple[list, Any, list]:
-        """Futures of the computed chunks of a Dask ``array`` chunked along its last axis only (on a
-        ``distributed`` client: one per chunk, each left on the worker that computed it; without one, a
-        single piece), of the delayed ``meta`` (None without) and of the delayed objects ``extra``
-        (on a client one future each, else one future of their list). Tasks that take the pieces
-        depend on the chunks' tasks themselves: no task first gathers them into one array."""
+    def compute_pieces(self, blocks: da.Array | Sequence, meta=None, priority: int = 0) -> tuple[list, Any]:
+        """Futures of the computed ``blocks`` (the chunks of a Dask array chunked along its last axis
+        only, or a list of delayed objects) and of the delayed ``meta`` (None without): on a
+        ``distributed`` client one per block, each left on the worker that computed it; without one, a
+        single piece (the whole array, or the list of the blocks' values). Tasks that take the pieces
+        depend on the blocks' tasks themselves: no task first gathers them into one array."""
         if self.client is not None:
-            blocks = array.to_delayed().ravel().tolist()
+            delayed = blocks.to_delayed().ravel().tolist() if isinstance(blocks, da.Array) else list(blocks)
             futures = self.client.compute(
-                [*blocks, *(() if meta is None else (meta,)), *extra], priority=priority, optimize_graph=False
+                [*delayed, *(() if meta is None else (meta,))], priority=priority, optimize_graph=False
             )
             for future in futures:
                 self._track(future, None)
-            pieces, rest = futures[: len(blocks)], futures[len(blocks) :]
-            found = None if meta is None else rest.pop(0)
-            return pieces, found, rest
-        computed = self._track(self._pool.submit(dask.compute, array, meta, list(extra), optimize_graph=False), None)
-        pieces = [self._track(_derived(computed, 0), None)]
+            return futures[: len(delayed)], None if meta is None else futures[-1]
+        whole = blocks if isinstance(blocks, da.Array) else list(blocks)
+        computed = self._track(self._pool.submit(dask.compute, whole, meta, optimize_graph=False), None)
         found = None if meta is None else self._track(_derived(computed, 1), None)
-        return pieces, found, [self._track(_derived(computed, 2), None)] if extra else []
+        return [self._track(_derived(computed, 0), None)], found
 
     def load(self, data: xr.Dataset, priority: int = 0):
         """A future of ``data`` loaded into memory (a task reads the chunks it needs)."""
