@@ -179,7 +179,7 @@ def _sleepy_scores(loc, chunk, kind, axes, *arrays, n, methods, extras, gram_ste
         score_weights(start, stop - start, n, methods, **named),
         np.isfinite(rows[0]),
     )
-    return rows, acc.moments()
+    return rows, [acc.moments()]
 
 
 def _sleepy_rows(loc, chunk, rows, dim):
@@ -197,10 +197,10 @@ def _sleepy_pools(rows, n_permutations, alternative, seed, *pieces):
     duration, then a real pool of :data:`POOL_WORDS` of its words (so that its batches and cells run the
     real code, cheaply), with the real pool's bytes as ballast."""
     from biasdask.engine.permutation import prepare_pools
-    from biasdask.engine.run import weighted_effect_sizes
+    from biasdask.engine.run import _rows, weighted_effect_sizes
 
     _sleep("pool", _SLEEPS["pool"])
-    ut = pieces[0]
+    ut = _rows(pieces[0])[0]  # the first chunk's rows (a piece may be its (rows, moments) pair)
     u, t = ut[0], ut[1:]
     keep = np.flatnonzero(np.isfinite(u))
     if keep.size == 0:

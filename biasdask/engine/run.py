@@ -415,8 +415,10 @@ def _rows(piece) -> list[np.ndarray]:
 
 
 def _moments(pieces) -> list:
-    """The placebo moments of computed pieces of scores (pairs, or lists of them), in chunk order."""
-    return [pair[1] for piece in pieces for pair in (piece if isinstance(piece, list) else [piece])]
+    """The placebo moments of computed pieces of scores (pairs, or lists of them; a pair holds one
+    chunk's moments or a list of its chunks'), in chunk order."""
+    pairs = [pair for piece in pieces for pair in (piece if isinstance(piece, list) else [piece])]
+    return [m for _, ms in pairs for m in (ms if isinstance(ms, list) else [ms])]
 
 
 def _joined(pieces: tuple) -> np.ndarray:

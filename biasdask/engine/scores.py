@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from dask.delayed import Delayed
+from dask.utils import parse_bytes
 from distributed import Client
 
 from biasdask._calls import keyword_api
@@ -26,7 +27,7 @@ from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
 from biasdask.io.codecs import decode_scaled
 from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
 from biasdask.io.fs import Locatable, Location, as_location
-from biasdask.io.store import default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
+from biasdask.io.store import StoredVectors, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
 from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step
@@ -333,18 +334,46 @@ def stored_scores(
     extras: Sequence[str],
     gram_step: int = 0,
     block_info=None,
-) -> np.ndarray | tuple[np.ndarray, LinearMoments | VocabularySample]:
-    """Task: :func:`score_rows` of one block of a store's words (its :func:`stored_association`);
-    ``arrays`` are the block's ``extras`` in that order. With ``gram_step`` (the placebo's sample
-    step, :func:`biasdask.stats.placebo.gram_step`), also the block's placebo moments, from the same read."""
+) -> np.ndarray | tuple[np.ndarray, list[LinearMoments | VocabularySample]]:
+    """Task: :func:`score_rows` of one block of a store's words, whole stored chunks of ``chunk`` rows
+    (each its :func:`stored_association`, chunk after chunk); ``arrays`` are the block's ``extras`` in
+    that order. With ``gram_step`` (the placebo's sample step, :func:`biasdask.stats.placebo.gram_step`),
+    also each chunk's placebo moments, from the same read: ``(rows, [moments of each chunk])``."""
     loc = as_location(loc)
     (start, stop) = block_info[None]["array-location"][1]
     named = dict(zip(extras, arrays))
-    if gram_step:
-        norms, blocks = _stored_blocks(loc, chunk, start, stop)
-        return _scores_and_moments(norms, blocks, start, kind, axes, named, n, methods, gram_step)
-    u = stored_association(loc, chunk, kind, axes, start, stop)
-    return score_rows(u, start, n, methods, **named)
+    rows, moments = [], []
+    for lo in range(start, stop, chunk):  # a block starts at a chunk boundary (see _task_chunks)
+        hi = min(stop, lo + chunk)
+        part = {name: values[lo - start : hi - start] for name, values in named.items()}
+        if gram_step:
+            norms, blocks = _stored_blocks(loc, chunk, lo, hi)
+            chunk_rows, chunk_moments = _scores_and_moments(norms, blocks, lo, kind, axes, part, n, methods, gram_step)
+            moments.append(chunk_moments)
+        else:
+            chunk_rows = score_rows(stored_association(loc, chunk, kind, axes, lo, hi), lo, n, methods, **part)
+        rows.append(chunk_rows)
+    joined = rows[0] if len(rows) == 1 else np.concatenate(rows, axis=1)
+    return (joined, moments) if gram_step else joined
+
+
+def _mask_block(excluded: np.ndarray, block_info=None) -> np.ndarray:
+    """Task: the mask of one block of the vocabulary, False at the ``excluded`` rows (sorted, global)."""
+    start, stop = block_info[None]["array-location"][0]
+    mask = np.ones(stop - start, dtype=bool)
+    mask[excluded[np.searchsorted(excluded, start) : np.searchsorted(excluded, stop)] - start] = False
+    return mask
+
+
+def _task_chunks(emb: xr.Dataset, stored: StoredVectors, chunks: tuple[int, ...]) -> tuple[int, ...]:
+    """The store's chunks (``chunks``, cut at ``max_words``) merged into runs of whole chunks of about
+    ``biasdask.scores-task-bytes`` of stored vectors each (at least one chunk): one scores task each.
+    A chunk of 27,778 words x 300 in int16 takes ~15 ms, a task per chunk mostly the scheduler's
+    overhead on a large cluster."""
+    itemsize = 2 if emb.attrs.get("vector_encoding") == "int16" else 4
+    target = parse_bytes(dask.config.get("biasdask.scores-task-bytes"))
+    per_task = max(1, target // max(1, stored.chunk * emb.sizes["dim"] * itemsize))
+    return tuple(sum(chunks[i : i + per_task]) for i in range(0, len(chunks), per_task))
 
 
 def _scores_block(
@@ -628,23 +657,24 @@ def scores_graph(
     v = vectors.data
     if not isinstance(v, da.Array):  # an in-memory model: chunk it like a store
         v = da.from_array(v, chunks=(default_chunk_words(v.shape[1]), -1), name=False)
-    chunks = v.chunks[0]
+    chunks = v.chunks[0] if stored is None else _task_chunks(emb, stored, v.chunks[0])
     norm = da.asarray(emb["norm"].data).rechunk(chunks)
     excluded = excluded_targets(a, b, exclude_attributes, exclude_words)
     excl_pos = positions(emb, sorted(excluded))
-    excl_pos = excl_pos[excl_pos >= 0]
-    mask = np.ones(n, dtype=bool)
-    mask[excl_pos] = False
+    excl_pos = np.unique(excl_pos[excl_pos >= 0])
     n_duplicates = 0
-    if hashes is not None:
+    # What a chunk's rows need besides its vectors, as arrays chunked like them (only when needed).
+    extras: dict[str, da.Array] = {}
+    if hashes is not None:  # repeated vectors: a mask over the whole vocabulary, from its hashes
+        mask = np.ones(n, dtype=bool)
+        mask[excl_pos] = False
         first = first_of_each_vector(hashes)[:n]
         n_duplicates = int(np.count_nonzero(~first & mask))
         mask &= first
-
-    # What a chunk's rows need besides its vectors, as arrays chunked like them (only when needed).
-    extras: dict[str, da.Array] = {}
-    if not mask.all():
-        extras["mask"] = da.from_array(mask, chunks=chunks)
+        if not mask.all():
+            extras["mask"] = da.from_array(mask, chunks=chunks)
+    elif excl_pos.size:  # each block's mask made by its task from the few excluded rows
+        extras["mask"] = da.map_blocks(_mask_block, excl_pos, chunks=(chunks,), dtype=bool, meta=np.empty(0, bool))
     if stored is not None:  # a store's ranks are 1..N in row order (its format): nothing to read
         rank_coord = xr.Variable(("word",), np.arange(1, n + 1, dtype=np.int64), attrs=emb["rank"].attrs)
     else:
@@ -657,7 +687,7 @@ def scores_graph(
         words = da.from_array(np.asarray(emb["word"].values).astype(object), chunks=chunks)
         freq = words.map_blocks(_observed_frequencies, lang, dtype=np.float64)
         # Only the words tested share the weight (not excluded words, duplicates or zero vectors).
-        in_use = da.from_array(mask, chunks=chunks) & (norm > 0)
+        in_use = (extras["mask"] if "mask" in extras else True) & (norm > 0)
         freq = da.where(in_use, freq, np.nan)
         # Renormalising needs the global total, so the weights are one small reduction first.
         observed = freq.compute()
@@ -767,7 +797,7 @@ def scores_and_moments(
     out, _, meta, pairs = scores_graph(emb, a, b, methods=methods, moments=True, **options)
     computed_pairs, found = compute(pairs, meta, client=client)  # each chunk's rows and moments, one read
     computed = np.concatenate([rows for rows, _ in computed_pairs], axis=1)
-    moments = [m for _, m in computed_pairs]
+    moments = [m for _, ms in computed_pairs for m in (ms if isinstance(ms, list) else [ms])]
     out = out.copy()
     out["u"] = ("word",), computed[0]
     out["t"] = ("method", "word"), computed[1:]

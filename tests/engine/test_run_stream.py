@@ -424,20 +424,28 @@ def test_pools_and_scores_writes_take_the_scores_chunks_directly(tmp_path):
         "seed": 2,
     }
     threads = biasdask.run({**study, "output": str(tmp_path / "threads.zarr")}, progress=False)
+    counts = {}
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        with Client(cluster, set_as_default=False) as client, get_task_stream(client) as ts:
-            two = biasdask.run({**study, "output": str(tmp_path / "two.zarr")}, client=client, progress=False)
-    keys = [str(t["key"]) for t in ts.data]
-    assert sum("stored_scores" in k for k in keys) == 5
-    assert not [k for k in keys if k.startswith("finalize-")]
-    for v, values in _cube(threads).items():
-        np.testing.assert_array_equal(values, two[v].values, err_msg=v)
-    a, b = (
-        rs.open_scores(str(tmp_path / "threads.zarr"), language="en"),
-        rs.open_scores(str(tmp_path / "two.zarr"), language="en"),
-    )
-    for name in ("u", "t", "word"):
-        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+        with Client(cluster, set_as_default=False) as client:
+            # one stored chunk a task, then (by default) the store's 5 small chunks in one task
+            for name, task_bytes in (("two", 1), ("grouped", "128MiB")):
+                with dask.config.set({"biasdask.scores-task-bytes": task_bytes}), get_task_stream(client) as ts:
+                    biasdask.run({**study, "output": str(tmp_path / f"{name}.zarr")}, client=client, progress=False)
+                keys = [str(t["key"]) for t in ts.data]
+                counts[name] = sum("stored_scores" in k for k in keys)
+                assert not [k for k in keys if k.startswith("finalize-")]
+    assert counts == {"two": 5, "grouped": 1}
+    for name in ("two", "grouped"):  # the same bits, placebo included, however the chunks are grouped
+        other = rs.open_results(str(tmp_path / f"{name}.zarr"))
+        for v, values in _cube(threads).items():
+            np.testing.assert_array_equal(values, other[v].values, err_msg=v)
+        np.testing.assert_array_equal(threads["p_value_placebo"].values, other["p_value_placebo"].values)
+        a, b = (
+            rs.open_scores(str(tmp_path / "threads.zarr"), language="en"),
+            rs.open_scores(str(tmp_path / f"{name}.zarr"), language="en"),
+        )
+        for var in ("u", "t", "word"):
+            np.testing.assert_array_equal(a[var].values, b[var].values, err_msg=var)
 
 
 def test_the_client_reads_no_vocabulary_and_the_cube_is_the_same(tmp_path, stores, dask_client, monkeypatch):

@@ -382,15 +382,18 @@ def test_u_read_from_stored_chunks_is_bit_identical_in_every_encoding(tmp_path, 
         store.finish_store(url, {"n_words": 700})
         emb = store.open_embeddings(url)
         assert store.stored_vectors(emb["vectors"].data) is not None  # the stored-chunk path is taken
-        u = scores(emb, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)["u"]
-        assert u.chunks == ((256, 44) if max_words else (256, 256, 188),)
-        assert u.values.tobytes() == expected.tobytes() and np.isnan(u.values[7])
+        # a task per stored chunk, or (by default) the store's small chunks in one task
+        for task_bytes, chunks in ((1, (256, 44) if max_words else (256, 256, 188)), ("128MiB", (max_words or 700,))):
+            with dask.config.set({"biasdask.scores-task-bytes": task_bytes}):
+                u = scores(emb, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)["u"]
+            assert u.chunks == (chunks,)
+            assert u.values.tobytes() == expected.tobytes() and np.isnan(u.values[7])
 
 
 @pytest.mark.parametrize("exclude", [(), ("w10", "w300")])
 def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path, exclude):
-    """Over a store, u and every t row of a chunk come from ONE task (plus one for the exclusion mask's
-    block when words are excluded); the rows equal a plain numpy computation from the stored float32
+    """Over a store, u and every t row of a chunk come from ONE task (one stored chunk a task here; plus
+    one for the exclusion mask's block when words are excluded); the rows equal a plain numpy computation from the stored float32
     vectors: t_zipf = float32((1/k)/H_N * u) with ranks 1..N, NaN where excluded or zero."""
     from biasdask.engine.scores import attributes_graph, scores_graph
     from biasdask.io import store
@@ -411,9 +414,10 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     emb = store.open_embeddings(url)
     a, b = ["male", "man"], ["female", "woman"]
     (attributes,) = dask.compute(attributes_graph(emb, a, b, "cosine"), scheduler="sync")
-    sc, ut, meta, _ = scores_graph(
-        emb, a, b, methods=["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes
-    )
+    with dask.config.set({"biasdask.scores-task-bytes": 1}):
+        sc, ut, meta, _ = scores_graph(
+            emb, a, b, methods=["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes
+        )
     assert len(ut.__dask_graph__()) == 3 * (2 if exclude else 1)
     got, found = dask.compute(ut, meta, scheduler="sync")
 
