@@ -106,6 +106,7 @@ METHODS = ("uniform", "zipf")
 KINDS = {
     "scores": "s per chunk",
     "rows": "s per read",
+    "find": "s per language (its words found in its store)",
     "pool": "s per family",
     "permutation": "s per permutation of both weightings",
     "write": "s per language",
@@ -140,8 +141,10 @@ def install_sleeps(sleeps: dict) -> None:
     reference), so a worker process that installed them runs the sleeps; the client stays unchanged.
     """
     from biasdask.engine import run, scores
+    from biasdask.io import store
 
     _SLEEPS.update(sleeps)
+    store.find_words = _sleepy_find
     scores.stored_scores = _sleepy_scores
     scores.stored_rows = _sleepy_rows
     run._family_pools = _sleepy_pools
@@ -180,6 +183,21 @@ def _sleepy_scores(loc, chunk, kind, axes, *arrays, n, methods, extras, gram_ste
         np.isfinite(rows[0]),
     )
     return rows, [acc.moments()]
+
+
+def _sleepy_find(loc, words):
+    """A language's words found in its store: its duration, then the rows, known from how
+    :func:`generate` names the words (the attribute words first, then ``w<i>`` at row i)."""
+    from biasdask.io.store import read_group_attrs
+
+    _sleep("find", _SLEEPS["find"])
+    n_words = int((read_group_attrs(loc) or {})["n_words"])
+    first = {w: i for i, w in enumerate(A_WORDS + B_WORDS)}
+    rows = []
+    for w in words:
+        i = int(w[1:]) if w[:1] == "w" and w[1:].isdigit() and str(int(w[1:])) == w[1:] else -1
+        rows.append(first.get(w, i if len(first) <= i < n_words else -1))
+    return np.array(rows, dtype=np.int64)
 
 
 def _sleepy_rows(loc, chunk, rows, dim):
@@ -344,7 +362,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     from biasdask.engine.scores import attributes_graph, stored_rows, stored_scores
     from biasdask.io import results as rs
     from biasdask.io.fs import Location
-    from biasdask.io.store import open_embeddings, stored_vectors
+    from biasdask.io.store import find_words, open_embeddings, stored_vectors
     from biasdask.stats.placebo import gram_step
     from biasdask.stats.weights import zipf_weights
 
@@ -433,6 +451,8 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     out["write"] = _median_time(
         lambda: _write_scores(Location(results), "en", [("cosine", part)], [1], stacked, found), 2
     )
+    asked = [*A_WORDS, *B_WORDS, *(f"absent{i}" for i in range(500))]  # about what a language looks up
+    out["find"] = _median_time(lambda: find_words(words_store, asked), 2)
     shutil.rmtree(results, ignore_errors=True)
     return out
 
@@ -687,6 +707,7 @@ def _kind(key) -> str:
         "family_batch": "batches",
         "family_cells": "cells",
         "write_scores": "write",
+        "find_words": "find",
         "attributes": "attributes",
         "together": "attributes",
         "found_attrs": "attributes",
@@ -698,6 +719,7 @@ def client_run(spec: dict) -> dict:
     """In a fresh process: connect to ``spec["address"]``, run the study, measure (see the module)."""
     import resource
 
+    import dask
     import psutil
     from distributed import Client, get_task_stream
 
@@ -735,7 +757,8 @@ def client_run(spec: dict) -> dict:
             usage0 = resource.getrusage(resource.RUSAGE_SELF)
             called = time.time()
             start = time.perf_counter()
-            cube = run.run(spec["study"], client=client, progress=False)
+            with dask.config.set(spec["config"]):
+                cube = run.run(spec["study"], client=client, progress=False)
             wall = time.perf_counter() - start
             usage1 = resource.getrusage(resource.RUSAGE_SELF)
             threads1 = _threads_cpu()
@@ -805,9 +828,12 @@ def client_run(spec: dict) -> dict:
     }
 
 
-def run_client(cluster: dict, threads: int, study: dict, simulate: bool, work: Path, timeout: float) -> dict:
-    """:func:`client_run` in a fresh Python process (its CPU and memory are the client's alone)."""
-    spec = {**cluster, "threads": threads, "study": study, "simulate": simulate}
+def run_client(
+    cluster: dict, threads: int, study: dict, simulate: bool, work: Path, timeout: float, config: dict | None = None
+) -> dict:
+    """:func:`client_run` in a fresh Python process (its CPU and memory are the client's alone), with the
+    Dask ``config`` set there."""
+    spec = {**cluster, "threads": threads, "study": study, "simulate": simulate, "config": config or {}}
     path = work / f"client-{uuid.uuid4().hex[:8]}.json"
     path.write_text(json.dumps(spec))
     try:
@@ -839,11 +865,26 @@ def study_for(stores: dict[str, str], output: str, permutations: int) -> dict:
 def measured_run(threads: int, stores: dict, sleeps: dict | None, args, work: Path, nice: int = 0) -> dict:
     """One run of the study at ``threads`` worker threads (simulated with ``sleeps``, else real; the
     workers at niceness ``nice``)."""
+    import dask
+    from dask.utils import parse_bytes
+
     output = str(work / f"results-{uuid.uuid4().hex[:8]}.zarr")
     try:
+        # the simulated stores have few dimensions: a scores task spans as many of their chunks as of the
+        # simulated embeddings' (biasdask.scores-task-bytes scaled down with the dimensions)
+        config = {}
+        if sleeps is not None:
+            task_bytes = parse_bytes(dask.config.get("biasdask.scores-task-bytes"))
+            config["biasdask.scores-task-bytes"] = max(1, task_bytes * args.dim // args.model_dim)
         with dask_cluster(threads, args.threads_per_process, work, sleeps, args.preload_scheduler, nice) as cluster:
             return run_client(
-                cluster, threads, study_for(stores, output, args.permutations), sleeps is not None, work, args.timeout
+                cluster,
+                threads,
+                study_for(stores, output, args.permutations),
+                sleeps is not None,
+                work,
+                args.timeout,
+                config,
             )
     finally:
         shutil.rmtree(output, ignore_errors=True)
@@ -1023,6 +1064,7 @@ def main(argv=None) -> None:
         per_language = (
             math.ceil(args.words / chunk) * durations["scores"]
             + durations["rows"]
+            + durations["find"]
             + durations["pool"]
             + args.permutations * durations["permutation"]
             + durations["write"]

@@ -14,6 +14,7 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 from biasdask import Resampling
+from biasdask._dask_config import seconds
 from biasdask.engine import permutation as engine
 from biasdask.engine.permutation import (
     CONSERVATIVE_RATE,
@@ -128,9 +129,10 @@ def test_tunables_come_from_dask_config(scores, monkeypatch):
     kw = dict(resampling=Resampling(n_permutations=900, seed=12), progress=False)
     permutation_test(scores, N_WORDS, **kw)  # ~0.04 s of estimated work: in this thread
     assert calls == []
-    with dask.config.set({"biasdask.in-process-threshold": "1ms", "biasdask.batch-duration": "1ms"}):
+    with dask.config.set({"biasdask.in-process-threshold": "1ms", "biasdask.batch-duration": "20us"}):
         permutation_test(scores, N_WORDS, **kw)
-        per_batch = max(1, int(0.001 / measured_rate().seconds(N_WORDS)))  # 1 ms at this process's rate
+        # 20 us of work a batch at this process's measured rate (the duration as the config parses it)
+        per_batch = max(1, int(seconds("batch-duration") / measured_rate().seconds(N_WORDS)))
     assert calls == [-(-900 // per_batch)] and calls[0] >= 2
     monkeypatch.setenv("DASK_BIASDASK__BATCH_DURATION", "3s")
     dask.config.refresh()
