@@ -32,7 +32,7 @@ import dataclasses
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,7 @@ from biasdask.io.store import (
     find_words,
     open_embeddings,
     open_vectors,
+    read_chunk,
     stored_vectors,
     vocabulary_files,
 )
@@ -330,14 +331,27 @@ def _check_language(lang, options: dict) -> xr.Dataset | None:
 def _open_language(lang, options: dict, cfg: StudyConfig) -> xr.Dataset:
     """A study language's embedding: a store URL opened and verified (of this language), or an
     in-memory form (see :func:`biasdask.as_embeddings`). A store is opened without its words (a task
-    finds those the language needs: :func:`_words_to_find`), unless the study weights by observed
-    frequency or drops repeated vectors, which go over every word here."""
+    finds those the language needs: :func:`_words_to_find`), unless the study drops repeated vectors,
+    which goes over every word's vector here."""
     if isinstance(lang.store, (str, os.PathLike)):
         where = Location(os.fspath(lang.store), options)
-        if "frequency" in cfg.methods or cfg.dedupe_vectors:
+        if cfg.dedupe_vectors:
             return open_embeddings(where, language=lang.code)
         return open_vectors(where, language=lang.code)
     return as_embeddings(lang.store)
+
+
+def _vocabulary_words(emb: xr.Dataset, max_words: int | None) -> Iterator[str]:
+    """The words of ``emb`` in row order (at most ``max_words``), for a scan that usually stops early: a
+    store opened without its words reads them a chunk at a time."""
+    if "word" in emb.coords:
+        yield from emb["word"].values[:max_words]
+        return
+    stored = stored_vectors(emb["vectors"].data)
+    assert stored is not None
+    n = min(stored.n_words, max_words or stored.n_words)
+    for k in range(-(-n // stored.chunk)):
+        yield from read_chunk(stored.location, "word", k)[: n - k * stored.chunk]
 
 
 def _words_to_find(cfg: StudyConfig, lang, emb: xr.Dataset) -> list[str]:
@@ -795,7 +809,7 @@ class _Stream:
             # a vocabulary none of whose targets is in wordfreq's list cannot be weighted: a note, not a
             # failed run (the scan stops at the first word found)
             excluded = excluded_targets(lang.a, lang.b, cfg.exclude_attributes, cfg.exclude_words)
-            targets = (w for w in emb["word"].values[: cfg.max_words] if w not in excluded)
+            targets = (w for w in _vocabulary_words(emb, cfg.max_words) if w not in excluded)
             no_frequency = frequency_unavailable(str(emb.attrs.get("language", "")), targets)
         plan = plan_language(
             cfg,

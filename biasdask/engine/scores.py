@@ -31,7 +31,7 @@ from biasdask.io.store import StoredVectors, default_chunk_words, read_chunk, re
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
 from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step
-from biasdask.stats.weights import METHODS, frequency_weights, zipf_weights
+from biasdask.stats.weights import METHODS, zipf_weights
 
 #: The weightings of t.
 Method = Literal["uniform", "zipf", "frequency"]
@@ -429,6 +429,32 @@ def _observed_frequencies(words: np.ndarray, language: str) -> np.ndarray:
     return np.array([table.get(str(w), np.nan) for w in words], dtype=np.float64)
 
 
+def _stored_frequencies(loc: Location, chunk: int, language: str, block_info=None) -> np.ndarray:
+    """Task: the observed frequencies (NaN where wordfreq has none) of one block of a store's words,
+    whole stored chunks (see :func:`_task_chunks`), read here."""
+    start, stop = block_info[None]["array-location"][0]
+    words = [
+        read_chunk(loc, "word", k)[: min(stop, (k + 1) * chunk) - k * chunk]
+        for k in range(start // chunk, -(-stop // chunk))
+    ]
+    return _observed_frequencies(np.concatenate(words), language)
+
+
+def _positive_frequencies(frequencies: np.ndarray) -> np.ndarray:
+    """Observed frequencies with the missing (NaN) and non-positive ones 0, as :func:`frequency_weights`."""
+    return np.where(np.isfinite(frequencies) & (frequencies > 0), frequencies, 0.0)
+
+
+def _frequency_total(positive: np.ndarray, language: str) -> float:
+    """Task: the sum of a vocabulary's :func:`_positive_frequencies` (the whole array, summed as
+    :func:`frequency_weights` sums it); raises when no word used has an observed frequency."""
+    total = positive.sum()
+    if not total > 0:
+        check_frequency_language(language, ())  # raises: no word used has an observed frequency
+        raise BiasdaskError(f"method 'frequency': no word used has an observed frequency in {language!r}")
+    return float(total)
+
+
 def frequency_unavailable(language: str, words: Iterable[str] | None = None) -> str | None:
     """Why wordfreq's observed frequencies cannot weight the words of ``language``, or None if they can.
 
@@ -684,16 +710,23 @@ def scores_graph(
     if "frequency" in methods:
         lang = frequency_language or language
         check_frequency_language(lang)
-        words = da.from_array(np.asarray(emb["word"].values).astype(object), chunks=chunks)
-        freq = words.map_blocks(_observed_frequencies, lang, dtype=np.float64)
+        if "word" in emb.coords:
+            words = da.from_array(np.asarray(emb["word"].values).astype(object), chunks=chunks)
+            freq = words.map_blocks(_observed_frequencies, lang, dtype=np.float64)
+        else:  # a store opened without its words: each block's task reads its words
+            assert stored is not None
+            freq = da.map_blocks(
+                _stored_frequencies, stored.location, stored.chunk, lang, chunks=(chunks,), dtype=np.float64
+            )
         # Only the words tested share the weight (not excluded words, duplicates or zero vectors).
         in_use = (extras["mask"] if "mask" in extras else True) & (norm > 0)
-        freq = da.where(in_use, freq, np.nan)
-        # Renormalising needs the global total, so the weights are one small reduction first.
-        observed = freq.compute()
-        if not np.isfinite(observed).any():
-            check_frequency_language(lang, ())  # raises: no word used has an observed frequency
-        extras["frequency"] = da.from_array(frequency_weights(observed), chunks=chunks)
+        positive = da.where(in_use, freq, np.nan).map_blocks(_positive_frequencies, dtype=np.float64)
+        # Renormalising needs the global total: one task sums the whole array, as frequency_weights does
+        # (the same bits), and each block is divided by it (no per-word array in this process).
+        total = dask.delayed(_frequency_total, pure=True)(positive, lang)
+        if "word" in emb.coords:  # the words are here: a vocabulary without observed words fails now
+            (total,) = dask.compute(total)
+        extras["frequency"] = positive.map_blocks(np.divide, total, dtype=np.float64)
 
     # u and every t row of a chunk in ONE task (a store's; two for an in-memory model): a task per
     # weighting, mask and rank read cost more in Dask's per-task overhead than in arithmetic.

@@ -449,12 +449,13 @@ def test_pools_and_scores_writes_take_the_scores_chunks_directly(tmp_path):
 
 
 def test_the_client_reads_no_vocabulary_and_the_cube_is_the_same(tmp_path, stores, dask_client, monkeypatch):
-    """Without the frequency weighting a study's client decodes no store's words: a task on a worker
-    finds those each language needs. The cube (and the nulls) are bit for bit those of a run whose
-    client reads every word, as it must for the frequency weighting."""
+    """A study's client decodes no store's words: a task on a worker finds those each language needs, and
+    the frequency weights are made by the tasks that read each block's words (the client reads at most a
+    first chunk, to see whether wordfreq knows any). The cube (and the nulls) are bit for bit those of a
+    run whose client reads every word."""
     import biasdask.io.store as store_module
 
-    study = dict(methods=["uniform", "zipf"], tests=["gender", "weat7"], placebo={"n": 50})
+    study = dict(methods=["uniform", "zipf", "frequency"], tests=["gender", "weat7"], placebo={"n": 50})
     with monkeypatch.context() as m:  # every store opened with its words, in this process
         m.setattr(run_module, "open_vectors", store_module.open_embeddings)
         full = biasdask.run(_study(stores, str(tmp_path / "words.zarr"), **study), progress=False)
@@ -472,10 +473,11 @@ def test_the_client_reads_no_vocabulary_and_the_cube_is_the_same(tmp_path, store
     assert np.isfinite(lean["p_value"].sel({"test": "gender"}).values).all()  # (weat7's words: not in these)
     # (the real vectors' study of tests/test_golden.py, classic cells included, runs this way too)
     for code in WORDS:
-        np.testing.assert_array_equal(
-            rs.read_null(str(tmp_path / "words.zarr"), code, "zipf", "gender"),
-            rs.read_null(str(tmp_path / "lean.zarr"), code, "zipf", "gender"),
-        )
+        for method in ("zipf", "frequency"):
+            np.testing.assert_array_equal(
+                rs.read_null(str(tmp_path / "words.zarr"), code, method, "gender"),
+                rs.read_null(str(tmp_path / "lean.zarr"), code, method, "gender"),
+            )
 
 
 def test_a_store_opened_without_its_words_answers_only_the_words_looked_up(stores):
