@@ -26,10 +26,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
-from biasdask.engine.scores import nfc, positions
+from biasdask.engine.scores import nfc, positions, word_index
 from biasdask.errors import BiasdaskError, PlaceboUnavailableError
 from biasdask.io.fs import Location
 from biasdask.lexicon import AttributeTerm, bolukbasi, context_words, iat_words, languages
@@ -284,9 +283,7 @@ def _rows_within(emb: xr.Dataset, words: Sequence[str], spans: np.ndarray) -> np
         for lo, hi in spans:
             inside |= (rows >= lo) & (rows < hi)
         return rows[inside].astype(np.int64)
-    index = emb.indexes.get("word")
-    if not isinstance(index, pd.Index):
-        index = pd.Index(np.asarray(emb["word"].values).astype(object))
+    index = word_index(emb)
     return np.concatenate(
         [lo + np.flatnonzero(index[lo:hi].isin(words)) for lo, hi in spans] or [np.empty(0, np.int64)]
     )

@@ -79,10 +79,13 @@ def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
         rows = np.array([found[w] for w in words], dtype=np.intp)
         rows[rows >= emb.sizes["word"]] = -1  # a vocabulary cut by max_words
         return rows
+    return word_positions(word_index(emb), words)
+
+
+def word_index(emb: xr.Dataset) -> pd.Index:
+    """The vocabulary of ``emb`` (with its words) as a pandas Index: its own ``word`` index if it has one."""
     index = emb.indexes.get("word")
-    if not isinstance(index, pd.Index):
-        index = pd.Index(np.asarray(emb["word"].values).astype(object))
-    return word_positions(index, words)
+    return index if isinstance(index, pd.Index) else pd.Index(np.asarray(emb["word"].values).astype(object))
 
 
 def as_terms(words: Iterable[str | AttributeTerm]) -> list[AttributeTerm]:

@@ -539,15 +539,12 @@ def find_words(location: Locatable, words: Sequence[str]) -> np.ndarray:
     >>> find_words("memory://examples/find/en.zarr", ["she", "it", "he"]).tolist()
     [1, -1, 0]
     """
+    from biasdask.io.embeddings import word_positions
+
     loc = as_location(location)
     _, arrays = _verified(loc, None)
-    query = pd.Index(list(dict.fromkeys(words)), dtype=object)
-    hit = query.get_indexer(_read_words(loc, arrays["word"]))  # a hash table of the few words asked for
-    rows = np.flatnonzero(hit >= 0)
-    first = np.full(len(query), -1, dtype=np.int64)
-    asked, at = np.unique(hit[rows], return_index=True)  # the first row of each word found
-    first[asked] = rows[at]
-    return first[query.get_indexer(list(words))] if len(words) else np.empty(0, dtype=np.int64)
+    vocabulary = pd.Index(_read_words(loc, arrays["word"]), dtype=object)
+    return word_positions(vocabulary, list(words)).astype(np.int64)
 
 
 def _open(loc: Location, language: str | None, with_words: bool) -> xr.Dataset:
