@@ -13,8 +13,9 @@ real study's size, e.g. ``--words 2000000 --languages 26``; the defaults take a 
    free core: a scores chunk (reading, decoding and scoring one ``--model-dim`` chunk, from a one-chunk
    store written for it), the attribute rows (one read of the chunk that holds them), a family's pool
    (:func:`biasdask.engine.permutation.prepare_pools`, ``uniform`` and ``zipf`` on ``--words`` scores),
-   one permutation of the pool's two weightings, and a language's per-word scores write. ``--durations
-   scores=0.015,rows=0.025,pool=0.25,permutation=0.0003,write=0.1`` gives them instead (in seconds; a
+   one permutation of the pool's two weightings, a language's per-word scores write, and the search of
+   its vocabulary for the words it looks up (:func:`biasdask.io.store.find_words`). ``--durations
+   scores=0.015,rows=0.025,pool=0.25,permutation=0.0003,write=0.1,find=0.05`` gives them instead (in seconds; a
    scores duration is for a whole chunk, a permutation duration for one permutation of the two
    weightings; those not given are measured);
 3. for each N of ``--threads``, starts a real ``dask scheduler`` process and ``dask worker`` processes
@@ -25,15 +26,16 @@ real study's size, e.g. ``--words 2000000 --languages 26``; the defaults take a 
    words carrying as many bytes as the real pool, so it travels as the real one does, unless
    ``--no-pool-ballast``); and runs biasdask's real :func:`biasdask.engine.run.run` in a fresh client
    process (the ``gender`` test, ``uniform`` and ``zipf``, ``--permutations``), which opens the
-   stores, reads their words, builds and submits the graphs and writes the cells as it always does;
+   stores, finds their words, builds and submits the graphs and writes the cells as it always does
+   (without placebo pairs, as the 26-language rerun measured by ``benchmarks/study.py``);
 4. prints per N: the wall time of ``run``; the workers' **busy fraction** from Dask's task stream
    (Σ task compute time / (wall × N)); the tasks and their mean duration; the client process's CPU
    seconds and peak memory (RSS sampled every 10 ms in a thread; and its RSS when ``run`` started); the
    scheduler's and the workers' CPU seconds; the share of the machine's cores in use (the simulation
    shares them with everything else); and the serial chain: when the first task of the study started
-   and when the last store was opened (its words read) and the last language started, in seconds after
-   ``run`` was called. Then the client's CPU seconds by part (checking the stores, opening them,
-   building scores graphs, submitting families, writing cells, the loop, the results store, the
+   and when the last store was opened and the last language started, in seconds after ``run`` was
+   called. Then the client's CPU seconds by part (opening and checking the stores, reading words
+   where a study drops repeated vectors, building scores graphs, submitting families, writing cells, the loop, the results store, the
    client's comm thread, the rest) and the tasks by kind. ``--json PATH`` writes the same rows as a
    JSON list of objects (keys ``threads``, ``wall_s``, ``busy``, ``client_peak_mib``,
    ``client_cpu_s``, ``scheduler_cpu_s`` and more).
@@ -159,30 +161,15 @@ def _sleep(kind: str, seconds: float) -> None:
         _CALLS["slept"][kind] += seconds
 
 
-def _sleepy_scores(loc, chunk, kind, axes, *arrays, n, methods, extras, gram_step=0, block_info=None):
-    """A scores chunk: its duration (scaled to a shorter last chunk), then rows of made-up u (and, for
-    the placebo, the moments of made-up vectors of the store's few dimensions)."""
-    from biasdask.engine.scores import score_rows, score_weights
-    from biasdask.stats.placebo import MomentAccumulator
+def _sleepy_scores(loc, chunk, kind, axes, *arrays, n, methods, extras, block_info=None):
+    """A scores task's chunks: their duration (scaled to a shorter last chunk), then rows of made-up u
+    (the simulated study has no placebo, so no moments)."""
+    from biasdask.engine.scores import score_rows
 
     (start, stop) = block_info[None]["array-location"][1]
     _sleep("scores", _SLEEPS["scores"] * (stop - start) / chunk)
-    rng = np.random.default_rng(start)
-    u = rng.normal(0.0, 0.05, stop - start).astype(np.float32)
-    named = dict(zip(extras, arrays))
-    rows = score_rows(u, start, n, methods, **named)
-    if not gram_step:
-        return rows
-    vectors = rng.normal(0.0, 0.1, (stop - start, axes.shape[1])).astype(np.float32)
-    acc = MomentAccumulator(kind, axes.shape[1], len(methods), step=gram_step, rows=stop - start)
-    acc.add(
-        start,
-        vectors,
-        np.linalg.norm(vectors, axis=1),
-        score_weights(start, stop - start, n, methods, **named),
-        np.isfinite(rows[0]),
-    )
-    return rows, [acc.moments()]
+    u = np.random.default_rng(start).normal(0.0, 0.05, stop - start).astype(np.float32)
+    return score_rows(u, start, n, methods, **dict(zip(extras, arrays)))
 
 
 def _sleepy_find(loc, words):
@@ -363,7 +350,6 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     from biasdask.io import results as rs
     from biasdask.io.fs import Location
     from biasdask.io.store import find_words, open_embeddings, stored_vectors
-    from biasdask.stats.placebo import gram_step
     from biasdask.stats.weights import zipf_weights
 
     out: dict = {}
@@ -375,16 +361,8 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     info = {None: {"array-location": [(0, 1 + len(METHODS)), (0, rows_in_chunk)]}}
     out["scores"] = (
         _median_time(
-            lambda: stored_scores(  # with the placebo's moments, as a study gathers them by default
-                stored.location,
-                stored.chunk,
-                "cosine",
-                axes,
-                n=n_words,
-                methods=METHODS,
-                extras=(),
-                gram_step=gram_step(n_words),
-                block_info=info,
+            lambda: stored_scores(
+                stored.location, stored.chunk, "cosine", axes, n=n_words, methods=METHODS, extras=(), block_info=info
             ),
             5,
         )
@@ -632,8 +610,8 @@ class ClientProfile:
 #: the parts of the client's CPU time, as printed
 PARTS = {
     "config": "read config",
-    "check": "check stores",
-    "open": "open stores (words)",
+    "check": "open stores",
+    "open": "read words (deduplicating)",
     "graph": "scores graphs",
     "submit": "submit families",
     "start": "start languages",
@@ -819,7 +797,7 @@ def client_run(spec: dict) -> dict:
         "machine_busy": machine_used / (wall * (psutil.cpu_count() or 1)),
         "first_task_s": first - called,
         "scheduler_cpu_before_first_task_s": sampler.other_cpu_at(first) - scheduler0,
-        "last_store_opened_s": max(profile.ends["open"], default=math.nan) - called,
+        "last_store_opened_s": max([*profile.ends["check"], *profile.ends["open"]], default=math.nan) - called,
         "last_language_started_s": max(profile.ends["start"], default=math.nan) - called,
         "client_cpu_parts_s": parts,
         "tasks_by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
@@ -859,6 +837,7 @@ def study_for(stores: dict[str, str], output: str, permutations: int) -> dict:
         "tests": ["gender"],
         "n_permutations": permutations,
         "seed": 0,
+        "placebo": False,  # as the 26-language rerun (benchmarks/study.py measures it with --placebo 0 too)
     }
 
 

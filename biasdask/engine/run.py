@@ -198,14 +198,12 @@ def run(
     weak = correction_warning(len(cfg.languages), cfg.n_permutations, correction=cfg.correction, alpha=cfg.alpha)
     if weak:
         log.warning("%s", weak)
-    # The stores are checked first (metadata and listings: milliseconds each), in parallel threads.
-    # Their words are read by one thread, in the study's order, while the cluster starts and the first
-    # languages run; each language starts once its own words are in. (Read first, a full study's 26
-    # vocabularies of 2,000,000 words kept every worker idle for ~26 s: ~1 s each here, under the GIL,
-    # so more threads would only delay the first; zarr already reads a store's chunks concurrently.)
-    # A word chunk failing its checksum then fails that language only.
+    # The stores are checked and opened first, without their words (metadata and listings: milliseconds
+    # each), in parallel threads. A study that drops repeated vectors reads each store's words and vectors
+    # in one thread, in the study's order, while the cluster starts and the first languages run; each
+    # language starts once its own are in, and a word chunk failing its checksum fails that language only.
     with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:
-        checked = list(pool.map(lambda lang: _check_language(lang, options), cfg.languages))
+        checked = list(pool.map(lambda lang: _check_language(lang, options, cfg), cfg.languages))
     final, fresh = cfg.output, None
     if changes is not None:
         fresh = prepare_update(cfg, options, changes)
@@ -213,7 +211,7 @@ def run(
     opener = concurrent.futures.ThreadPoolExecutor(1)
     try:
         stores = {
-            lang.code: opener.submit(_open_language, lang, options, cfg) if emb is None else _done(emb)
+            lang.code: opener.submit(_open_language, lang, options) if emb is None else _done(emb)
             for lang, emb in zip(cfg.languages, checked)
         }
         failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
@@ -319,26 +317,24 @@ def _check_output_apart(cfg: StudyConfig) -> None:
             )
 
 
-def _check_language(lang, options: dict) -> xr.Dataset | None:
-    """A study language's embedding checked before anything runs: a store URL verified (None: opened
-    later, by :func:`_open_language`), an in-memory form converted."""
-    if isinstance(lang.store, (str, os.PathLike)):
-        check_embeddings(Location(os.fspath(lang.store), options), language=lang.code)
-        return None
-    return as_embeddings(lang.store)
-
-
-def _open_language(lang, options: dict, cfg: StudyConfig) -> xr.Dataset:
-    """A study language's embedding: a store URL opened and verified (of this language), or an
-    in-memory form (see :func:`biasdask.as_embeddings`). A store is opened without its words (a task
-    finds those the language needs: :func:`_words_to_find`), unless the study drops repeated vectors,
-    which goes over every word's vector here."""
+def _check_language(lang, options: dict, cfg: StudyConfig) -> xr.Dataset | None:
+    """A study language's embedding, checked before anything runs: a store URL opened and verified (of
+    this language) without its words (a task finds those the language needs: :func:`_words_to_find`);
+    an in-memory form converted (see :func:`biasdask.as_embeddings`). None for a store whose words and
+    vectors the study goes over here to drop repeated vectors: verified now, read later
+    (:func:`_open_language`)."""
     if isinstance(lang.store, (str, os.PathLike)):
         where = Location(os.fspath(lang.store), options)
         if cfg.dedupe_vectors:
-            return open_embeddings(where, language=lang.code)
+            check_embeddings(where, language=lang.code)
+            return None
         return open_vectors(where, language=lang.code)
     return as_embeddings(lang.store)
+
+
+def _open_language(lang, options: dict) -> xr.Dataset:
+    """A store of a study that drops repeated vectors, opened with every word (verified again)."""
+    return open_embeddings(Location(os.fspath(lang.store), options), language=lang.code)
 
 
 def _vocabulary_words(emb: xr.Dataset, max_words: int | None) -> Iterator[str]:
@@ -729,6 +725,9 @@ class _Stream:
         self.scores_parts: dict[str, tuple[list[str], dict[str, tuple]]] = {}  # see _scores_part
         self.langs = {lang.code: lang for lang in cfg.languages}
         self.waiting: list = []  # languages not started yet
+        # full-vocabulary families not planned yet, by language (from the tests that apply until the
+        # language's plan says): with those running, they share the worker threads among them
+        self.to_plan = {lang.code: sum(map(is_family, applicable_tests(cfg, lang.code))) for lang in cfg.languages}
         self.found: list[xr.Dataset] = []  # stores opened without their words, whose words a task found
         self.done: set = set()
         # Among tasks ready at once, a distributed scheduler runs the higher priority first: an earlier
@@ -758,12 +757,12 @@ class _Stream:
                     except BiasdaskException as exc:  # its words cannot be read (e.g. a chunk fails its checksum)
                         # named once, in the run's error; no note in its cells: they stay not done, and
                         # run on resume once the store is mended
-                        self.failures.append(f"{lang.code}: {exc}")
+                        self._fail(lang.code, exc)
                         continue
                     try:
                         self._start(lang, emb, done)
                     except MissingWordsError as exc:  # attribute words of a test other than gender
-                        self.failures.append(f"{lang.code}: {exc}")
+                        self._fail(lang.code, exc)
                         log.warning("skipped language %s: %s", lang.code, exc)
                     if not self.pending.get(lang.code):
                         self.pending.pop(lang.code, None)
@@ -819,6 +818,7 @@ class _Stream:
             applicable=applicable_tests(cfg, lang.code),
             no_frequency=no_frequency,
         )
+        self.to_plan[lang.code] = len(plan.families)
         if plan.idle:
             return
         if no_frequency is not None and any(m == "frequency" for m, t, _ in plan.notes if is_family(t)):
@@ -1008,6 +1008,7 @@ class _Stream:
             self._scores_part(lang.code, label, (_ScoresPart.of(sc, emb), computed))
 
     def _fail(self, code: str, exc: Exception) -> None:
+        self.to_plan.pop(code, None)
         line = f"{code}: {exc}"
         if line not in self.failures:
             self.failures.append(line)
@@ -1099,20 +1100,20 @@ class _Stream:
         # The batches are planned here, from the words at most in the pool, and depend on the pool: no
         # round trip through this process between the pool and its permutations. (The plan sizes the
         # tasks only: a permutation's split depends on the seed and its index, not on its batch.)
-        # Batches of about biasdask.batch-duration at the workers' measured kernel rate; once no language
-        # waits to start, the last families are spread over every worker thread (at least four batches
-        # each: the last ones end close together), so that the run's tail is short, but no batch carries
-        # less than biasdask.min-batch-duration (the scheduler's cost per task stays a small share).
+        # Batches of about biasdask.batch-duration at the workers' measured kernel rate, the family's share
+        # of the worker threads (those over the families running or still to plan, this one included)
+        # holding at least four each: with many families a few long batches, and the last family
+        # spread over every thread, so that the run's tail is short; no batch carries less than
+        # biasdask.min-batch-duration (the scheduler's cost per task stays a small share). One message
+        # submits them all.
         words = max(
             1, sc.sizes["word"] - int(sc.attrs.get("n_excluded", 0)) - int(sc.attrs.get("n_duplicate_vectors", 0))
         )
-        spread = 1 if self.waiting else 2 * self.slots
-        parts = [
-            self.tasks.submit(_family_batch, family.pool, a, b, priority=rank)
-            for a, b in batch_plan(
-                words * len(methods), self.cfg.n_permutations, self.cfg.batch_size, spread, self.rate
-            )
-        ]
+        families_left = len(self.families) + sum(self.to_plan.values())  # this one among those to plan
+        self.to_plan[code] = max(0, self.to_plan.get(code, 0) - 1)
+        spread = -(-2 * self.slots // max(1, families_left))
+        ranges = batch_plan(words * len(methods), self.cfg.n_permutations, self.cfg.batch_size, spread, self.rate)
+        parts = self.tasks.map(_family_batch, [family.pool] * len(ranges), *zip(*ranges), priority=rank)
         placebo_future = None
         if placebo is not None:  # the same placebo pairs for every weighting of the family, seeded by it
             # beside the pool, before the permutations: it is not left to lengthen the family's tail
@@ -1158,7 +1159,7 @@ class _Stream:
             try:
                 self._begin(event.lang, event.emb, self.done)
             except MissingWordsError as exc:  # attribute words of a test other than gender
-                self.failures.append(f"{code}: {exc}")
+                self._fail(code, exc)
                 log.warning("skipped language %s: %s", code, exc)
         elif isinstance(event, _GraphBuilt):
             self._graph_ready(event.label, event.lang, event.emb, event.plan, future)

@@ -90,6 +90,13 @@ class Tasks:
             return self._track(self.client.submit(fn, *args, priority=priority, pure=pure, **kwargs), tag)
         return self._track(self._after(fn, args, kwargs), tag)
 
+    def map(self, fn: Callable, *iterables: Sequence, priority: int = 0) -> list:
+        """Run ``fn`` on each tuple of the ``iterables``' items, as :meth:`submit` would, in one message
+        to a ``distributed`` scheduler."""
+        if self.client is not None:
+            return [self._track(f, None) for f in self.client.map(fn, *iterables, priority=priority)]
+        return [self._track(self._after(fn, args, {}), None) for args in zip(*iterables)]
+
     def _after(self, fn: Callable, args: tuple, kwargs: dict) -> concurrent.futures.Future:
         """A thread runs ``fn`` once the futures among ``args`` are done (no thread waits for them)."""
         out: concurrent.futures.Future = concurrent.futures.Future()

@@ -131,6 +131,27 @@ def test_pools_go_only_to_workers_that_use_them(tmp_path, stores):
     assert len(batches) == 2 and len(makers) == 1 and got_pool <= users - makers
 
 
+def test_families_share_the_worker_threads_and_the_last_ones_spread_wider(tmp_path, stores, monkeypatch):
+    """A family's batches are planned over its share of the worker threads: the threads over the families
+    running or still to plan (two here, on three threads: three slots each, so six batches of the
+    permutations, not the twelve of a family alone); a later family, with fewer left, gets as many or
+    more; and the results are those of batches of any size."""
+    spreads = []
+    real_plan = run_module.batch_plan
+
+    def recording(n_values, n_permutations, batch_size=None, n_slots=1, rate=None):
+        spreads.append(n_slots)
+        return real_plan(n_values, n_permutations, batch_size, n_slots, rate)
+
+    monkeypatch.setattr(run_module, "batch_plan", recording)
+    study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"], n_permutations=600)
+    with dask.config.set({"num_workers": 3, "biasdask.min-batch-duration": "0s"}):
+        out = biasdask.run(study, progress=False)
+    assert len(spreads) == 2 and spreads[0] == 3 and 3 <= spreads[1] <= 6
+    one = biasdask.run({**study, "output": str(tmp_path / "one.zarr"), "batch_size": 600}, progress=False)
+    np.testing.assert_array_equal(out["p_value"].values, one["p_value"].values)
+
+
 def test_a_slow_language_does_not_hold_back_the_cells_of_another(tmp_path, stores, monkeypatch):
     """Cells are written as they finish: de's cells are written while en (first in the study, its
     scores slowed down) is still computing."""
@@ -381,9 +402,9 @@ def test_scores_are_written_here_when_the_workers_do_not_see_the_results_store(s
 
 
 def test_a_language_runs_while_the_next_ones_words_are_still_read(tmp_path, stores, monkeypatch):
-    """The loop starts each language once its own words are in and meanwhile handles the started ones: en's
-    cell is written while de's words are still being read (before, the loop waited for de's words before
-    it handled anything of en)."""
+    """A study that drops repeated vectors reads each store's words and vectors in the client: the loop
+    starts each language once its own are in and meanwhile handles the started ones, so en's cell is
+    written while de's are still being read."""
     output = str(tmp_path / "r.zarr")
     real = run_module._open_language
     seen = {}
@@ -394,16 +415,17 @@ def test_a_language_runs_while_the_next_ones_words_are_still_read(tmp_path, stor
         except IncompleteStoreError:  # the results store is not created yet
             return False
 
-    def slow_de(lang, options, cfg):
+    def slow_de(lang, options):
         if lang.code == "de":
             deadline = time.monotonic() + 60
             while not en_done() and time.monotonic() < deadline:
                 time.sleep(0.05)
             seen["en written before de opened"] = en_done()
-        return real(lang, options, cfg)
+        return real(lang, options)
 
     monkeypatch.setattr(run_module, "_open_language", slow_de)
-    out = biasdask.run(_study(stores, output, methods=["uniform"], tests=["gender"]), progress=False)
+    study = {**_study(stores, output, methods=["uniform"], tests=["gender"]), "dedupe_vectors": True}
+    out = biasdask.run(study, progress=False)
     assert seen == {"en written before de opened": True}
     assert np.isfinite(out["p_value"].values).all()
 

@@ -192,7 +192,7 @@ def test_a_relative_path_still_reads_from_another_directory(tmp_path, monkeypatc
 def test_find_words_gives_each_words_row_as_a_plain_scan_does():
     words, vectors = _data(23)
     _make("memory://bd-test/find.zarr", words, vectors, chunk=4)
-    asked = [words[17], "absent", words[0], words[17], words[22], "w1"]
+    asked = [words[17], "absent", words[0], words[17], words[22], "w1", ""]  # "": the last chunk's padding
     expected = [words.index(w) if w in words else -1 for w in asked]  # the oracle: a scan of the list
     assert store.find_words("memory://bd-test/find.zarr", asked).tolist() == expected
     assert store.find_words("memory://bd-test/find.zarr", []).tolist() == []
@@ -218,6 +218,21 @@ def test_scaled_decoding_is_the_float32_parse_of_every_4_decimal_text():
     assert out.tobytes() == (k / 10000).astype(np.float32).tobytes()
     ints, negative = codecs.encode_scaled(out, "int16")
     assert np.array_equal(ints, k) and not negative.any()
+
+
+def test_vlen_find_gives_each_words_first_index_as_a_plain_scan_does():
+    import numcodecs
+
+    rng = np.random.default_rng(3)
+    tricky = ["", "he", "é", "e\u0301", "\x02\x00\x00\x00he", "\x00", "l" * 300, "日本", "he ", "He"]
+    vocabulary = [*tricky, *(f"w{i}" for i in rng.integers(0, 40, 60)), *tricky[::-1]]
+    chunks = [vocabulary[i : i + 7] for i in range(0, len(vocabulary), 7)]
+    payloads = [numcodecs.VLenUTF8().encode(np.array(c, dtype=object)) for c in chunks]
+    asked = [*tricky, "w3", "w39", "w40", "absent", "\ud800", "he", "h"]
+    expected = [vocabulary.index(w) if w in vocabulary else -1 for w in asked]  # the oracle: a scan
+    assert codecs.vlen_find(payloads, asked).tolist() == expected
+    assert codecs.vlen_find(payloads, []).tolist() == []
+    assert codecs.vlen_find([], ["he"]).tolist() == [-1]
 
 
 def test_int32_decoding_equals_the_codecs_up_to_its_limit():
