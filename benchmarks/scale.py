@@ -855,7 +855,7 @@ def measured_run(threads: int, stores: dict, sleeps: dict | None, args, work: Pa
         if sleeps is not None:
             task_bytes = parse_bytes(dask.config.get("biasdask.scores-task-bytes"))
             config["biasdask.scores-task-bytes"] = max(1, task_bytes * args.dim // args.model_dim)
-        with dask_cluster(threads, args.threads_per_process, work, sleeps, args.preload_scheduler, nice) as cluster:
+        with dask_cluster(threads, args.threads_per_process, work, sleeps, not args.cold_scheduler, nice) as cluster:
             return run_client(
                 cluster,
                 threads,
@@ -997,10 +997,10 @@ def main(argv=None) -> None:
         "(which a cluster spreads over its machines) then yields to the client and the scheduler",
     )
     parser.add_argument(
-        "--preload-scheduler",
+        "--cold-scheduler",
         action="store_true",
-        help="the scheduler imports biasdask as it starts (by default, as in a fresh cluster, it does "
-        "when the first task's graph arrives, which holds up the scheduler)",
+        help="the scheduler imports biasdask when the first task's graph arrives, which holds it up (by "
+        "default it does as it starts, as biasdask's DaskJob and Gateway configurations make it)",
     )
     parser.add_argument("--stores", default=None, help="keep the generated stores in this directory (and reuse them)")
     parser.add_argument("--json", default=None, help="write the rows as a JSON list of objects to this path")

@@ -436,8 +436,8 @@ def check_embeddings(loc: Locatable, language: str | None = None) -> dict:
 
     What :func:`open_embeddings` checks before it reads the words: a biasdask store, complete, of
     ``language``, its attrs fitting its arrays, every chunk present. (Chunks' checksums are verified
-    when they are read.) ``biasdask.run`` checks every store of a study this way before it starts,
-    then reads each language's words as the language starts.
+    when they are read.) ``biasdask.run`` verifies every store of a study this way, as it opens it
+    without its words (:func:`open_vectors`), before anything runs.
 
     Raises
     ------
