@@ -19,7 +19,9 @@ real study's size, e.g. ``--words 2000000 --languages 26``; the defaults take a 
    scores duration is for a whole chunk, a permutation duration for one permutation of the two
    weightings; those not given are measured);
 3. for each N of ``--threads``, starts a real ``dask scheduler`` process and ``dask worker`` processes
-   with N threads in all (``--threads-per-process``, default 32, and at least two processes), whose
+   with N threads in all (``--threads-per-process``; by default as many processes as the machine has
+   cores, at least two: a process's own work, its event loop and the transfers to it, would run on a
+   machine of its own in a cluster, and more processes than cores only compete for them), whose
    ``--preload`` (this file, :func:`dask_setup`) replaces those task bodies by ``time.sleep`` of the
    durations (scores chunks, attribute rows, pools, permutation batches, scores writes: the functions
    the client's tasks name are swapped inside the worker processes only; a pool is a real one of 64
@@ -41,8 +43,8 @@ real study's size, e.g. ``--words 2000000 --languages 26``; the defaults take a 
    ``client_cpu_s``, ``scheduler_cpu_s`` and more).
 
 ``--validate`` first runs a small real study (``--validate-languages`` x ``--validate-words`` x
-``--model-dim``, real vectors, nothing replaced) at N = 2, then the same study simulated with the
-durations measured at its scale, and prints the ratio of their wall times (and the tasks' mean
+``--model-dim``, real vectors, nothing replaced; its workers import biasdask as they start, as the
+simulated ones do) at N = 2, then the same study simulated with the durations measured at its scale, and prints the ratio of their wall times (and the tasks' mean
 durations by kind, real against slept), so the simulation's fidelity is checked on this machine.
 
 The machine may be shared: its CPU model, cores and load average are printed; with few cores the
@@ -451,9 +453,11 @@ def parse_durations(text: str | None) -> dict:
 # The cluster: a `dask scheduler` process and `dask worker` processes.
 
 
-def worker_layout(threads: int, per_process: int) -> list[int]:
-    """Threads of each worker process: ``threads`` in all, at most ``per_process`` each, at least two
-    processes (data moves between workers, as on a cluster)."""
+def worker_layout(threads: int, per_process: int | None) -> list[int]:
+    """Threads of each worker process: ``threads`` in all, at most ``per_process`` each (None: as many
+    processes as this machine has cores), at least two processes (data moves between workers, as on a
+    cluster)."""
+    per_process = per_process or -(-threads // (os.cpu_count() or 1))
     procs = min(threads, max(2, -(-threads // per_process)))
     return [threads // procs + (i < threads % procs) for i in range(procs)]
 
@@ -530,8 +534,9 @@ def dask_cluster(
                 "--local-directory",
                 str(logs),
             ]
-            if sleeps is not None:
-                cmd += ["--preload", str(Path(__file__).resolve())]
+            # biasdask imported as the worker starts, real or simulated alike (the sleeps' preload imports
+            # it): a run's first tasks do not pay for it in one and not the other
+            cmd += ["--preload", str(Path(__file__).resolve()) if sleeps is not None else "biasdask.engine.run"]
             workers.append(start(cmd, f"worker-{i}", extra, nice))
         yield {
             "address": address,
@@ -841,20 +846,23 @@ def study_for(stores: dict[str, str], output: str, permutations: int) -> dict:
     }
 
 
-def measured_run(threads: int, stores: dict, sleeps: dict | None, args, work: Path, nice: int = 0) -> dict:
+def measured_run(
+    threads: int, stores: dict, sleeps: dict | None, args, work: Path, nice: int = 0, dim: int | None = None
+) -> dict:
     """One run of the study at ``threads`` worker threads (simulated with ``sleeps``, else real; the
-    workers at niceness ``nice``)."""
+    workers at niceness ``nice``) on ``stores`` of ``dim`` dimensions (default ``--dim``)."""
     import dask
     from dask.utils import parse_bytes
 
     output = str(work / f"results-{uuid.uuid4().hex[:8]}.zarr")
     try:
-        # the simulated stores have few dimensions: a scores task spans as many of their chunks as of the
+        # word-only stores have few dimensions: a scores task spans as many of their chunks as of the
         # simulated embeddings' (biasdask.scores-task-bytes scaled down with the dimensions)
         config = {}
-        if sleeps is not None:
+        dim = args.dim if dim is None else dim
+        if sleeps is not None and dim != args.model_dim:
             task_bytes = parse_bytes(dask.config.get("biasdask.scores-task-bytes"))
-            config["biasdask.scores-task-bytes"] = max(1, task_bytes * args.dim // args.model_dim)
+            config["biasdask.scores-task-bytes"] = max(1, task_bytes * dim // args.model_dim)
         with dask_cluster(threads, args.threads_per_process, work, sleeps, not args.cold_scheduler, nice) as cluster:
             return run_client(
                 cluster,
@@ -937,8 +945,8 @@ def validate(args, work: Path, store_dir: Path) -> dict:
     if not args.pool_ballast:
         durations["pool_bytes"] = 0
     print_durations(f"measured at {n:,} words x {dim}", durations, {})
-    real = measured_run(2, stores, None, args, work)
-    sim = measured_run(2, stores, durations, args, work)
+    real = measured_run(2, stores, None, args, work, dim=dim)
+    sim = measured_run(2, stores, durations, args, work, dim=dim)
     print(f"\n== validation: {len(stores)} languages x {n:,} words x {dim}, N = 2 ==")
     print(HEADER)
     for label, r in (("real", real), ("simulated", sim)):
@@ -972,8 +980,9 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--threads-per-process",
         type=int,
-        default=32,
-        help="most threads of one worker process (default 32; at least two processes)",
+        default=None,
+        help="most threads of one worker process (default: as many processes as this machine has cores, "
+        "whose per-process work a cluster's machines would do each on their own; at least two processes)",
     )
     parser.add_argument(
         "--durations",
@@ -1006,7 +1015,7 @@ def main(argv=None) -> None:
     parser.add_argument("--json", default=None, help="write the rows as a JSON list of objects to this path")
     parser.add_argument("--validate", action="store_true", help="first compare a real and a simulated run at N = 2")
     parser.add_argument(
-        "--validate-words", type=int, default=100_000, help="words per language of the validation (default 100,000)"
+        "--validate-words", type=int, default=400_000, help="words per language of the validation (default 400,000)"
     )
     parser.add_argument("--validate-languages", type=int, default=4, help="languages of the validation (default 4)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds one run may take (default 3600)")
