@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -45,15 +46,34 @@ NEGATIVE_ZERO = "negative_zero"
 _CODEC_WARNING = "Numcodecs codecs are not in the Zarr version 3 specification"
 
 
+_quiet_lock = threading.Lock()
+_quiet: dict = {"depth": 0, "context": None}
+
+
 def quiet_codecs(fn):
     """Silence zarr's warning that numcodecs' codecs are not in the core Zarr v3 spec (zarr-python, the
-    reader biasdask and xarray use, reads them) while ``fn`` opens or creates arrays."""
+    reader biasdask and xarray use, reads them) while ``fn`` opens or creates arrays.
+
+    Calls in several threads at once share one ``warnings.catch_warnings`` context, entered by the first
+    and left by the last: each with its own, one leaving restored the filters without the silencing
+    while another still opened stores (``catch_warnings`` is not thread-safe), and the warning reached
+    the user."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=_CODEC_WARNING)
+        with _quiet_lock:
+            if _quiet["depth"] == 0:
+                _quiet["context"] = warnings.catch_warnings()
+                _quiet["context"].__enter__()
+                warnings.filterwarnings("ignore", message=_CODEC_WARNING)
+            _quiet["depth"] += 1
+        try:
             return fn(*args, **kwargs)
+        finally:
+            with _quiet_lock:
+                _quiet["depth"] -= 1
+                if _quiet["depth"] == 0:
+                    _quiet["context"].__exit__(None, None, None)
 
     return wrapper
 

@@ -220,6 +220,51 @@ def test_scaled_decoding_is_the_float32_parse_of_every_4_decimal_text():
     assert np.array_equal(ints, k) and not negative.any()
 
 
+def test_zarrs_codec_warning_stays_silenced_while_any_thread_opens_a_store():
+    """A study opens its stores in parallel threads: zarr's warning about numcodecs codecs stays silenced
+    as long as any of them is still opening one. (Each silencing it on its own, a thread that finished
+    first restored the filters without the silencing while another still opened a store, whose
+    warning reached the user.)"""
+    import threading
+    import warnings
+
+    from zarr.codecs.numcodecs import FixedScaleOffset
+
+    a_in, b_in, a_go, a_out = (threading.Event() for _ in range(4))
+    errors = []
+
+    @codecs.quiet_codecs
+    def first():
+        a_in.set()
+        a_go.wait(10)
+
+    @codecs.quiet_codecs
+    def second():
+        b_in.set()
+        a_out.wait(10)
+        FixedScaleOffset(offset=0, scale=10, dtype="<f4", astype="<i2")  # zarr warns as it makes one
+
+    def record(fn):
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - the warning, raised as an error
+            errors.append(exc)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = threading.Thread(target=record, args=(first,))
+        a.start()
+        a_in.wait(10)
+        b = threading.Thread(target=record, args=(second,))
+        b.start()
+        b_in.wait(10)
+        a_go.set()  # the first leaves while the second is still inside
+        a.join(10)
+        a_out.set()
+        b.join(10)
+    assert errors == []
+
+
 def test_vlen_find_gives_each_words_first_index_as_a_plain_scan_does():
     import numcodecs
 
