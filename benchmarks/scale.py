@@ -36,9 +36,9 @@ real study's size, e.g. ``--words 2000000 --languages 26``; the defaults take a 
    scheduler's and the workers' CPU seconds; the share of the machine's cores in use (the simulation
    shares them with everything else); and the serial chain: when the first task of the study started
    and when the last store was opened and the last language started, in seconds after ``run`` was
-   called. Then the client's CPU seconds by part (opening and checking the stores, reading words
-   where a study drops repeated vectors, building scores graphs, submitting families, writing cells, the loop, the results store, the
-   client's comm thread, the rest) and the tasks by kind. ``--json PATH`` writes the same rows as a
+   called. Then the client's CPU seconds by part (opening and checking the stores, building scores
+   graphs, submitting families, writing cells, the loop, the results store, the client's comm thread,
+   the rest) and the tasks by kind. ``--json PATH`` writes the same rows as a
    JSON list of objects (keys ``threads``, ``wall_s``, ``busy``, ``client_peak_mib``,
    ``client_cpu_s``, ``scheduler_cpu_s`` and more).
 
@@ -602,7 +602,6 @@ class ClientProfile:
         self.wrap(run, "_as_config", "config")
         self.wrap(run, "check_changes", "config")
         self.wrap(run, "_check_language", "check")
-        self.wrap(run, "_open_language", "open")
         self.wrap(run._Stream, "_gender_graph", "graph")
         self.wrap(run._Stream, "_start_family", "submit")
         self.wrap(run._CellWriter, "__call__", "cells")
@@ -616,7 +615,6 @@ class ClientProfile:
 PARTS = {
     "config": "read config",
     "check": "open stores",
-    "open": "read words (deduplicating)",
     "graph": "scores graphs",
     "submit": "submit families",
     "start": "start languages",
@@ -802,7 +800,7 @@ def client_run(spec: dict) -> dict:
         "machine_busy": machine_used / (wall * (psutil.cpu_count() or 1)),
         "first_task_s": first - called,
         "scheduler_cpu_before_first_task_s": sampler.other_cpu_at(first) - scheduler0,
-        "last_store_opened_s": max([*profile.ends["check"], *profile.ends["open"]], default=math.nan) - called,
+        "last_store_opened_s": max(profile.ends["check"], default=math.nan) - called,
         "last_language_started_s": max(profile.ends["start"], default=math.nan) - called,
         "client_cpu_parts_s": parts,
         "tasks_by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},

@@ -76,7 +76,6 @@ from biasdask.engine.tasks import Tasks
 from biasdask.engine.update import check_changes, prepare_update, run_attrs
 from biasdask.errors import (
     BiasdaskError,
-    BiasdaskException,
     BiasdaskTypeError,
     ConfigError,
     CorruptStoreError,
@@ -87,7 +86,6 @@ from biasdask.io import results as rs
 from biasdask.io.embeddings import as_embeddings
 from biasdask.io.fs import Location, display_url, location_key
 from biasdask.io.store import (
-    check_embeddings,
     find_words,
     open_embeddings,
     open_vectors,
@@ -199,24 +197,16 @@ def run(
     if weak:
         log.warning("%s", weak)
     # The stores are checked and opened first, without their words (metadata and listings: milliseconds
-    # each), in parallel threads. A study that drops repeated vectors reads each store's words and vectors
-    # in one thread, in the study's order, while the cluster starts and the first languages run; each
-    # language starts once its own are in, and a word chunk failing its checksum fails that language only.
+    # each), in parallel threads, before anything is written; each language starts once a task has found
+    # its words, and a word chunk failing its checksum there fails that language only.
     with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:
-        checked = list(pool.map(lambda lang: _check_language(lang, options, cfg), cfg.languages))
+        embeddings = list(pool.map(lambda lang: _check_language(lang, options), cfg.languages))
     final, fresh = cfg.output, None
     if changes is not None:
         fresh = prepare_update(cfg, options, changes)
         cfg = dataclasses.replace(cfg, output=fresh)
-    opener = concurrent.futures.ThreadPoolExecutor(1)
-    try:
-        stores = {
-            lang.code: opener.submit(_open_language, lang, options) if emb is None else _done(emb)
-            for lang, emb in zip(cfg.languages, checked)
-        }
-        failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
-    finally:
-        opener.shutdown(wait=False, cancel_futures=True)
+    stores = {lang.code: emb for lang, emb in zip(cfg.languages, embeddings)}
+    failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
     rs.compact_results(Location(cfg.output, options))
     _write_adjusted(cfg, options)
     if fresh is not None:
@@ -295,12 +285,6 @@ def _missing_words(missing_a, missing_b) -> str:
     return "; ".join(f"{side}: {_words(ws)}" for side, ws in (("A", missing_a), ("B", missing_b)) if ws)
 
 
-def _done(value) -> concurrent.futures.Future:
-    future: concurrent.futures.Future = concurrent.futures.Future()
-    future.set_result(value)
-    return future
-
-
 def _check_output_apart(cfg: StudyConfig) -> None:
     """Refuse a results store that is, lies inside or contains one of the study's embedding stores: its
     writes (and ``overwrite``) would change the user's embeddings."""
@@ -317,24 +301,13 @@ def _check_output_apart(cfg: StudyConfig) -> None:
             )
 
 
-def _check_language(lang, options: dict, cfg: StudyConfig) -> xr.Dataset | None:
+def _check_language(lang, options: dict) -> xr.Dataset:
     """A study language's embedding, checked before anything runs: a store URL opened and verified (of
     this language) without its words (a task finds those the language needs: :func:`_words_to_find`);
-    an in-memory form converted (see :func:`biasdask.as_embeddings`). None for a store whose words and
-    vectors the study goes over here to drop repeated vectors: verified now, read later
-    (:func:`_open_language`)."""
+    an in-memory form converted (see :func:`biasdask.as_embeddings`)."""
     if isinstance(lang.store, (str, os.PathLike)):
-        where = Location(os.fspath(lang.store), options)
-        if cfg.dedupe_vectors:
-            check_embeddings(where, language=lang.code)
-            return None
-        return open_vectors(where, language=lang.code)
+        return open_vectors(Location(os.fspath(lang.store), options), language=lang.code)
     return as_embeddings(lang.store)
-
-
-def _open_language(lang, options: dict) -> xr.Dataset:
-    """A store of a study that drops repeated vectors, opened with every word (verified again)."""
-    return open_embeddings(Location(os.fspath(lang.store), options), language=lang.code)
 
 
 def _vocabulary_words(emb: xr.Dataset, max_words: int | None) -> Iterator[str]:
@@ -650,11 +623,6 @@ def _classic_cell(
 
 
 @dataclass(frozen=True, eq=False)
-class _Opened:
-    """A language's embedding store is open: the loop may start it."""
-
-
-@dataclass(frozen=True, eq=False)
 class _GraphBuilt:
     """A family's scores graph is built (or failed to be): submit its work."""
 
@@ -739,37 +707,26 @@ class _Stream:
         self.priority = {lang.code: -2 * i for i, lang in enumerate(cfg.languages)}
         self.prepare = {code: _PREPARE_FIRST + p for code, p in self.priority.items()}
 
-    def run(self, stores: dict[str, concurrent.futures.Future], done: set) -> list[str]:
-        """Run every language's missing work (``stores``: each language's embedding, being opened);
-        return the failures (one line per language)."""
+    def run(self, stores: dict[str, xr.Dataset], done: set) -> list[str]:
+        """Run every language's missing work (``stores``: each language's embedding, opened); return the
+        failures (one line per language)."""
         waiting = self.waiting = list(self.cfg.languages)
         self.done = done
         limit = languages_in_flight(self.slots)
-        for future in stores.values():  # a language starts once its words are read: the loop hears of it
-            future.add_done_callback(lambda f: self.tasks.finished.put((_Opened(), f)))
         try:
             while waiting or self.pending:
                 # in the study's order; meanwhile the loop handles what the started languages report
-                while waiting and len(self.pending) < limit and stores[waiting[0].code].done():
+                while waiting and len(self.pending) < limit:
                     lang = waiting.pop(0)
                     try:
-                        emb = stores[lang.code].result()
-                    except BiasdaskException as exc:  # its words cannot be read (e.g. a chunk fails its checksum)
-                        # named once, in the run's error; no note in its cells: they stay not done, and
-                        # run on resume once the store is mended
-                        self._fail(lang.code, exc)
-                        continue
-                    try:
-                        self._start(lang, emb, done)
+                        self._start(lang, stores[lang.code], done)
                     except MissingWordsError as exc:  # attribute words of a test other than gender
                         self._fail(lang.code, exc)
                         log.warning("skipped language %s: %s", lang.code, exc)
                     if not self.pending.get(lang.code):
                         self.pending.pop(lang.code, None)
-                if self.pending or waiting:
-                    event, future = self.tasks.finished.get()
-                    if not isinstance(event, _Opened):
-                        self._handle(event, future)
+                if self.pending:
+                    self._handle(*self.tasks.finished.get())
         finally:
             self.tasks.close()
             for emb in self.found:
@@ -1106,9 +1063,7 @@ class _Stream:
         # spread over every thread, so that the run's tail is short; no batch carries less than
         # biasdask.min-batch-duration (the scheduler's cost per task stays a small share). One message
         # submits them all.
-        words = max(
-            1, sc.sizes["word"] - int(sc.attrs.get("n_excluded", 0)) - int(sc.attrs.get("n_duplicate_vectors", 0))
-        )
+        words = max(1, sc.sizes["word"] - int(sc.attrs.get("n_excluded", 0)))  # at most in the pool
         families_left = len(self.families) + sum(self.to_plan.values())  # this one among those to plan
         self.to_plan[code] = max(0, self.to_plan.get(code, 0) - 1)
         spread = -(-2 * self.slots // max(1, families_left))

@@ -636,8 +636,8 @@ def scores_graph(
     attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
     moments: bool = False,
 ) -> tuple[xr.Dataset, da.Array, Delayed, list[Delayed] | None]:
-    """:func:`scores` as a graph only: nothing of the vectors is read in this process (but for
-    ``dedupe_vectors``' hashing pass and ``frequency``'s weights, which need the whole vocabulary).
+    """:func:`scores` as a graph only: nothing of the vectors is read in this process (nor of the words,
+    for a store opened without them: ``dedupe_vectors``' hashes and ``frequency``'s weights are tasks).
 
     The attribute rows are read, and the association's axes computed from them, by a task on which
     every chunk's task depends; so a study's client only submits (:mod:`biasdask.engine.run`).
@@ -651,10 +651,11 @@ def scores_graph(
     -------
     tuple
         The lazy Dataset of :func:`scores`, with the attributes known without reading vectors
-        (``language``, ``n_words``, ``n_excluded``, ``n_duplicate_vectors``, ``association``); the one
+        (``language``, ``n_words``, ``n_excluded``, ``association``); the one
         array (rows u, t(method)..., words) whose rows its ``u`` and ``t`` are: computing it runs one
-        task per chunk of a store (``u`` and ``t`` given apart would each be computed by tasks of
-        their own); and a ``dask.delayed`` dict of the other attributes (``n_a``... ``n_zero_vectors``),
+        task per few chunks of a store (``u`` and ``t`` given apart would each be computed by tasks of
+        their own); and a ``dask.delayed`` dict of the other attributes (``n_a``... ``n_zero_vectors``,
+        ``n_duplicate_vectors``),
         whose computation raises :class:`MissingWordsError` when A or B has no usable word (so do
         ``u`` and ``t``'s); with ``moments``, one ``dask.delayed`` pair per chunk, of its rows (u stacked on
         t) and its :class:`LinearMoments` (or sample; to be merged in chunk order,
@@ -672,8 +673,13 @@ def scores_graph(
     if attributes is None:
         attributes = attributes_graph(emb, a, b, association)
     axes, attr_a, attr_b = attributes
-    # A store whose ingest counted no shared vector needs no hashing pass.
-    hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
+    # A store whose ingest counted no shared vector needs no hashing pass; otherwise one task per stored
+    # chunk hashes its rows (the whole store, before max_words: a repeat's first row may lie beyond it)
+    hashes = None
+    if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0:
+        from biasdask.io.parse import row_hashes
+
+        hashes = da.asarray(emb["vectors"].data).map_blocks(row_hashes, drop_axis=1, dtype=np.uint64)
     stored = stored_vectors(emb["vectors"].data)
     if max_words is not None:
         if max_words < 1:
@@ -691,17 +697,12 @@ def scores_graph(
     excluded = excluded_targets(a, b, exclude_attributes, exclude_words)
     excl_pos = positions(emb, sorted(excluded))
     excl_pos = np.unique(excl_pos[excl_pos >= 0])
-    n_duplicates = 0
+    n_duplicates: int | Delayed = 0
     # What a chunk's rows need besides its vectors, as arrays chunked like them (only when needed).
     extras: dict[str, da.Array] = {}
-    if hashes is not None:  # repeated vectors: a mask over the whole vocabulary, from its hashes
-        mask = np.ones(n, dtype=bool)
-        mask[excl_pos] = False
-        first = first_of_each_vector(hashes)[:n]
-        n_duplicates = int(np.count_nonzero(~first & mask))
-        mask &= first
-        if not mask.all():
-            extras["mask"] = da.from_array(mask, chunks=chunks)
+    if hashes is not None:  # repeated vectors: one task finds the rows to leave out from every hash
+        left_out, n_duplicates = dask.delayed(_left_out_rows, pure=True, nout=2)(excl_pos, n, hashes)
+        extras["mask"] = da.map_blocks(_mask_block, left_out, chunks=(chunks,), dtype=bool, meta=np.empty(0, bool))
     elif excl_pos.size:  # each block's mask made by its task from the few excluded rows
         extras["mask"] = da.map_blocks(_mask_block, excl_pos, chunks=(chunks,), dtype=bool, meta=np.empty(0, bool))
     if stored is not None:  # a store's ranks are 1..N in row order (its format): nothing to read
@@ -793,12 +794,11 @@ def scores_graph(
         language=language,
         n_words=int(n),
         n_excluded=int(excl_pos.size),
-        n_duplicate_vectors=n_duplicates,
         association=association,
     )
     # A store whose ingest found no zero vector has none among the words used: no pass over the norms.
     n_zero = 0 if stored is not None and emb.attrs.get("n_zero_vectors") == 0 else (norm == 0).sum()
-    return out, ut, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, n_zero), parts
+    return out, ut, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, n_zero, n_duplicates), parts
 
 
 def scores_and_moments(
@@ -869,7 +869,17 @@ def _attributes(association, terms_a, terms_b, found, rows, language):
     )
 
 
-def _found_attrs(attr_a: AttributeSet, attr_b: AttributeSet, n_zero_vectors) -> dict:
+def _left_out_rows(excluded: np.ndarray, n: int, hashes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Task: the rows among the first ``n`` that the scores leave out (sorted): the ``excluded`` ones and
+    every row whose vector ``hashes`` show in an earlier row; and how many of those repeats were not
+    excluded anyway."""
+    keep = np.ones(n, dtype=bool)
+    keep[excluded] = False
+    first = first_of_each_vector(hashes)[:n]
+    return np.flatnonzero(~(keep & first)), int(np.count_nonzero(~first & keep))
+
+
+def _found_attrs(attr_a: AttributeSet, attr_b: AttributeSet, n_zero_vectors, n_duplicate_vectors) -> dict:
     """Task: the attributes of :func:`scores` that come from reading the vectors."""
     return dict(
         n_a=len(attr_a.used),
@@ -883,6 +893,7 @@ def _found_attrs(attr_a: AttributeSet, attr_b: AttributeSet, n_zero_vectors) -> 
         zero_a=attr_a.zero,
         zero_b=attr_b.zero,
         n_zero_vectors=int(n_zero_vectors),
+        n_duplicate_vectors=int(n_duplicate_vectors),
     )
 
 

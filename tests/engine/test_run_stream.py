@@ -17,7 +17,7 @@ from biasdask.demo import write_language
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.engine.ingest import ingest
 from biasdask.engine.plan import family_seed, plan_language
-from biasdask.errors import BiasdaskError, IncompleteStoreError
+from biasdask.errors import BiasdaskError
 from biasdask.io import results as rs
 
 CELL_VARS = [
@@ -401,35 +401,6 @@ def test_scores_are_written_here_when_the_workers_do_not_see_the_results_store(s
         assert list(written["word"].values) == list(direct["word"].values)
 
 
-def test_a_language_runs_while_the_next_ones_words_are_still_read(tmp_path, stores, monkeypatch):
-    """A study that drops repeated vectors reads each store's words and vectors in the client: the loop
-    starts each language once its own are in and meanwhile handles the started ones, so en's cell is
-    written while de's are still being read."""
-    output = str(tmp_path / "r.zarr")
-    real = run_module._open_language
-    seen = {}
-
-    def en_done() -> bool:
-        try:
-            return ("en", "uniform", "gender") in rs.done_cells(output)
-        except IncompleteStoreError:  # the results store is not created yet
-            return False
-
-    def slow_de(lang, options):
-        if lang.code == "de":
-            deadline = time.monotonic() + 60
-            while not en_done() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            seen["en written before de opened"] = en_done()
-        return real(lang, options)
-
-    monkeypatch.setattr(run_module, "_open_language", slow_de)
-    study = {**_study(stores, output, methods=["uniform"], tests=["gender"]), "dedupe_vectors": True}
-    out = biasdask.run(study, progress=False)
-    assert seen == {"en written before de opened": True}
-    assert np.isfinite(out["p_value"].values).all()
-
-
 def test_pools_and_scores_writes_take_the_scores_chunks_directly(tmp_path):
     """No task gathers a language's scores into one array before its pool and its scores write: they
     depend on the chunks' tasks themselves (one scheduler round trip less before the permutations), and
@@ -500,6 +471,48 @@ def test_the_client_reads_no_vocabulary_and_the_cube_is_the_same(tmp_path, store
                 rs.read_null(str(tmp_path / "words.zarr"), code, method, "gender"),
                 rs.read_null(str(tmp_path / "lean.zarr"), code, method, "gender"),
             )
+
+
+def test_a_study_that_drops_repeated_vectors_reads_no_vocabulary_in_the_client(tmp_path, dask_client, monkeypatch):
+    """dedupe_vectors: tasks hash the stored rows and one task finds the repeats to leave out; the
+    client decodes no word, and the scores are those of biasdask.scores with every word in memory."""
+    import biasdask.io.store as store_module
+
+    rng = np.random.default_rng(4)
+    words = ["male", "female", *(f"w{i}" for i in range(300))]
+    vec = np.round(rng.standard_normal((len(words), 8)), 4)
+    vec[[50, 60, 70]] = vec[10]  # spaCy-style: later words share row 10's vector
+    vec[80] = vec[2]
+    src = tmp_path / "en.vec"
+    lines = (w + " " + " ".join(f"{x:.4f}" for x in row) + "\n" for w, row in zip(words, vec))
+    src.write_text(f"{len(words)} 8\n" + "".join(lines))
+    store = str(tmp_path / "en.zarr")
+    ingest(str(src), store, language="en", client=False, progress=False, chunk_words=64)
+    ref = biasdask.scores(
+        biasdask.open_embeddings(store), ["male"], ["female"], methods=["uniform"], dedupe_vectors=True
+    )
+    assert ref.attrs["n_duplicate_vectors"] == 4 and np.isnan(ref["u"].values[[50, 60, 70, 80]]).all()
+
+    def no_words_here(*args, **kwargs):
+        raise AssertionError("the client decoded a store's words")
+
+    monkeypatch.setattr(store_module, "_read_words", no_words_here)  # this process only: not the workers
+    study = {
+        "output": str(tmp_path / "r.zarr"),
+        "languages": {"en": {"store": store, "a": ["male"], "b": ["female"]}},
+        "methods": ["uniform"],
+        "tests": ["gender"],
+        "n_permutations": 99,
+        "seed": 1,
+        "dedupe_vectors": True,
+    }
+    out = biasdask.run(study, client=dask_client, progress=False)
+    written = rs.open_scores(study["output"], language="en").load()
+    assert written.attrs["n_duplicate_vectors"] == 4
+    np.testing.assert_array_equal(written["u"].values, ref["u"].values)
+    assert float(out["statistic"].sel({"language": "en", "method": "uniform", "test": "gender"})) == pytest.approx(
+        float(np.nansum(ref["t"].sel({"method": "uniform"}).values.astype(np.float64))), rel=1e-6
+    )
 
 
 def test_a_store_opened_without_its_words_answers_only_the_words_looked_up(stores):
