@@ -78,6 +78,7 @@ from biasdask.io.fs import (
     Location,
     as_location,
     display_url,
+    files_under,
     redact,
     storage_options_for,
     url_to_fs,
@@ -704,7 +705,7 @@ def _check_layout(loc: Location, attrs: dict, arrays: dict) -> None:
     fs, path = url_to_fs(loc)
     root = path.rstrip("/")
     try:
-        present = {key[len(root) + 1 :] for key in fs.find(root)}
+        present = {key[len(root) + 1 :] for key in files_under(fs, root)}
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(f"{shown}: cannot list the store: {redact(' '.join(str(exc).split()))}") from None
     for name, node in arrays.items():

@@ -67,3 +67,29 @@ def test_endpoint_only_in_protocol_keyed_options_reaches_every_store(s3_bucket, 
     assert float(biasdask.open_results(Location(out_url, flat))["statistic"].values.ravel()[0]) == float(
         cube["statistic"].values.ravel()[0]
     )
+
+
+def test_files_under_lists_what_fsspec_finds_and_follows_linked_folders(tmp_path):
+    """A local tree lists as fsspec's find lists it, but a linked folder's files are listed too (zarr reads
+    through the link; find lists the link itself as a file); other file systems are fsspec's find."""
+    import os
+
+    import fsspec
+
+    from biasdask.io.fs import files_under
+
+    (tmp_path / "store" / "vectors" / "c" / "0").mkdir(parents=True)
+    (tmp_path / "store" / "vectors" / "c" / "0" / "0").write_bytes(b"x")
+    (tmp_path / "store" / "zarr.json").write_text("{}")
+    (tmp_path / "store" / "empty").mkdir()
+    local = fsspec.filesystem("file")
+    root = local._strip_protocol(str(tmp_path / "store"))
+    assert sorted(files_under(local, root)) == sorted(local.find(root)) and len(local.find(root)) == 2
+    (tmp_path / "elsewhere" / "c").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "c" / "1").write_bytes(b"y")
+    os.symlink(tmp_path / "elsewhere", tmp_path / "store" / "norm")
+    found = [path for path in local.find(root) if path != f"{root}/norm"]  # find lists the link as a file
+    assert sorted(files_under(local, root)) == sorted([*found, f"{root}/norm/c/1"])
+    memory = fsspec.filesystem("memory")
+    memory.pipe({"/tree/a/b": b"1", "/tree/c": b"2"})
+    assert sorted(files_under(memory, "/tree")) == sorted(memory.find("/tree"))
