@@ -28,7 +28,8 @@ most of it). It
 5. with ``--rerun``, runs the 26-language rerun itself on two single-thread workers: one language of
    2,000,000 x 300 generated and ingested, its store linked under 26 language codes (hard links; the
    chunks are then read from the page cache), ``biasdask.run`` as in 2. (no placebo); prints its wall
-   time and the workers' and the client's CPU seconds (about 3 minutes, 4 GB of temporary disk);
+   time, the workers' and the client's CPU seconds and the tasks' compute time by kind (about 3
+   minutes, 4 GB of temporary disk);
 6. measures a fresh worker's first permutation task: cold (numba's cache empty: the kernels are
    compiled in the task), cache warm but no plugin (loaded in the task), and with biasdask's
    ``WarmKernels`` plugin (loaded as the worker joins, before the task).
@@ -413,6 +414,8 @@ def rerun(args, work: Path) -> dict:
     copied and relabelled: the chunks are read from the page cache, as on a machine whose stores fit
     in memory), the study run by ``biasdask.run``; its wall time, the workers' and the client's CPU."""
     import psutil
+    from distributed import get_task_stream
+    from distributed.utils import key_split
 
     import biasdask
     from biasdask.io.store import set_attrs
@@ -447,7 +450,8 @@ def rerun(args, work: Path) -> dict:
         me = psutil.Process()
         cpu_client, cpu_workers = sum(me.cpu_times()[:2]), workers_cpu(client)
         t = time.perf_counter()
-        cube = biasdask.run(study, client=client, progress=False)
+        with get_task_stream(client) as stream:
+            cube = biasdask.run(study, client=client, progress=False)
         wall = time.perf_counter() - t
         cpu_client, cpu_workers = sum(me.cpu_times()[:2]) - cpu_client, workers_cpu(client) - cpu_workers
         assert int(np.isfinite(cube["p_value"].values).sum()) == SEED_LANGUAGES * SEED_METHODS
@@ -455,7 +459,21 @@ def rerun(args, work: Path) -> dict:
         cluster = client.cluster
         client.close()
         cluster.close()
-    return {"generated": generated, "ingested": ingested, "wall": wall, "workers": cpu_workers, "client": cpu_client}
+    kinds: dict[str, list] = {}
+    for task in stream.data:
+        for ss in task.get("startstops", ()):
+            if ss.get("action") == "compute":
+                kind = kinds.setdefault(key_split(task["key"]).lstrip("_"), [0, 0.0])
+                kind[0] += 1
+                kind[1] += ss["stop"] - ss["start"]
+    return {
+        "generated": generated,
+        "ingested": ingested,
+        "wall": wall,
+        "workers": cpu_workers,
+        "client": cpu_client,
+        "kinds": kinds,
+    }
 
 
 def main(argv=None) -> None:
@@ -528,6 +546,14 @@ def main(argv=None) -> None:
             print(
                 f"{r['wall']:.1f} s wall (target <= 40 s); the workers' CPU {r['workers']:.0f} s, the client's "
                 f"{r['client']:.1f} s; load average {os.getloadavg()[0]:.1f}"
+            )
+            print(
+                "task time by kind: "
+                + ", ".join(
+                    f"{kind} {n} x {seconds / n:.3f} s = {seconds:.1f} s"
+                    for kind, (n, seconds) in sorted(r["kinds"].items(), key=lambda kv: -kv[1][1])
+                    if seconds >= 0.05
+                )
             )
 
         if not args.skip_first_task:
