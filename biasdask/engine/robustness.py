@@ -109,7 +109,7 @@ def attribute_sensitivity(
     # the words sharing an earlier word's vector are found once (one hashing pass, not one per row).
     base_excluded = sorted(excluded_targets(terms_a, terms_b, exclude_attributes, exclude_words))
     if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0:
-        shared = ~first_of_each_vector(vector_hashes(emb))
+        shared = ~first_of_each_vector(vector_hashes(emb).compute())
         base_excluded += [str(w) for w in np.asarray(emb["word"].values)[shared]]
     variants: list[tuple[str, str, list[AttributeTerm], list[AttributeTerm]]] = [("", "", terms_a, terms_b)]
     variants += [(w, "A", [t for t in terms_a if t.label != w], terms_b) for w in used_a]

@@ -507,13 +507,12 @@ def excluded_targets(
     return excluded
 
 
-def vector_hashes(emb: xr.Dataset) -> np.ndarray:
-    """A 64-bit hash of every stored vector's bits (0 for zero vectors): one pass over the store, on the
-    current Dask client if there is one."""
+def vector_hashes(emb: xr.Dataset) -> da.Array:
+    """A 64-bit hash of every stored vector's bits (0 for zero vectors), lazily: one task per chunk of
+    the vectors when computed (on the current Dask client if there is one)."""
     from biasdask.io.parse import row_hashes
 
-    h = da.asarray(emb["vectors"].data).map_blocks(row_hashes, drop_axis=1, dtype=np.uint64)
-    return np.asarray(h.compute())
+    return da.asarray(emb["vectors"].data).map_blocks(row_hashes, drop_axis=1, dtype=np.uint64)
 
 
 def first_of_each_vector(hashes: np.ndarray) -> np.ndarray:
@@ -673,13 +672,9 @@ def scores_graph(
     if attributes is None:
         attributes = attributes_graph(emb, a, b, association)
     axes, attr_a, attr_b = attributes
-    # A store whose ingest counted no shared vector needs no hashing pass; otherwise one task per stored
-    # chunk hashes its rows (the whole store, before max_words: a repeat's first row may lie beyond it)
-    hashes = None
-    if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0:
-        from biasdask.io.parse import row_hashes
-
-        hashes = da.asarray(emb["vectors"].data).map_blocks(row_hashes, drop_axis=1, dtype=np.uint64)
+    # A store whose ingest counted no shared vector needs no hashing pass; otherwise tasks hash its rows
+    # (the whole store, before max_words: a repeat's first row may lie beyond it)
+    hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
     stored = stored_vectors(emb["vectors"].data)
     if max_words is not None:
         if max_words < 1:
@@ -700,11 +695,11 @@ def scores_graph(
     n_duplicates: int | Delayed = 0
     # What a chunk's rows need besides its vectors, as arrays chunked like them (only when needed).
     extras: dict[str, da.Array] = {}
+    left_out: np.ndarray | Delayed = excl_pos
     if hashes is not None:  # repeated vectors: one task finds the rows to leave out from every hash
         left_out, n_duplicates = dask.delayed(_left_out_rows, pure=True, nout=2)(excl_pos, n, hashes)
+    if hashes is not None or excl_pos.size:  # each block's mask made by its task from the rows left out
         extras["mask"] = da.map_blocks(_mask_block, left_out, chunks=(chunks,), dtype=bool, meta=np.empty(0, bool))
-    elif excl_pos.size:  # each block's mask made by its task from the few excluded rows
-        extras["mask"] = da.map_blocks(_mask_block, excl_pos, chunks=(chunks,), dtype=bool, meta=np.empty(0, bool))
     if stored is not None:  # a store's ranks are 1..N in row order (its format): nothing to read
         rank_coord = xr.Variable(("word",), np.arange(1, n + 1, dtype=np.int64), attrs=emb["rank"].attrs)
     else:

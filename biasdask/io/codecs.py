@@ -217,15 +217,19 @@ def vlen_find(payloads: Iterable[bytes], words: Sequence[str]) -> np.ndarray:
     [0, 2, -1]
     """
     out = np.full(len(words), -1, dtype=np.int64)
-    wanted: dict[bytes, list[int]] = {}
+    wanted: dict[bytes, list[int]] = {}  # the words' bytes as stored -> their places in ``words``
+    texts: list[str] = []
     for k, word in enumerate(words):
         try:
-            wanted.setdefault(word.encode("utf-8"), []).append(k)
+            key = word.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: never stored
             continue
+        if key not in wanted:
+            texts.append(word)
+        wanted.setdefault(key, []).append(k)
     if not wanted:
         return out
-    encoded = numcodecs.VLenUTF8().encode(np.array([w.decode("utf-8") for w in wanted], dtype=object))
+    encoded = numcodecs.VLenUTF8().encode(np.array(texts, dtype=object))
     hashes_wanted = _vlen_hashes(np.frombuffer(encoded, dtype=np.uint8))[1]
     first = 0
     for payload in payloads:
