@@ -172,6 +172,29 @@ def memory_floor(x: np.ndarray, repeats: int = 50) -> float:
     return (time.process_time() - start) / repeats
 
 
+def add_floor(repeats: int = 5) -> float:
+    """Pool items a second that the kernel's merge-masked adds alone sum on this core: one row of 64
+    float64 lanes over a block of 2,048 items held in L1, every bit set (best of ``repeats``). No split is
+    drawn and no pool is read from memory or converted, so the kernel cannot pass this rate."""
+    from numba import njit
+
+    from biasdask.stats.simd import merge_add_block
+
+    words = 32
+
+    @njit(nogil=True)
+    def adds(acc, block, mask, passes):
+        for _ in range(passes):
+            merge_add_block(acc, block, mask, np.uint64(0), np.uint64(words))
+
+    acc, block = np.zeros(64), np.random.default_rng(0).normal(0.0, 1e-9, 64 * words)
+    mask = np.full(words, np.iinfo(np.uint64).max, dtype=np.uint64)
+    adds(acc, block, mask, 1)
+    passes = 100_000
+    best = min(_timed(adds, acc, block, mask, passes)[2] for _ in range(repeats))
+    return passes * 64 * words / best
+
+
 def _line(rate: Rate, baseline: Rate | None = None) -> str:
     text = f"  {rate.label:<36} N={rate.n:>9,}  {rate.per_second:>12,.1f} perm/s"
     if rate.per_cpu_second is not None:
@@ -206,6 +229,12 @@ def run_size(
     print(
         f"  memory floor: one np.sum pass over t {floor * 1e3:.3f} ms; kernel {per_perm * 1e3:.3f} ms per "
         f"permutation = {per_perm / floor:.2f}x the floor (CPU times)"
+    )
+    items = add_floor()
+    kernel_items = 2 * n / cpu[2] * n_permutations  # two weightings on one split: pool items summed a CPU-second
+    print(
+        f"  add floor: the merge-masked adds alone sum {items / 1e9:.1f} G pool items a second on this core (a block "
+        f"in L1, no draw); the kernel with two weightings sums {kernel_items / 1e9:.1f} G = {kernel_items / items:.0%} of it"
     )
     if n_workers > 1:
         # Enough work for about ``cluster_seconds`` of wall time if the workers scale linearly.
