@@ -444,12 +444,50 @@ def test_vectors_decoded_into_the_threads_reused_buffer_equal_zarrs_read(tmp_pat
         store.read_stored_vectors(url, 1, reuse=True)
 
 
-def test_vectors_encoded_otherwise_are_read_through_zarr(tmp_path):
-    """Only the encoding ingest writes is decoded directly; another one (here zstd) falls back to zarr."""
+@pytest.mark.parametrize(
+    ("compressors", "direct"),
+    [
+        (("zstd", "crc32c"), True),
+        (("blosc", "crc32c"), True),
+        (("gzip", "crc32c"), False),  # a compressor ingest does not write
+        (("zstd",), False),  # no checksum
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "uint8", ">i2"])
+def test_chunks_encoded_as_ingest_encodes_are_decoded_directly_and_others_through_zarr(
+    tmp_path, monkeypatch, compressors, direct, dtype
+):
+    """Chunks of bytes, blosc or zstd and crc32c (in this machine's byte order) are decoded by numcodecs,
+    the others by zarr; both give zarr's values, the short last chunk cut to its rows, and name a
+    missing chunk."""
     import zarr
 
-    array = zarr.create_array(
-        str(tmp_path / "a.zarr"), shape=(6, 4), chunks=(4, 4), dtype="float32", compressors=zarr.codecs.ZstdCodec()
+    made = {
+        "zstd": zarr.codecs.ZstdCodec(),
+        "blosc": zarr.codecs.BloscCodec(cname="lz4", shuffle="bitshuffle"),
+        "gzip": zarr.codecs.GzipCodec(),
+        "crc32c": zarr.codecs.Crc32cCodec(),
+    }
+    url = str(tmp_path / "g.zarr")
+    big = dtype.startswith(">")
+    array = zarr.open_group(url, mode="w").create_array(
+        "a",
+        shape=(10, 3),
+        chunks=(4, 3),
+        dtype=dtype.lstrip(">"),
+        compressors=[made[c] for c in compressors],
+        serializer=zarr.codecs.BytesCodec(endian="big" if big else "little"),
     )
-    array[...] = np.arange(24, dtype=np.float32).reshape(6, 4)
-    assert store._read_reused(Location(str(tmp_path / "a.zarr")), array, 0) is None
+    expected = (np.arange(30).reshape(10, 3) * 7).astype(dtype.lstrip(">"))
+    array[...] = expected
+    through_zarr = []
+    read_verified = store._read_verified
+    monkeypatch.setattr(store, "_read_verified", lambda *a: through_zarr.append(1) or read_verified(*a))
+    loc = Location(url)
+    for index, rows in enumerate([slice(0, 4), slice(4, 8), slice(8, 10)]):
+        got = store._read_chunk(loc, array, "a", index)
+        assert got.dtype == expected.dtype and got.tobytes() == expected[rows].tobytes()
+    assert bool(through_zarr) is not (direct and not big)  # big-endian bytes are zarr's to swap
+    (tmp_path / "g.zarr" / "a" / "c" / "1" / "0").unlink()
+    with pytest.raises(CorruptStoreError, match=r"g.zarr: chunk a/c/1/0 is missing"):
+        store._read_chunk(loc, array, "a", 1)
