@@ -230,7 +230,7 @@ def _stored_blocks(loc: Location, chunk: int, start: int, stop: int):
     :func:`biasdask.io.store.read_chunk` gives)."""
     index, n = start // chunk, stop - start
     # negative zeros change no dot product; the chunk is consumed here, so it may be in a reused buffer
-    stored, _ = read_stored_vectors(loc, index, reuse=True)
+    stored, _ = read_stored_vectors(loc, index, reuse=True, negative_zeros=False)
     norms = read_chunk(loc, "norm", index)[:n]
 
     def blocks():

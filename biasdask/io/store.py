@@ -770,12 +770,16 @@ def read_chunk(loc: Locatable, name: str, index: int, rows: np.ndarray | None = 
     return values if rows is None else values[rows]
 
 
-def read_stored_vectors(loc: Locatable, index: int, reuse: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+def read_stored_vectors(
+    loc: Locatable, index: int, reuse: bool = False, negative_zeros: bool = True
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Chunk ``index`` of ``vectors`` as stored, checksum verified: float32, or the integers of a scaled
     store (``float32(k * 1e-4)``, see :func:`decode_scaled`) with their packed negative-zero bits.
 
     With ``reuse``, the values may be decoded into a buffer that the calling thread reuses: they are
-    valid until its next such call (for a reader that consumes each chunk at once).
+    valid until its next such call (for a reader that consumes each chunk at once). Without
+    ``negative_zeros``, the negative-zero bits are not read (None), for a reader to which -0.0 and 0.0
+    are alike (a dot product).
 
     Raises
     ------
@@ -786,7 +790,7 @@ def read_stored_vectors(loc: Locatable, index: int, reuse: bool = False) -> tupl
     array = _open_named(loc, "vectors")
     stored = array if vector_encoding(array) == "float32" else raw_vectors(array)
     values = _read_chunk(loc, stored, "vectors", index, _reused_buffer(stored) if reuse else None)
-    if stored is array:
+    if stored is array or not negative_zeros:
         return values, None
     return values, _read_chunk(loc, _open_named(loc, NEGATIVE_ZERO), NEGATIVE_ZERO, index)
 
