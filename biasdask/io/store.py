@@ -24,8 +24,9 @@ Stores are verified, not trusted. Every chunk of every array ends with a CRC-32C
 ``crc32c`` codec) and every chunk is written, even one that equals the fill value, so that
 :func:`open_embeddings` can check that all the chunks the arrays' shapes call for exist (zarr itself
 reads a missing chunk as fill values) and that the attrs agree with the arrays; the arrays it returns
-are read chunk by chunk through :func:`read_chunk`, which names the store and the chunk of any chunk
-that fails its checksum or cannot be decoded.
+are read chunk by chunk through :func:`read_chunk`, which fetches a chunk encoded as ingest encodes it
+with one request and decodes it with numcodecs (any other through zarr), and names the store and the
+chunk of any chunk that is missing, fails its checksum or cannot be decoded.
 
 Writers fill whole chunks only (:func:`write_block`), so concurrent writers never touch the same
 object. The group's attrs are written first, so that even a store whose writing was killed at once is
