@@ -639,7 +639,7 @@ def _word_payloads(loc: Location, n: int, chunk: int) -> Iterator[tuple[int, byt
             data = fetched.get(where, FileNotFoundError(where))
             if isinstance(data, Exception):
                 raise data
-            payload = numcodecs.Zstd().decode(numcodecs.CRC32C().decode(data))
+            payload = _unpacked(data, "zstd")
         except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
             raise _chunk_error(loc.url, key, exc) from None
         yield index * chunk, payload
@@ -847,16 +847,18 @@ def _read_chunk(
         buffer = np.empty(int(np.prod(shape)) * array.dtype.itemsize, dtype=np.uint8)
     fs, path = url_to_fs(loc)
     try:
-        data = fs.cat_file(f"{path.rstrip('/')}/{key}")
+        _unpacked(fs.cat_file(f"{path.rstrip('/')}/{key}"), names[1], buffer)
     except FileNotFoundError:
         raise CorruptStoreError(f"{display_url(loc.url)}: chunk {key} is missing") from None
     except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
         raise _chunk_error(loc.url, key, exc) from None
-    try:
-        _DECOMPRESSORS[names[1]](numcodecs.CRC32C().decode(data), buffer)
-    except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
-        raise _chunk_error(loc.url, key, exc) from None
     return buffer.view(array.dtype).reshape(shape)[: rows.stop - rows.start]
+
+
+def _unpacked(data: bytes, compressor: str, out: np.ndarray | None = None) -> bytes | np.ndarray:
+    """The bytes of a stored chunk ``data`` (ending with its CRC-32C), checksum verified and
+    decompressed by ``compressor`` (a key of :data:`_DECOMPRESSORS`), into ``out`` when given."""
+    return _DECOMPRESSORS[compressor](numcodecs.CRC32C().decode(data), out)
 
 
 @quiet_codecs
