@@ -639,7 +639,7 @@ def _word_payloads(loc: Location, n: int, chunk: int) -> Iterator[tuple[int, byt
             data = fetched.get(where, FileNotFoundError(where))
             if isinstance(data, Exception):
                 raise data
-            payload = _unpacked(data, "zstd")
+            payload = cast(bytes, _unpacked(data, "zstd"))  # no buffer given: new bytes
         except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
             raise _chunk_error(loc.url, key, exc) from None
         yield index * chunk, payload
