@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from biasdask import Resampling
-from biasdask.config import DEFAULT_PLACEBO
+from biasdask.study.config import DEFAULT_PLACEBO
 
 
 def _cpu() -> str:

@@ -26,7 +26,7 @@ real study's size, e.g. ``--words 2000000 --languages 26``; the defaults take a 
    durations (scores chunks, attribute rows, pools, permutation batches, scores writes: the functions
    the client's tasks name are swapped inside the worker processes only; a pool is a real one of 64
    words carrying as many bytes as the real pool, so it travels as the real one does, unless
-   ``--no-pool-ballast``); and runs biasdask's real :func:`biasdask.engine.run.run` in a fresh client
+   ``--no-pool-ballast``); and runs biasdask's real :func:`biasdask.study.run.run` in a fresh client
    process (the ``gender`` test, ``uniform`` and ``zipf``, ``--permutations``), which opens the
    stores, finds their words, builds and submits the graphs and writes the cells as it always does
    (without placebo pairs, as the 26-language rerun measured by ``benchmarks/study.py``);
@@ -144,8 +144,9 @@ def install_sleeps(sleeps: dict) -> None:
     The client names them in its tasks as ``biasdask.engine.scores.stored_scores`` and so on (pickled by
     reference), so a worker process that installed them runs the sleeps; the client stays unchanged.
     """
-    from biasdask.engine import run, scores
+    from biasdask.engine import scores
     from biasdask.io import store
+    from biasdask.study import run
 
     _SLEEPS.update(sleeps)
     store.find_words = _sleepy_find
@@ -204,7 +205,7 @@ def _sleepy_pools(rows, n_permutations, alternative, seed, *pieces):
     duration, then a real pool of :data:`POOL_WORDS` of its words (so that its batches and cells run the
     real code, cheaply), with the real pool's bytes as ballast."""
     from biasdask.engine.permutation import prepare_pools
-    from biasdask.engine.run import _rows, weighted_effect_sizes
+    from biasdask.study.run import _rows, weighted_effect_sizes
 
     _sleep("pool", _SLEEPS["pool"])
     ut = _rows(pieces[0])[0]  # the first chunk's rows (a piece may be its (rows, moments) pair)
@@ -347,12 +348,12 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     import dask
 
     from biasdask.engine.permutation import pools_batch, prepare_pools
-    from biasdask.engine.run import _ScoresPart, _write_scores, weighted_effect_sizes
     from biasdask.engine.scores import attributes_graph, stored_rows, stored_scores
     from biasdask.io import results as rs
     from biasdask.io.fs import Location
     from biasdask.io.store import find_words, open_embeddings, stored_vectors
     from biasdask.stats.weights import zipf_weights
+    from biasdask.study.run import _ScoresPart, _write_scores, weighted_effect_sizes
 
     out: dict = {}
     emb = open_embeddings(vectors_store)
@@ -503,7 +504,7 @@ def dask_cluster(
                 "--no-dashboard",
                 "--scheduler-file",
                 str(scheduler_file),
-                *(["--preload", "biasdask.engine.run"] if preload_scheduler else []),
+                *(["--preload", "biasdask.study.run"] if preload_scheduler else []),
             ],
             "scheduler",
         )
@@ -536,7 +537,7 @@ def dask_cluster(
             ]
             # biasdask imported as the worker starts, real or simulated alike (the sleeps' preload imports
             # it): a run's first tasks do not pay for it in one and not the other
-            cmd += ["--preload", str(Path(__file__).resolve()) if sleeps is not None else "biasdask.engine.run"]
+            cmd += ["--preload", str(Path(__file__).resolve()) if sleeps is not None else "biasdask.study.run"]
             workers.append(start(cmd, f"worker-{i}", extra, nice))
         yield {
             "address": address,
@@ -596,8 +597,8 @@ class ClientProfile:
         setattr(owner, name, timed)
 
     def install(self) -> None:
-        from biasdask.engine import run
         from biasdask.io import results as rs
+        from biasdask.study import run
 
         self.wrap(run, "_as_config", "config")
         self.wrap(run, "check_changes", "config")
@@ -704,8 +705,8 @@ def client_run(spec: dict) -> dict:
     import psutil
     from distributed import Client, get_task_stream
 
-    from biasdask.engine import run
     from biasdask.engine.cluster import warm_workers
+    from biasdask.study import run
 
     profile = ClientProfile()
     profile.install()

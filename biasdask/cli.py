@@ -28,8 +28,8 @@ def _add_quiet(p: argparse.ArgumentParser) -> None:
 
 
 def _workers(text: str) -> int:
-    """``--workers``: an integer from 0 to ``biasdask.engine.run.MAX_LOCAL_WORKERS`` (4 per core)."""
-    from biasdask.engine.run import check_n_workers
+    """``--workers``: an integer from 0 to ``biasdask.study.run.MAX_LOCAL_WORKERS`` (4 per core)."""
+    from biasdask.study.run import check_n_workers
 
     try:
         n = int(text)
@@ -167,8 +167,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from biasdask.config import load_config
-    from biasdask.engine.run import run
+    from biasdask.study.config import load_config
+    from biasdask.study.run import run
 
     cfg = load_config(args.config, output=args.output)
     # run checks every store before it finds or starts the cluster: a wrong URL fails in a second
@@ -449,8 +449,8 @@ def _add_meta(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_meta(args: argparse.Namespace) -> int:
-    from biasdask.engine.inference import meta_analysis
     from biasdask.io.results import open_results
+    from biasdask.study.inference import meta_analysis
 
     meta = meta_analysis(
         open_results(args.results),

@@ -135,8 +135,8 @@ def demo(
         raise BiasdaskError(f"demo: --dim must be at least 2, got {dim}")
     from biasdask.engine.cluster import client_scope
     from biasdask.engine.ingest import ingest
-    from biasdask.engine.run import run
     from biasdask.progress import wanted
+    from biasdask.study.run import run
 
     out = Path(output).resolve()
     raw_dir, emb_dir = out / "raw", out / "emb"

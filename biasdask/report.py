@@ -16,9 +16,9 @@ import pandas as pd
 import xarray as xr
 
 from biasdask._calls import keyword_api
-from biasdask.config import FULL_VOCABULARY_TESTS, split_label
 from biasdask.errors import BiasdaskError
 from biasdask.io.fs import Locatable, as_location
+from biasdask.study.config import FULL_VOCABULARY_TESTS, split_label
 from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, word_list_family
 
 __all__ = [
@@ -273,7 +273,7 @@ def figures(
 def _forests(results: xr.Dataset) -> dict[str, Any]:
     """A forest plot of every test whose effect size has an interval in at least two languages."""
     from biasdask import plot
-    from biasdask.engine.inference import meta_analysis
+    from biasdask.study.inference import meta_analysis
 
     out: dict[str, Any] = {}
     if "effect_size_se" not in results:

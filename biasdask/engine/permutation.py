@@ -15,7 +15,7 @@ number of workers, the batch size, or tasks re-run after a worker is lost.
 :func:`permutation_test` of a 2-D ``x`` does the same for several weightings of the same items on
 common splits (one pass of the kernel per split evaluates them all). Its pieces (:func:`prepare_pools`,
 :func:`batch_plan`, :func:`pools_batch`, :func:`finish_pools`) are plain functions, which a study run
-(:mod:`biasdask.engine.run`) submits as the tasks of its stream.
+(:mod:`biasdask.study.run`) submits as the tasks of its stream.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ def permutation_test(
 
 # ----------------------------------------------------------------------------------------------
 # Several weightings of one set of items on common splits: the pieces of a study's task stream
-# (biasdask.engine.run), each a plain function that a Dask task (or a thread) runs.
+# (biasdask.study.run), each a plain function that a Dask task (or a thread) runs.
 
 
 def prepare_pools(

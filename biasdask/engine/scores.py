@@ -639,7 +639,7 @@ def scores_graph(
     for a store opened without them: ``dedupe_vectors``' hashes and ``frequency``'s weights are tasks).
 
     The attribute rows are read, and the association's axes computed from them, by a task on which
-    every chunk's task depends; so a study's client only submits (:mod:`biasdask.engine.run`).
+    every chunk's task depends; so a study's client only submits (:mod:`biasdask.study.run`).
     Parameters as in :func:`scores`, ``attributes``, the computed :func:`attributes_graph` of
     ``emb``, ``a``, ``b`` and ``association`` (default: that graph, computed with the scores), and
     ``moments``: also gather the placebo moments of the words in use

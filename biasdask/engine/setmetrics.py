@@ -347,7 +347,7 @@ def run_set_cell(
 
     The sets are the study's ``set_metric_words`` (S, A, B) when given, else :func:`set_metric_sets`'s;
     ``model`` chooses the IAT translations where those are used. Other parameters
-    as in :func:`biasdask.engine.cells.run_cell`.
+    as in :func:`biasdask.study.cells.run_cell`.
 
     Raises
     ------

@@ -1,4 +1,4 @@
-"""Study cells (biasdask.engine.cells): which tests apply, one test on one language, the cell's variables."""
+"""Study cells (biasdask.study.cells): which tests apply, one test on one language, the cell's variables."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pytest
 from vec_files import make_store
 
 from biasdask import Resampling
-from biasdask.engine import cells
-from biasdask.engine.cells import cell_values, run_cell
 from biasdask.engine.weat import CoverageError, weat
 from biasdask.errors import BiasdaskError
 from biasdask.lexicon import weat_test, xweat_test
 from biasdask.stats.weat import weat_scores, weat_statistic
+from biasdask.study import cells
+from biasdask.study.cells import cell_values, run_cell
 
 # --- study cells ---------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from statsmodels.stats.multitest import multipletests
 
 import biasdask
 from biasdask import Resampling
-from biasdask.engine.inference import adjusted_pvalues, correction_warning, families
+from biasdask.study.inference import adjusted_pvalues, correction_warning, families
 
 STATSMODELS = {"holm": "holm", "bh": "fdr_bh", "by": "fdr_by"}
 

@@ -110,8 +110,8 @@ def _vec_file(path, emb: xr.DataArray) -> str:
 def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identically(tmp_path):
     from distributed import LocalCluster
 
-    from biasdask.engine.plan import family_seed
     from biasdask.io.results import read_null
+    from biasdask.study.plan import family_seed
 
     store = str(tmp_path / "en.zarr")
     biasdask.ingest(_vec_file(tmp_path / "en.vec", _anisotropic(n=4000)), store, language="en", progress=False)
@@ -250,7 +250,7 @@ def test_a_study_with_placebo_gives_its_weat_cells_the_placebo_of_weat(shared_da
         "placebo": {"n": 99},
     }
     res = biasdask.run(study, progress=False)
-    from biasdask.engine.plan import cell_seed
+    from biasdask.study.plan import cell_seed
 
     own = biasdask.weat(
         store,
@@ -263,8 +263,8 @@ def test_a_study_with_placebo_gives_its_weat_cells_the_placebo_of_weat(shared_da
 
 
 def test_set_metric_placebo_in_the_api_and_in_a_study(shared_data, tmp_path):
-    from biasdask.engine.plan import cell_seed
     from biasdask.lexicon import weat_test
+    from biasdask.study.plan import cell_seed
 
     store = str(tmp_path / "en.zarr")
     biasdask.ingest(

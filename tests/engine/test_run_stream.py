@@ -10,15 +10,15 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 import biasdask
-import biasdask.engine.run as run_module
+import biasdask.study.run as run_module
 from biasdask import Resampling
-from biasdask.config import parse_config
 from biasdask.demo import write_language
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.engine.ingest import ingest
-from biasdask.engine.plan import family_seed, plan_language
 from biasdask.errors import BiasdaskError
 from biasdask.io import results as rs
+from biasdask.study.config import parse_config
+from biasdask.study.plan import family_seed, plan_language
 
 CELL_VARS = [
     "statistic",
@@ -237,8 +237,8 @@ def test_a_failing_task_fails_the_run_and_a_rerun_resumes(tmp_path, stores, monk
 def test_classic_cells_are_tasks_that_read_only_their_rows(tmp_path):
     """weat7, career_family and rnd run as tasks on the workers (the client reads no row), on the rows
     they need only, and give the numbers of one cell at a time on the whole store."""
-    from biasdask.engine.cells import cell_words, run_cell
-    from biasdask.engine.plan import cell_seed
+    from biasdask.study.cells import cell_words, run_cell
+    from biasdask.study.plan import cell_seed
 
     tests = ["weat7", "career_family", "rnd"]
     needed = list(dict.fromkeys(w for t in tests for w in cell_words(t, "en")))

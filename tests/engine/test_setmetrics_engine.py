@@ -13,13 +13,13 @@ from vec_files import read_text_vectors
 
 import biasdask
 from biasdask import Resampling, WordSets
-from biasdask.engine.cells import run_cell
 from biasdask.engine.ingest import ingest
 from biasdask.engine.setmetrics import set_metric_sets, set_metric_test
 from biasdask.engine.weat import CoverageError
 from biasdask.errors import BiasdaskError
 from biasdask.lexicon import iat_categories, iat_words, weat_test
 from biasdask.stats import setmetrics as sm
+from biasdask.study.cells import run_cell
 
 GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
 W7 = weat_test(7)
@@ -149,8 +149,8 @@ def test_planted_association_is_found_and_an_absent_one_is_not(metric):
 
 @pytest.mark.parametrize("n_ab", [2, 8])  # C(4, 2) = 6 splits enumerated; C(16, 8) sampled
 def test_an_undefined_metric_has_a_nan_p_value_and_a_note_in_its_cell(n_ab):
-    from biasdask.engine.run import _classic_cell
     from biasdask.io.embeddings import as_embeddings
+    from biasdask.study.run import _classic_cell
 
     emb, s, a, b = planted(1.5)
     # ECT on one word is undefined: before, its p-value was the smallest there is (0 or 1/(m + 1))
@@ -316,7 +316,7 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
         WordSets(W7.x, (), W7.a, W7.b),
         metric="rnd",
         progress=False,
-        resampling=Resampling(n_permutations=99, seed=biasdask.engine.plan.cell_seed(4, "en", "uniform", "rnd")),
+        resampling=Resampling(n_permutations=99, seed=biasdask.study.plan.cell_seed(4, "en", "uniform", "rnd")),
     )
     assert en["p_value"].sel({"test": "rnd", "method": "zipf"}).item() == direct.pvalue
     mac = en.sel({"test": "mac"})
@@ -335,7 +335,7 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
         WordSets(W7.y, (), W7.a, W7.b),
         metric="nas",
         progress=False,
-        resampling=Resampling(n_permutations=99, seed=biasdask.engine.plan.cell_seed(4, "hu", "uniform", "nas")),
+        resampling=Resampling(n_permutations=99, seed=biasdask.study.plan.cell_seed(4, "hu", "uniform", "nas")),
     )
     assert out["statistic"].sel({"language": "hu", "test": "nas", "method": "zipf"}).item() == hu.statistic
     assert out["p_value"].sel({"language": "hu", "test": "nas", "method": "zipf"}).item() == hu.pvalue
@@ -343,8 +343,8 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
 
 
 def test_study_file_names_the_sets():
-    from biasdask.config import parse_config
     from biasdask.errors import ConfigError
+    from biasdask.study.config import parse_config
 
     words = {"s": ["math", "algebra"], "a": ["he"], "b": ["she"]}
     cfg = parse_config(

@@ -60,7 +60,7 @@ def _same(a, b):
 
 
 def test_an_edited_study_names_its_changed_keys_before_any_cluster_starts(stores, tmp_path, monkeypatch, capsys):
-    import biasdask.engine.run as er
+    import biasdask.study.run as er
     from biasdask.cli import main
 
     out = tmp_path / "r.zarr"

@@ -12,11 +12,11 @@ from scipy.spatial.distance import cdist
 from vec_files import brute_force_count, make_store, read_text_vectors
 
 from biasdask import Resampling, WordSets
-from biasdask.engine.cells import cell_values
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, CoverageError, career_family_test, weat
 from biasdask.errors import MissingWordsError
 from biasdask.lexicon import iat_words, weat_test
 from biasdask.stats.weat import career_family_effect, weat_scores, weat_statistic
+from biasdask.study.cells import cell_values
 
 # --- WEAT: Caliskan et al. 2017 on GloVe 840B ----------------------------------------------------
 

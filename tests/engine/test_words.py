@@ -9,12 +9,12 @@ import yaml
 
 import biasdask
 from biasdask import Resampling, WordSets
-from biasdask.config import parse_config
 from biasdask.engine import debias as ed
 from biasdask.engine import grammatical as eg
 from biasdask.engine.frequency import frequency_profile
 from biasdask.engine.words import list_syntax, pair_list, word_list
 from biasdask.errors import BiasdaskTypeError, ConfigError
+from biasdask.study.config import parse_config
 
 WORDS = ["he", "she", "him", "her", "man", "woman", "h", "e", "s", "math", "art", "x1", "x2", "y1", "y2"]
 

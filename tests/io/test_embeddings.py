@@ -184,8 +184,8 @@ def test_a_top_level_script_without_main_guard_runs_on_threads(tmp_path):
 def test_run_from_python_takes_in_memory_languages_on_threads(small_kv, small_dataarray, stored, monkeypatch):
     """A study whose languages are a KeyedVectors and a DataArray gives the cube of the stored form,
     on Dask's default scheduler, without starting a cluster; the digest follows the vectors."""
-    from biasdask.config import parse_config
     from biasdask.engine import cluster
+    from biasdask.study.config import parse_config
 
     def no_cluster(*args, **kwargs):
         raise AssertionError("run() from Python must not start a cluster unless asked")

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from reliability_helpers import make_store
 
-from biasdask.config import parse_config
 from biasdask.engine.ingest import ingest
 from biasdask.engine.scores import scores
 from biasdask.errors import ConfigError
 from biasdask.io.store import open_embeddings
 from biasdask.stats.permutation import permutation_test_local as permutation_test
+from biasdask.study.config import parse_config
 
 
 def test_a_string_is_not_an_attribute_word_list(tmp_path):

@@ -10,9 +10,9 @@ import dask.config
 import pytest
 from reliability_helpers import assert_one_line_error
 
-from biasdask.config import parse_config
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, ConfigError
+from biasdask.study.config import parse_config
 
 
 @pytest.fixture()

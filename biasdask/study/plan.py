@@ -1,7 +1,7 @@
 """Planning a study, pure: which cells each language still needs and how they group (notes written at
 once, full-vocabulary families sharing splits, classic tests), and the seeds that make every cell a
 function of the study seed and its labels. Decided from the config and the done cells alone (no task,
-no read): :mod:`biasdask.engine.run` streams the plan.
+no read): :mod:`biasdask.study.run` streams the plan.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 import dask.config
 
-from biasdask.config import FULL_VOCABULARY_TESTS, StudyConfig, split_label
-from biasdask.engine.cells import tests_for_language
 from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 from biasdask.errors import BiasdaskError
+from biasdask.study.cells import tests_for_language
+from biasdask.study.config import FULL_VOCABULARY_TESTS, StudyConfig, split_label
 
 __all__ = [
     "LanguagePlan",

@@ -1,7 +1,7 @@
 """A study run: every (language, method, test) cell, on whatever cluster is at hand, into the cube.
 
 The run is one bounded stream of tasks on the active scheduler (a ``distributed`` client, else
-threads of this process). :func:`biasdask.engine.plan.plan_language` decides, without touching data, what each language
+threads of this process). :func:`biasdask.study.plan.plan_language` decides, without touching data, what each language
 needs: cells written at once with a note (not applicable, no frequency list), *families* of
 permutation cells (the weightings of each full-vocabulary test and association: ``gender``,
 ``gender.ripa``, ``context``...) and classic cells. Then, for up to
@@ -19,7 +19,7 @@ client; the words come from the embedding store).
 
 Cells already marked done in the results store are skipped, so a killed run resumes where it stopped.
 The weightings of a family share one seed (that of its ``uniform`` cell,
-:func:`biasdask.engine.plan.family_seed`) and so
+:func:`biasdask.study.plan.family_seed`) and so
 every split: results do not depend on which cells a run computes together, on the scheduler or on the
 number of workers.
 """
@@ -45,21 +45,9 @@ import xarray as xr
 from distributed import Client
 from tqdm import tqdm
 
-from biasdask.config import StudyConfig, cube_label, load_config, parse_config, split_label
-from biasdask.engine.cells import cell_values, cell_word_sets, cell_words, run_cell
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
-from biasdask.engine.inference import adjusted_pvalues, correction_warning
 from biasdask.engine.permutation import batch_plan, finish_pools, kernel_rate, pools_batch, prepare_pools
 from biasdask.engine.placebo import PlaceboResult, placebo_forbidden, plan_placebo, run_placebo, weights_from_scores
-from biasdask.engine.plan import (
-    LanguagePlan,
-    applicable_tests,
-    cell_seed,
-    family_seed,
-    is_family,
-    languages_in_flight,
-    plan_language,
-)
 from biasdask.engine.scores import (
     _attribute_vectors,
     as_terms,
@@ -73,7 +61,6 @@ from biasdask.engine.scores import (
     scores_graph,
 )
 from biasdask.engine.tasks import Tasks
-from biasdask.engine.update import check_changes, prepare_update, run_attrs
 from biasdask.errors import (
     BiasdaskError,
     BiasdaskTypeError,
@@ -97,6 +84,19 @@ from biasdask.lexicon import AttributeTerm, context_words
 from biasdask.progress import progress_bar
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
 from biasdask.stats.resampling import Resampling
+from biasdask.study.cells import cell_values, cell_word_sets, cell_words, run_cell
+from biasdask.study.config import StudyConfig, cube_label, load_config, parse_config, split_label
+from biasdask.study.inference import adjusted_pvalues, correction_warning
+from biasdask.study.plan import (
+    LanguagePlan,
+    applicable_tests,
+    cell_seed,
+    family_seed,
+    is_family,
+    languages_in_flight,
+    plan_language,
+)
+from biasdask.study.update import check_changes, prepare_update, run_attrs
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def run(
     Parameters
     ----------
     config
-        A :class:`~biasdask.config.StudyConfig`, a mapping, or the path of a study YAML file. From
+        A :class:`~biasdask.study.config.StudyConfig`, a mapping, or the path of a study YAML file. From
         Python, a language's ``store`` may be any embedding :func:`biasdask.as_embeddings` accepts
         (e.g. ``{"languages": {"en": {"store": kv}}}`` with a gensim ``KeyedVectors``).
     client, scheduler, n_workers
@@ -142,11 +142,11 @@ def run(
     update
         Apply a change of the study to its results store: languages, methods, tests or associations
         added or removed, a language's store or attribute words changed. The affected and new cells are
-        computed; every other cell is kept bit for bit (see :mod:`biasdask.engine.update`). Without it a
+        computed; every other cell is kept bit for bit (see :mod:`biasdask.study.update`). Without it a
         changed study is refused, naming the changed keys, before anything starts.
     progress
         Show progress bars (default: only when stderr is a terminal). The dashboard link of a
-        cluster is logged at INFO (logger ``biasdask.engine.run``).
+        cluster is logged at INFO (logger ``biasdask.study.run``).
     start_cluster
         Find or start a cluster as with ``scheduler`` or ``n_workers`` even without them (what
         ``biasdask run`` does), once the stores are checked.
@@ -217,7 +217,7 @@ def run(
 
 
 def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
-    """The cube's p-values corrected over their families (:mod:`biasdask.engine.inference`), written whole."""
+    """The cube's p-values corrected over their families (:mod:`biasdask.study.inference`), written whole."""
     cube = rs.open_results(Location(cfg.output, options))
     for variable in ("p_value", "p_value_placebo"):
         adjusted = adjusted_pvalues(cube, variable, correction=cfg.correction)

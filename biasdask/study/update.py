@@ -1,6 +1,6 @@
 """Editing a study: how a changed study meets the results store of the one before it.
 
-A results store records its study (the canonical YAML, see :meth:`biasdask.config.StudyConfig.canonical`).
+A results store records its study (the canonical YAML, see :meth:`biasdask.study.config.StudyConfig.canonical`).
 Run against a store of another study, :func:`check_changes` names the changed keys before anything else
 happens (no store opened, no cluster started). Keys that change every cell (``seed``,
 ``n_permutations``, ``alternative``...) are applied only by starting over (``overwrite``). The others,
@@ -20,10 +20,10 @@ import logging
 
 import yaml
 
-from biasdask.config import FULL_VOCABULARY_TESTS, StudyChanges, StudyConfig, split_label, study_changes
 from biasdask.errors import StoreConflictError
 from biasdask.io import results as rs
 from biasdask.io.fs import Location, display_url
+from biasdask.study.config import FULL_VOCABULARY_TESTS, StudyChanges, StudyConfig, split_label, study_changes
 
 __all__ = ["check_changes", "prepare_update", "run_attrs"]
 

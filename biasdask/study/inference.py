@@ -207,8 +207,8 @@ def meta_analysis(
     >>> round(meta.pooled.estimate, 3), round(meta.pooled.tau2, 3), round(meta.pooled.i2, 2)
     (0.868, 0.08, 0.44)
     """
-    from biasdask.config import cube_label
     from biasdask.errors import BiasdaskError
+    from biasdask.study.config import cube_label
 
     label = cube_label(test, association) if association else test
     tests = [str(t) for t in results["test"].values]
