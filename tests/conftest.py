@@ -123,6 +123,75 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@pytest.fixture()
+def cli(capsys):
+    """Run ``biasdask ARGS`` in this process; returns ``(exit code, stdout, stderr)``."""
+    from biasdask.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse
+            code = exc.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture()
+def on_cluster(dask_client, monkeypatch):
+    """Make ``biasdask run`` use the session's LocalCluster (worker processes) via DASK_SCHEDULER_ADDRESS."""
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", dask_client.scheduler.address)
+    return dask_client
+
+
+# --------------------------------------------------------------------------------------------------
+# Real embeddings of ../shared/data, ingested once per session.
+
+GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
+
+
+@pytest.fixture(scope="session")
+def glove_store(shared_data, tmp_path_factory):
+    """The GloVe 840B vectors of the WEAT 1 and 7 words, as a store."""
+    from biasdask.engine.ingest import ingest
+
+    dest = tmp_path_factory.mktemp("glove") / "glove.zarr"
+    return ingest(str(shared_data / GLOVE), str(dest), language="en", format="glove", client=False, progress=False)
+
+
+@pytest.fixture(scope="session")
+def glove_text(shared_data):
+    """The same GloVe vectors read by an independent float64 reader."""
+    from tests.stores import read_text_vectors
+
+    return read_text_vectors(shared_data / GLOVE, header=False)
+
+
+@pytest.fixture(scope="session")
+def iat_store(shared_data, tmp_path_factory):
+    """``get(language)``: the fastText Common Crawl vectors of the IAT words of a language, as a store."""
+    from biasdask.engine.ingest import ingest
+
+    root = tmp_path_factory.mktemp("iat")
+    cache: dict[str, object] = {}
+
+    def get(language: str):
+        if language not in cache:
+            cache[language] = ingest(
+                str(shared_data / "iat" / "cc" / f"{language}.vec"),
+                str(root / f"{language}.zarr"),
+                language=language,
+                format="vec",
+                client=False,
+                progress=False,
+            )
+        return cache[language]
+
+    return get
+
+
 # --------------------------------------------------------------------------------------------------
 # In-memory embeddings: use these wherever writing a file is not what a test is about.
 

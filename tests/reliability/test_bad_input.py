@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from reliability_helpers import assert_one_line_error, make_store, write_study
+
+from tests.reliability.helpers import assert_one_line_error, make_store, write_study
 
 INGEST = ["--language", "en", "--workers", "0", "--no-progress"]
 

@@ -7,7 +7,6 @@ import unicodedata
 
 import numpy as np
 import pytest
-from reliability_helpers import make_store
 
 from biasdask.engine.ingest import ingest
 from biasdask.engine.scores import scores
@@ -15,6 +14,7 @@ from biasdask.errors import ConfigError
 from biasdask.io.store import open_embeddings
 from biasdask.stats.permutation import permutation_test_local as permutation_test
 from biasdask.study.config import parse_config
+from tests.reliability.helpers import make_store
 
 
 def test_a_string_is_not_an_attribute_word_list(tmp_path):

@@ -9,11 +9,11 @@ import sys
 
 import numpy as np
 import pytest
-from reliability_helpers import assert_one_line_error, make_store, write_study
 
 from biasdask.errors import BiasdaskException, CorruptStoreError
 from biasdask.io.results import open_results
 from biasdask.io.store import open_embeddings
+from tests.reliability.helpers import assert_one_line_error, make_store, write_study
 
 
 @pytest.mark.parametrize("chunk", ["vectors/c/1/0", "norm/c/2", "word/c/0", "rank/c/1"])

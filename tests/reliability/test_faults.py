@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from reliability_helpers import assert_one_line_error
+from tests.reliability.helpers import assert_one_line_error
 
 INGEST = ["--workers", "0", "--no-progress"]
 VEC = b"3 2\nhe 1 0\nshe 0 1\nthe 0.5 0.5\n"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from reliability_helpers import assert_one_line_error, make_store, write_study
 
 from biasdask.engine.ingest import ingest
 from biasdask.io.store import open_embeddings
+from tests.reliability.helpers import assert_one_line_error, make_store, write_study
 
 
 def _tree(root):

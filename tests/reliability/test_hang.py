@@ -8,11 +8,11 @@ import time
 
 import dask.config
 import pytest
-from reliability_helpers import assert_one_line_error
 
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, ConfigError
 from biasdask.study.config import parse_config
+from tests.reliability.helpers import assert_one_line_error
 
 
 @pytest.fixture()

@@ -9,7 +9,6 @@ import statistics
 import numpy as np
 import pytest
 from scipy.spatial.distance import cosine as cosine_distance
-from vec_files import read_text_vectors
 
 import biasdask
 from biasdask import Resampling, WordSets
@@ -20,6 +19,7 @@ from biasdask.errors import BiasdaskError
 from biasdask.lexicon import iat_categories, iat_words, weat_test
 from biasdask.stats import setmetrics as sm
 from biasdask.study.cells import run_cell
+from tests.stores import read_text_vectors
 
 GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
 W7 = weat_test(7)

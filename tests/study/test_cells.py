@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from vec_files import make_store
 
 from biasdask import Resampling
 from biasdask.engine.weat import CoverageError, weat
@@ -14,6 +13,7 @@ from biasdask.lexicon import weat_test, xweat_test
 from biasdask.stats.weat import weat_scores, weat_statistic
 from biasdask.study import cells
 from biasdask.study.cells import cell_values, run_cell
+from tests.stores import make_store
 
 # --- study cells ---------------------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from vec_files import _store, _unit  # noqa: E402
 
 from biasdask import lexicon  # noqa: E402
 from biasdask.engine import directions as ed  # noqa: E402
@@ -22,6 +21,7 @@ from biasdask.engine import words as ew  # noqa: E402
 from biasdask.engine.scores import scores  # noqa: E402
 from biasdask.errors import BiasdaskError, MissingWordsError  # noqa: E402
 from biasdask.stats import directions as sd  # noqa: E402
+from tests.stores import _store, _unit  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -16,7 +16,6 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import wordfreq  # noqa: E402
-from vec_files import _store, _unit  # noqa: E402
 
 from biasdask import Resampling, lexicon, plot  # noqa: E402
 from biasdask.engine import frequency as ef  # noqa: E402
@@ -24,6 +23,7 @@ from biasdask.engine.scores import scores  # noqa: E402
 from biasdask.errors import BiasdaskError  # noqa: E402
 from biasdask.io import results as rs  # noqa: E402
 from biasdask.stats.permutation import permutation_test_local  # noqa: E402
+from tests.stores import _store, _unit  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

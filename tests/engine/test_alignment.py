@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import ortho_group
-from vec_files import make_store, words_of
 
 from biasdask import Resampling, WordSets
 from biasdask.engine.alignment import align, fit_alignment
 from biasdask.engine.ingest import ingest
 from biasdask.engine.weat import cross_lingual_weat, weat
 from biasdask.errors import InputFormatError, MissingWordsError
+from tests.stores import make_store, words_of
 
 # --- alignment and cross-lingual WEAT ------------------------------------------------------------
 

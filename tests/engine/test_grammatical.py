@@ -16,7 +16,6 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
-from vec_files import _read_vec, _store, _unit  # noqa: E402
 
 from biasdask import plot  # noqa: E402
 from biasdask.engine import grammatical as eg  # noqa: E402
@@ -24,6 +23,7 @@ from biasdask.engine import words as ew  # noqa: E402
 from biasdask.engine.ingest import ingest  # noqa: E402
 from biasdask.errors import MissingWordsError  # noqa: E402
 from biasdask.study.cells import cell_values  # noqa: E402
+from tests.stores import _read_vec, _store, _unit  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

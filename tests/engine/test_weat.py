@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.spatial.distance import cdist
-from vec_files import brute_force_count, make_store, read_text_vectors
 
 from biasdask import Resampling, WordSets
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, CoverageError, career_family_test, weat
@@ -17,6 +16,7 @@ from biasdask.errors import MissingWordsError
 from biasdask.lexicon import iat_words, weat_test
 from biasdask.stats.weat import career_family_effect, weat_scores, weat_statistic
 from biasdask.study.cells import cell_values
+from tests.stores import brute_force_count, make_store, read_text_vectors
 
 # --- WEAT: Caliskan et al. 2017 on GloVe 840B ----------------------------------------------------
 
