@@ -204,7 +204,7 @@ def _sleepy_pools(rows, n_permutations, alternative, seed, *pieces):
     """A family's pool (as ``_family_pools`` returns it: the pools and the weighted effect sizes): its
     duration, then a real pool of :data:`POOL_WORDS` of its words (so that its batches and cells run the
     real code, cheaply), with the real pool's bytes as ballast."""
-    from biasdask.engine.permutation import prepare_pools
+    from biasdask.engine.pools import prepare_pools
     from biasdask.study.run import _rows, weighted_effect_sizes
 
     _sleep("pool", _SLEEPS["pool"])
@@ -227,7 +227,7 @@ def _sleepy_pools(rows, n_permutations, alternative, seed, *pieces):
 
 def _sleepy_batch(pool, start, stop):
     """Permutations [start, stop): their duration, then the real batch of the stand-in pool."""
-    from biasdask.engine.permutation import pools_batch
+    from biasdask.engine.pools import pools_batch
 
     _sleep("permutation", _SLEEPS["permutation"] * (stop - start))
     return None if pool is None else pools_batch(pool[0], start, stop)
@@ -347,7 +347,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
 
     import dask
 
-    from biasdask.engine.permutation import pools_batch, prepare_pools
+    from biasdask.engine.pools import pools_batch, prepare_pools
     from biasdask.engine.scores import attributes_graph, stored_rows, stored_scores
     from biasdask.io import results as rs
     from biasdask.io.fs import Location

@@ -322,7 +322,7 @@ def kernel_at_seed_size(n_words: int = SEED_WORDS, permutations: int = 200) -> d
     """CPU-seconds of the permutation stage per language of the full study, measured at the full study's N in this process
     (one core): one pool of the two weightings (preparation, once per language) and ``permutations``
     of its batch kernel, scaled to 10,000."""
-    from biasdask.engine.permutation import pools_batch, prepare_pools
+    from biasdask.engine.pools import pools_batch, prepare_pools
 
     rng = np.random.default_rng(0)
     u = rng.normal(0, 0.05, n_words).astype(np.float32)

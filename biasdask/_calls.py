@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
-from typing import Any, TypeVar
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, TypeVar
+
+import yaml
+
+from biasdask.errors import BiasdaskTypeError
+
+__all__ = ["keyword_api", "list_syntax", "pair_list", "word_list"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+W = TypeVar("W")
 
 #: keyword -> where it went
 _MOVED = {
@@ -51,3 +59,75 @@ def keyword_api(form: str) -> Callable[[F], F]:
         return checked  # type: ignore[return-value]
 
     return decorate
+
+
+def list_syntax(text: str, syntax: Literal["python", "yaml"] = "python") -> str:
+    """The list of words a user who wrote the string ``text`` meant, written in ``syntax``.
+
+    ``text`` is cut at its commas (``"he, him"`` is two words); YAML quotes what it would otherwise
+    read as another type (``no``, ``1``). For the fix in a message: ``pass ["he"]``, ``a: [he]``.
+    """
+    words = [w.strip() for w in text.split(",") if w.strip()] or [text]
+    if syntax == "yaml":
+        return yaml.safe_dump(words, default_flow_style=True, allow_unicode=True, width=10**6).strip()
+    return json.dumps(words, ensure_ascii=False)
+
+
+def word_list(words: Iterable[W] | str, name: str, *, one_word: bool = False) -> list[W]:
+    """The word-list argument ``name`` of a public function as a list; a ``str`` is refused with the fix.
+
+    Parameters
+    ----------
+    words
+        The words (or forms, or :class:`~biasdask.lexicon.AttributeTerm`).
+    name
+        The argument's name, for the message.
+    one_word
+        Where a single word is documented in place of a list (``direction``'s ``a``, ``b``): a ``str``
+        is the list of that word.
+
+    Raises
+    ------
+    BiasdaskTypeError
+        (a ``TypeError``) ``words`` is a ``str`` or ``bytes``: iterated, ``"he"`` would be the words h, e.
+
+    Examples
+    --------
+    >>> word_list("he", "a")
+    Traceback (most recent call last):
+    ...
+    biasdask.errors.BiasdaskTypeError: a: expected a list of words, got the string 'he': pass ["he"]
+    """
+    if isinstance(words, bytes):
+        words = words.decode("utf-8", "replace")
+    if isinstance(words, str):
+        if one_word:
+            return [words]  # type: ignore[list-item]
+        raise BiasdaskTypeError(
+            f"{name}: expected a list of words, got the string {words!r}: pass {list_syntax(words)}"
+        )
+    if words is None:
+        raise BiasdaskTypeError(f"{name}: expected a list of words, got None")
+    return list(words)
+
+
+def pair_list(pairs: Iterable[Sequence[W]], name: str) -> list[tuple[W, W]]:
+    """The pair-list argument ``name`` (``[("she", "he"), ...]``) as a list of 2-tuples.
+
+    Raises
+    ------
+    BiasdaskTypeError
+        ``pairs`` is a ``str``, or one pair (``("she", "he")``) instead of a list of pairs, or an item is
+        not a pair of words.
+    """
+    items = word_list(pairs, name)
+    if len(items) == 2 and all(isinstance(p, str) for p in items):
+        raise BiasdaskTypeError(
+            f"{name}: expected a list of pairs, got one pair {tuple(items)!r}: pass [{tuple(items)!r}]"
+        )
+    out = []
+    for p in items:
+        if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2:
+            raise BiasdaskTypeError(f"{name}: expected pairs of two words, got {p!r}")
+        out.append((p[0], p[1]))
+    return out

@@ -23,7 +23,7 @@ from distributed import Client, as_completed
 from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client
 from biasdask.engine.scores import read_rows
-from biasdask.engine.words import _language
+from biasdask.engine.words import store_language
 from biasdask.errors import BiasdaskError, InputFormatError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.io.fs import Locatable, Location, as_location, url_to_fs
@@ -154,7 +154,7 @@ def _fit(
     missing = tuple(p for p in pairs if p not in used_set)
     if not used:
         raise MissingWordsError(
-            f"dictionary: no pair has both words in the stores ({_language(src)} -> {_language(tgt)}); "
+            f"dictionary: no pair has both words in the stores ({store_language(src)} -> {store_language(tgt)}); "
             f"first pairs: {pairs[:5]}"
         )
     xs = np.array([sv[s] for s, _ in used])
@@ -263,7 +263,7 @@ def _align(src, tgt, pairs, dest: Location, unit_length, client, progress) -> xr
     n_words = int(src.sizes["word"])
     prepare_store(
         dest,
-        language=_language(src),
+        language=store_language(src),
         source=str(src.attrs.get("source", "")),
         format=str(src.attrs.get("format", "")),
         dim=int(w.shape[0]),
@@ -294,7 +294,7 @@ def _align(src, tgt, pairs, dest: Location, unit_length, client, progress) -> xr
                 **{k: src.attrs[k] for k in ("n_duplicates", "n_invalid_utf8") if k in src.attrs},
                 "n_words": n_words,
                 "n_zero_vectors": int(sum(zeros)),
-                "aligned_to": _language(tgt),
+                "aligned_to": store_language(tgt),
                 "aligned_to_source": str(tgt.attrs.get("source", "")),
                 "alignment_pairs": len(alignment.pairs),
                 "alignment_method": (

@@ -12,11 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 from distributed import Client
 
-from biasdask._calls import keyword_api
+from biasdask._calls import keyword_api, word_list
 from biasdask.engine.cluster import compute
 from biasdask.engine.permutation import permutation_test
 from biasdask.engine.scores import Method, scores, scores_and_moments
-from biasdask.engine.words import word_list
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.stats.association import Association

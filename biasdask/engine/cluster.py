@@ -28,12 +28,20 @@ from typing import Any
 
 import dask
 import dask.system
+import fsspec
+import numpy as np
 from dask.callbacks import Callback
-from distributed import Client, LocalCluster, WorkerPlugin
+from dask.utils import parse_timedelta
+from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 
 import biasdask._dask_config  # noqa: F401  (registers the "biasdask" namespace)
+from biasdask.engine.pools import measured_rate
 from biasdask.errors import BiasdaskError, SchedulerError, missing_dependency
+from biasdask.io import codecs, formats
+from biasdask.io.parse import parse_block, row_hashes
 from biasdask.progress import progress_bar
+from biasdask.stats import permutation, permutation_numpy
+from biasdask.stats.association import association
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +70,6 @@ def _gateway_client(n_workers: int | None) -> Client:
         raise missing_dependency(
             "dask-gateway", "gateway", "a Dask Gateway cluster: DASK_GATEWAY__ADDRESS is set"
         ) from None
-    from dask.utils import parse_timedelta
-
     gateway = Gateway()
     options = gateway.cluster_options()
     idle = parse_timedelta(dask.config.get("biasdask.gateway.idle-timeout"), default="seconds")
@@ -103,14 +109,6 @@ def warm_kernels() -> dict[str, float]:
 
         RUN python -c "from biasdask.engine.cluster import warm_kernels; warm_kernels()"
     """
-    import fsspec
-    import numpy as np
-
-    from biasdask.io import codecs, formats
-    from biasdask.io.parse import parse_block, row_hashes
-    from biasdask.stats import permutation, permutation_numpy
-    from biasdask.stats.association import association
-
     seconds = {}
 
     def timed(name, fn) -> None:
@@ -163,7 +161,7 @@ def warm_kernels() -> dict[str, float]:
 
 class WarmKernels(WorkerPlugin):
     """Worker plugin: :func:`warm_kernels` when a worker joins, before it takes its first task, then
-    :func:`~biasdask.engine.permutation.measured_rate` (the kernel rate that sizes permutation batches).
+    :func:`~biasdask.engine.pools.measured_rate` (the kernel rate that sizes permutation batches).
 
     Distributed runs a plugin's ``setup`` as a worker registers (and on the workers present when the
     plugin is registered) and hands the worker tasks only afterwards; the loading runs in a thread so
@@ -182,8 +180,6 @@ class WarmKernels(WorkerPlugin):
         self.seconds: dict[str, float] | None = None
 
     async def setup(self, worker) -> None:
-        from biasdask.engine.permutation import measured_rate
-
         start = time.perf_counter()
         self.seconds = await asyncio.get_running_loop().run_in_executor(None, warm_kernels)
         await asyncio.get_running_loop().run_in_executor(None, measured_rate)
@@ -339,8 +335,6 @@ def compute(*collections: Any, client: Client | None = None, progress: bool | No
     if c is not None:
         futures = c.compute(list(collections))
         with progress_bar(progress, total=len(futures), desc=desc, unit="task") as bar:
-            from distributed import as_completed
-
             for _ in as_completed(futures, loop=c.loop):
                 bar.update(1)
             return tuple(c.gather(futures))

@@ -22,12 +22,11 @@ import pandas as pd
 import xarray as xr
 from distributed import Client
 
-from biasdask._calls import keyword_api
+from biasdask._calls import keyword_api, pair_list, word_list
 from biasdask._version import __version__
 from biasdask.engine.cluster import active_client, compute
 from biasdask.engine.directions import direction
 from biasdask.engine.scores import positions, read_rows
-from biasdask.engine.words import pair_list, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.io.fs import Locatable, Location, as_location, display_url

@@ -18,8 +18,8 @@ import numpy as np
 import xarray as xr
 from numpy.typing import ArrayLike, NDArray
 
-from biasdask._calls import keyword_api
-from biasdask.engine.words import _language, _read, _require, _warn_missing, pair_list, word_list
+from biasdask._calls import keyword_api, pair_list, word_list
+from biasdask.engine.words import read_forms, require_words, store_language, warn_missing
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import bolukbasi
@@ -103,13 +103,13 @@ def direction(
     if a is not None:
         a_words, b_words = word_list(a, "a", one_word=True), word_list(b, "b", one_word=True)
         if method == "sum":
-            vec = _read(emb, [*a_words, *b_words])
+            vec = read_forms(emb, [*a_words, *b_words])
             ends = []
             for name, words in (("A", a_words), ("B", b_words)):
                 found = [w for w in dict.fromkeys(words) if w in vec]
                 missing = [w for w in dict.fromkeys(words) if w not in vec]
-                _require(f"direction, set {name}", len(found), missing, emb)
-                _warn_missing(f"direction, set {name}", missing, emb)
+                require_words(f"direction, set {name}", len(found), missing, emb)
+                warn_missing(f"direction, set {name}", missing, emb)
                 ends.append(np.array([vec[w] for w in found]))
             return sd.sets_direction(*ends)
         if len(a_words) != len(b_words):
@@ -124,11 +124,11 @@ def direction(
     pairs = pair_list(pairs, "pairs")
     if method == "pair" and len(pairs) != 1:
         raise BiasdaskError(f"direction 'pair' takes exactly one pair, got {len(pairs)}")
-    vec = _read(emb, [w for p in pairs for w in p])
+    vec = read_forms(emb, [w for p in pairs for w in p])
     kept = [p for p in dict.fromkeys(pairs) if p[0] in vec and p[1] in vec]
     dropped = [f"{p[0]}/{p[1]}" for p in dict.fromkeys(pairs) if p not in kept]
-    _require("direction, pairs", len(kept), dropped, emb)
-    _warn_missing("direction, pairs", dropped, emb)
+    require_words("direction, pairs", len(kept), dropped, emb)
+    warn_missing("direction, pairs", dropped, emb)
     first = np.array([vec[p[0]] for p in kept])
     second = np.array([vec[p[1]] for p in kept])
     return sd.direction(first, second, method)
@@ -194,10 +194,10 @@ def direct_bias(
     words = list(
         dict.fromkeys(neutral_professions() if neutral_words is None else word_list(neutral_words, "neutral_words"))
     )
-    vec = _read(emb, words)
+    vec = read_forms(emb, words)
     missing = [w for w in words if w not in vec]
-    _require("direct_bias, neutral words", len(vec), missing, emb)
-    _warn_missing("direct_bias, neutral words", missing, emb)
+    require_words("direct_bias, neutral words", len(vec), missing, emb)
+    warn_missing("direct_bias, neutral words", missing, emb)
     return sd.direct_bias(np.array([vec[w] for w in words if w in vec]), g, c)
 
 
@@ -243,10 +243,10 @@ def indirect_bias(
     """
     emb = as_embeddings(emb)
     g = _check_dim(direction, emb)
-    vec = _read(emb, [w, v])
+    vec = read_forms(emb, [w, v])
     missing = [x for x in (w, v) if x not in vec]
     if missing:
         raise MissingWordsError(
-            f"indirect_bias: {', '.join(missing)} not in language {_language(emb)!r} (absent or zero vector)"
+            f"indirect_bias: {', '.join(missing)} not in language {store_language(emb)!r} (absent or zero vector)"
         )
     return float(sd.indirect_bias(vec[w], vec[v], g, normalized=normalized))

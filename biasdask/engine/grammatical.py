@@ -16,7 +16,8 @@ import numpy as np
 import xarray as xr
 from numpy.typing import NDArray
 
-from biasdask.engine.words import Form, _label, _language, _read, _require, _warn_missing, pair_list, word_list
+from biasdask._calls import pair_list, word_list
+from biasdask.engine.words import Form, form_label, read_forms, require_words, store_language, warn_missing
 from biasdask.errors import MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import iat_categories, iat_words, source, xweat_translations
@@ -128,7 +129,7 @@ def iat_gender_forms(language: str, model: str = "cc", categories: Sequence[str]
         attributes=tuple(dict.fromkeys(attributes)),
         male=_unambiguous(cats["male"], by_word, ambiguous),
         female=_unambiguous(cats["female"], by_word, ambiguous),
-        ambiguous=tuple(sorted(ambiguous, key=_label)),
+        ambiguous=tuple(sorted(ambiguous, key=form_label)),
         unpaired=tuple(unpaired),
         language=language,
         model=model,
@@ -219,7 +220,7 @@ class GenderFormsResult:
     @property
     def target_labels(self) -> list[str]:
         """``"masculine/feminine"`` labels of the targets (one form when both are the same)."""
-        return [_label(m) if m == f else f"{_label(m)}/{_label(f)}" for m, f in self.targets]
+        return [form_label(m) if m == f else f"{form_label(m)}/{form_label(f)}" for m, f in self.targets]
 
     @property
     def n_x(self) -> int:
@@ -244,20 +245,20 @@ def _pairs_found(
 ) -> tuple[list[tuple[Form, Form]], list[str]]:
     pairs = list(dict.fromkeys((p[0], p[1]) for p in pairs))
     kept = [p for p in pairs if p[0] in vec and p[1] in vec]
-    dropped = [f"{_label(m)}/{_label(f)}" for m, f in pairs if (m, f) not in kept]
+    dropped = [f"{form_label(m)}/{form_label(f)}" for m, f in pairs if (m, f) not in kept]
     if len(kept) < minimum:
         raise MissingWordsError(
-            f"{what}: {len(kept)} pair(s) with both forms in language {_language(emb)!r}, need {minimum}; "
+            f"{what}: {len(kept)} pair(s) with both forms in language {store_language(emb)!r}, need {minimum}; "
             f"missing: {', '.join(dropped) or '-'}"
         )
-    _warn_missing(what, dropped, emb)
+    warn_missing(what, dropped, emb)
     return kept, dropped
 
 
 def _gender_result(test: str, res, emb, targets, a, b, dropped) -> GenderFormsResult:
     return GenderFormsResult(
         test=test,
-        language=_language(emb),
+        language=store_language(emb),
         statistic=res.statistic,
         t_statistic=res.t_statistic,
         pvalue=res.pvalue,
@@ -310,7 +311,7 @@ def bad_test(
     """
     targets, attributes = pair_list(targets, "targets"), pair_list(attributes, "attributes")
     emb = as_embeddings(emb)
-    vec = _read(emb, [f for p in (*targets, *attributes) for f in p])
+    vec = read_forms(emb, [f for p in (*targets, *attributes) for f in p])
     kept_t, dropped_t = _pairs_found("bad_test, targets", targets, vec, emb, 2)
     kept_a, dropped_a = _pairs_found("bad_test, attributes", attributes, vec, emb, 1)
     x, y = (np.array([vec[p[i]] for p in kept_t]) for i in (0, 1))
@@ -358,15 +359,15 @@ def mweat_test(
     """
     targets, a, b = pair_list(targets, "targets"), word_list(a, "a"), word_list(b, "b")
     emb = as_embeddings(emb)
-    vec = _read(emb, [*(f for p in targets for f in p), *a, *b])
+    vec = read_forms(emb, [*(f for p in targets for f in p), *a, *b])
     kept_t, dropped = _pairs_found("mweat_test, targets", targets, vec, emb, 2)
     ends = []
     for name, words in (("A", a), ("B", b)):
         words = list(dict.fromkeys(words))
-        missing = [_label(w) for w in words if w not in vec]
+        missing = [form_label(w) for w in words if w not in vec]
         found = [w for w in words if w in vec]
-        _require(f"mweat_test, attributes {name}", len(found), missing, emb)
-        _warn_missing(f"mweat_test, attributes {name}", missing, emb)
+        require_words(f"mweat_test, attributes {name}", len(found), missing, emb)
+        warn_missing(f"mweat_test, attributes {name}", missing, emb)
         ends.append(found)
         dropped += missing
     x, y = (np.array([vec[p[i]] for p in kept_t]) for i in (0, 1))

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
-from biasdask._calls import keyword_api
+from biasdask._calls import keyword_api, word_list
 from biasdask.engine.cluster import compute
 from biasdask.engine.permutation import permutation_test
 from biasdask.engine.scores import (
@@ -26,7 +26,6 @@ from biasdask.engine.scores import (
     scores,
     vector_hashes,
 )
-from biasdask.engine.words import word_list
 from biasdask.errors import MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import AttributeTerm

@@ -21,13 +21,13 @@ from dask.delayed import Delayed
 from dask.utils import parse_bytes
 from distributed import Client
 
-from biasdask._calls import keyword_api
-from biasdask.engine.words import word_list
+from biasdask._calls import keyword_api, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
 from biasdask.io.codecs import decode_scaled
-from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
+from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal
 from biasdask.io.fs import Locatable, Location, as_location
 from biasdask.io.store import StoredVectors, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
+from biasdask.io.vocabulary import word_positions
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
 from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step
@@ -62,7 +62,7 @@ def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     """Row of each of ``words`` in the vocabulary (its first occurrence), -1 where absent.
 
     A scan of the ``word`` index the first time; a hash table of it, built once per index, from the
-    second (the first for an in-memory model): see :func:`biasdask.io.embeddings.word_positions`. A
+    second (the first for an in-memory model): see :func:`biasdask.io.vocabulary.word_positions`. A
     store opened without its words answers from the words looked up for it (:func:`found_words`).
 
     Raises

@@ -40,7 +40,7 @@ from biasdask.engine.weat import (
     iat_coverage,
     word_sets,
 )
-from biasdask.engine.words import _language
+from biasdask.engine.words import store_language
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import (
@@ -242,7 +242,7 @@ def set_metric_test(
     emb = as_embeddings(emb)
     sets = word_sets("set_metric_test", sets, test, emb, roles="xab")
     s, a, b = sets.x, sets.a, sets.b
-    language = _language(emb)
+    language = store_language(emb)
     labels = (sets.x_name, sets.a_name, sets.b_name)
     test = metric
     with contextlib.nullcontext(active_client(client)) as c:

@@ -42,11 +42,11 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
-from biasdask._calls import keyword_api
+from biasdask._calls import keyword_api, word_list
 from biasdask.engine.cluster import active_client
 from biasdask.engine.permutation import permutation_test
 from biasdask.engine.scores import read_rows
-from biasdask.engine.words import _language, word_list
+from biasdask.engine.words import store_language
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import WordSets, iat_categories, iat_words, weat_test, xweat_test
@@ -317,7 +317,7 @@ def word_sets(function: str, sets: WordSets | None, test: str | None, emb: xr.Da
     if sets is not None and test is not None:
         raise BiasdaskError(f"{function}: give the word sets or the name of a lexicon test (test=), not both")
     if test is not None:
-        sets = weat_test(test) if str(test).startswith("weat") else xweat_test(_language(emb), test)
+        sets = weat_test(test) if str(test).startswith("weat") else xweat_test(store_language(emb), test)
     if not isinstance(sets, WordSets):
         raise BiasdaskTypeError(
             f"{function}: the word sets go in one WordSets: {function}(emb, WordSets(x, y, a, b)), "
@@ -443,9 +443,9 @@ def weat(
             f"attributes_from has dimension {attr_emb.sizes['dim']}, the target store {emb.sizes['dim']}: "
             "the spaces must be aligned (biasdask.align)"
         )
-    language = _language(emb)
+    language = store_language(emb)
     if attributes_from is not None:
-        language = f"{language}->{_language(attr_emb)}"
+        language = f"{language}->{store_language(attr_emb)}"
     with contextlib.nullcontext(active_client(client)) as c:
         if attributes_from is None:
             tv = av = read_rows(emb, [*x, *y, *a, *b], c)
@@ -586,7 +586,7 @@ def career_family_test(
     """
     options = resampling_options(resampling)
     emb = as_embeddings(emb)
-    language = language or _language(emb)
+    language = language or store_language(emb)
     entries = iat_words(model, language)
     categories = iat_categories()
     with contextlib.nullcontext(active_client(client)) as c:

@@ -84,6 +84,7 @@ from biasdask.io.fs import (
     storage_options_for,
     url_to_fs,
 )
+from biasdask.io.vocabulary import word_positions
 
 COMPLETE_ATTR = "biasdask_complete"
 _LANGUAGE_RE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]{2,8})*")
@@ -544,8 +545,6 @@ def find_words(location: Locatable, words: Sequence[str]) -> np.ndarray:
     >>> find_words("memory://examples/find/en.zarr", ["she", "it", "he"]).tolist()
     [1, -1, 0]
     """
-    from biasdask.io.embeddings import word_positions
-
     loc = as_location(location)
     _, arrays = _verified(loc, None)
     array, words = arrays["word"], list(words)

@@ -259,7 +259,7 @@ def resolve_env(value: Any, key: str) -> Any:
 
 def _words(value: Any, key: str) -> tuple[str, ...]:
     if isinstance(value, str):  # a str is not a word list: never read "male" as m, a, l, e
-        from biasdask.engine.words import list_syntax
+        from biasdask._calls import list_syntax
 
         raise ConfigError(
             f"{key}: expected a list of words, got the string {value!r}: write {list_syntax(value, 'yaml')}"

@@ -46,8 +46,9 @@ from distributed import Client
 from tqdm import tqdm
 
 from biasdask.engine.cluster import active_client, client_scope, n_slots, workers_keep_freed_memory
-from biasdask.engine.permutation import batch_plan, finish_pools, kernel_rate, pools_batch, prepare_pools
+from biasdask.engine.permutation import kernel_rate
 from biasdask.engine.placebo import PlaceboResult, placebo_forbidden, plan_placebo, run_placebo, weights_from_scores
+from biasdask.engine.pools import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.scores import (
     _attribute_vectors,
     as_terms,

@@ -16,15 +16,8 @@ from distributed import Client, LocalCluster, get_task_stream
 from biasdask import Resampling
 from biasdask._dask_config import seconds
 from biasdask.engine import permutation as engine
-from biasdask.engine.permutation import (
-    CONSERVATIVE_RATE,
-    KernelRate,
-    batch_plan,
-    default_batch_size,
-    kernel_rate,
-    measured_rate,
-    permutation_test,
-)
+from biasdask.engine.permutation import kernel_rate, permutation_test
+from biasdask.engine.pools import CONSERVATIVE_RATE, KernelRate, batch_plan, default_batch_size, measured_rate
 from biasdask.stats.permutation import permutation_test_local
 
 N_WORDS = 20_000
@@ -172,7 +165,7 @@ def test_a_faster_kernel_gets_longer_batches_of_the_same_duration():
 
 
 def _best_batch_seconds(n_items: int, n_permutations: int) -> float:
-    from biasdask.engine.permutation import pools_batch, prepare_pools
+    from biasdask.engine.pools import pools_batch, prepare_pools
 
     u = np.random.default_rng(3).normal(0.0, 0.05, n_items).astype(np.float32)
     pools = prepare_pools(np.stack([u, u * np.float32(0.25)]), n_items, 10_000, "two-sided", 7, effect_x=u)

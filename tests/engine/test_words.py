@@ -9,10 +9,10 @@ import yaml
 
 import biasdask
 from biasdask import Resampling, WordSets
+from biasdask._calls import list_syntax, pair_list, word_list
 from biasdask.engine import debias as ed
 from biasdask.engine import grammatical as eg
 from biasdask.engine.frequency import frequency_profile
-from biasdask.engine.words import list_syntax, pair_list, word_list
 from biasdask.errors import BiasdaskTypeError, ConfigError
 from biasdask.study.config import parse_config
 

@@ -306,39 +306,39 @@ def test_a_word_table_answers_like_a_scan_and_goes_with_its_index(monkeypatch):
 
     import pandas as pd
 
-    from biasdask.io import embeddings
+    from biasdask.io import vocabulary
 
     words = np.array(["a", "b", "a", "c", "mâle", "", "b", "d"] + [f"w{i}" for i in range(500)], dtype=object)
     asked = ["a", "b", "c", "z", "", "mâle", "w499", "d", "w500", "a"]
     expected = [list(words).index(w) if w in words else -1 for w in asked]
     index = pd.Index(words)
     key = id(index)
-    scan = embeddings.word_positions(index, asked)  # first lookup: a scan, the index remembered
-    assert key in embeddings._TABLES and embeddings._TABLES[key] is None
-    table = embeddings.word_positions(index, asked)  # second: a table, built once and kept
-    assert isinstance(embeddings._TABLES[key], embeddings._WordTable)
+    scan = vocabulary.word_positions(index, asked)  # first lookup: a scan, the index remembered
+    assert key in vocabulary._TABLES and vocabulary._TABLES[key] is None
+    table = vocabulary.word_positions(index, asked)  # second: a table, built once and kept
+    assert isinstance(vocabulary._TABLES[key], vocabulary.WordTable)
     np.testing.assert_array_equal(scan, expected)
     np.testing.assert_array_equal(table, expected)
-    np.testing.assert_array_equal(embeddings.word_positions(index, []), np.empty(0, np.intp))
+    np.testing.assert_array_equal(vocabulary.word_positions(index, []), np.empty(0, np.intp))
     # the table tells apart different words of equal hash (all of them here) and keeps the first occurrence
-    monkeypatch.setattr(embeddings, "hash", lambda word: 7, raising=False)
-    np.testing.assert_array_equal(embeddings._WordTable(words).rows(asked), expected)
+    monkeypatch.setattr(vocabulary, "hash", lambda word: 7, raising=False)
+    np.testing.assert_array_equal(vocabulary.WordTable(words).rows(asked), expected)
     del index
     gc.collect()
-    assert key not in embeddings._TABLES
+    assert key not in vocabulary._TABLES
 
 
 def test_an_in_memory_model_gets_its_table_at_the_first_lookup(small_model):
     from gensim.models import KeyedVectors
 
     from biasdask.engine.scores import positions
-    from biasdask.io import embeddings
+    from biasdask.io import vocabulary
 
     vectors, words = small_model
     small_kv = KeyedVectors(vectors.shape[1])  # a model of its own, not looked up before
     small_kv.add_vectors(words, vectors)
     ds = as_embeddings(small_kv)
-    assert embeddings._TABLES.get(id(ds.indexes["word"]), "absent") is None  # registered by the wrapper
+    assert vocabulary._TABLES.get(id(ds.indexes["word"]), "absent") is None  # registered by the wrapper
     np.testing.assert_array_equal(positions(ds, [words[5], "absent-word", words[0]]), [5, -1, 0])
-    assert isinstance(embeddings._TABLES[id(ds.indexes["word"])], embeddings._WordTable)
+    assert isinstance(vocabulary._TABLES[id(ds.indexes["word"])], vocabulary.WordTable)
     assert as_embeddings(small_kv) is ds
