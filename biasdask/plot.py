@@ -18,8 +18,8 @@ import xarray as xr
 from numpy.typing import ArrayLike
 
 from biasdask.errors import missing_dependency
+from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
 from biasdask.stats.frequency import BinProfile
-from biasdask.study.config import FULL_VOCABULARY_TESTS, split_label
 from biasdask.tables import empty_reason, leaning, word_list_family
 
 try:

@@ -18,7 +18,7 @@ import xarray as xr
 from biasdask._calls import keyword_api
 from biasdask.errors import BiasdaskError
 from biasdask.io.fs import Locatable, as_location
-from biasdask.study.config import FULL_VOCABULARY_TESTS, split_label
+from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
 from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, word_list_family
 
 __all__ = [

@@ -52,7 +52,7 @@ import re
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import fsspec
 import numpy as np
@@ -65,22 +65,26 @@ from biasdask._calls import keyword_api
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, ConfigError, IncompleteStoreError, StoreConflictError
 from biasdask.io import zarr_compat
-from biasdask.io.fs import Locatable, Location, as_location, storage_options_for
+from biasdask.io.fs import Locatable, Location, as_location, storage_options_for, url_to_fs
 
 __all__ = [
-    "DERIVED_VARIABLES",
     "CELL_VARIABLES",
+    "DERIVED_VARIABLES",
     "DIMS",
+    "FULL_VOCABULARY_TESTS",
+    "TestLabel",
     "config_hash",
     "copy_cells",
-    "create_results",
     "compact_results",
+    "create_results",
+    "cube_label",
     "done_cells",
     "open_results",
     "open_scores",
     "read_null",
     "replace_results",
     "scores_done",
+    "split_label",
     "stored_config",
     "write_cell",
     "write_cube_variable",
@@ -89,6 +93,37 @@ __all__ = [
 ]
 
 DIMS: tuple[str, str, str] = ("language", "method", "test")
+
+#: The tests over a whole vocabulary: the ones a study's ``associations`` apply to.
+FULL_VOCABULARY_TESTS = ("gender", "context")
+
+
+def cube_label(test: str, association: str) -> str:
+    """The cube's label of a full-vocabulary test run with ``association`` (``gender``, ``gender.ripa``)."""
+    return test if association == "cosine" else f"{test}.{association}"
+
+
+class TestLabel(NamedTuple):
+    """A cube test label taken apart (:func:`split_label`)."""
+
+    test: str
+    association: str
+    """``"none"`` for the tests associations do not apply to."""
+
+
+def split_label(label: str) -> TestLabel:
+    """The test and association of a cube test label (``gender.ripa``: ``gender``, ``ripa``).
+
+    Examples
+    --------
+    >>> split_label("gender"), split_label("gender.ripa").association, split_label("weat7").association
+    (TestLabel(test='gender', association='cosine'), 'ripa', 'none')
+    """
+    test, _, association = label.partition(".")
+    if test not in FULL_VOCABULARY_TESTS:
+        return TestLabel(label, "none")
+    return TestLabel(test, association or "cosine")
+
 
 _FLOAT = np.dtype("float64")
 _INT = np.dtype("int64")
@@ -201,11 +236,9 @@ def root_metadata(loc: Locatable) -> bytes | None:
     Two processes that read the same bytes see the same store: a study's workers write into it only
     then (a local path on another machine, or ``memory://`` in another process, is another store).
     """
-    loc = as_location(loc)
-    target, kw = _target(loc)
+    fs, path = _fs(loc)
     try:
-        with fsspec.open(f"{target.rstrip('/')}/zarr.json", "rb", **kw.get("storage_options", {})) as f:
-            return f.read()
+        return fs.cat_file(f"{path.rstrip('/')}/zarr.json")
     except (FileNotFoundError, NotADirectoryError):
         return None
 
@@ -302,10 +335,11 @@ def _labels(group: zarr.Group) -> dict[str, list[str]]:
 
 
 def _fs(loc: Locatable) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The filesystem and path of the results store, with :func:`_target`'s options."""
-    loc = as_location(loc)
-    target, kw = _target(loc)
-    return fsspec.core.url_to_fs(target, **kw.get("storage_options", {}))
+    """The filesystem and path of the results store, with :func:`_target`'s options, opened by
+    :func:`biasdask.io.fs.url_to_fs` (and so with its timeouts)."""
+    target, kw = _target(as_location(loc))
+    protocol = fsspec.core.split_protocol(target)[0] or "file"
+    return url_to_fs(Location(target, {protocol: kw["storage_options"]} if kw else None))
 
 
 def _has_contents(loc: Locatable) -> bool:

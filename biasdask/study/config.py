@@ -64,6 +64,7 @@ import numpy as np
 import yaml
 
 from biasdask.errors import ConfigError
+from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label
 from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm
 from biasdask.stats.association import ASSOCIATIONS
 from biasdask.stats.permutation import MAX_PERMUTATIONS
@@ -117,23 +118,6 @@ def known_tests() -> tuple[str, ...]:
     from biasdask.stats.setmetrics import METRICS
 
     return (*FULL_VOCABULARY_TESTS, *available_tests(), *METRICS)
-
-
-#: The tests over a whole vocabulary: the ones the study option ``associations`` applies to.
-FULL_VOCABULARY_TESTS = ("gender", "context")
-
-
-def cube_label(test: str, association: str) -> str:
-    """The cube's label of a full-vocabulary test run with ``association`` (``gender``, ``gender.ripa``)."""
-    return test if association == "cosine" else f"{test}.{association}"
-
-
-def split_label(label: str) -> tuple[str, str]:
-    """(test, association) of a cube test label; ``"none"`` for the tests associations do not apply to."""
-    test, _, association = label.partition(".")
-    if test not in FULL_VOCABULARY_TESTS:
-        return label, "none"
-    return test, association or "cosine"
 
 
 @dataclass(frozen=True)

@@ -208,7 +208,7 @@ def meta_analysis(
     (0.868, 0.08, 0.44)
     """
     from biasdask.errors import BiasdaskError
-    from biasdask.study.config import cube_label
+    from biasdask.io.results import cube_label
 
     label = cube_label(test, association) if association else test
     tests = [str(t) for t in results["test"].values]

@@ -13,8 +13,9 @@ import dask.config
 
 from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 from biasdask.errors import BiasdaskError
+from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
 from biasdask.study.cells import tests_for_language
-from biasdask.study.config import FULL_VOCABULARY_TESTS, StudyConfig, split_label
+from biasdask.study.config import StudyConfig
 
 __all__ = [
     "LanguagePlan",

@@ -73,6 +73,7 @@ from biasdask.errors import (
 from biasdask.io import results as rs
 from biasdask.io.embeddings import as_embeddings
 from biasdask.io.fs import Location, display_url, location_key
+from biasdask.io.results import cube_label, split_label
 from biasdask.io.store import (
     find_words,
     open_embeddings,
@@ -86,7 +87,7 @@ from biasdask.progress import progress_bar
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
 from biasdask.stats.resampling import Resampling
 from biasdask.study.cells import cell_values, cell_word_sets, cell_words, run_cell
-from biasdask.study.config import StudyConfig, cube_label, load_config, parse_config, split_label
+from biasdask.study.config import StudyConfig, load_config, parse_config
 from biasdask.study.inference import adjusted_pvalues, correction_warning
 from biasdask.study.plan import (
     LanguagePlan,

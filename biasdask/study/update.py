@@ -23,7 +23,8 @@ import yaml
 from biasdask.errors import StoreConflictError
 from biasdask.io import results as rs
 from biasdask.io.fs import Location, display_url
-from biasdask.study.config import FULL_VOCABULARY_TESTS, StudyChanges, StudyConfig, split_label, study_changes
+from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
+from biasdask.study.config import StudyChanges, StudyConfig, study_changes
 
 __all__ = ["check_changes", "prepare_update", "run_attrs"]
 

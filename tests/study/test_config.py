@@ -129,7 +129,7 @@ def test_new_option_errors_name_the_key(change, key):
 
 
 def test_associations_expand_the_full_vocabulary_tests_and_keep_old_hashes():
-    from biasdask.study.config import split_label
+    from biasdask.io.results import split_label
 
     plain = parse_config(_base(tests=["gender", "weat7"]))
     assert plain.associations == ("cosine",) and plain.test_labels() == ("gender", "weat7")
