@@ -10,6 +10,10 @@ from pathlib import Path
 
 import dask.config
 import yaml
+from dask.utils import parse_timedelta
+
+__all__ = ["seconds"]
+
 
 _FILE = Path(__file__).with_name("biasdask.yaml")
 
@@ -18,6 +22,4 @@ dask.config.update_defaults(yaml.safe_load(_FILE.read_text(encoding="utf-8")))
 
 def seconds(key: str) -> float:
     """A duration of the ``biasdask`` namespace in seconds (``"1s"``, ``"200ms"``, ``0.5``)."""
-    from dask.utils import parse_timedelta
-
     return float(parse_timedelta(dask.config.get(f"biasdask.{key}"), default="seconds"))

@@ -6,20 +6,26 @@ Each subcommand is registered by a small ``_add_<name>(sub)`` function that adds
 2, anything else (a fault of a library, the network, or a bug) with code 1. ``--debug`` (or
 ``BIASDASK_DEBUG=1``) shows the traceback instead. Dask workers' own "Compute Failed" logs are
 silenced unless debugging, since the error reaches the command anyway.
+
+Each subcommand imports what it runs when it runs: importing the study machinery, Dask's cluster and
+the figures takes seconds, which ``biasdask --help`` and ``biasdask show`` would otherwise wait for.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, BiasdaskException
-from biasdask.report import write_plots
 from biasdask.tables import COLUMNS, FORMATS, format_table
+
+__all__ = ["build_parser", "error_line", "main"]
 
 
 def _add_quiet(p: argparse.ArgumentParser) -> None:
@@ -204,8 +210,6 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from biasdask.demo import demo, has_plot_extra
 
     plots = has_plot_extra()
@@ -261,24 +265,15 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_debias(args: argparse.Namespace) -> int:
-    import contextlib
-
-    from biasdask.engine.alignment import _read_dictionary
     from biasdask.engine.debias import debias
-    from biasdask.io.fs import as_location
+    from biasdask.io.wordfiles import read_word_pairs, read_words
 
     words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
     for key in ("definitional", "equalize"):
         if getattr(args, key):
-            words[f"{key}_pairs"] = _read_dictionary(as_location(getattr(args, key)))
+            words[f"{key}_pairs"] = read_word_pairs(getattr(args, key))
     if args.gender_specific:
-        try:
-            with open(args.gender_specific, encoding="utf-8") as f:
-                words["gender_specific"] = [w.strip() for w in f.read().split("\n") if w.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BiasdaskError(
-                f"{args.gender_specific}: cannot read the word list ({exc.__class__.__name__})"
-            ) from None
+        words["gender_specific"] = read_words(args.gender_specific)
     if args.scheduler or args.workers:
         from biasdask.engine.cluster import client_scope
 
@@ -418,6 +413,8 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from biasdask.report import write_plots
+
     cell = tuple(args.cell.split(",")) if args.cell else None
     if cell is not None and len(cell) != 3:
         raise BiasdaskError(f"--cell: expected LANG,METHOD,TEST, got {args.cell!r}")

@@ -20,7 +20,15 @@ import yaml
 from distributed import Client
 from tqdm import tqdm
 
+from biasdask.engine.cluster import client_scope
+from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError
+from biasdask.lexicon import languages as catalog
+from biasdask.progress import wanted
+from biasdask.report import write_report
+from biasdask.study.run import run
+
+__all__ = ["MIN_WORDS", "demo", "DemoLanguage", "generate", "has_plot_extra", "planted_strengths", "write_language"]
 
 
 @dataclass(frozen=True)
@@ -66,8 +74,6 @@ def generate(
 ) -> list[DemoLanguage]:
     """Generate the 26 catalog languages into ``out_dir`` (one ``XX.bin`` each), or only ``languages``
     (catalog codes), each with the file and planted strength it has among all 26."""
-    from biasdask.lexicon import languages as catalog
-
     table = catalog()
     codes = list(table["code"])
     unknown = sorted(set(languages or ()) - set(codes))
@@ -133,10 +139,6 @@ def demo(
         raise BiasdaskError(f"demo: --words must be at least {MIN_WORDS} (the attribute words sit at ranks 41 and 42)")
     if dim < 2:
         raise BiasdaskError(f"demo: --dim must be at least 2, got {dim}")
-    from biasdask.engine.cluster import client_scope
-    from biasdask.engine.ingest import ingest
-    from biasdask.progress import wanted
-    from biasdask.study.run import run
 
     out = Path(output).resolve()
     raw_dir, emb_dir = out / "raw", out / "emb"
@@ -161,7 +163,5 @@ def demo(
     if plots is None:
         plots = has_plot_extra()
     if plots:
-        from biasdask.report import write_report
-
         write_report(str(out / "results.zarr"), out / "report", plots_dir=out / "plots")
     return results

@@ -17,6 +17,7 @@ import numpy as np
 import xarray as xr
 from numpy.typing import ArrayLike
 
+from biasdask.engine.frequency import profile_for_plot
 from biasdask.errors import missing_dependency
 from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
 from biasdask.stats.frequency import BinProfile
@@ -551,8 +552,6 @@ def plot_frequency_profile(
     if not profiles:
         raise ValueError("no profiles to plot")
     if any(isinstance(p, xr.Dataset) for p in profiles.values()):
-        from biasdask.engine.frequency import profile_for_plot  # the engine (dask) only when needed
-
         profiles = {k: profile_for_plot(p, score) if isinstance(p, xr.Dataset) else p for k, p in profiles.items()}
     if score_label is None:
         score_label = "u (cosine difference)" if score == "u" else f"t ({score.removeprefix('t_')} weight × u)"

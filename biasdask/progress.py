@@ -18,6 +18,9 @@ from typing import Any
 from tqdm import tqdm
 from tqdm.std import TqdmWarning
 
+__all__ = ["progress_bar", "wanted"]
+
+
 # tqdm.auto picks the notebook widget in Jupyter when ipywidgets is installed, else the text bar; without
 # ipywidgets it warns "IProgress not found" at import (tqdm.contrib imports it too): a text bar is what
 # such a notebook gets, and nothing to warn about.

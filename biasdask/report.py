@@ -11,14 +11,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import jinja2
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.stats import kstest
 
+from biasdask import plot
 from biasdask._calls import keyword_api
-from biasdask.errors import BiasdaskError
+from biasdask.engine.frequency import frequency_profile, frequency_profiles
+from biasdask.errors import BiasdaskError, IncompleteStoreError
 from biasdask.io.fs import Locatable, as_location
-from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
+from biasdask.io.results import FULL_VOCABULARY_TESTS, open_results, open_scores, read_null, scores_done, split_label
+from biasdask.study.inference import meta_analysis
 from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, word_list_family
 
 __all__ = [
@@ -34,16 +39,12 @@ __all__ = [
 
 
 def _scores_source(results: Locatable | xr.Dataset, language: str) -> xr.Dataset:
-    from biasdask.io.results import open_scores
-
     if isinstance(results, xr.Dataset):
         return results
     return open_scores(results, language=language)
 
 
 def _attribute_words(results: Locatable, language: str) -> set[str]:
-    from biasdask.io.results import open_results
-
     cube = open_results(results)
     if "gender" not in cube["test"].values:
         return set()
@@ -176,11 +177,6 @@ def least_normal_cell(results: Locatable) -> tuple[tuple[str, str, str], float] 
     and sample SD) and N(0, 1): the normal approximation (z, p_normal) is least trustworthy there.
     None when no cell has a stored null.
     """
-    from scipy.stats import kstest
-
-    from biasdask.errors import IncompleteStoreError
-    from biasdask.io.results import open_results, read_null
-
     loc = as_location(results)
     cube = open_results(loc)
     best = None
@@ -211,11 +207,6 @@ def figures(
     ``frequency_profile_...``), as matplotlib Figures. See :func:`write_plots`; ``profiles``: the
     languages' frequency profiles when already computed (default:
     :func:`biasdask.engine.frequency.frequency_profiles` of the store)."""
-    from biasdask import plot
-    from biasdask.engine.frequency import frequency_profiles
-    from biasdask.errors import IncompleteStoreError
-    from biasdask.io.results import open_results, read_null
-
     loc = as_location(location)
     results = open_results(loc)
     out: dict[str, Any] = {}
@@ -272,9 +263,6 @@ def figures(
 
 def _forests(results: xr.Dataset) -> dict[str, Any]:
     """A forest plot of every test whose effect size has an interval in at least two languages."""
-    from biasdask import plot
-    from biasdask.study.inference import meta_analysis
-
     out: dict[str, Any] = {}
     if "effect_size_se" not in results:
         return out
@@ -561,11 +549,6 @@ def write_report(
     Path
         The page.
     """
-    import jinja2
-
-    from biasdask.engine.frequency import frequency_profile
-    from biasdask.io.results import open_results, open_scores, scores_done
-
     loc = as_location(location)
     results = open_results(loc)
     methods = [str(m) for m in results["method"].values]

@@ -5,6 +5,9 @@ booktabs rules, JSON).
 Numbers keep their full precision in ``csv`` and ``json``; the printed formats round them for reading
 (d to two decimals, z to one, p to two significant digits) and write a sampled p-value at its floor
 1/(m + 1) as a bound (``≤ 1e-4``): no p-value below it can be observed with m permutations.
+
+The normal tail of a printed p imports scipy.stats when it is first needed: its import takes seconds,
+which every ``biasdask`` command (this module gives the CLI its formats and columns) would wait for.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ __all__ = [
     "select",
     "spreadsheet_safe",
     "word_list_family",
+    "Format",
+    "Kind",
 ]
 
 Format = Literal["table", "csv", "markdown", "latex", "json"]

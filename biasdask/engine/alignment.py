@@ -24,9 +24,9 @@ from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client
 from biasdask.engine.scores import read_rows
 from biasdask.engine.words import store_language
-from biasdask.errors import BiasdaskError, InputFormatError, MissingWordsError
+from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
-from biasdask.io.fs import Locatable, Location, as_location, url_to_fs
+from biasdask.io.fs import Locatable, Location, as_location
 from biasdask.io.store import (
     check_replaceable,
     finish_store,
@@ -35,6 +35,7 @@ from biasdask.io.store import (
     remove_store,
     write_block,
 )
+from biasdask.io.wordfiles import read_word_pairs
 from biasdask.progress import progress_bar
 from biasdask.stats.procrustes import procrustes_map
 
@@ -63,36 +64,9 @@ class Alignment:
     unit_length: bool
 
 
-def _read_dictionary(loc: Location) -> list[tuple[str, str]]:
-    """Pairs of a two-column dictionary file: tab-separated, or else separated by ASCII spaces."""
-    shown = str(loc)
-    try:
-        fs, path = url_to_fs(loc)
-        with fs.open(path, "rb", compression=fsspec.utils.infer_compression(path)) as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InputFormatError(f"{shown}: no such dictionary file") from None
-    pairs = []
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        line = raw.rstrip(b"\r")
-        if not line.strip(b" \t"):
-            continue
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputFormatError(f"{shown}:{lineno}: not valid UTF-8") from None
-        fields = text.split("\t") if "\t" in text else [f for f in text.split(" ") if f]
-        if len(fields) != 2 or not all(fields):
-            raise InputFormatError(f"{shown}:{lineno}: expected two words (source, target), got {len(fields)} field(s)")
-        pairs.append((fields[0], fields[1]))
-    if not pairs:
-        raise InputFormatError(f"{shown}: the dictionary holds no word pairs")
-    return pairs
-
-
 def _dictionary_pairs(dictionary: Iterable[tuple[str, str]] | Locatable):
     if isinstance(dictionary, (str, os.PathLike, Location, fsspec.FSMap)):
-        return _read_dictionary(as_location(dictionary))
+        return read_word_pairs(dictionary)
     pairs = [tuple(p) for p in dictionary]
     bad = [p for p in pairs if len(p) != 2]
     if bad or not pairs:

@@ -15,6 +15,7 @@ from distributed import Client
 from biasdask._calls import keyword_api, word_list
 from biasdask.engine.cluster import compute
 from biasdask.engine.permutation import permutation_test
+from biasdask.engine.placebo import placebo_test
 from biasdask.engine.scores import Method, scores, scores_and_moments
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings, as_embeddings
@@ -22,6 +23,8 @@ from biasdask.stats.association import Association
 from biasdask.stats.permutation import PermutationTestResult
 from biasdask.stats.resampling import Resampling
 from biasdask.stats.resampling import resampling as resampling_options
+
+__all__ = ["full_vocabulary_test"]
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -171,7 +174,6 @@ def full_vocabulary_test(
     )
     if not placebo:
         return res
-    from biasdask.engine.placebo import placebo_test
 
     found = placebo_test(
         emb,

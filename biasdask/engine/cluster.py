@@ -43,6 +43,21 @@ from biasdask.progress import progress_bar
 from biasdask.stats import permutation, permutation_numpy
 from biasdask.stats.association import association
 
+__all__ = [
+    "active_client",
+    "client_scope",
+    "compute",
+    "connect_timeout",
+    "get_client",
+    "keep_freed_memory",
+    "n_slots",
+    "warm_kernels",
+    "warm_workers",
+    "WarmKernels",
+    "workers_keep_freed_memory",
+]
+
+
 log = logging.getLogger(__name__)
 
 

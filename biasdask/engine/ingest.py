@@ -63,7 +63,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from biasdask._calls import keyword_api
-from biasdask.engine.cluster import active_client, workers_keep_freed_memory
+from biasdask.engine.cluster import active_client, client_scope, workers_keep_freed_memory
 from biasdask.engine.tasks import Tasks, windowed
 from biasdask.errors import BiasdaskError, InputFormatError, StorageFullError
 from biasdask.io import formats
@@ -86,6 +86,16 @@ from biasdask.io.store import (
 )
 from biasdask.io.swap import acquire_lock, fresh_location, remove_leftovers, swap_in
 from biasdask.progress import progress_bar
+
+__all__ = [
+    "ENCODING_SAMPLE_WORDS",
+    "PARALLEL_MIN_BYTES",
+    "SHARED_VECTORS_WARNING",
+    "ChunkResult",
+    "ingest",
+    "plan_ranges",
+]
+
 
 #: inputs at least this large (as stored) are ingested on a Dask cluster when no client is given
 PARALLEL_MIN_BYTES = 256 * 2**20
@@ -228,8 +238,6 @@ def ingest(
                 elif mode == "sequential":
                     job.run_sequential()
                 else:
-                    from biasdask.engine.cluster import client_scope
-
                     with client_scope(client) as c:
                         if mode == "ranges":
                             job.run_ranges(c)

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from biasdask.engine.scores import nfc, positions, word_index
+from biasdask.engine.scores import as_terms, attribute_set, attribute_vectors, nfc, positions, stored_rows, word_index
 from biasdask.errors import BiasdaskError, PlaceboUnavailableError
 from biasdask.io.fs import Location
+from biasdask.io.store import stored_vectors
 from biasdask.lexicon import AttributeTerm, bolukbasi, context_words, iat_words, languages
 from biasdask.stats.association import linear_directions
 from biasdask.stats.bootstrap import attribute_bootstrap_interval
@@ -57,6 +58,7 @@ __all__ = [
     "run_placebo",
     "summarise",
     "weights_from_scores",
+    "placebo_forbidden",
 ]
 
 
@@ -230,8 +232,6 @@ def plan_placebo(
     vocabulary's index; ``attribute_vectors``: the test's (default: read).
 
     """
-    from biasdask.io.store import stored_vectors
-
     tokens = [nfc(group) for group in _term_tokens(a, used[0]) + _term_tokens(b, used[1])]
     flat = [tok for group in tokens for tok in group]
     forbidden = placebo_forbidden(emb, exclude, flat)
@@ -290,8 +290,6 @@ def _rows_within(emb: xr.Dataset, words: Sequence[str], spans: np.ndarray) -> np
 
 
 def _stored_rows(loc: Location, chunk: int, dim: int, rows: np.ndarray) -> np.ndarray:
-    from biasdask.engine.scores import stored_rows
-
     return stored_rows(loc, chunk, rows, dim)
 
 
@@ -497,10 +495,8 @@ def summarise(
 
 def _observed_vectors(emb, a, b, kind) -> tuple[np.ndarray, np.ndarray]:
     """The attribute vectors the test's own direction is made of, as the scores used them."""
-    from biasdask.engine.scores import _attribute_vectors, as_terms, attribute_set
-
     set_a, set_b = attribute_set(emb, a, "A"), attribute_set(emb, b, "B")
-    return _attribute_vectors(kind, as_terms(a), as_terms(b), set_a, set_b, str(emb.attrs.get("language", "?")))
+    return attribute_vectors(kind, as_terms(a), as_terms(b), set_a, set_b, str(emb.attrs.get("language", "?")))
 
 
 def attribute_placebo(

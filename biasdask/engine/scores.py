@@ -22,16 +22,51 @@ from dask.utils import parse_bytes
 from distributed import Client
 
 from biasdask._calls import keyword_api, word_list
+from biasdask.engine.cluster import compute
 from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
 from biasdask.io.codecs import decode_scaled
 from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal
 from biasdask.io.fs import Locatable, Location, as_location
+from biasdask.io.parse import row_hashes
 from biasdask.io.store import StoredVectors, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.io.vocabulary import word_positions
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
-from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step
+from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step, merge_moments
 from biasdask.stats.weights import METHODS, zipf_weights
+
+__all__ = [
+    "as_terms",
+    "attribute_rows",
+    "attribute_set",
+    "attribute_set_from_rows",
+    "attribute_vectors",
+    "attributes_graph",
+    "AttributeSet",
+    "check_frequency_language",
+    "excluded_targets",
+    "excluded_words",
+    "first_of_each_vector",
+    "forget_words",
+    "found_words",
+    "frequency_unavailable",
+    "Method",
+    "nfc",
+    "observed_frequencies",
+    "positions",
+    "read_rows",
+    "score_rows",
+    "score_weights",
+    "scores",
+    "scores_and_moments",
+    "scores_graph",
+    "stored_association",
+    "stored_rows",
+    "stored_scores",
+    "vector_hashes",
+    "word_index",
+]
+
 
 #: The weightings of t.
 Method = Literal["uniform", "zipf", "frequency"]
@@ -427,7 +462,7 @@ def _frequency_table(language: str) -> dict[str, float]:
     return _wordfreq().get_frequency_dict(language, wordlist="best")
 
 
-def _observed_frequencies(words: np.ndarray, language: str) -> np.ndarray:
+def observed_frequencies(words: np.ndarray, language: str) -> np.ndarray:
     table = _frequency_table(language)
     return np.array([table.get(str(w), np.nan) for w in words], dtype=np.float64)
 
@@ -440,7 +475,7 @@ def _stored_frequencies(loc: Location, chunk: int, language: str, block_info=Non
         read_chunk(loc, "word", k)[: min(stop, (k + 1) * chunk) - k * chunk]
         for k in range(start // chunk, -(-stop // chunk))
     ]
-    return _observed_frequencies(np.concatenate(words), language)
+    return observed_frequencies(np.concatenate(words), language)
 
 
 def _positive_frequencies(frequencies: np.ndarray) -> np.ndarray:
@@ -510,8 +545,6 @@ def excluded_targets(
 def vector_hashes(emb: xr.Dataset) -> da.Array:
     """A 64-bit hash of every stored vector's bits (0 for zero vectors), lazily: one task per chunk of
     the vectors when computed (on the current Dask client if there is one)."""
-    from biasdask.io.parse import row_hashes
-
     return da.asarray(emb["vectors"].data).map_blocks(row_hashes, drop_axis=1, dtype=np.uint64)
 
 
@@ -711,7 +744,7 @@ def scores_graph(
         check_frequency_language(lang)
         if "word" in emb.coords:
             words = da.from_array(np.asarray(emb["word"].values).astype(object), chunks=chunks)
-            freq = words.map_blocks(_observed_frequencies, lang, dtype=np.float64)
+            freq = words.map_blocks(observed_frequencies, lang, dtype=np.float64)
         else:  # a store opened without its words: each block's task reads its words
             assert stored is not None
             freq = da.map_blocks(
@@ -822,9 +855,6 @@ def scores_and_moments(
     >>> moments.n, int(np.isfinite(sc["u"].values).sum())
     (502, 502)
     """
-    from biasdask.engine.cluster import compute
-    from biasdask.stats.placebo import merge_moments
-
     out, _, meta, pairs = scores_graph(emb, a, b, methods=methods, moments=True, **options)
     computed_pairs, found = compute(pairs, meta, client=client)  # each chunk's rows and moments, one read
     computed = np.concatenate([rows for rows, _ in computed_pairs], axis=1)
@@ -858,7 +888,7 @@ def _attributes(association, terms_a, terms_b, found, rows, language):
     attr_a = attribute_set_from_rows(terms_a, found, rows, "A", language)
     attr_b = attribute_set_from_rows(terms_b, found, rows, "B", language)
     return (
-        association_axes(association, *_attribute_vectors(association, terms_a, terms_b, attr_a, attr_b, language)),
+        association_axes(association, *attribute_vectors(association, terms_a, terms_b, attr_a, attr_b, language)),
         attr_a,
         attr_b,
     )
@@ -892,7 +922,7 @@ def _found_attrs(attr_a: AttributeSet, attr_b: AttributeSet, n_zero_vectors, n_d
     )
 
 
-def _attribute_vectors(
+def attribute_vectors(
     association: str, terms_a: list, terms_b: list, attr_a: AttributeSet, attr_b: AttributeSet, language: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """The attribute vectors an association is built from: RIPA's aligned pairs (a[i], b[i]) whose two

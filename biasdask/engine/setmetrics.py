@@ -31,13 +31,14 @@ from distributed import Client
 
 from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client, compute, n_slots
+from biasdask.engine.placebo import attribute_placebo, iat_placebo
 from biasdask.engine.scores import read_rows
 from biasdask.engine.weat import (
     DEFAULT_MIN_COVERAGE,
     ClassicTestResult,
-    _check_coverage,
-    _coverage,
+    check_coverage,
     iat_coverage,
+    set_coverage,
     word_sets,
 )
 from biasdask.engine.words import store_language
@@ -56,7 +57,7 @@ from biasdask.stats import setmetrics as sm
 from biasdask.stats.permutation import normal_pvalue, permutation_pvalue, resolve_seed
 from biasdask.stats.resampling import Resampling
 from biasdask.stats.resampling import resampling as resampling_options
-from biasdask.stats.weat import _word_vectors
+from biasdask.stats.weat import word_vectors
 
 __all__ = ["SET_METRICS", "run_set_cell", "set_metric_sets", "set_metric_test"]
 
@@ -248,8 +249,8 @@ def set_metric_test(
     with contextlib.nullcontext(active_client(client)) as c:
         vectors = read_rows(emb, [*s, *a, *b], c)
         sets = dict(zip(_ROLES, (s, a, b)))
-        coverage = {role: _coverage(role, label, sets[role], vectors) for role, label in zip(_ROLES, labels)}
-        _check_coverage(coverage, min_coverage, test, language)
+        coverage = {role: set_coverage(role, label, sets[role], vectors) for role, label in zip(_ROLES, labels)}
+        check_coverage(coverage, min_coverage, test, language)
         matrices = {r: np.array([vectors[w] for w in coverage[r].found]) for r in _ROLES}
         res = _test(
             metric,
@@ -264,7 +265,6 @@ def set_metric_test(
         )
     if not options.placebo:
         return res
-    from biasdask.engine.placebo import attribute_placebo
 
     def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
         return _value(metric, {"x": matrices["x"], "a": a_rows, "b": b_rows}), math.nan
@@ -288,17 +288,16 @@ def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> 
     categories = iat_categories()
     with contextlib.nullcontext(active_client(common["client"])) as c:
         vectors = read_rows(emb, [t for e in entries for t in e.tokens], c)
-        wv = _word_vectors(entries, vectors)
+        wv = word_vectors(entries, vectors)
         coverage, matrices = {}, {}
         for role, category in zip(_ROLES, ("career", "male", "female")):
             coverage[role] = iat_coverage(role, category, categories[category], entries, vectors)
             matrices[role] = np.array([wv[(category, w)] for w in coverage[role].found])
-        _check_coverage(coverage, min_coverage, metric, language)
+        check_coverage(coverage, min_coverage, metric, language)
         res = _test(metric, matrices, coverage, **{**common, "client": c}, test=metric, language=language)
     options = common["resampling"]
     if not options.placebo:
         return res
-    from biasdask.engine.placebo import iat_placebo
 
     def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
         return _value(metric, {"x": matrices["x"], "a": a_rows, "b": b_rows}), math.nan

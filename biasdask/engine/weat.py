@@ -45,11 +45,13 @@ from distributed import Client
 from biasdask._calls import keyword_api, word_list
 from biasdask.engine.cluster import active_client
 from biasdask.engine.permutation import permutation_test
+from biasdask.engine.placebo import attribute_placebo, iat_placebo
 from biasdask.engine.scores import read_rows
 from biasdask.engine.words import store_language
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import WordSets, iat_categories, iat_words, weat_test, xweat_test
+from biasdask.stats.bootstrap import bootstrap_effect_size
 from biasdask.stats.permutation import PermutationTestResult
 from biasdask.stats.resampling import Resampling
 from biasdask.stats.resampling import resampling as resampling_options
@@ -65,6 +67,10 @@ __all__ = [
     "cross_lingual_weat",
     "weat",
     "word_sets",
+    "CI_RESAMPLES",
+    "check_coverage",
+    "iat_coverage",
+    "set_coverage",
 ]
 
 DEFAULT_MIN_COVERAGE = 0.8
@@ -234,8 +240,6 @@ def effect_size_interval(
     """The interval fields of a :class:`ClassicTestResult` from its per-word scores (nothing for
     ``level`` None). ``effect_size``: the test's own d, when it is not d of ``s_x``, ``s_y`` (Lewis &
     Lupyan's two-run d of a language with grammatical gender): then no interval, saying why."""
-    from biasdask.stats.bootstrap import bootstrap_effect_size
-
     if level is None:
         return {}
     interval = bootstrap_effect_size(s_x, s_y, seed=seed, level=level, n_resamples=CI_RESAMPLES)
@@ -255,7 +259,7 @@ def effect_size_interval(
     }
 
 
-def _check_coverage(coverage: dict[str, SetCoverage], min_coverage: float, test: str, language: str) -> None:
+def check_coverage(coverage: dict[str, SetCoverage], min_coverage: float, test: str, language: str) -> None:
     if not 0.0 <= min_coverage <= 1.0:
         raise BiasdaskError(f"min_coverage must be between 0 and 1, got {min_coverage}")
     low = [c for c in coverage.values() if c.fraction < min_coverage or not c.found]
@@ -274,7 +278,7 @@ def _check_coverage(coverage: dict[str, SetCoverage], min_coverage: float, test:
 # Reading the rows a test needs
 
 
-def _coverage(role: str, name: str, words: Sequence[str], vectors: Mapping[str, np.ndarray]) -> SetCoverage:
+def set_coverage(role: str, name: str, words: Sequence[str], vectors: Mapping[str, np.ndarray]) -> SetCoverage:
     requested = tuple(dict.fromkeys(words))
     return SetCoverage(
         role=role,
@@ -453,15 +457,15 @@ def weat(
             tv, av = read_rows(emb, [*x, *y], c), read_rows(attr_emb, [*a, *b], c)
         sets = dict(zip(_ROLES, (x, y, a, b)))
         coverage = {
-            role: _coverage(role, label, sets[role], tv if role in "xy" else av) for role, label in zip(_ROLES, labels)
+            role: set_coverage(role, label, sets[role], tv if role in "xy" else av)
+            for role, label in zip(_ROLES, labels)
         }
-        _check_coverage(coverage, min_coverage, test, language)
+        check_coverage(coverage, min_coverage, test, language)
         matrices = {r: np.array([(tv if r in "xy" else av)[w] for w in coverage[r].found]) for r in _ROLES}
         s_x, s_y = weat_scores(matrices["x"], matrices["y"], matrices["a"], matrices["b"], similarity)
         res = permutation_test(s_x, s_y, resampling=options, client=c, return_null=return_null, progress=progress)
     extra = {}
     if options.placebo:  # placebo attribute words from the attributes' language (cross-lingual: attributes_from)
-        from biasdask.engine.placebo import attribute_placebo
 
         def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
             px, py = weat_scores(matrices["x"], matrices["y"], a_rows, b_rows, similarity)
@@ -595,7 +599,7 @@ def career_family_test(
             role: iat_coverage(role, category, categories[category], entries, vectors)
             for role, category in zip(_ROLES, ("male", "female", "career", "family"))
         }
-        _check_coverage(coverage, min_coverage, "career_family", language)
+        check_coverage(coverage, min_coverage, "career_family", language)
         effect = career_family_effect(entries, vectors)
         res = permutation_test(
             effect.s_x, effect.s_y, resampling=options, client=c, return_null=return_null, progress=progress
@@ -620,8 +624,6 @@ def career_family_test(
 
 def _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo, exclude) -> dict:
     """The placebo fields of a career/family test: its career and family terms replaced by random words."""
-    from biasdask.engine.placebo import iat_placebo
-
     targets = [tuple(e) for e in entries if e.category in ("male", "female")]
 
     def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:

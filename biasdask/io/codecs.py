@@ -22,6 +22,25 @@ from zarr.codecs.numcodecs import FixedScaleOffset
 
 from biasdask.io import zarr_compat
 
+__all__ = [
+    "ENCODING_LIMITS",
+    "NEGATIVE_ZERO",
+    "OTHER_COMPRESSORS",
+    "SCALE",
+    "VECTOR_COMPRESSORS",
+    "decode_scaled",
+    "encode_scaled",
+    "EncodingError",
+    "fitting_encoding",
+    "quiet_codecs",
+    "raw_vectors",
+    "vector_codecs",
+    "vector_encoding",
+    "VectorEncoding",
+    "vlen_find",
+]
+
+
 #: compression of ``vectors``: embedding floats hardly compress, and reading (decoding) the store is
 #: the whole cost of the scores. On GloVe 840B vectors blosc lz4 over bit-shuffled floats keeps 87 %
 #: of the bytes (zstd level 1: 93 %, level 3: 92 %) and a 500,000 x 300 store is read 13 % faster

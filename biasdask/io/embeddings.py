@@ -36,7 +36,7 @@ from biasdask.io.parse import row_norms
 from biasdask.io.store import default_chunk_words, open_embeddings, stored_vectors
 from biasdask.io.vocabulary import mark_looked_up
 
-__all__ = ["Embeddings", "as_embeddings", "shortest_decimal"]
+__all__ = ["Embeddings", "as_embeddings", "shortest_decimal", "UNDETERMINED"]
 
 #: The language of an in-memory model that names none (ISO 639-2 "undetermined").
 UNDETERMINED = "und"

@@ -51,6 +51,22 @@ from biasdask.io.fs import (
 )
 from biasdask.io.parse import WHITESPACE, find_units, tabs_hint
 
+__all__ = [
+    "FORMATS",
+    "PIECE_BYTES",
+    "Block",
+    "check_only_whitespace_after",
+    "count_newlines",
+    "head_block",
+    "iter_blocks",
+    "read_range",
+    "skip_lines",
+    "sniff_source",
+    "SourceInfo",
+    "view_range",
+]
+
+
 FORMATS = ("vec", "glove", "word2vec-binary")
 #: bytes read from a stream at a time (decompressed bytes for gzip)
 PIECE_BYTES = 8 * 2**20

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+import dask.config
 import fsspec
 import fsspec.implementations.local
 
@@ -40,6 +41,7 @@ __all__ = [
     "storage_options_for",
     "timeout_error",
     "url_to_fs",
+    "files_under",
 ]
 
 #: protocols that take no flat storage options (a flat dict is meant for object stores)
@@ -211,8 +213,6 @@ def http_timeouts() -> tuple[float, float]:
     """Connect and read timeouts (seconds) of http(s) sources: Dask config keys
     ``biasdask.http.connect-timeout`` (default 30) and ``biasdask.http.read-timeout`` (default 120),
     also settable as ``DASK_BIASDASK__HTTP__CONNECT_TIMEOUT`` / ``..._READ_TIMEOUT``."""
-    import dask.config
-
     connect = float(dask.config.get("biasdask.http.connect-timeout"))
     read = float(dask.config.get("biasdask.http.read-timeout"))
     return connect, read

@@ -25,6 +25,18 @@ import numpy as np
 
 from biasdask.errors import InputFormatError
 
+__all__ = [
+    "WHITESPACE",
+    "find_units",
+    "parse_block",
+    "ParsedBlock",
+    "row_hashes",
+    "row_norms",
+    "Source",
+    "tabs_hint",
+    "word_hash",
+]
+
 
 class Source(Protocol):
     """What the parser needs to know of a source (:class:`biasdask.io.formats.SourceInfo` is one)."""

@@ -90,6 +90,8 @@ __all__ = [
     "write_cube_variable",
     "write_null",
     "write_scores",
+    "NOT_RUN",
+    "root_metadata",
 ]
 
 DIMS: tuple[str, str, str] = ("language", "method", "test")
@@ -339,7 +341,7 @@ def _fs(loc: Locatable) -> tuple[fsspec.AbstractFileSystem, str]:
     :func:`biasdask.io.fs.url_to_fs` (and so with its timeouts)."""
     target, kw = _target(as_location(loc))
     protocol = fsspec.core.split_protocol(target)[0] or "file"
-    return url_to_fs(Location(target, {protocol: kw["storage_options"]} if kw else None))
+    return url_to_fs(Location(target, {protocol: kw["storage_options"]} if kw else {}))
 
 
 def _has_contents(loc: Locatable) -> bool:

@@ -86,6 +86,38 @@ from biasdask.io.fs import (
 )
 from biasdask.io.vocabulary import word_positions
 
+__all__ = [
+    "CHUNK_BYTES",
+    "COMPLETE_ATTR",
+    "check_embeddings",
+    "check_language_code",
+    "check_replaceable",
+    "compact_store",
+    "default_chunk_words",
+    "find_words",
+    "finish_store",
+    "ingest_chunk_words",
+    "is_embedding_store",
+    "is_local",
+    "open_embeddings",
+    "open_vectors",
+    "prepare_store",
+    "read_chunk",
+    "read_group_attrs",
+    "read_stored_vectors",
+    "read_vectors",
+    "read_words",
+    "remove_store",
+    "resize_store",
+    "same_language",
+    "set_attrs",
+    "stored_vectors",
+    "StoredVectors",
+    "vocabulary_files",
+    "write_block",
+]
+
+
 COMPLETE_ATTR = "biasdask_complete"
 _LANGUAGE_RE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]{2,8})*")
 _MAX_LANGUAGE_CODE = 35  # BCP 47's practical maximum; longer codes are typos or attacks

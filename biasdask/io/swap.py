@@ -21,6 +21,8 @@ from biasdask.io.store import (
     remove_store,
 )
 
+__all__ = ["acquire_lock", "fresh_location", "remove_leftovers", "StoreLock", "swap_in"]
+
 
 def _sibling(url: str, suffix: str) -> str:
     return str(url).rstrip("/") + suffix

@@ -54,6 +54,7 @@ __all__ = [
     "weat_test",
     "xweat_test",
     "xweat_translations",
+    "DATA_FILES",
 ]
 
 XWEAT_LANGUAGES: tuple[str, ...] = ("de", "es", "hr", "it", "ru", "tr")

@@ -26,6 +26,19 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
+__all__ = [
+    "ASSOCIATIONS",
+    "LINEAR_ASSOCIATIONS",
+    "associate",
+    "Association",
+    "association",
+    "association_axes",
+    "attribute_direction",
+    "linear_directions",
+    "unit_rows",
+]
+
+
 #: The per-word associations (the study option ``associations``); ``"cosine"`` is the full-vocabulary test's u.
 Association = Literal["cosine", "euclidean", "ripa", "semaxis"]
 ASSOCIATIONS: tuple[str, ...] = ("cosine", "euclidean", "ripa", "semaxis")

@@ -43,9 +43,9 @@ from biasdask.stats.association import LINEAR_ASSOCIATIONS, Association, linear_
 from biasdask.stats.placebo import (
     LinearMoments,
     VocabularySample,
-    _unweighted_effect_sizes,
-    _weighted_statistics,
     euclidean_statistics,
+    unweighted_effect_sizes,
+    weighted_statistics,
 )
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "EffectSizeInterval",
     "attribute_bootstrap_interval",
     "bootstrap_effect_size",
+    "IntervalMethod",
 ]
 
 IntervalMethod = Literal["BCa", "percentile"]
@@ -330,8 +331,8 @@ def attribute_bootstrap_interval(
     else:
         assert linear is not None
         observed = linear_directions(association, a, b)[None, :]
-        d = float(_unweighted_effect_sizes(linear, observed)[0])
-        dw = np.array([_weighted_statistics(linear, observed, j)[1][0] for j in range(k_all)])
+        d = float(unweighted_effect_sizes(linear, observed)[0])
+        dw = np.array([weighted_statistics(linear, observed, j)[1][0] for j in range(k_all)])
     base: dict[str, Any] = dict(
         effect_size=d, effect_size_weighted=dw, level=float(level), method=method, seed=int(seed)
     )
@@ -373,9 +374,7 @@ def attribute_bootstrap_interval(
         for r in range(rows):
             flat = [i[r].reshape(-1, i.shape[-1]) for i in idx]
             delta = directions(flat[0], None if paired else flat[1])
-            values = (
-                _unweighted_effect_sizes(linear, delta) if r == 0 else _weighted_statistics(linear, delta, r - 1)[1]
-            )
+            values = unweighted_effect_sizes(linear, delta) if r == 0 else weighted_statistics(linear, delta, r - 1)[1]
             out[r] = values.reshape(lead)
         return out
 

@@ -60,7 +60,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
-__all__ = ["METHODS", "MetaRegressionResult", "RandomEffectsResult", "meta_regression", "random_effects"]
+__all__ = ["METHODS", "MetaRegressionResult", "RandomEffectsResult", "meta_regression", "random_effects", "Method"]
 
 Method = Literal["DL", "REML", "PM"]
 METHODS: tuple[str, ...] = ("DL", "REML", "PM")

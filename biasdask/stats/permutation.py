@@ -90,9 +90,16 @@ from numba import njit
 from numpy.typing import ArrayLike
 from scipy.special import ndtr
 
+from biasdask.stats import permutation_numpy
 from biasdask.stats.effect import effect_size, null_moments
 from biasdask.stats.resampling import ALTERNATIVES
-from biasdask.stats.rng import _POOL_SIZE, _U, _bounded, _next, _rotl, _seed_state, _use_floyd
+from biasdask.stats.rng import POOL_SIZE as _POOL_SIZE
+from biasdask.stats.rng import U64 as _U
+from biasdask.stats.rng import bounded as _bounded
+from biasdask.stats.rng import next_u64 as _next
+from biasdask.stats.rng import rotl as _rotl
+from biasdask.stats.rng import seed_state as _seed_state
+from biasdask.stats.rng import use_floyd as _use_floyd
 from biasdask.stats.simd import merge_add_block
 
 __all__ = [
@@ -112,6 +119,7 @@ __all__ = [
     "prepare_test",
     "resolve_seed",
     "shared_split_groups",
+    "MAX_PERMUTATIONS",
 ]
 
 #: the most permutations a test may ask for: p-values resolve 1e-8, and a null distribution of this
@@ -660,8 +668,6 @@ def _numpy_kernels(n_values: int, n_sums: int, kernel):
 
     Small tests then skip numba's start-up (~0.5 s per process); the sums are bit-identical.
     """
-    from biasdask.stats import permutation_numpy
-
     return permutation_numpy if permutation_numpy.use_numpy(n_values, n_sums, kernel) else None
 
 

@@ -23,13 +23,16 @@ import numpy as np
 
 from biasdask.stats import rng as _k
 
+__all__ = ["MAX_SUMS", "MAX_VALUES", "bits_of", "exact_sums", "masked_sums", "null_sums", "use_numpy"]
+
+
 _U = np.uint64
 _M32 = np.uint64(0xFFFFFFFF)
 
-_hashmix = _k._hashmix.py_func
-_mix = _k._mix.py_func
-_rotl = _k._rotl.py_func
-_use_floyd = _k._use_floyd.py_func
+_hashmix = _k.hashmix.py_func
+_mix = _k.mix.py_func
+_rotl = _k.rotl.py_func
+_use_floyd = _k.use_floyd.py_func
 
 #: Largest pool (nonzero items) and number of sums the numpy path takes. Its CPU cost is ~1.2 µs per
 #: permutation at 16 items and ~2.4 µs at 128 (the compiled kernel: ~0.2 µs, after its start-up).
@@ -80,25 +83,25 @@ def _seed_states(entropy: np.ndarray, index: np.ndarray) -> np.ndarray:
     """States (4, m) of ``SeedSequence(entropy, spawn_key=(i,)).generate_state(4, np.uint64)``, i < 2**32."""
     m = index.shape[0]
     words = [np.full(m, w, dtype=np.uint64) for w in entropy] + [index & _M32]
-    hash_const = _k._INIT_A
-    pool: list[np.ndarray] = [words[0]] * _k._POOL_SIZE  # every entry is set below
-    for i in range(_k._POOL_SIZE):
+    hash_const = _k.INIT_A
+    pool: list[np.ndarray] = [words[0]] * _k.POOL_SIZE  # every entry is set below
+    for i in range(_k.POOL_SIZE):
         pool[i], hash_const = _hashmix(words[i], hash_const)
-    for i_src in range(_k._POOL_SIZE):
-        for i_dst in range(_k._POOL_SIZE):
+    for i_src in range(_k.POOL_SIZE):
+        for i_dst in range(_k.POOL_SIZE):
             if i_src != i_dst:
                 h, hash_const = _hashmix(pool[i_src], hash_const)
                 pool[i_dst] = _mix(pool[i_dst], h)
-    for i_src in range(_k._POOL_SIZE, len(words)):
-        for i_dst in range(_k._POOL_SIZE):
+    for i_src in range(_k.POOL_SIZE, len(words)):
+        for i_dst in range(_k.POOL_SIZE):
             h, hash_const = _hashmix(words[i_src], hash_const)
             pool[i_dst] = _mix(pool[i_dst], h)
-    hash_b = _k._INIT_B
+    hash_b = _k.INIT_B
     state = np.empty((4, m), dtype=np.uint64)
     low: np.ndarray = np.zeros(m, dtype=np.uint64)
     for i in range(2 * 4):
-        d = (pool[i % _k._POOL_SIZE] ^ hash_b) & _M32
-        hash_b = (hash_b * _k._MULT_B) & _M32
+        d = (pool[i % _k.POOL_SIZE] ^ hash_b) & _M32
+        hash_b = (hash_b * _k.MULT_B) & _M32
         d = (d * hash_b) & _M32
         d ^= d >> _U(16)
         if i % 2 == 0:

@@ -82,6 +82,9 @@ __all__ = [
     "rank_neighbourhoods",
     "remove_rows",
     "weighted_effect_size",
+    "Alternative",
+    "unweighted_effect_sizes",
+    "weighted_statistics",
 ]
 
 DEFAULT_WINDOW = 50
@@ -682,7 +685,7 @@ def _ratio(num: NDArray, den: NDArray) -> NDArray:
         return np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 1.0)), np.nan)
 
 
-def _unweighted_effect_sizes(moments: LinearMoments, directions: NDArray, exclude: tuple | None = None) -> NDArray:
+def unweighted_effect_sizes(moments: LinearMoments, directions: NDArray, exclude: tuple | None = None) -> NDArray:
     """d for each direction (rows of ``directions``); ``exclude`` as in :func:`evaluate_moments`."""
     total = _dot(directions, moments.sum_v)
     squares = _quadratic(directions, moments.sum_vv)
@@ -705,7 +708,7 @@ def _effect_size_from_sums(total: NDArray, squares: NDArray, n: NDArray) -> NDAr
         return _ratio(total / n, variance)
 
 
-def _weighted_statistics(
+def weighted_statistics(
     moments: LinearMoments, directions: NDArray, k: int, exclude: tuple | None = None
 ) -> tuple[NDArray, NDArray]:
     """(s_k, weighted effect size) for each direction and weighting ``k``; ``exclude`` as in
@@ -814,11 +817,11 @@ def evaluate_moments(
     statistic = np.empty((d.shape[0], k))
     weighted = np.empty((d.shape[0], k))
     for j in range(k):
-        statistic[:, j], weighted[:, j] = _weighted_statistics(moments, d, j, exclude)
+        statistic[:, j], weighted[:, j] = weighted_statistics(moments, d, j, exclude)
     n = moments.n - (0 if exclude is None else exclude[0].shape[1])
     return MomentStatistics(
         statistic=statistic,
-        effect_size=_unweighted_effect_sizes(moments, d, exclude),
+        effect_size=unweighted_effect_sizes(moments, d, exclude),
         effect_size_weighted=weighted,
         n=np.full(d.shape[0], n, dtype=np.int64),
     )

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["ALTERNATIVES", "Alternative", "Resampling"]
+__all__ = ["ALTERNATIVES", "Alternative", "Resampling", "resampling"]
 
 #: The choices of ``alternative``.
 Alternative = Literal["auto", "greater", "less", "two-sided"]

@@ -37,6 +37,7 @@ __all__ = [
     "weat_scores",
     "weat_statistic",
     "word_association",
+    "word_vectors",
 ]
 
 SIMILARITIES: tuple[str, ...] = ("cosine", "euclidean")
@@ -178,7 +179,7 @@ class CareerFamilyEffect:
     s_y: NDArray[np.float64]
 
 
-def _word_vectors(
+def word_vectors(
     entries: Sequence[tuple[str, str, str, str, Sequence[str]]], vectors: Mapping[str, ArrayLike]
 ) -> dict[tuple[str, str], NDArray[np.float64]]:
     """(category, word) -> mean over translations of (mean of the raw vectors of that translation's tokens)."""
@@ -203,7 +204,7 @@ def _career_family_run(
     attributes: tuple[str, str],
     ddof: int,
 ) -> CareerFamilyRun:
-    wv = _word_vectors(entries, vectors)
+    wv = word_vectors(entries, vectors)
     categories = targets + attributes
     listed = {c: list(dict.fromkeys(w for cat, w, *_ in entries if cat == c)) for c in categories}
     words = {c: tuple(w for w in listed[c] if (c, w) in wv) for c in categories}

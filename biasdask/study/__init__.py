@@ -4,3 +4,5 @@
 language still needs, :mod:`~biasdask.study.run` runs it into the results cube, and
 :mod:`~biasdask.study.inference` corrects and pools the finished cube.
 """
+
+__all__ = []

@@ -20,6 +20,7 @@ from typing import Literal
 
 from distributed import Client
 
+from biasdask.engine.setmetrics import SET_METRICS, run_set_cell, set_metric_sets
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, CoverageError, career_family_test, weat
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
@@ -79,8 +80,6 @@ def cell_word_sets(
     >>> cell_word_sets("rnd", "de"), cell_word_sets("rnd", "fr"), cell_word_sets("weat7", "en")
     ('xweat7:de', 'iat:career:fr (cc)', 'weat7')
     """
-    from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
-
     if test in SET_METRICS:
         if set_metric_words is not None:
             return "study"
@@ -195,8 +194,6 @@ def cell_words(
     >>> cell_words("weat7", "en")[:3]
     ['math', 'algebra', 'geometry']
     """
-    from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
-
     tests = available_tests()
     if test in SET_METRICS:
         if set_metric_words is not None:
@@ -268,8 +265,6 @@ def run_cell(
         An unknown test, a test that does not apply to ``language``, or ``career_family`` with a
         similarity other than cosine (Lewis & Lupyan's measure).
     """
-    from biasdask.engine.setmetrics import SET_METRICS, run_set_cell
-
     if test in SET_METRICS:
         return run_set_cell(
             test,

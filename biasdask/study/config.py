@@ -61,16 +61,39 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import xarray as xr
 import yaml
+from dask.base import tokenize
 
+from biasdask._calls import list_syntax
 from biasdask.errors import ConfigError
+from biasdask.io.embeddings import as_embeddings
 from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label
-from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm
+from biasdask.io.store import check_language_code
+from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm, available_tests, iat_attribute_terms, iat_languages
+from biasdask.lexicon import languages as catalog
 from biasdask.stats.association import ASSOCIATIONS
+from biasdask.stats.multitest import CORRECTIONS
 from biasdask.stats.permutation import MAX_PERMUTATIONS
 from biasdask.stats.resampling import ALTERNATIVES
+from biasdask.stats.setmetrics import METRICS
 from biasdask.stats.weat import SIMILARITIES
 from biasdask.stats.weights import METHODS
+
+__all__ = [
+    "ATTRIBUTE_SETS",
+    "DEFAULT_PLACEBO",
+    "IAT_MODELS",
+    "known_tests",
+    "LanguageSpec",
+    "load_config",
+    "parse_config",
+    "resolve_env",
+    "study_changes",
+    "StudyChanges",
+    "StudyConfig",
+]
+
 
 IAT_MODELS = ("cc", "wiki", "subt")
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -114,9 +137,6 @@ def known_tests() -> tuple[str, ...]:
     """Every test label a study may name: ``gender`` (the full-vocabulary test), ``context`` (Valentini et al. 2022), the classic
     tests of the lexicon (``weat1``..``weat10``, ``xweat1``..``xweat10``, ``career_family``) and the
     set-level metrics ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas``."""
-    from biasdask.lexicon import available_tests
-    from biasdask.stats.setmetrics import METRICS
-
     return (*FULL_VOCABULARY_TESTS, *available_tests(), *METRICS)
 
 
@@ -243,8 +263,6 @@ def resolve_env(value: Any, key: str) -> Any:
 
 def _words(value: Any, key: str) -> tuple[str, ...]:
     if isinstance(value, str):  # a str is not a word list: never read "male" as m, a, l, e
-        from biasdask._calls import list_syntax
-
         raise ConfigError(
             f"{key}: expected a list of words, got the string {value!r}: write {list_syntax(value, 'yaml')}"
         )
@@ -274,8 +292,6 @@ def _fraction(raw: dict, key: str, default: float) -> float:
 
 
 def _correction(raw: dict) -> str:
-    from biasdask.stats.multitest import CORRECTIONS
-
     value = raw.get("correction", "holm")
     if value not in (*CORRECTIONS, "none"):
         raise ConfigError(f"correction: {value!r} is not one of {[*CORRECTIONS, 'none']}")
@@ -369,10 +385,6 @@ def _set_metric_words(value: Any, key: str) -> tuple[tuple[str, ...], tuple[str,
 
 
 def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
-    from biasdask.io.store import check_language_code
-    from biasdask.lexicon import iat_attribute_terms, iat_languages
-    from biasdask.lexicon import languages as catalog
-
     entries = raw.get("languages")
     if isinstance(entries, list):
         repeated = sorted({str(c) for c in entries if entries.count(c) > 1})
@@ -449,8 +461,6 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
 
 def _is_embedding_object(value: Any) -> bool:
     """An in-memory embedding given from Python (Dataset, DataArray, KeyedVectors-like)."""
-    import xarray as xr
-
     return isinstance(value, (xr.Dataset, xr.DataArray)) or (
         hasattr(value, "index_to_key") and hasattr(value, "vectors")
     )
@@ -460,9 +470,6 @@ def _store_label(store: Any) -> str:
     """A store URL as it is; an in-memory embedding as a content token (same vectors, same study digest)."""
     if isinstance(store, str):
         return store
-    from dask.base import tokenize
-
-    from biasdask.io.embeddings import as_embeddings
 
     emb = as_embeddings(store)
     return f"in-memory:{tokenize(emb['vectors'].data, np.asarray(emb['word'].values))}"

@@ -21,6 +21,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from biasdask.errors import BiasdaskError
+from biasdask.io.results import cube_label
+from biasdask.lexicon import languages as catalog
 from biasdask.stats.meta import MetaRegressionResult, RandomEffectsResult, meta_regression, random_effects
 from biasdask.stats.multitest import CORRECTIONS, adjust_pvalues, first_threshold, min_permutations
 
@@ -207,9 +210,6 @@ def meta_analysis(
     >>> round(meta.pooled.estimate, 3), round(meta.pooled.tau2, 3), round(meta.pooled.i2, 2)
     (0.868, 0.08, 0.44)
     """
-    from biasdask.errors import BiasdaskError
-    from biasdask.io.results import cube_label
-
     label = cube_label(test, association) if association else test
     tests = [str(t) for t in results["test"].values]
     if label not in tests:
@@ -274,9 +274,6 @@ def meta_analysis(
 
 
 def _covariate(covariate: str | Mapping[str, object], languages: list[str]) -> tuple[np.ndarray, str]:
-    from biasdask.errors import BiasdaskError
-    from biasdask.lexicon import languages as catalog
-
     if isinstance(covariate, str):
         table = catalog().set_index("code")
         if covariate not in table.columns or covariate in ("male", "female", "name"):

@@ -50,8 +50,8 @@ from biasdask.engine.permutation import kernel_rate
 from biasdask.engine.placebo import PlaceboResult, placebo_forbidden, plan_placebo, run_placebo, weights_from_scores
 from biasdask.engine.pools import batch_plan, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.scores import (
-    _attribute_vectors,
     as_terms,
+    attribute_vectors,
     attributes_graph,
     excluded_targets,
     forget_words,
@@ -62,6 +62,7 @@ from biasdask.engine.scores import (
     scores_graph,
 )
 from biasdask.engine.tasks import Tasks
+from biasdask.engine.weat import CoverageError
 from biasdask.errors import (
     BiasdaskError,
     BiasdaskTypeError,
@@ -99,6 +100,9 @@ from biasdask.study.plan import (
     plan_language,
 )
 from biasdask.study.update import check_changes, prepare_update, run_attrs
+
+__all__ = ["MAX_LOCAL_WORKERS", "check_n_workers", "run", "weighted_effect_sizes"]
+
 
 log = logging.getLogger(__name__)
 
@@ -589,8 +593,6 @@ def _classic_cell(
 ) -> tuple[dict, Any]:
     """Task: one classic test of a language (seeded by its uniform cell) on the rows it reads (see
     :func:`_cell_rows`): its cells' values and null. Its permutations run in the task (a few words)."""
-    from biasdask.engine.weat import CoverageError
-
     source = options.pop("source", None)
     if source is not None:  # a placebo needs the whole vocabulary: the test reads its rows there too
         rows = open_embeddings(source) if isinstance(source, Location) else source
@@ -898,7 +900,7 @@ class _Stream:
             used=(set_a.used, set_b.used),
             association=association,
             exclude=self.cfg.placebo_exclude,
-            attribute_vectors=_attribute_vectors(association, as_terms(a), as_terms(b), set_a, set_b, code),
+            attribute_vectors=attribute_vectors(association, as_terms(a), as_terms(b), set_a, set_b, code),
         )
 
     def _placebo_job(self, plan, moments) -> dict:

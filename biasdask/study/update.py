@@ -20,6 +20,7 @@ import logging
 
 import yaml
 
+from biasdask._version import __version__
 from biasdask.errors import StoreConflictError
 from biasdask.io import results as rs
 from biasdask.io.fs import Location, display_url
@@ -113,8 +114,6 @@ def prepare_update(cfg: StudyConfig, options: dict, changes: StudyChanges) -> st
 
 def run_attrs(cfg: StudyConfig) -> dict:
     """The run attributes a study's results store records."""
-    from biasdask._version import __version__
-
     return {
         "seed": cfg.seed,
         "alternative": cfg.alternative,

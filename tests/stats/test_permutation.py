@@ -36,7 +36,7 @@ def test_seed_state_is_numpy_seedsequence_child(seed):
     out = np.empty(4, dtype=np.uint64)
     children = np.random.SeedSequence(seed).spawn(3)
     for i in (0, 1, 2, 999, 2**32 + 5):
-        prng._seed_state(entropy, i, pool, out)
+        prng.seed_state(entropy, i, pool, out)
         expected = np.random.SeedSequence(seed, spawn_key=(i,)).generate_state(4, np.uint64)
         np.testing.assert_array_equal(out, expected)
         if i < 3:
@@ -66,25 +66,25 @@ def _xoshiro_reference(state: list[int], n: int) -> list[int]:
 
 def test_xoshiro256starstar_matches_reference():
     s = np.array([1, 2, 3, 4], dtype=np.uint64)
-    got = [int(prng._next(s)) for _ in range(6)]
+    got = [int(prng.next_u64(s)) for _ in range(6)]
     assert got[:4] == [11520, 0, 1509978240, 1215971899390074240]
     assert got == _xoshiro_reference([1, 2, 3, 4], 6)
     state = [0x0123456789ABCDEF, 0xFEDCBA9876543210, 0xDEADBEEFCAFEBABE, 0x0F1E2D3C4B5A6978]
     s = np.array(state, dtype=np.uint64)
-    assert [int(prng._next(s)) for _ in range(100)] == _xoshiro_reference(state, 100)
+    assert [int(prng.next_u64(s)) for _ in range(100)] == _xoshiro_reference(state, 100)
 
 
 def test_bounded_integers_are_uniform_and_in_range():
     s = np.array(np.random.SeedSequence(7).generate_state(4, np.uint64))
-    draws = np.array([prng._bounded(s, 6) for _ in range(30000)])
+    draws = np.array([prng.bounded(s, 6) for _ in range(30000)])
     assert draws.min() == 0 and draws.max() == 5
     assert stats.chisquare(np.bincount(draws, minlength=6)).pvalue > 1e-3
     # For this range a quarter of the raw draws are rejected, exercising the rejection loop.
     r = 2**31 + 2**30 + 1
-    draws = np.array([prng._bounded(s, r) for _ in range(20000)])
+    draws = np.array([prng.bounded(s, r) for _ in range(20000)])
     assert draws.min() >= 0 and draws.max() < r
     assert stats.chisquare(np.bincount(draws * 8 // r, minlength=8)).pvalue > 1e-3
-    assert max(prng._bounded(s, 2**32) for _ in range(200)) > 2**31
+    assert max(prng.bounded(s, 2**32) for _ in range(200)) > 2**31
 
 
 @pytest.mark.parametrize("population, successes, draws", [(20, 7, 12), (50, 25, 25), (1000, 600, 500), (100, 3, 90)])
@@ -132,7 +132,7 @@ def test_splits_are_uniform(n_x):
     values = (2.0 ** np.arange(10)).astype(np.float32)
     prep = prepare_test(values[:n_x], values[n_x:], n_permutations=10, seed=11)
     assert not prep.exact and prep.k_cdf.size == 1
-    assert bool(prng._use_floyd(10, n_x)) == (n_x != 5)
+    assert bool(prng.use_floyd(10, n_x)) == (n_x != 5)
     n_splits = math.comb(10, n_x)
     ids = _subset_ids(prep, n_splits * 200)
     uniform = {sum(2**j for j in c): 1 / n_splits for c in itertools.combinations(range(10), n_x)}
