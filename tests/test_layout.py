@@ -3,7 +3,8 @@
 Imports only go downwards (numbers, then bytes, then Dask, then the study, then the faces), no two
 modules import each other (directly or around a circle), a module imports at its top (an import inside a
 function is an optional dependency, or a cost the module's docstring explains), no module takes another's
-private name, and every module says what it exports in ``__all__``.
+private name, and every module says what it exports in ``__all__``. The study package holds no class over
+~200 lines and no function over ~80 (docstrings aside).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "biasdask"
+
+#: the most lines of a class, and of a function (its docstring not counted), in the study package
+MAX_CLASS, MAX_FUNCTION = 200, 80
 
 #: floors, lowest first: a module may import from its own floor or one below, never above
 FLOORS = (
@@ -171,3 +175,24 @@ def test_every_module_lists_its_exports(module):
     }
     missing = sorted(defined - set(names))
     assert not missing, f"{module}: public but not in __all__: {missing}"
+
+
+def test_the_study_has_no_long_class_or_function():
+    long = []
+    for m, tree in TREES.items():
+        if not m.startswith("biasdask.study"):
+            continue
+        for node in ast.walk(tree):
+            limit = MAX_CLASS if isinstance(node, ast.ClassDef) else MAX_FUNCTION
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = node.end_lineno - node.lineno + 1
+                doc = node.body[0]
+                if (
+                    isinstance(doc, ast.Expr)
+                    and isinstance(doc.value, ast.Constant)
+                    and isinstance(doc.value.value, str)
+                ):
+                    size -= doc.end_lineno - doc.lineno + 1
+                if size > limit:
+                    long.append(f"{m}.{node.name}: {size} lines (at most {limit})")
+    assert not long, "\n".join(long)

@@ -10,7 +10,7 @@ import functools
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import dask
 import dask.array as da
@@ -41,6 +41,7 @@ __all__ = [
     "attribute_set",
     "attribute_set_from_rows",
     "attribute_vectors",
+    "Attributes",
     "attributes_graph",
     "AttributeSet",
     "check_frequency_language",
@@ -60,6 +61,7 @@ __all__ = [
     "scores",
     "scores_and_moments",
     "scores_graph",
+    "ScoresGraph",
     "stored_association",
     "stored_rows",
     "stored_scores",
@@ -148,6 +150,34 @@ class AttributeSet:
     missing: list[str]
     zero: list[str]
     tokens: list[str]
+
+
+class Attributes(NamedTuple):
+    """The attribute sets A and B as found in an embedding, and the association's axes built from them
+    (:func:`attributes_graph`)."""
+
+    axes: np.ndarray
+    a: AttributeSet
+    b: AttributeSet
+
+
+class ScoresGraph(NamedTuple):
+    """:func:`scores_graph`: the scores as a graph, nothing read yet."""
+
+    scores: xr.Dataset
+    """The lazy Dataset of :func:`scores`, with the attributes known without reading vectors
+    (``language``, ``n_words``, ``n_excluded``, ``association``)."""
+    stacked: da.Array
+    """The one array (rows u, t(method)..., words) whose rows the Dataset's ``u`` and ``t`` are:
+    computing it runs one task per few chunks of a store (``u`` and ``t`` given apart would each be
+    computed by tasks of their own)."""
+    found: Delayed
+    """The other attributes of :func:`scores` (``n_a``... ``n_zero_vectors``, ``n_duplicate_vectors``),
+    delayed; its computation raises :class:`MissingWordsError` when A or B has no usable word."""
+    moments: list[Delayed] | None
+    """With ``moments``, one delayed pair per chunk of its rows (u stacked on t) and its placebo moments
+    (:class:`LinearMoments`, or a sample; merged in chunk order by
+    :func:`biasdask.stats.placebo.merge_moments`): the task that computes the rows. Else None."""
 
 
 def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: str) -> AttributeSet:
@@ -665,14 +695,14 @@ def scores_graph(
     dedupe_vectors: bool = False,
     frequency_language: str | None = None,
     association: Association = "cosine",
-    attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
+    attributes: Attributes | None = None,
     moments: bool = False,
-) -> tuple[xr.Dataset, da.Array, Delayed, list[Delayed] | None]:
+) -> ScoresGraph:
     """:func:`scores` as a graph only: nothing of the vectors is read in this process (nor of the words,
     for a store opened without them: ``dedupe_vectors``' hashes and ``frequency``'s weights are tasks).
 
     The attribute rows are read, and the association's axes computed from them, by a task on which
-    every chunk's task depends; so a study's client only submits (:mod:`biasdask.study.run`).
+    every chunk's task depends; so a study's client only submits (:mod:`biasdask.study.stream`).
     Parameters as in :func:`scores`, ``attributes``, the computed :func:`attributes_graph` of
     ``emb``, ``a``, ``b`` and ``association`` (default: that graph, computed with the scores), and
     ``moments``: also gather the placebo moments of the words in use
@@ -681,18 +711,9 @@ def scores_graph(
 
     Returns
     -------
-    tuple
-        The lazy Dataset of :func:`scores`, with the attributes known without reading vectors
-        (``language``, ``n_words``, ``n_excluded``, ``association``); the one
-        array (rows u, t(method)..., words) whose rows its ``u`` and ``t`` are: computing it runs one
-        task per few chunks of a store (``u`` and ``t`` given apart would each be computed by tasks of
-        their own); and a ``dask.delayed`` dict of the other attributes (``n_a``... ``n_zero_vectors``,
-        ``n_duplicate_vectors``),
-        whose computation raises :class:`MissingWordsError` when A or B has no usable word (so do
-        ``u`` and ``t``'s); with ``moments``, one ``dask.delayed`` pair per chunk, of its rows (u stacked on
-        t) and its :class:`LinearMoments` (or sample; to be merged in chunk order,
-        :func:`biasdask.stats.placebo.merge_moments`): the task that computes the rows, which a study
-        takes directly (no task to take the pair apart); else None.
+    ScoresGraph
+        The lazy scores, the array they are rows of, the attributes found (delayed) and, with
+        ``moments``, the chunks' (rows, moments) pairs.
     """
     emb = as_embeddings(emb)
     a, b = word_list(a, "a"), word_list(b, "b")
@@ -826,7 +847,7 @@ def scores_graph(
     )
     # A store whose ingest found no zero vector has none among the words used: no pass over the norms.
     n_zero = 0 if stored is not None and emb.attrs.get("n_zero_vectors") == 0 else (norm == 0).sum()
-    return out, ut, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, n_zero, n_duplicates), parts
+    return ScoresGraph(out, ut, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, n_zero, n_duplicates), parts)
 
 
 def scores_and_moments(
@@ -869,9 +890,9 @@ def scores_and_moments(
 def attributes_graph(
     emb: xr.Dataset, a: Sequence[str | AttributeTerm], b: Sequence[str | AttributeTerm], association: Association
 ) -> Delayed:
-    """The attribute sets A and B of ``emb`` and the ``association``'s axes, as one delayed tuple
-    ``(axes, set_a, set_b)`` (:class:`AttributeSet`): a task reads the rows (the client only looks the
-    words up). Its computation raises :class:`MissingWordsError` when A or B has no usable word."""
+    """The attribute sets A and B of ``emb`` and the ``association``'s axes, delayed
+    (:class:`Attributes`): a task reads the rows (the client only looks the words up). Its computation
+    raises :class:`MissingWordsError` when A or B has no usable word."""
     terms_a, terms_b = as_terms(a), as_terms(b)
     # one read for both sets: they usually lie in the same (first) chunks
     return dask.delayed(_attributes, pure=True, nout=3)(
@@ -887,7 +908,7 @@ def _attributes(association, terms_a, terms_b, found, rows, language):
     """Task: the attribute sets A and B from the rows of their tokens, and the association's axes."""
     attr_a = attribute_set_from_rows(terms_a, found, rows, "A", language)
     attr_b = attribute_set_from_rows(terms_b, found, rows, "B", language)
-    return (
+    return Attributes(
         association_axes(association, *attribute_vectors(association, terms_a, terms_b, attr_a, attr_b, language)),
         attr_a,
         attr_b,

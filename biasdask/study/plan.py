@@ -1,24 +1,39 @@
-"""Planning a study, pure: which cells each language still needs and how they group (notes written at
-once, full-vocabulary families sharing splits, classic tests), and the seeds that make every cell a
-function of the study seed and its labels. Decided from the config and the done cells alone (no task,
-no read): :mod:`biasdask.study.run` streams the plan.
+"""Planning a study, pure: no task, no read, no Dask.
+
+- What a language still needs (:func:`plan_language`): cells written at once with a note (not
+  applicable, no frequency list), *families* of full-vocabulary cells sharing splits, classic tests;
+  decided from the config and the done cells alone.
+- The seeds that make every cell a function of the study seed and its labels (:func:`cell_seed`,
+  :func:`family_seed`).
+- What the stream submits next (:class:`StreamPlanner`): which language starts, what a started language
+  submits (:class:`LanguageWork`), how a family's permutations are cut into batches and how its tasks
+  rank (:class:`FamilyWork`), when a language's per-word scores are complete; and which languages are
+  still in flight. :mod:`biasdask.study.stream` does what it says.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import dask.config
 
+from biasdask.engine.pools import KernelRate, batch_plan
 from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 from biasdask.errors import BiasdaskError
-from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
-from biasdask.study.cells import tests_for_language
-from biasdask.study.config import StudyConfig
+from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label, split_label
+from biasdask.stats.resampling import Resampling
+from biasdask.study.cells import cell_word_sets, tests_for_language
+from biasdask.study.config import LanguageSpec, StudyConfig
 
 __all__ = [
+    "PREPARE_FIRST",
+    "ClassicWork",
+    "FamilyWork",
     "LanguagePlan",
+    "LanguageWork",
+    "StreamPlanner",
     "applicable_tests",
     "cell_seed",
     "family_seed",
@@ -160,3 +175,184 @@ def languages_in_flight(slots: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BiasdaskError(f"biasdask.run.languages-in-flight: expected a positive integer or null, got {value!r}")
     return value
+
+
+#: added to a language's priority for its reads, pools and scores writes, which so go before any
+#: permutation batch (see :class:`StreamPlanner`)
+PREPARE_FIRST = 1_000_000
+
+
+@dataclass(frozen=True)
+class ClassicWork:
+    """One classic test of a language, one task: its result fills the cells of ``methods``."""
+
+    test: str
+    methods: tuple[str, ...]
+    resampling: Resampling
+    """Seeded by the test's ``uniform`` cell (:func:`cell_seed`)."""
+    word_sets: str
+    """Where its word sets come from (:func:`biasdask.study.cells.cell_word_sets`)."""
+
+
+@dataclass(frozen=True)
+class LanguageWork:
+    """What the stream submits for a started language (:meth:`StreamPlanner.language_work`)."""
+
+    notes: tuple[tuple[str, str, dict], ...]
+    """Cells written at once: ``(method, test, values)``."""
+    graphs: tuple[str, ...]
+    """The full-vocabulary labels whose scores graph a thread of the client builds: the ``gender``
+    associations (those with cells, or all when the scores are saved; cosine first), then ``context``'s."""
+    classic: tuple[ClassicWork, ...]
+
+
+@dataclass(frozen=True)
+class FamilyWork:
+    """How a family's tasks are cut and ranked (:meth:`StreamPlanner.family_work`)."""
+
+    seed: int
+    """Shared by its weightings (:func:`family_seed`): common splits."""
+    ranges: tuple[tuple[int, int], ...]
+    """Its batches: permutations [start, stop)."""
+    priority: int
+    """Of its batches and its last task: its language's."""
+    pool_priority: int
+    """Of its pool and placebo tasks: above its language's reads and scores write, so that on the worker
+    that holds its scores the pool never waits behind their write."""
+
+
+class StreamPlanner:
+    """What a study's stream submits next, decided from what it was told (pure: tested without Dask).
+
+    Languages start in the study's order, at most :func:`languages_in_flight` at a time (a language is in
+    flight while tasks it submitted are). A distributed scheduler runs the higher priority first among
+    tasks ready at once: an earlier language's tasks go before a later one's, so cells are written while
+    the later ones run, and every language's reads, pools and scores writes (priority raised by
+    :data:`PREPARE_FIRST`) go before any permutation batch, so that the run's tail is short batches
+    spread over the workers rather than a scores write running alone. A family's permutations are cut into
+    batches of about ``biasdask.batch-duration`` at the workers' kernel rate, over its share of the worker
+    threads: the threads over the families running or still to plan (this one included), holding at least
+    four batches each. With many families, a few long batches each; the last family spreads over every
+    thread. A permutation's split depends on the seed and its index, not on its batch: the cut changes no
+    result.
+
+    Parameters
+    ----------
+    cfg
+        The study.
+    slots
+        Worker threads of the scheduler.
+    rate
+        The workers' kernel rate (:func:`biasdask.engine.permutation.kernel_rate`).
+    """
+
+    def __init__(self, cfg: StudyConfig, slots: int, rate: KernelRate) -> None:
+        self.cfg, self.slots, self.rate = cfg, slots, rate
+        self.limit = languages_in_flight(slots)
+        self.waiting = list(cfg.languages)
+        #: language -> tasks it submitted that the stream has not handled yet
+        self.pending: dict[str, int] = {}
+        #: full-vocabulary families not planned yet, by language (counted from the tests that apply
+        #: until the language's plan says): with those running, they share the worker threads
+        self.to_plan = {lang.code: sum(map(is_family, applicable_tests(cfg, lang.code))) for lang in cfg.languages}
+        self.running: set[tuple[str, str]] = set()
+        self.failures: list[str] = []
+        self.priority = {lang.code: -2 * i for i, lang in enumerate(cfg.languages)}
+        self.prepare = {code: PREPARE_FIRST + p for code, p in self.priority.items()}
+        self._scores: dict[str, tuple[list[str], dict[str, Any]]] = {}
+
+    # -- languages in flight -------------------------------------------------------------------
+
+    def busy(self) -> bool:
+        """Whether a language is still waiting or in flight."""
+        return bool(self.waiting or self.pending)
+
+    def next_language(self) -> LanguageSpec | None:
+        """The next language to start, if one waits and fewer than the limit are in flight."""
+        if self.waiting and len(self.pending) < self.limit:
+            return self.waiting.pop(0)
+        return None
+
+    def submitted(self, code: str, n: int = 1) -> None:
+        """``n`` tasks of ``code`` submitted (negative: handled)."""
+        self.pending[code] = self.pending.get(code, 0) + n
+        self.settle(code)
+
+    def settle(self, code: str) -> None:
+        """``code`` is no longer in flight once none of its tasks is."""
+        if not self.pending.get(code):
+            self.pending.pop(code, None)
+
+    def fail(self, code: str, reason: object) -> None:
+        """``code`` stops here: its families are no longer to plan, and the run's error names it."""
+        self.to_plan.pop(code, None)
+        line = f"{code}: {reason}"
+        if line not in self.failures:
+            self.failures.append(line)
+
+    # -- what a language submits ---------------------------------------------------------------
+
+    def language_work(self, lang: LanguageSpec, plan: LanguagePlan) -> LanguageWork | None:
+        """What ``lang`` submits, from its plan (None: nothing to do)."""
+        self.to_plan[lang.code] = len(plan.families)
+        if plan.idle:
+            return None
+        cfg = self.cfg
+        # One chunked pass per association (cosine's too when the scores are saved: the stored u and t
+        # are cosine's, another association's are u_<name>, t_<name>).
+        cosine = ("cosine",) if plan.need_scores else ()
+        gender = [cube_label("gender", a) for a in dict.fromkeys((*cosine, *cfg.associations))]
+        if plan.need_scores:
+            self._scores[lang.code] = (gender, {})
+        graphs = [label for label in gender if label in plan.families or plan.need_scores]
+        graphs += [label for label in plan.families if split_label(label).test == "context"]
+        classic = tuple(
+            ClassicWork(
+                test,
+                tuple(methods),
+                Resampling(
+                    n_permutations=cfg.n_permutations,
+                    alternative=cfg.alternative,
+                    seed=cell_seed(cfg.seed, lang.code, "uniform", test),
+                    batch_size=cfg.batch_size,
+                    placebo=cfg.placebo or None,
+                    placebo_exclude=cfg.placebo_exclude,
+                ),
+                cell_word_sets(test, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words),
+            )
+            for test, methods in plan.classic.items()
+        )
+        return LanguageWork(plan.notes, tuple(graphs), classic)
+
+    def family_work(self, code: str, label: str, n_words: int, n_methods: int) -> FamilyWork:
+        """How the family ``label`` of ``code`` is cut and ranked: ``n_words`` at most in its pool,
+        ``n_methods`` weightings evaluated on each split. The family then counts as running."""
+        families_left = len(self.running) + sum(self.to_plan.values())  # this one among those to plan
+        self.to_plan[code] = max(0, self.to_plan.get(code, 0) - 1)
+        spread = -(-2 * self.slots // max(1, families_left))
+        cfg = self.cfg
+        ranges = batch_plan(n_words * n_methods, cfg.n_permutations, cfg.batch_size, spread, self.rate)
+        self.running.add((code, label))
+        return FamilyWork(
+            family_seed(cfg.seed, code, label), tuple(ranges), self.priority[code], self.prepare[code] + 1
+        )
+
+    def family_done(self, code: str, label: str) -> None:
+        """The family ``label`` of ``code`` no longer runs."""
+        self.running.discard((code, label))
+
+    def scores_part(self, code: str, label: str, part: Any) -> dict[str, Any] | None:
+        """Collect one association's scores (None: it failed, and is no longer expected); return every
+        expected association's, in the study's order, once the last arrives (None until then, and for a
+        language whose scores are not saved)."""
+        if code not in self._scores:
+            return None
+        expected, got = self._scores[code]
+        if part is None:
+            expected.remove(label)
+        else:
+            got[label] = part
+        if len(got) < len(expected):
+            return None
+        del self._scores[code]
+        return {label: got[label] for label in expected}

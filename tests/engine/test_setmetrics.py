@@ -150,7 +150,7 @@ def test_planted_association_is_found_and_an_absent_one_is_not(metric):
 @pytest.mark.parametrize("n_ab", [2, 8])  # C(4, 2) = 6 splits enumerated; C(16, 8) sampled
 def test_an_undefined_metric_has_a_nan_p_value_and_a_note_in_its_cell(n_ab):
     from biasdask.io.embeddings import as_embeddings
-    from biasdask.study.run import _classic_cell
+    from biasdask.study.work import classic_cell
 
     emb, s, a, b = planted(1.5)
     # ECT on one word is undefined: before, its p-value was the smallest there is (0 or 1/(m + 1))
@@ -164,7 +164,7 @@ def test_an_undefined_metric_has_a_nan_p_value_and_a_note_in_its_cell(n_ab):
     assert math.isnan(res.statistic) and math.isnan(res.pvalue)
     assert math.isnan(res.z_score) and math.isnan(res.p_value_normal)
     assert res.exact == (n_ab == 2)
-    values, _ = _classic_cell(
+    values, _ = classic_cell(
         as_embeddings(emb),
         "ect",
         "xx",

@@ -359,3 +359,22 @@ def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_
     assert all(str(n) for n in out["note"].values[empty])
     plain = xr.open_zarr(study["output"], consolidated=False).load()
     np.testing.assert_array_equal(plain["statistic"].values, out["statistic"].values)
+
+
+@pytest.mark.timeout(300)
+def test_a_language_whose_cells_are_all_notes_ends_the_run(tmp_path):
+    """A store opened without its words, a study none of whose tests applies to its language and that
+    saves no scores: the language writes its notes and the run ends (it once waited for ever)."""
+    stores = _make_stores(tmp_path, ["fr"], n_words=300)
+    cube = biasdask.run(
+        {
+            "output": str(tmp_path / "r.zarr"),
+            "languages": stores,
+            "methods": ["uniform"],
+            "tests": ["weat7"],
+            "save_scores": False,
+            "n_permutations": 19,
+        },
+        progress=False,
+    )
+    assert cube["note"].values.ravel().tolist() == ["not applicable: test weat7 has no word lists for language fr"]

@@ -10,15 +10,17 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 import biasdask
+import biasdask.study.graphs as graphs_module
+import biasdask.study.plan as plan_module
 import biasdask.study.run as run_module
+import biasdask.study.stream as stream_module
 from biasdask import Resampling
 from biasdask.demo import write_language
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError
 from biasdask.io import results as rs
-from biasdask.study.config import parse_config
-from biasdask.study.plan import family_seed, plan_language
+from biasdask.study.plan import family_seed
 
 CELL_VARS = [
     "statistic",
@@ -124,10 +126,10 @@ def test_pools_go_only_to_workers_that_use_them(tmp_path, stores):
             received = client.run(
                 lambda dask_worker: sorted(str(k) for entry in dask_worker.transfer_incoming_log for k in entry["keys"])
             )
-    batches = [t for t in ts.data if str(t["key"]).startswith("_family_batch")]
-    users = {t["worker"] for t in ts.data if str(t["key"]).startswith(("_family_batch", "_family_cells"))}
-    makers = {t["worker"] for t in ts.data if str(t["key"]).startswith("_family_pools")}
-    got_pool = {w for w, keys in received.items() if any(k.startswith("_family_pools") for k in keys)}
+    batches = [t for t in ts.data if str(t["key"]).startswith("family_batch")]
+    users = {t["worker"] for t in ts.data if str(t["key"]).startswith(("family_batch", "family_cells"))}
+    makers = {t["worker"] for t in ts.data if str(t["key"]).startswith("family_pools")}
+    got_pool = {w for w, keys in received.items() if any(k.startswith("family_pools") for k in keys)}
     assert len(batches) == 2 and len(makers) == 1 and got_pool <= users - makers
 
 
@@ -137,13 +139,13 @@ def test_families_share_the_worker_threads_and_the_last_ones_spread_wider(tmp_pa
     permutations, not the twelve of a family alone); a later family, with fewer left, gets as many or
     more; and the results are those of batches of any size."""
     spreads = []
-    real_plan = run_module.batch_plan
+    real_plan = plan_module.batch_plan
 
     def recording(n_values, n_permutations, batch_size=None, n_slots=1, rate=None):
         spreads.append(n_slots)
         return real_plan(n_values, n_permutations, batch_size, n_slots, rate)
 
-    monkeypatch.setattr(run_module, "batch_plan", recording)
+    monkeypatch.setattr(plan_module, "batch_plan", recording)
     study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"], n_permutations=600)
     with dask.config.set({"num_workers": 3, "biasdask.min-batch-duration": "0s"}):
         out = biasdask.run(study, progress=False)
@@ -155,19 +157,19 @@ def test_families_share_the_worker_threads_and_the_last_ones_spread_wider(tmp_pa
 def test_a_slow_language_does_not_hold_back_the_cells_of_another(tmp_path, stores, monkeypatch):
     """Cells are written as they finish: de's cells are written while en (first in the study, its
     scores slowed down) is still computing."""
-    real_scores = run_module.scores_graph
+    real_scores = graphs_module.scores_graph
 
     def slow_identity(block):
         time.sleep(3.0)
         return block
 
     def scores_graph(emb, *args, **kwargs):
-        sc, ut, meta, moments = real_scores(emb, *args, **kwargs)
-        if sc.attrs["language"] == "en":
-            ut = ut.map_blocks(slow_identity, dtype=np.float32)
-        return sc, ut, meta, moments
+        graph = real_scores(emb, *args, **kwargs)
+        if graph.scores.attrs["language"] == "en":
+            return graph._replace(stacked=graph.stacked.map_blocks(slow_identity, dtype=np.float32))
+        return graph
 
-    monkeypatch.setattr(run_module, "scores_graph", scores_graph)
+    monkeypatch.setattr(graphs_module, "scores_graph", scores_graph)
     written = []
     real_write = rs.write_cell
     monkeypatch.setattr(
@@ -177,46 +179,8 @@ def test_a_slow_language_does_not_hold_back_the_cells_of_another(tmp_path, store
     assert written == ["de", "en"]
 
 
-def test_plan_language_is_pure_and_sorts_the_cells():
-    cfg = parse_config(
-        {
-            "output": "memory://plan.zarr",
-            "languages": {"eu": {"store": "memory://eu.zarr", "a": ["gizon"], "b": ["emakume"]}},
-            "methods": ["uniform", "zipf", "frequency"],
-            "tests": ["gender", "weat7", "career_family"],
-        }
-    )
-    plan = plan_language(
-        cfg,
-        "eu",
-        {("eu", "zipf", "gender")},
-        need_scores=True,
-        applicable={"gender", "career_family"},
-        no_frequency="wordfreq has no observed-frequency list for language 'eu'",
-    )
-    assert plan.families == {"gender": ("uniform",)}
-    assert plan.classic == {"career_family": ("uniform", "zipf", "frequency")}
-    notes = {(m, t): v["note"] for m, t, v in plan.notes}
-    assert set(notes) == {("uniform", "weat7"), ("zipf", "weat7"), ("frequency", "weat7"), ("frequency", "gender")}
-    assert notes[("frequency", "gender")] == (
-        "no observed-frequency weights (wordfreq has no observed-frequency list for language 'eu'), "
-        "so the 'frequency' weighting cannot be computed"
-    )
-    assert plan.score_methods == ("uniform", "zipf") and plan.need_scores
-    done = {("eu", m, t) for m in cfg.methods for t in cfg.tests}
-    assert plan_language(cfg, "eu", done, need_scores=False, applicable={"gender"}).idle
-
-
-def test_languages_in_flight_comes_from_dask_config():
-    assert run_module.languages_in_flight(1) == 2 and run_module.languages_in_flight(40) == 80
-    with dask.config.set({"biasdask.run.languages-in-flight": 3}):
-        assert run_module.languages_in_flight(40) == 3
-    with dask.config.set({"biasdask.run.languages-in-flight": 0}), pytest.raises(BiasdaskError):
-        run_module.languages_in_flight(4)
-
-
 def test_a_failing_task_fails_the_run_and_a_rerun_resumes(tmp_path, stores, monkeypatch):
-    real = run_module._family_pools
+    real = stream_module.family_pools
     de_seed = family_seed(5, "de", "gender")
 
     def fails_for_de(rows, n_permutations, alternative, seed, *pieces):
@@ -224,12 +188,12 @@ def test_a_failing_task_fails_the_run_and_a_rerun_resumes(tmp_path, stores, monk
             raise RuntimeError("disk on fire")
         return real(rows, n_permutations, alternative, seed, *pieces)
 
-    monkeypatch.setattr(run_module, "_family_pools", fails_for_de)
+    monkeypatch.setattr(stream_module, "family_pools", fails_for_de)
     study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform"], tests=["gender"])
     with pytest.raises(RuntimeError, match="disk on fire"):
         biasdask.run(study, progress=False)
     assert ("de", "uniform", "gender") not in rs.done_cells(study["output"])
-    monkeypatch.setattr(run_module, "_family_pools", real)
+    monkeypatch.setattr(stream_module, "family_pools", real)
     out = biasdask.run(study, progress=False)
     assert np.isfinite(out["p_value"].values).all()
 
@@ -262,7 +226,7 @@ def test_classic_cells_are_tasks_that_read_only_their_rows(tmp_path):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with Client(cluster, set_as_default=False) as client, get_task_stream(client) as ts:
             cube = biasdask.run(study, client=client, progress=False)
-    assert sum(str(t["key"]).startswith("_classic_cell") for t in ts.data) == len(tests)
+    assert sum(str(t["key"]).startswith("classic_cell") for t in ts.data) == len(tests)
     threads = biasdask.run({**study, "output": str(tmp_path / "t.zarr")}, progress=False)
     for test in tests:
         alone = run_cell(
@@ -287,7 +251,7 @@ def test_per_word_scores_are_written_where_they_were_computed(tmp_path, stores, 
     study = _study(stores, str(tmp_path / "r.zarr"), methods=["uniform", "zipf"], tests=["gender"])
     with get_task_stream(dask_client) as ts:
         biasdask.run(study, client=dask_client, progress=False)
-    writers = {t["worker"] for t in ts.data if str(t["key"]).startswith("_write_scores")}
+    writers = {t["worker"] for t in ts.data if str(t["key"]).startswith("write_scores")}
     assert writers and writers <= set(dask_client.nthreads())
     for code in WORDS:
         written = rs.open_scores(study["output"], language=code).load()
@@ -388,7 +352,7 @@ def test_scores_are_written_here_when_the_workers_do_not_see_the_results_store(s
     study = _study(stores, out, methods=["uniform", "zipf"], tests=["gender"])
     with get_task_stream(dask_client) as ts:
         biasdask.run(study, client=dask_client, progress=False)
-    assert not [t for t in ts.data if str(t["key"]).startswith("_write_scores")]
+    assert not [t for t in ts.data if str(t["key"]).startswith("write_scores")]
     assert dask_client.run(lambda: __import__("fsspec").filesystem("memory").exists(out)) == dict.fromkeys(
         dask_client.nthreads(), False
     )
