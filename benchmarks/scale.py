@@ -146,15 +146,15 @@ def install_sleeps(sleeps: dict) -> None:
     """
     from biasdask.engine import scores
     from biasdask.io import store
-    from biasdask.study import run
+    from biasdask.study import work
 
     _SLEEPS.update(sleeps)
     store.find_words = _sleepy_find
     scores.stored_scores = _sleepy_scores
     scores.stored_rows = _sleepy_rows
-    run._family_pools = _sleepy_pools
-    run._family_batch = _sleepy_batch
-    run._write_scores = _sleepy_write
+    work.family_pools = _sleepy_pools
+    work.family_batch = _sleepy_batch
+    work.write_scores = _sleepy_write
 
 
 def _sleep(kind: str, seconds: float) -> None:
@@ -201,14 +201,14 @@ class _Ballasted(list):
 
 
 def _sleepy_pools(rows, n_permutations, alternative, seed, *pieces):
-    """A family's pool (as ``_family_pools`` returns it: the pools and the weighted effect sizes): its
+    """A family's pool (as ``family_pools`` returns it: the pools and the weighted effect sizes): its
     duration, then a real pool of :data:`POOL_WORDS` of its words (so that its batches and cells run the
     real code, cheaply), with the real pool's bytes as ballast."""
     from biasdask.engine.pools import prepare_pools
-    from biasdask.study.run import _rows, weighted_effect_sizes
+    from biasdask.study.work import FamilyPool, joined_rows, weighted_effect_sizes
 
     _sleep("pool", _SLEEPS["pool"])
-    ut = _rows(pieces[0])[0]  # the first chunk's rows (a piece may be its (rows, moments) pair)
+    ut = joined_rows(pieces[:1])  # the first chunk's rows (a piece may be its (rows, moments) pair)
     u, t = ut[0], ut[1:]
     keep = np.flatnonzero(np.isfinite(u))
     if keep.size == 0:
@@ -222,7 +222,7 @@ def _sleepy_pools(rows, n_permutations, alternative, seed, *pieces):
         if len(_BALLAST.get("bytes", b"")) < size:  # random: a transfer cannot compress it
             _BALLAST["bytes"] = np.random.default_rng(0).bytes(size)
         pools.ballast = np.frombuffer(_BALLAST["bytes"], dtype=np.uint8, count=size)
-    return pools, weighted_effect_sizes(u[keep], t[rows][:, keep])
+    return FamilyPool(pools, weighted_effect_sizes(u[keep], t[rows][:, keep]))
 
 
 def _sleepy_batch(pool, start, stop):
@@ -230,7 +230,7 @@ def _sleepy_batch(pool, start, stop):
     from biasdask.engine.pools import pools_batch
 
     _sleep("permutation", _SLEEPS["permutation"] * (stop - start))
-    return None if pool is None else pools_batch(pool[0], start, stop)
+    return None if pool is None else pools_batch(pool.pools, start, stop)
 
 
 def _sleepy_write(loc, code, parts, counts, *computed):
@@ -353,7 +353,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     from biasdask.io.fs import Location
     from biasdask.io.store import find_words, open_embeddings, stored_vectors
     from biasdask.stats.weights import zipf_weights
-    from biasdask.study.run import _ScoresPart, _write_scores, weighted_effect_sizes
+    from biasdask.study.work import ScoresPart, weighted_effect_sizes, write_scores
 
     out: dict = {}
     emb = open_embeddings(vectors_store)
@@ -403,7 +403,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
         attrs={"seed": 0, "alternative": "two-sided", "similarity": "cosine"},
         config_text="benchmark",
     )
-    part = _ScoresPart(
+    part = ScoresPart(
         methods=METHODS,
         n_words=n_words,
         store=Location(words_store),
@@ -430,7 +430,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
         "n_zero_vectors": 0,
     }
     out["write"] = _median_time(
-        lambda: _write_scores(Location(results), "en", [("cosine", part)], [1], stacked, found), 2
+        lambda: write_scores(Location(results), "en", [("cosine", part)], [1], stacked, found), 2
     )
     asked = [*A_WORDS, *B_WORDS, *(f"absent{i}" for i in range(500))]  # about what a language looks up
     out["find"] = _median_time(lambda: find_words(words_store, asked), 2)
@@ -598,16 +598,16 @@ class ClientProfile:
 
     def install(self) -> None:
         from biasdask.io import results as rs
-        from biasdask.study import run
+        from biasdask.study import run, stream
 
         self.wrap(run, "_as_config", "config")
         self.wrap(run, "check_changes", "config")
         self.wrap(run, "_check_language", "check")
-        self.wrap(run._Stream, "_gender_graph", "graph")
-        self.wrap(run._Stream, "_start_family", "submit")
-        self.wrap(run._CellWriter, "__call__", "cells")
-        self.wrap(run._Stream, "_start", "start")
-        self.wrap(run._Stream, "_handle", "loop")
+        self.wrap(stream, "family_graph", "graph")
+        self.wrap(stream.Stream, "start_family", "submit")
+        self.wrap(run.CellWriter, "__call__", "cells")
+        self.wrap(stream.Stream, "start", "start")
+        self.wrap(stream, "handle", "loop")
         for name in ("create_results", "compact_results", "done_cells", "scores_done", "open_results"):
             self.wrap(rs, name, "results")
 

@@ -361,7 +361,7 @@ def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_
     np.testing.assert_array_equal(plain["statistic"].values, out["statistic"].values)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(300, method="thread")
 def test_a_language_whose_cells_are_all_notes_ends_the_run(tmp_path):
     """A store opened without its words, a study none of whose tests applies to its language and that
     saves no scores: the language writes its notes and the run ends (it once waited for ever)."""
