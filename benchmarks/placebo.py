@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from biasdask import Resampling
+from biasdask import Resampling, Vocabulary
 from biasdask.study.config import DEFAULT_PLACEBO
 
 
@@ -73,10 +73,10 @@ def calibration(store: str, pairs: int, placebo: int, alpha: float, seed: int) -
             [f"w{a}"],
             [f"w{b}"],
             method="zipf",
-            exclude_attributes=True,
             resampling=Resampling(n_permutations=199, seed=int(rng.integers(2**31)), placebo=placebo),
+            vocabulary=Vocabulary(exclude_attributes=True),
         )
-        dummy += res.pvalue <= alpha
+        dummy += res.p_value <= alpha
         placebo_hits += res.p_value_placebo <= alpha
     return dummy / pairs, placebo_hits / pairs
 

@@ -22,7 +22,9 @@ _EXPORTS = {
     "as_embeddings": "biasdask.io.embeddings",
     "scores": "biasdask.engine.scores",
     "permutation_test": "biasdask.engine.permutation",
+    "permutation_tests": "biasdask.engine.permutation",
     "full_vocabulary_test": "biasdask.engine.bias_tests",
+    "pairwise_vocabulary_test": "biasdask.engine.bias_tests",
     "attribute_sensitivity": "biasdask.engine.robustness",
     "weat": "biasdask.engine.weat",
     "career_family_test": "biasdask.engine.weat",
@@ -41,6 +43,7 @@ _EXPORTS = {
     "load_config": "biasdask.study.config",
     "meta_analysis": "biasdask.study.inference",
     "Resampling": "biasdask.stats.resampling",
+    "Vocabulary": "biasdask.lexicon.vocabulary",
     "WordSets": "biasdask.lexicon",
     "Location": "biasdask.io.fs",
 }

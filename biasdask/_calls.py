@@ -1,11 +1,16 @@
-"""Calls in a form the public functions no longer take fail with a TypeError that shows the form they take.
+"""Calls in the form the public functions take: checked, and deprecated spellings translated with a warning.
 
 The public functions take their data positionally and everything else by keyword; resampling settings
-travel in one :class:`~biasdask.Resampling`, word sets in a :class:`~biasdask.lexicon.WordSets` and a
-place in one location argument. :func:`keyword_api` checks a call against the signature before the
-function runs and, when it does not bind (too many positional arguments, a keyword that moved), raises
-Python's own message followed by where each moved keyword went and the call's form. No library does
-this: ``inspect.Signature.bind`` finds the mismatch, the hints are biasdask's.
+travel in one :class:`~biasdask.Resampling`, the vocabulary filters in one :class:`~biasdask.Vocabulary`,
+word sets in a :class:`~biasdask.lexicon.WordSets` and a place in one location argument.
+:func:`keyword_api` checks a call against the signature before the function runs and, when it does not
+bind (too many positional arguments, a keyword that moved), raises Python's own message followed by where
+each moved keyword went and the call's form (``inspect.Signature.bind`` finds the mismatch, the hints are
+biasdask's). A keyword renamed in this release, or a filter now gathered in an options object, still works
+for one release: it is translated, with a ``DeprecationWarning`` that names the new spelling.
+
+The word-list arguments are checked here too (:func:`word_list`, :func:`pair_list`): a ``str`` where a
+list of words is expected is refused with the fix.
 """
 
 from __future__ import annotations
@@ -13,14 +18,15 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Callable, Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import yaml
 
 from biasdask.errors import BiasdaskTypeError
 
-__all__ = ["keyword_api", "list_syntax", "pair_list", "word_list"]
+__all__ = ["PValueAlias", "deprecated", "keyword_api", "list_syntax", "pair_list", "word_list"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 W = TypeVar("W")
@@ -39,15 +45,74 @@ _MOVED = {
 }
 
 
-def keyword_api(form: str) -> Callable[[F], F]:
+def deprecated(message: str, *, stacklevel: int = 3) -> None:
+    """Warn that a spelling is deprecated (``message`` names the new one); it works for one more release."""
+    warnings.warn(f"{message} (the old spelling will be removed in the next release)", DeprecationWarning, stacklevel)
+
+
+class PValueAlias:
+    """Gives a result the deprecated attribute ``pvalue``, the name of its ``p_value`` in earlier releases."""
+
+    @property
+    def pvalue(self) -> float:
+        """Deprecated: :attr:`p_value`."""
+        deprecated(f"{type(self).__name__}.pvalue is deprecated; use .p_value", stacklevel=3)
+        return self.p_value  # type: ignore[attr-defined]
+
+
+def _translate(
+    name: str,
+    kwargs: dict[str, Any],
+    renamed: Mapping[str, str],
+    gathered: Mapping[str, tuple[Callable[..., Any], Sequence[str]]],
+) -> dict[str, Any]:
+    """``kwargs`` with deprecated keywords in their new place, each with a warning."""
+    for old, new in renamed.items():
+        if old in kwargs:
+            if new in kwargs:
+                raise TypeError(f"{name}() got {old}= and {new}=: {old}= is the deprecated name of {new}=")
+            deprecated(f"{name}(): {old}= is deprecated; use {new}=", stacklevel=4)
+            kwargs[new] = kwargs.pop(old)
+    for param, (options, fields) in gathered.items():
+        loose = {f: kwargs.pop(f) for f in fields if f in kwargs}
+        if not loose:
+            continue
+        spelled = ", ".join(f"{f}=..." for f in loose)
+        new = f"{param}={options.__name__}({spelled})"
+        if param in kwargs:
+            raise TypeError(f"{name}() got {param}= and {', '.join(f'{f}=' for f in loose)}: give {new} only")
+        deprecated(f"{name}(): {', '.join(f'{f}=' for f in loose)} deprecated; use {new}", stacklevel=4)
+        kwargs[param] = options(**loose)
+    return kwargs
+
+
+def keyword_api(
+    form: str,
+    *,
+    renamed: Mapping[str, str] | None = None,
+    gathered: Mapping[str, tuple[Callable[..., Any], Sequence[str]]] | None = None,
+) -> Callable[[F], F]:
     """Check every call of the decorated function against its signature; a call that does not bind is a
-    TypeError naming the moved keywords and ``form`` (the call as it is written now)."""
+    TypeError naming the moved keywords and ``form`` (the call as it is written now).
+
+    Parameters
+    ----------
+    form
+        The call as it is written now, for the message.
+    renamed
+        Deprecated keyword -> its new name: translated, with a ``DeprecationWarning``.
+    gathered
+        Options parameter -> (its class, the deprecated keywords that are now its fields): the fields
+        given loose are gathered into one object, with a ``DeprecationWarning``.
+    """
 
     def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def checked(*args: Any, **kwargs: Any) -> Any:
+            if renamed or gathered:
+                kwargs = _translate(fn.__name__, kwargs, renamed or {}, gathered or {})
             try:
                 signature.bind(*args, **kwargs)
             except TypeError as exc:

@@ -284,7 +284,7 @@ def _cmd_debias(args: argparse.Namespace) -> int:
         ds = debias(args.source, args.dest, method=args.method, client=client, progress=not args.quiet, **words)
     a = ds.attrs
     print(
-        f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_method']} debiasing of {a['debias_source']}); "
+        f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_algorithm']} debiasing of {a['debias_source']}); "
         f"{a['debias_n_neutralized']} words neutralised"
     )
     return 0
@@ -461,12 +461,12 @@ def _cmd_meta(args: argparse.Namespace) -> int:
     r = meta.pooled
     table = meta.studies.assign(weight=[f"{100 * w:.1f} %" for w in meta.studies["weight"]]).round(3)
     print(
-        f"test {meta.test} ({meta.method}): random effects ({r.method}{', Hartung-Knapp' if r.hartung_knapp else ''}), "
+        f"test {meta.test} ({meta.method}): random effects ({r.estimator}{', Hartung-Knapp' if r.hartung_knapp else ''}), "
         f"{r.k} languages"
     )
     print(table.to_string())
     print(
-        f"pooled d = {r.estimate:.3f} (SE {r.se:.3f}), {100 * r.level:.0f} % CI [{r.ci_low:.3f}, {r.ci_high:.3f}], "
+        f"pooled d = {r.estimate:.3f} (SE {r.se:.3f}), {100 * r.ci_level:.0f} % CI [{r.ci_low:.3f}, {r.ci_high:.3f}], "
         f"prediction interval [{r.pi_low:.3f}, {r.pi_high:.3f}], p = {r.p_value:.3g}"
     )
     print(

@@ -682,7 +682,7 @@ def plot_gender_form_bias(results: Mapping[str, Any], *, title: str = "") -> Fig
         axis_name = _FORM_BIAS_AXIS.get(test, "masculine − feminine score")
         ax.set_xlabel(f"{axis_name}\n(> 0: masculine bias, < 0: feminine)", fontsize=8)
         ax.set_title(
-            f"{name}  ({len(values)} targets)\npaired t = {res.t_statistic:.3g}, p = {res.pvalue:.2g}; "
+            f"{name}  ({len(values)} targets)\npaired t = {res.t_statistic:.3g}, p = {res.p_value:.2g}; "
             f"{test.upper()} statistic = {res.statistic:.3g}",
             fontsize=9,
         )
@@ -815,7 +815,7 @@ def plot_forest(meta: Any, *, title: str = "") -> Figure:
     ax.set_yticks([*y, 0.5], [*studies.index, "pooled"], fontsize=8)
     ax.set_ylim(-0.2, n + 2.3)
     ax.set_xlabel(
-        f"effect size d ({100 * pooled.level:.0f} % intervals)\n"
+        f"effect size d ({100 * pooled.ci_level:.0f} % intervals)\n"
         f"pooled d = {pooled.estimate:.2f} [{pooled.ci_low:.2f}, {pooled.ci_high:.2f}], "
         f"τ² = {pooled.tau2:.3g}, I² = {100 * pooled.i2:.0f} %, Q = {pooled.q:.1f} (df {pooled.df}, "
         f"p = {pooled.q_p_value:.2g})",
@@ -824,7 +824,7 @@ def plot_forest(meta: Any, *, title: str = "") -> Figure:
     ax.tick_params(axis="x", labelsize=8)
     handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=3, frameon=False, markerscale=0.4)
-    model = f"{pooled.method}" + (", Hartung-Knapp" if pooled.hartung_knapp else "")
+    model = f"{pooled.estimator}" + (", Hartung-Knapp" if pooled.hartung_knapp else "")
     ax.set_title(
         title or f"Test '{meta.test}' ({meta.method}): d per language and pooled (random effects, {model})", fontsize=10
     )

@@ -379,7 +379,7 @@ def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
         part = table.xs(test, level="test")
         lean = leaning(test)
         methods = list(dict.fromkeys(part.index.get_level_values("method")))
-        if "weighting" in part and set(part["weighting"]) == {"none"}:
+        if "t_method" in part and set(part["t_method"]) == {"none"}:
             methods = methods[:1]  # a classic test: the same values under every weighting
         for method in methods:
             cell = part.xs(method, level="method")

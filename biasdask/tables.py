@@ -127,7 +127,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("N_y", "n_y", "N_y", "count", "words in Y", printed=False),
     Column("permutations", "n_permutations", "m", "count", "permutations drawn or enumerated", printed=False),
     Column("alternative", "alternative", "alternative", "text", "alternative hypothesis"),
-    Column("weighting", "weighting", "weighting", "text", "word weights of t", printed=False),
+    Column("t_method", "t_method", "t method", "text", "method weighting t (none for classic tests)", printed=False),
     Column("association", "u_association", "association", "text", "per-word association u", printed=False),
     Column("sets", "word_sets", "word sets", "text", "source of the word sets (weat7, xweat7:de, iat:...)"),
     Column("coverage", "target_coverage", "coverage", "share", "target words found"),

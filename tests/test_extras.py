@@ -106,7 +106,7 @@ def test_the_in_memory_path_runs_on_the_core(core_env, tmp_path):
         res = biasdask.weat(emb, test="weat7", resampling=biasdask.Resampling(seed=1))
         options = biasdask.Resampling(n_permutations=99, seed=1)
         full = biasdask.full_vocabulary_test(emb, list(t.a), list(t.b), method="zipf", resampling=options)
-        print(np.isfinite(res.effect_size), np.isfinite(full.pvalue))
+        print(np.isfinite(res.effect_size), np.isfinite(full.p_value))
         """,
         core_env,
         tmp_path,

@@ -73,7 +73,7 @@ def store(tmp_path_factory):
                     "n_y": 400_000 + i,
                     "n_permutations": 9999,
                     "alternative": "two-sided",
-                    "weighting": m,
+                    "t_method": m,
                     "attribute_words_a": "man, he",
                     "attribute_words_b": "woman, she",
                     "missing_attribute_words": "A: mann" if lang == "fr" else "",
@@ -94,9 +94,9 @@ def store(tmp_path_factory):
                 "weat7",
                 {"note": "not applicable: test weat7 has no word lists for language " + lang}
                 if lang != "en"
-                else {"note": "coverage: X (Math) 2/8 found", "weighting": "none"},
+                else {"note": "coverage: X (Math) 2/8 found", "t_method": "none"},
             )
-    R.write_cell(url, "eu", "uniform", "gender", {"note": "missing attribute words: A: gizona", "weighting": "uniform"})
+    R.write_cell(url, "eu", "uniform", "gender", {"note": "missing attribute words: A: gizona", "t_method": "uniform"})
     R.write_scores(url, "en", _scores())
     R.compact_results(url)
     return url

@@ -147,12 +147,12 @@ def _write_aligned_block(dest: Location, start: int, words: np.ndarray, block: n
     return int(np.count_nonzero(norms == 0))
 
 
-@keyword_api("align(source, target, dictionary, dest, unit_length=...)")
+@keyword_api("align(source, target, dictionary, output, unit_length=...)", renamed={"dest": "output"})
 def align(
     source: Embeddings,
     target: Embeddings,
     dictionary: Iterable[tuple[str, str]] | Locatable,
-    dest: Locatable,
+    output: Locatable,
     *,
     unit_length: bool = True,
     client: Client | None | bool = None,
@@ -161,7 +161,7 @@ def align(
     """Align the source store to the target space by orthogonal Procrustes and write it as a new store.
 
     W is learnt by :func:`fit_alignment` over the dictionary pairs found in both stores; every chunk of
-    source vectors v becomes ``v @ W.T`` in one Dask task that writes the matching chunk of ``dest``
+    source vectors v becomes ``v @ W.T`` in one Dask task that writes the matching chunk of ``output``
     (the store layout, chunked as the source). Words, ranks and the source's attrs are kept;
     ``norm`` is the length of the aligned vector (the source's length, as W is orthogonal). The attrs
     gain ``aligned_to`` (the target's language), ``aligned_to_source``, ``alignment_pairs`` and
@@ -175,7 +175,7 @@ def align(
     dictionary
         (source word, target word) pairs, or the path/URL of a two-column file (see
         :func:`fit_alignment`).
-    dest
+    output
         Where to write the aligned store: a path, fsspec URL, :class:`~biasdask.Location` or fsspec
         mapper; an existing biasdask store there is replaced.
     unit_length
@@ -196,7 +196,7 @@ def align(
     MissingWordsError
         No dictionary pair is in both stores.
     StoreConflictError
-        ``dest`` holds something that is not a biasdask store.
+        ``output`` holds something that is not a biasdask store.
 
     Examples
     --------
@@ -219,7 +219,7 @@ def align(
     src = as_embeddings(source)
     tgt = as_embeddings(target)
     pairs = _dictionary_pairs(dictionary)
-    loc = as_location(dest, "dest").absolute()  # absolute, for workers elsewhere in the file tree
+    loc = as_location(output, "output").absolute()  # absolute, for workers elsewhere in the file tree
     check_replaceable(loc)
     if client is False or fsspec.core.split_protocol(loc.url)[0] == "memory":
         return _align(src, tgt, pairs, loc, unit_length, None, progress)

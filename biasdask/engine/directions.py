@@ -35,14 +35,17 @@ def _check_dim(g: ArrayLike, emb: xr.Dataset) -> NDArray[np.float64]:
     return g
 
 
-@keyword_api("direction(emb, pairs, method=...) or direction(emb, a=..., b=..., method=...)")
+@keyword_api(
+    "direction(emb, pairs, algorithm=...) or direction(emb, a=..., b=..., algorithm=...)",
+    renamed={"method": "algorithm"},
+)
 def direction(
     emb: Embeddings,
     pairs: Sequence[tuple[str, str]] | None = None,
     *,
     a: Sequence[str] | str | None = None,
     b: Sequence[str] | str | None = None,
-    method: Literal["pair", "sum", "pca"] = "pca",
+    algorithm: Literal["pair", "sum", "pca"] = "pca",
 ) -> NDArray[np.float64]:
     """A unit bias direction in the store's space, from the first ends towards the second ends.
 
@@ -58,7 +61,7 @@ def direction(
     a, b
         Instead of ``pairs``: the two ends as word lists (``"sum"``: any sizes, each missing word
         skipped; ``"pca"``: aligned lists, row i of each forming pair i; ``"pair"``: one word each).
-    method
+    algorithm
         ``"pca"`` (Bolukbasi: first principal component of the pair-centred pairs, oriented so that the
         first words project positively on average), ``"sum"`` (unit vector along mean_a â - mean_b b̂,
         WEAT's d_AB up to its length) or ``"pair"`` (``(â - b̂) / |â - b̂|``).
@@ -80,7 +83,7 @@ def direction(
         Nothing usable is left at one end; names the words.
     BiasdaskError
         Inconsistent arguments (both ``pairs`` and ``a``/``b``, unequal aligned lists, several pairs for
-        ``"pair"``, an unknown method).
+        ``"pair"``, an unknown algorithm).
 
     Examples
     --------
@@ -89,12 +92,12 @@ def direction(
     >>> rng = np.random.default_rng(0)
     >>> words = ["he", "she", "man", "woman", *(f"w{i}" for i in range(2000))]
     >>> emb = biasdask.as_embeddings(rng.standard_normal((len(words), 20)), words, language="en")
-    >>> g = biasdask.direction(emb, pairs=[("he", "she"), ("man", "woman")], method="pca")
+    >>> g = biasdask.direction(emb, pairs=[("he", "she"), ("man", "woman")], algorithm="pca")
     >>> g.shape, round(float(np.linalg.norm(g)), 6)
     ((20,), 1.0)
     """
-    if method not in sd.DIRECTION_METHODS:
-        raise BiasdaskError(f"unknown direction method {method!r}; choose from {list(sd.DIRECTION_METHODS)}")
+    if algorithm not in sd.DIRECTION_ALGORITHMS:
+        raise BiasdaskError(f"unknown direction algorithm {algorithm!r}; choose from {list(sd.DIRECTION_ALGORITHMS)}")
     if pairs is not None and (a is not None or b is not None):
         raise BiasdaskError("direction: give either pairs or a and b, not both")
     if (a is None) != (b is None):
@@ -102,7 +105,7 @@ def direction(
     emb = as_embeddings(emb)
     if a is not None:
         a_words, b_words = word_list(a, "a", one_word=True), word_list(b, "b", one_word=True)
-        if method == "sum":
+        if algorithm == "sum":
             vec = read_forms(emb, [*a_words, *b_words])
             ends = []
             for name, words in (("A", a_words), ("B", b_words)):
@@ -114,15 +117,15 @@ def direction(
             return sd.sets_direction(*ends)
         if len(a_words) != len(b_words):
             raise BiasdaskError(
-                f"direction {method!r}: a and b must be aligned lists, got {len(a_words)} and {len(b_words)} words"
+                f"direction {algorithm!r}: a and b must be aligned lists, got {len(a_words)} and {len(b_words)} words"
             )
         pairs = list(zip(a_words, b_words))
     elif pairs is None:
-        if method == "pair":
+        if algorithm == "pair":
             raise BiasdaskError("direction 'pair': give one pair, e.g. pairs=[('she', 'he')]")
         pairs = bolukbasi().definitional_pairs
     pairs = pair_list(pairs, "pairs")
-    if method == "pair" and len(pairs) != 1:
+    if algorithm == "pair" and len(pairs) != 1:
         raise BiasdaskError(f"direction 'pair' takes exactly one pair, got {len(pairs)}")
     vec = read_forms(emb, [w for p in pairs for w in p])
     kept = [p for p in dict.fromkeys(pairs) if p[0] in vec and p[1] in vec]
@@ -131,7 +134,7 @@ def direction(
     warn_missing("direction, pairs", dropped, emb)
     first = np.array([vec[p[0]] for p in kept])
     second = np.array([vec[p[1]] for p in kept])
-    return sd.direction(first, second, method)
+    return sd.direction(first, second, algorithm)
 
 
 def neutral_professions() -> tuple[str, ...]:

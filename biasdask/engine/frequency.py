@@ -31,6 +31,7 @@ from biasdask.io.embeddings import Embeddings
 from biasdask.io.fs import Locatable, as_location
 from biasdask.io.results import open_results, open_scores, scores_done
 from biasdask.lexicon import context_words
+from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.stats.association import Association
 from biasdask.stats.frequency import BinProfile, bin_profile, frequency_bin_edges, rank_bin_edges
 from biasdask.stats.permutation import PermutationTestResult
@@ -284,8 +285,7 @@ def context_scores(
         female,
         male,
         methods=methods,
-        max_words=max_words,
-        exclude_words=excluded,
+        vocabulary=Vocabulary(max_words=max_words, exclude_words=excluded),
         association=association,
     )
 
@@ -336,8 +336,7 @@ def context_test(
         male,
         method=method,
         resampling=resampling,
-        max_words=max_words,
-        exclude_words=excluded,
+        vocabulary=Vocabulary(max_words=max_words, exclude_words=excluded),
         client=client,
         return_null=return_null,
         progress=progress,

@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 from numpy.typing import NDArray
 
-from biasdask._calls import pair_list, word_list
+from biasdask._calls import PValueAlias, pair_list, word_list
 from biasdask.engine.words import Form, form_label, read_forms, require_words, store_language, warn_missing
 from biasdask.errors import MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
@@ -52,7 +52,7 @@ class GenderForms:
         *su* = his/her): they mark no gender.
     unpaired
         Target translations with only one gendered form, left out (``"category:word:translation_id"``).
-    language, model, source
+    language, iat_model, source
         Where the forms come from.
     """
 
@@ -63,7 +63,7 @@ class GenderForms:
     ambiguous: tuple[Form, ...]
     unpaired: tuple[str, ...]
     language: str
-    model: str
+    iat_model: str
     source: str
 
 
@@ -75,7 +75,9 @@ def _unambiguous(words: Sequence[str], by_word: Mapping[str, list[Form]], ambigu
     return tuple(dict.fromkeys(f for w in words for f in by_word.get(w, []) if f not in ambiguous))
 
 
-def iat_gender_forms(language: str, model: str = "cc", categories: Sequence[str] = ("career", "family")) -> GenderForms:
+def iat_gender_forms(
+    language: str, iat_model: str = "cc", categories: Sequence[str] = ("career", "family")
+) -> GenderForms:
     """Masculine/feminine target forms and male/female attribute words of the career/family IAT.
 
     From Lewis & Lupyan 2020's translations (:func:`biasdask.lexicon.iat_words`): every translation of a
@@ -87,14 +89,14 @@ def iat_gender_forms(language: str, model: str = "cc", categories: Sequence[str]
     Parameters
     ----------
     language
-        Language code with IAT translations for ``model``.
-    model
+        Language code with IAT translations for ``iat_model``.
+    iat_model
         ``"cc"``, ``"wiki"`` or ``"subt"`` (the fastText model whose tokens were chosen).
     categories
         Categories of the targets.
     """
     categories = word_list(categories, "categories")
-    words = iat_words(model, language)
+    words = iat_words(iat_model, language)
     groups: dict[tuple[str, str, str], dict[str, Form]] = defaultdict(dict)
     for t in words:
         if t.category in categories:
@@ -132,7 +134,7 @@ def iat_gender_forms(language: str, model: str = "cc", categories: Sequence[str]
         ambiguous=tuple(sorted(ambiguous, key=form_label)),
         unpaired=tuple(unpaired),
         language=language,
-        model=model,
+        iat_model=iat_model,
         source=source("iat.json")["paper"],
     )
 
@@ -169,7 +171,7 @@ def xweat_gender_pairs(language: str, words: Iterable[str] | None = None) -> tup
 
 
 @dataclass(frozen=True)
-class GenderFormsResult:
+class GenderFormsResult(PValueAlias):
     """The BAD test or MWEAT on a store, with its paired t-test and the forms it used.
 
     Attributes
@@ -181,7 +183,7 @@ class GenderFormsResult:
     statistic
         BAD: eq. 4, sum_i s(x_i, A) - sum_i s(y_i, B) (positive: masculine bias). MWEAT: eq. 3,
         | |sum_x s(x, A, B)| - |sum_y s(y, A, B)| |.
-    t_statistic, pvalue
+    t_statistic, p_value
         Paired t-test of ``masculine`` vs ``feminine`` (:func:`scipy.stats.ttest_rel`).
     effect_size
         mean / SD (ddof = 1) of the per-target differences (d_z).
@@ -202,7 +204,7 @@ class GenderFormsResult:
     language: str
     statistic: float
     t_statistic: float
-    pvalue: float
+    p_value: float
     effect_size: float
     alternative: str
     masculine: NDArray[np.float64]
@@ -261,7 +263,7 @@ def _gender_result(test: str, res, emb, targets, a, b, dropped) -> GenderFormsRe
         language=store_language(emb),
         statistic=res.statistic,
         t_statistic=res.t_statistic,
-        pvalue=res.pvalue,
+        p_value=res.p_value,
         effect_size=res.effect_size,
         alternative=res.alternative,
         masculine=res.masculine,

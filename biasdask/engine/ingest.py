@@ -119,13 +119,16 @@ class ChunkResult:
     vector_hashes: np.ndarray | None = None  # row_hashes of the chunk's rows (shared vectors)
 
 
-@keyword_api("ingest(source, dest, language=..., format=..., max_words=...)")
+@keyword_api(
+    "ingest(source, output, language=..., input_format=..., max_words=...)",
+    renamed={"dest": "output", "format": "input_format"},
+)
 def ingest(
     source: Locatable,
-    dest: Locatable,
+    output: Locatable,
     *,
     language: str,
-    format: str = "auto",
+    input_format: str = "auto",
     max_words: int | None = None,
     client=None,
     chunk_words: int | None = None,
@@ -139,16 +142,16 @@ def ingest(
     source
         Path, fsspec URL, :class:`~biasdask.Location` (URL and storage options) or fsspec mapper (local, ``http(s)://``, ``s3://``, ``gs://``...) of a fastText/word2vec text
         (``.vec``), GloVe text or word2vec binary file, optionally gzip-, bz2- or xz-compressed. Read as a stream.
-    dest
+    output
         Path, fsspec URL, :class:`~biasdask.Location` or fsspec mapper of the store. An existing biasdask store there (complete or not) is replaced
-        once the new one is completely written (at a fresh location next to it, ``<dest>.ingest-<id>``,
+        once the new one is completely written (at a fresh location next to it, ``<output>.ingest-<id>``,
         then moved); bad input leaves it untouched; anything else there is refused. While the ingest
-        runs it holds the lock ``<dest>.lock`` (:class:`biasdask.io.swap.StoreLock`, on local disks
-        and object stores): a second ingest into the same ``dest`` fails at once. Invalid arguments (language code, counts)
+        runs it holds the lock ``<output>.lock`` (:class:`biasdask.io.swap.StoreLock`, on local disks
+        and object stores): a second ingest into the same ``output`` fails at once. Invalid arguments (language code, counts)
         are refused before anything is touched.
     language
         Language code recorded in the store (see :func:`biasdask.io.store.check_language_code`).
-    format
+    input_format
         ``"auto"``, ``"vec"``, ``"glove"`` or ``"word2vec-binary"``.
     max_words
         Keep only the first ``max_words`` lines (the most frequent words); later lines are not read.
@@ -162,20 +165,20 @@ def ingest(
     progress
         Show a progress bar (bytes) on stderr (default: only when stderr is a terminal).
     overwrite
-        Replace a store at ``dest`` that holds another language than ``language`` (refused otherwise:
+        Replace a store at ``output`` that holds another language than ``language`` (refused otherwise:
         ingesting ``fr`` over ``en.zarr`` is more often a typo than an intent).
 
     Returns
     -------
     xarray.Dataset
-        ``open_embeddings(dest)``.
+        ``open_embeddings(output)``.
 
     Raises
     ------
     InputFormatError
-        Bad input, with the file and line (or word) at fault; ``dest`` is left as it was.
+        Bad input, with the file and line (or word) at fault; ``output`` is left as it was.
     StoreConflictError
-        Another ingest into ``dest`` holds its lock, or ``dest`` holds something else than a biasdask
+        Another ingest into ``output`` holds its lock, or ``output`` holds something else than a biasdask
         embedding store, or the store of another language (without ``overwrite``).
     StorageFullError
         The destination's disk is full (or its quota reached); nothing is left behind.
@@ -208,10 +211,10 @@ def ingest(
         raise BiasdaskError(f"max_words must be a positive integer, not {max_words!r}")
     if chunk_words is not None and (int(chunk_words) != chunk_words or chunk_words < 1):
         raise BiasdaskError(f"chunk_words must be a positive integer, not {chunk_words!r}")
-    src, dst = as_location(source, "source"), as_location(dest, "dest")
+    src, dst = as_location(source, "source"), as_location(output, "output")
     dest = dst.absolute()  # workers may run elsewhere in the file tree
     check_replaceable(dest, language=language, overwrite=overwrite)
-    info = formats.sniff_source(src.absolute(), format)
+    info = formats.sniff_source(src.absolute(), input_format)
     cw = int(chunk_words or ingest_chunk_words(info.dim, _planned_words(info, max_words)))
     mode = _choose_mode(info, dest, client)
     lock = acquire_lock(dest)

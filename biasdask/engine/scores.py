@@ -31,6 +31,8 @@ from biasdask.io.parse import row_hashes
 from biasdask.io.store import StoredVectors, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.io.vocabulary import word_positions
 from biasdask.lexicon import AttributeTerm, named_word_list
+from biasdask.lexicon.vocabulary import Vocabulary
+from biasdask.lexicon.vocabulary import vocabulary as vocabulary_options
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
 from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step, merge_moments
 from biasdask.stats.weights import METHODS, zipf_weights
@@ -69,6 +71,11 @@ __all__ = [
     "word_index",
 ]
 
+
+#: The filters of the targets that :class:`~biasdask.Vocabulary` gathers, once keywords of their own.
+VOCABULARY_KEYWORDS = {
+    "vocabulary": (Vocabulary, ("max_words", "exclude_attributes", "exclude_words", "dedupe_vectors"))
+}
 
 #: The weightings of t.
 Method = Literal["uniform", "zipf", "frequency"]
@@ -559,15 +566,12 @@ def excluded_words(exclude_words: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def excluded_targets(
-    a: Iterable[str | AttributeTerm],
-    b: Iterable[str | AttributeTerm],
-    exclude_attributes: bool,
-    exclude_words: str | Iterable[str],
+    a: Iterable[str | AttributeTerm], b: Iterable[str | AttributeTerm], vocabulary: Vocabulary
 ) -> set[str]:
-    """The words left out of the targets: ``exclude_words`` (see :func:`excluded_words`) and, with
-    ``exclude_attributes``, every token of the attribute words ``a`` and ``b``."""
-    excluded = set(excluded_words(exclude_words))
-    if exclude_attributes:
+    """The words ``vocabulary`` leaves out of the targets: its ``exclude_words`` (see :func:`excluded_words`)
+    and, with ``exclude_attributes``, every token of the attribute words ``a`` and ``b``."""
+    excluded = set(excluded_words(vocabulary.exclude_words))
+    if vocabulary.exclude_attributes:
         excluded |= {t for term in as_terms([*a, *b]) for t in term.tokens}
     return excluded
 
@@ -588,17 +592,14 @@ def first_of_each_vector(hashes: np.ndarray) -> np.ndarray:
     return keep
 
 
-@keyword_api("scores(emb, a, b, methods=..., ...)")
+@keyword_api("scores(emb, a, b, methods=..., vocabulary=Vocabulary(...))", gathered=VOCABULARY_KEYWORDS)
 def scores(
     emb: Embeddings,
     a: Sequence[str | AttributeTerm],
     b: Sequence[str | AttributeTerm],
     *,
     methods: Iterable[Method] = ("uniform", "zipf"),
-    max_words: int | None = None,
-    exclude_attributes: bool = False,
-    exclude_words: str | Iterable[str] = (),
-    dedupe_vectors: bool = False,
+    vocabulary: Vocabulary | None = None,
     frequency_language: str | None = None,
     association: Association = "cosine",
 ) -> xr.Dataset:
@@ -617,18 +618,11 @@ def scores(
         in ``attrs["missing_a"]``, ``attrs["zero_a"]`` (and ``_b``); a set left empty is an error.
     methods
         Any of ``"uniform"``, ``"zipf"``, ``"frequency"``.
-    max_words
-        Use only the ``max_words`` most frequent words (the top of the file) as targets; N is then
-        ``max_words``.
-    exclude_attributes
-        Exclude the attribute words themselves (all their tokens) from the targets (their u becomes
-        NaN).
-    exclude_words
-        Further words to exclude from the targets, or the name of a package list:
-        ``"gender_specific"`` (Bolukbasi et al.'s gender-specific words, English).
-    dedupe_vectors
-        Score each distinct vector once: a word whose vector is bit-identical to an earlier (more
-        frequent) word's is excluded (one extra pass over the store hashes the rows, skipped when the
+    vocabulary
+        :class:`~biasdask.Vocabulary` (default ``Vocabulary()``): the targets' filters, ``max_words``
+        (the most frequent words only; N is then ``max_words``), ``exclude_attributes`` and
+        ``exclude_words`` (left out of the targets: their u and t are NaN), ``dedupe_vectors`` (each
+        distinct vector scored once: one extra pass over the store hashes its rows, skipped when the
         store's ``n_duplicate_vectors`` is 0).
     frequency_language
         wordfreq language code for ``"frequency"`` (default: the store's ``language`` attribute).
@@ -649,7 +643,7 @@ def scores(
         weights sum to 1 over the words tested. Attributes: ``language``, ``n_words``, ``n_a``,
         ``n_b`` (attribute words used), ``used_a``, ``used_b`` (their labels), ``tokens_a``, ``tokens_b`` (the vocabulary tokens used), ``missing_a``, ``missing_b``, ``zero_a``, ``zero_b``,
         ``n_zero_vectors`` (in the words used), ``n_excluded``, ``n_duplicate_vectors`` (excluded by
-        ``dedupe_vectors``), ``association``.
+        ``vocabulary.dedupe_vectors``), ``association``.
 
     Raises
     ------
@@ -671,10 +665,7 @@ def scores(
         a,
         b,
         methods=methods,
-        max_words=max_words,
-        exclude_attributes=exclude_attributes,
-        exclude_words=exclude_words,
-        dedupe_vectors=dedupe_vectors,
+        vocabulary=vocabulary,
         frequency_language=frequency_language,
         association=association,
     )
@@ -689,10 +680,7 @@ def scores_graph(
     b: Sequence[str | AttributeTerm],
     *,
     methods: Iterable[Method] = ("uniform", "zipf"),
-    max_words: int | None = None,
-    exclude_attributes: bool = False,
-    exclude_words: str | Iterable[str] = (),
-    dedupe_vectors: bool = False,
+    vocabulary: Vocabulary | None = None,
     frequency_language: str | None = None,
     association: Association = "cosine",
     attributes: Attributes | None = None,
@@ -717,6 +705,7 @@ def scores_graph(
     """
     emb = as_embeddings(emb)
     a, b = word_list(a, "a"), word_list(b, "b")
+    options = vocabulary_options(vocabulary)
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -728,12 +717,10 @@ def scores_graph(
     axes, attr_a, attr_b = attributes
     # A store whose ingest counted no shared vector needs no hashing pass; otherwise tasks hash its rows
     # (the whole store, before max_words: a repeat's first row may lie beyond it)
-    hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
+    hashes = vector_hashes(emb) if options.dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
     stored = stored_vectors(emb["vectors"].data)
-    if max_words is not None:
-        if max_words < 1:
-            raise BiasdaskError(f"max_words must be positive, got {max_words}")
-        emb = emb.isel(word=slice(0, max_words))
+    if options.max_words is not None:
+        emb = emb.isel(word=slice(0, options.max_words))
     n = emb.sizes["word"]
     language = str(emb.attrs.get("language", ""))
     vectors = emb["vectors"]
@@ -743,7 +730,7 @@ def scores_graph(
         v = da.from_array(v, chunks=(default_chunk_words(v.shape[1]), -1), name=False)
     chunks = v.chunks[0] if stored is None else _task_chunks(emb, stored, v.chunks[0])
     norm = da.asarray(emb["norm"].data).rechunk(chunks)
-    excluded = excluded_targets(a, b, exclude_attributes, exclude_words)
+    excluded = excluded_targets(a, b, options)
     excl_pos = positions(emb, sorted(excluded))
     excl_pos = np.unique(excl_pos[excl_pos >= 0])
     n_duplicates: int | Delayed = 0

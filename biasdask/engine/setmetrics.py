@@ -142,7 +142,7 @@ def _test(
         m = int(null.size)
     return ClassicTestResult(
         statistic=statistic,
-        pvalue=pvalue,
+        p_value=pvalue,
         effect_size=math.nan,
         n_permutations=m,
         exact=exact,
@@ -235,7 +235,7 @@ def set_metric_test(
     >>> words = [*w.x, *w.a, *w.b]
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
     >>> res = biasdask.set_metric_test(emb, w, metric="rnd", resampling=biasdask.Resampling(n_permutations=999, seed=1))
-    >>> res.n_x, res.n_permutations, bool(0 < res.pvalue <= 1)
+    >>> res.n_x, res.n_permutations, bool(0 < res.p_value <= 1)
     (8, 999, True)
     """
     _check_metric(metric)
@@ -283,8 +283,8 @@ def set_metric_test(
     return _with_placebo(res, found)
 
 
-def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> ClassicTestResult:
-    entries = iat_words(model, language)
+def _iat_set_metric_test(emb, metric, language, iat_model, min_coverage, common) -> ClassicTestResult:
+    entries = iat_words(iat_model, language)
     categories = iat_categories()
     with contextlib.nullcontext(active_client(common["client"])) as c:
         vectors = read_rows(emb, [t for e in entries for t in e.tokens], c)
@@ -316,15 +316,15 @@ def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> 
     return _with_placebo(res, found)
 
 
-def set_metric_sets(language: str, model: str = "cc") -> str | None:
+def set_metric_sets(language: str, iat_model: str = "cc") -> str | None:
     """Which word sets the set metrics use in ``language``: ``"weat7"`` (English), ``"xweat7"`` (de, es,
-    hr, it, ru, tr), ``"career_family"`` (other languages with IAT translations for ``model``), or None."""
+    hr, it, ru, tr), ``"career_family"`` (other languages with IAT translations for ``iat_model``), or None."""
     tests = available_tests()
     if language in tests["weat7"]:
         return "weat7"
     if language in tests["xweat7"]:
         return "xweat7"
-    if language in iat_languages(model):
+    if language in iat_languages(iat_model):
         return "career_family"
     return None
 
@@ -337,7 +337,7 @@ def run_set_cell(
     resampling: Resampling | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
-    model: Literal["cc", "wiki", "subt"] = "cc",
+    iat_model: Literal["cc", "wiki", "subt"] = "cc",
     return_null: bool = False,
     progress: bool = False,
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
@@ -345,7 +345,7 @@ def run_set_cell(
     """Run the study test ``rnd``, ``rnsb``, ``mac``, ``ect`` or ``nas`` on ``language``'s gender word sets.
 
     The sets are the study's ``set_metric_words`` (S, A, B) when given, else :func:`set_metric_sets`'s;
-    ``model`` chooses the IAT translations where those are used. Other parameters
+    ``iat_model`` chooses the IAT translations where those are used. Other parameters
     as in :func:`biasdask.study.cells.run_cell`.
 
     Raises
@@ -362,11 +362,11 @@ def run_set_cell(
         s, a, b = set_metric_words
         sets = WordSets(s, (), a, b, x_name="S")
         return set_metric_test(emb, sets, metric=test, min_coverage=min_coverage, **common)
-    sets = set_metric_sets(language, model)
+    sets = set_metric_sets(language, iat_model)
     if sets is None:
         raise BiasdaskError(f"test {test!r}: no gender word sets for language {language!r}")
     if sets == "career_family":
-        return _iat_set_metric_test(emb, test, language, model, min_coverage, common)
+        return _iat_set_metric_test(emb, test, language, iat_model, min_coverage, common)
     ws = weat_test(7) if sets == "weat7" else xweat_test(language, 7)
     return set_metric_test(emb, ws, metric=test, min_coverage=min_coverage, **common)
 

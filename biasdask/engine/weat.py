@@ -516,12 +516,14 @@ def cross_lingual_weat(
 # Career/family IAT (Lewis & Lupyan 2020)
 
 
-@keyword_api("career_family_test(emb, language=..., model=..., resampling=Resampling(...))")
+@keyword_api(
+    "career_family_test(emb, language=..., iat_model=..., resampling=Resampling(...))", renamed={"model": "iat_model"}
+)
 def career_family_test(
     emb: Embeddings,
     *,
     language: str | None = None,
-    model: Literal["cc", "wiki", "subt"] = "cc",
+    iat_model: Literal["cc", "wiki", "subt"] = "cc",
     resampling: Resampling | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
@@ -547,7 +549,7 @@ def career_family_test(
         Embedding Dataset or store URL; only the rows of the translation tokens are read.
     language
         Language code of the translations (default: the store's ``language`` attribute).
-    model
+    iat_model
         Which translation lists: ``"cc"`` (fastText Common Crawl, Grave et al. 2018), ``"wiki"``
         or ``"subt"``; Lewis & Lupyan chose tokens per model.
     resampling, client, return_null, progress, ci_level
@@ -572,7 +574,7 @@ def career_family_test(
     CoverageError
         A category below ``min_coverage``.
     BiasdaskError
-        No translations for ``language`` with ``model``.
+        No translations for ``language`` with ``iat_model``.
 
     Examples
     --------
@@ -591,7 +593,7 @@ def career_family_test(
     options = resampling_options(resampling)
     emb = as_embeddings(emb)
     language = language or store_language(emb)
-    entries = iat_words(model, language)
+    entries = iat_words(iat_model, language)
     categories = iat_categories()
     with contextlib.nullcontext(active_client(client)) as c:
         vectors = read_rows(emb, [t for e in entries for t in e.tokens], c)

@@ -71,6 +71,7 @@ __all__ = [
     "CELL_VARIABLES",
     "DERIVED_VARIABLES",
     "DIMS",
+    "FORMER_NAMES",
     "FULL_VOCABULARY_TESTS",
     "TestLabel",
     "config_hash",
@@ -152,7 +153,7 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "n_a": (_INT, -1, "attribute words of A found in the embedding"),
     "n_b": (_INT, -1, "attribute words of B found in the embedding"),
     "alternative": (str, "", "alternative hypothesis as resolved for the cell: greater, less or two-sided"),
-    "weighting": (str, "", "word weights of t = weight x u: uniform, zipf or frequency; none for classic tests"),
+    "t_method": (str, "", "method weighting t = weight x u: uniform, zipf or frequency; none for classic tests"),
     "attribute_words_a": (str, "", "attribute words of A found and used, comma-separated"),
     "attribute_words_b": (str, "", "attribute words of B found and used, comma-separated"),
     "missing_attribute_words": (str, "", "attribute words asked for but absent, e.g. 'A: foo; B: bar'"),
@@ -198,6 +199,10 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
 }
 #: variables computed from the whole cube at the end of a run (:func:`write_cube_variable`), not by a cell
 DERIVED_VARIABLES: tuple[str, ...] = ("p_value_adjusted", "p_value_placebo_adjusted")
+
+#: cube variables renamed since earlier releases -> their name there: a store written then is read (and
+#: resumed) under the new name, and :func:`open_results` still shows the old one, for one release
+FORMER_NAMES: dict[str, str] = {"t_method": "weighting"}
 NOT_RUN = "not run (the run has not reached this cell, or stopped before it)"
 _DONE = "done"
 _DONE_DESCRIPTION = "completion flag of the cell, written after its values"
@@ -622,7 +627,10 @@ async def _read_records_async(root: Any, url: str, labels: dict[str, list[str]])
         idx = tuple(int(x) for x in name.split("."))
         if rec.get("store_id") != store_id or any(labels[d][i] != rec[d] for d, i in zip(DIMS, idx)):
             raise IncompleteStoreError(f"{url}: cell record {_CELLS}/{name} does not belong to this results store")
-        out[idx] = {n: _cell_value(n, rec["values"].get(n)) for n in CELL_VARIABLES}
+        values = rec["values"]
+        out[idx] = {
+            n: _cell_value(n, values[n] if n in values else values.get(FORMER_NAMES.get(n, n))) for n in CELL_VARIABLES
+        }
     return out
 
 
@@ -643,13 +651,16 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
             f"{url}: results store whose creation never finished (no config_hash); run again to recreate it"
         )
     variables = {**CELL_VARIABLES, _DONE: (_BOOL, False, "")}
-    names = [*DIMS, *variables]
+    names = [*DIMS, *variables, *FORMER_NAMES.values()]
     found = await asyncio.gather(*(root.getitem(n) for n in names), return_exceptions=True)
     for name, node in zip(names, found):
         if isinstance(node, BaseException) and (name in DIMS or name == _DONE or not isinstance(node, KeyError)):
             raise node
     # a store of an older biasdask may lack a variable added since: read as its fill value
     arrays = {n: a for n, a in zip(names, found) if isinstance(a, zarr_compat.AsyncArray)}
+    for name, former in FORMER_NAMES.items():  # ... or hold it under its former name
+        if name not in arrays and former in arrays:
+            arrays[name] = arrays.pop(former)
     data = dict(zip(arrays, await asyncio.gather(*(a.getitem(...) for a in arrays.values()))))
     labels = {d: [str(x) for x in np.asarray(data[d])] for d in DIMS}
     records = await _read_records_async(root, url, labels)
@@ -697,8 +708,12 @@ def compact_results(loc: Locatable) -> int:
 
     async def fold() -> None:
         root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
-        held = [n for n in CELL_VARIABLES if await root.contains(n)]  # an older store may lack some
-        arrays = await asyncio.gather(*(zarr_compat.async_array(root, n) for n in held))
+        held = {}  # variable -> its array's name in the store: an older store may lack some, or name it otherwise
+        for n in CELL_VARIABLES:
+            for stored in (n, FORMER_NAMES.get(n)):
+                if stored is not None and n not in held and await root.contains(stored):
+                    held[n] = stored
+        arrays = await asyncio.gather(*(zarr_compat.async_array(root, stored) for stored in held.values()))
         await asyncio.gather(*(a.setitem(..., cube[n]) for a, n in zip(arrays, held)))
         await (await zarr_compat.async_array(root, _DONE)).setitem(..., cube[_DONE])
         store = root.store_path.store
@@ -819,6 +834,8 @@ def open_results(location: Locatable) -> xr.Dataset:
         values = np.where(done, cube[name], fill).astype(object if dtype is str else dtype)
         data_vars[name] = (DIMS, values, attrs[name])
     data_vars[_DONE] = (DIMS, done, attrs[_DONE])
+    for name, former in FORMER_NAMES.items():
+        data_vars[former] = (DIMS, data_vars[name][1], {"description": f"deprecated name of {name}, for one release"})
     coords: dict[str, Any] = {dim: np.array(labels[dim], dtype=object) for dim in DIMS}
     by_test = root.attrs.get("test_associations")
     if isinstance(by_test, dict):  # which association each test label measures (studies since the option)

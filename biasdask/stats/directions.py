@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from biasdask.stats.association import unit_rows
 
 __all__ = [
-    "DIRECTION_METHODS",
+    "DIRECTION_ALGORITHMS",
     "cosine_to_direction",
     "d_ab",
     "direct_bias",
@@ -42,7 +42,7 @@ __all__ = [
     "weat_statistic_from_directions",
 ]
 
-DIRECTION_METHODS = ("pair", "sum", "pca")
+DIRECTION_ALGORITHMS = ("pair", "sum", "pca")
 _PARALLEL_TOL = 1e-10
 
 
@@ -170,23 +170,23 @@ def pca_direction(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
     return pair_pca(a, b)[0][0]
 
 
-def direction(a: ArrayLike, b: ArrayLike, method: str = "sum") -> NDArray[np.float64]:
-    """A unit bias direction from the ``a`` end to the ``b`` end, by one of :data:`DIRECTION_METHODS`.
+def direction(a: ArrayLike, b: ArrayLike, algorithm: str = "sum") -> NDArray[np.float64]:
+    """A unit bias direction from the ``a`` end to the ``b`` end, by one of :data:`DIRECTION_ALGORITHMS`.
 
     Parameters
     ----------
     a, b : array_like
         ``"pair"``: one vector each; ``"sum"``: two sets of vectors; ``"pca"``: aligned pairs (row i of
         ``a`` with row i of ``b``).
-    method : {"pair", "sum", "pca"}
+    algorithm : {"pair", "sum", "pca"}
     """
-    if method == "pair":
+    if algorithm == "pair":
         return pair_direction(a, b)
-    if method == "sum":
+    if algorithm == "sum":
         return sets_direction(a, b)
-    if method == "pca":
+    if algorithm == "pca":
         return pca_direction(a, b)
-    raise ValueError(f"unknown direction method {method!r}; expected one of {', '.join(DIRECTION_METHODS)}")
+    raise ValueError(f"unknown direction algorithm {algorithm!r}; expected one of {', '.join(DIRECTION_ALGORITHMS)}")
 
 
 def cosine_to_direction(vectors: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:

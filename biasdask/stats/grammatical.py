@@ -28,6 +28,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from biasdask._calls import PValueAlias
+
 __all__ = [
     "BADResult",
     "MWEATResult",
@@ -105,7 +107,7 @@ def _paired_effect_size(diff: NDArray[np.float64]) -> float:
 
 
 @dataclass(frozen=True)
-class BADResult:
+class BADResult(PValueAlias):
     """The BAD test (the BAD study's eq. 4-5) with its paired t-test.
 
     Attributes
@@ -114,7 +116,7 @@ class BADResult:
         Eq. 4: sum_i s(x_i, A) - sum_i s(y_i, B). Positive: masculine bias.
     masculine, feminine : ndarray, shape (n,)
         Per-target scores s(x_i, A) and s(y_i, B) (eq. 5).
-    t_statistic, pvalue : float
+    t_statistic, p_value : float
         Paired t-test of ``masculine`` vs ``feminine`` (:func:`scipy.stats.ttest_rel`).
     effect_size : float
         mean / SD (ddof = 1) of the per-target differences (Cohen's d_z of the paired design; not in the
@@ -127,7 +129,7 @@ class BADResult:
     masculine: NDArray[np.float64]
     feminine: NDArray[np.float64]
     t_statistic: float
-    pvalue: float
+    p_value: float
     effect_size: float
     alternative: str
 
@@ -177,14 +179,14 @@ def bad_test(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike, *, alternat
         masculine=masc,
         feminine=fem,
         t_statistic=t,
-        pvalue=p,
+        p_value=p,
         effect_size=_paired_effect_size(masc - fem),
         alternative=alternative,
     )
 
 
 @dataclass(frozen=True)
-class MWEATResult:
+class MWEATResult(PValueAlias):
     """MWEAT (Zhou et al. 2019) with the paired t-test of the two forms.
 
     Attributes
@@ -193,7 +195,7 @@ class MWEATResult:
         Eq. 3: | |sum_x s(x, A, B)| - |sum_y s(y, A, B)| |, always >= 0.
     masculine, feminine : ndarray, shape (n,)
         Per-target WEAT associations s(x_i, A, B) and s(y_i, A, B) (eq. 2).
-    t_statistic, pvalue : float
+    t_statistic, p_value : float
         Paired t-test of ``masculine`` vs ``feminine`` (:func:`scipy.stats.ttest_rel`).
     effect_size : float
         mean / SD (ddof = 1) of the per-target differences (d_z; not in the BAD paper).
@@ -204,7 +206,7 @@ class MWEATResult:
     masculine: NDArray[np.float64]
     feminine: NDArray[np.float64]
     t_statistic: float
-    pvalue: float
+    p_value: float
     effect_size: float
     alternative: str
 
@@ -242,7 +244,7 @@ def mweat_test(
         masculine=masc,
         feminine=fem,
         t_statistic=t,
-        pvalue=p,
+        p_value=p,
         effect_size=_paired_effect_size(masc - fem),
         alternative=alternative,
     )

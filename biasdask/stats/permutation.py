@@ -90,6 +90,7 @@ from numba import njit
 from numpy.typing import ArrayLike
 from scipy.special import ndtr
 
+from biasdask._calls import PValueAlias
 from biasdask.stats import permutation_numpy
 from biasdask.stats.effect import effect_size, null_moments
 from biasdask.stats.resampling import ALTERNATIVES
@@ -138,14 +139,14 @@ samples ``n_permutations`` splits even when asked for more than there are."""
 
 
 @dataclass(frozen=True)
-class PermutationTestResult:
+class PermutationTestResult(PValueAlias):
     """Outcome of a permutation test (names follow ``scipy.stats.permutation_test``).
 
     Attributes
     ----------
     statistic : float
         s = Σ_X t - Σ_Y t.
-    pvalue : float
+    p_value : float
         Permutation p-value for ``alternative`` (exact or sampled, see ``exact``).
     effect_size : float
         (mean u_X - mean u_Y) / sd_{X∪Y} u, sample SD (ddof = 1).
@@ -185,7 +186,7 @@ class PermutationTestResult:
     """
 
     statistic: float
-    pvalue: float
+    p_value: float
     effect_size: float
     z_score: float
     p_value_normal: float
@@ -915,7 +916,7 @@ def finish_test(
         distribution = None
     return PermutationTestResult(
         statistic=prep.statistic,
-        pvalue=pvalue,
+        p_value=pvalue,
         effect_size=prep.effect_size,
         z_score=z,
         p_value_normal=p_normal,

@@ -63,7 +63,7 @@ def cell_word_sets(
     test: str,
     language: str,
     *,
-    model: str = "cc",
+    iat_model: str = "cc",
     attribute_set: str = "catalog",
     set_metric_words: object = None,
 ) -> str:
@@ -83,14 +83,14 @@ def cell_word_sets(
     if test in SET_METRICS:
         if set_metric_words is not None:
             return "study"
-        sets = set_metric_sets(language, model)
+        sets = set_metric_sets(language, iat_model)
         if sets is None:
             return ""
         test = {"weat7": "weat7", "xweat7": "xweat7", "career_family": "career"}[sets]
     if test == "career_family":
-        return f"iat:career,family:{language} ({model})"
+        return f"iat:career,family:{language} ({iat_model})"
     if test == "career":
-        return f"iat:career:{language} ({model})"
+        return f"iat:career:{language} ({iat_model})"
     if test.startswith("xweat"):
         return f"{test}:{language}"
     if test.startswith("weat"):
@@ -110,7 +110,7 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
         ``p_value``, no permutation fields), or a :class:`~biasdask.engine.weat.CoverageError` (a
         skipped cell: NaN numbers, and how many words each set had).
     **extra
-        Further variables (``weighting``, ``note``...), or overrides (``n_a``, ``n_b``).
+        Further variables (``t_method``, ``note``...), or overrides (``n_a``, ``n_b``).
 
     Returns
     -------
@@ -130,7 +130,7 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
             "alternative": result.alternative,
             "statistic": result.statistic,
             "effect_size": result.effect_size,
-            "p_value": result.pvalue,
+            "p_value": result.p_value,
             **{name: getattr(result, name, math.nan) for name in _NUMBERS[3:]},
             "n_permutations": getattr(result, "n_permutations", -1),
             "exact": getattr(result, "exact", False),
@@ -155,14 +155,14 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
     return values
 
 
-def tests_for_language(language: str, model: str | None = None) -> list[str]:
+def tests_for_language(language: str, iat_model: str | None = None) -> list[str]:
     """The classic test labels that apply to ``language``.
 
     Parameters
     ----------
     language
         A language code.
-    model
+    iat_model
         With an IAT model (``cc``, ``wiki``, ``subt``), ``career_family`` is listed only when that model
         has translations for ``language``; by default, when any model has.
 
@@ -173,7 +173,7 @@ def tests_for_language(language: str, model: str | None = None) -> list[str]:
         ``career_family`` for the languages with IAT translations, in that order.
     """
     tests = [t for t, langs in available_tests().items() if language in langs]
-    if model is not None and "career_family" in tests and language not in iat_languages(model):
+    if iat_model is not None and "career_family" in tests and language not in iat_languages(iat_model):
         tests.remove("career_family")
     return tests
 
@@ -182,7 +182,7 @@ def cell_words(
     test: str,
     language: str,
     *,
-    model: Literal["cc", "wiki", "subt"] = "cc",
+    iat_model: Literal["cc", "wiki", "subt"] = "cc",
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
 ) -> list[str]:
     """The vocabulary tokens whose rows :func:`run_cell` reads for ``test`` in ``language`` (same
@@ -198,14 +198,14 @@ def cell_words(
     if test in SET_METRICS:
         if set_metric_words is not None:
             return [w for words in set_metric_words for w in words]
-        sets = set_metric_sets(language, model)
+        sets = set_metric_sets(language, iat_model)
         if sets in ("weat7", "xweat7"):
             ws = weat_test(7) if sets == "weat7" else xweat_test(language, 7)
             return [*ws.x, *ws.a, *ws.b]
         test = sets or test
     if test == "career_family":
         with contextlib.suppress(BiasdaskError):
-            return [t for e in iat_words(model, language) for t in e.tokens]
+            return [t for e in iat_words(iat_model, language) for t in e.tokens]
         return []
     if test not in tests or language not in tests[test]:
         return []
@@ -222,7 +222,7 @@ def run_cell(
     similarity: Literal["cosine", "euclidean"] = "cosine",
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
-    model: Literal["cc", "wiki", "subt"] = "cc",
+    iat_model: Literal["cc", "wiki", "subt"] = "cc",
     return_null: bool = False,
     progress: bool = False,
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
@@ -234,7 +234,7 @@ def run_cell(
     ----------
     test
         ``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr; XWEAT's
-        translations), ``career_family`` (languages with IAT translations for ``model``), or a set-level
+        translations), ``career_family`` (languages with IAT translations for ``iat_model``), or a set-level
         metric ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas`` (:func:`biasdask.engine.setmetrics.run_set_cell`).
     emb
         The language's embedding Dataset or store URL.
@@ -244,7 +244,7 @@ def run_cell(
         As in :func:`weat`; ``resampling.placebo`` asks for the placebo comparison of :func:`weat`,
         :func:`career_family_test` and :func:`~biasdask.engine.setmetrics.set_metric_test` (``emb``
         must then be the whole vocabulary, where the placebo words are drawn).
-    model
+    iat_model
         IAT translation lists for ``career_family`` (``cc`` for Common Crawl stores).
     set_metric_words
         The words (S, A, B) of a set-level metric, when the study names them.
@@ -273,7 +273,7 @@ def run_cell(
             resampling=resampling,
             client=client,
             min_coverage=min_coverage,
-            model=model,
+            iat_model=iat_model,
             return_null=return_null,
             progress=progress,
             set_metric_words=set_metric_words,
@@ -296,6 +296,6 @@ def run_cell(
     if test == "career_family":
         if similarity != "cosine":
             raise BiasdaskError(f"test 'career_family' is defined with cosine similarity, not {similarity!r}")
-        return career_family_test(emb, language=language, model=model, **common)
+        return career_family_test(emb, language=language, iat_model=iat_model, **common)
     sets = weat_test(test) if test.startswith("weat") else xweat_test(language, test)
     return weat(emb, sets, similarity=similarity, **common)

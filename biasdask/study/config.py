@@ -72,6 +72,7 @@ from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label
 from biasdask.io.store import check_language_code
 from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm, available_tests, iat_attribute_terms, iat_languages
 from biasdask.lexicon import languages as catalog
+from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.stats.association import ASSOCIATIONS
 from biasdask.stats.multitest import CORRECTIONS
 from biasdask.stats.permutation import MAX_PERMUTATIONS
@@ -233,6 +234,17 @@ class StudyConfig:
     def digest(self) -> str:
         """SHA-256 of :meth:`canonical_yaml`: two configs with the same digest give the same cube."""
         return hashlib.sha256(self.canonical_yaml().encode()).hexdigest()
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The study's filters of the targets (``max_words``, ``exclude_attributes``, ``exclude_words``,
+        ``dedupe_vectors``) as one :class:`~biasdask.Vocabulary`."""
+        return Vocabulary(
+            max_words=self.max_words,
+            exclude_attributes=self.exclude_attributes,
+            exclude_words=self.exclude_words,
+            dedupe_vectors=self.dedupe_vectors,
+        )
 
     def resolved_storage_options(self) -> dict[str, Any]:
         """``storage_options`` with ``${VAR}`` references replaced by the environment's values."""

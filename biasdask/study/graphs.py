@@ -32,6 +32,7 @@ from biasdask.io.fs import Location
 from biasdask.io.results import split_label
 from biasdask.io.store import read_chunk, stored_vectors
 from biasdask.lexicon import AttributeTerm, context_words
+from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.study.cells import cell_words
 from biasdask.study.config import LanguageSpec, StudyConfig
 from biasdask.study.plan import LanguagePlan, applicable_tests, is_family
@@ -59,12 +60,12 @@ def words_to_find(cfg: StudyConfig, lang: LanguageSpec, emb: xr.Dataset) -> list
     words: list[str] = []
     for a, b in groups:
         tokens = [t for term in as_terms([*a, *b]) for t in term.tokens]
-        words += [*tokens, *excluded_targets(a, b, cfg.exclude_attributes, cfg.exclude_words)]
+        words += [*tokens, *excluded_targets(a, b, cfg.vocabulary)]
         if cfg.placebo:
             words += placebo_forbidden(emb, cfg.placebo_exclude, nfc(tokens))
     for label in labels:
         if not is_family(label):
-            words += cell_words(label, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words)
+            words += cell_words(label, lang.code, iat_model=cfg.iat_model, set_metric_words=lang.set_metric_words)
     return sorted(set(nfc(words)))
 
 
@@ -123,14 +124,10 @@ def family_graph(
     if test == "context":
         words = context_words()
         a, b = words.female, words.male
-        options: dict = {"exclude_words": (*words.female, *words.male)}
+        vocabulary = Vocabulary(max_words=cfg.max_words, exclude_words=(*words.female, *words.male))
     else:
         a, b = lang.a, lang.b
-        options = {
-            "exclude_attributes": cfg.exclude_attributes,
-            "exclude_words": cfg.exclude_words,
-            "dedupe_vectors": cfg.dedupe_vectors,
-        }
+        vocabulary = cfg.vocabulary
     future = tasks.compute(attributes_graph(emb, a, b, association), priority=priority)
     try:
         (attributes,) = future.result()
@@ -144,10 +141,9 @@ def family_graph(
         b,
         methods=plan.score_methods if plan.need_scores else plan.families[label],
         association=association,
-        max_words=cfg.max_words,
+        vocabulary=vocabulary,
         attributes=attributes,
         moments=moments,
-        **options,
     )
     placebo = None
     if moments:  # its words looked up here, in the thread that builds the graph
@@ -172,7 +168,9 @@ def cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_wo
     words)."""
     words = list(
         dict.fromkeys(
-            w for test in tests for w in cell_words(test, code, model=cfg.iat_model, set_metric_words=set_metric_words)
+            w
+            for test in tests
+            for w in cell_words(test, code, iat_model=cfg.iat_model, set_metric_words=set_metric_words)
         )
     )
     pos = positions(emb, words) if words else np.empty(0, dtype=np.int64)

@@ -170,7 +170,7 @@ def missing_attribute_cells(
         "word_sets": lang.attribute_set,
         "note": note,
     }
-    return [Cell(lang.code, method, label, {"weighting": method, **values}) for method in methods]
+    return [Cell(lang.code, method, label, {"t_method": method, **values}) for method in methods]
 
 
 def family_cells(code: str, test: str, methods: Sequence[str], values: dict, computed: FamilyResults) -> list[Cell]:
@@ -179,7 +179,7 @@ def family_cells(code: str, test: str, methods: Sequence[str], values: dict, com
     cells = []
     placebo = computed.placebo
     for k, (method, res, d_w) in enumerate(zip(methods, computed.results, computed.weighted)):
-        cell = cell_values(res, **{**values, "weighting": method, "effect_size_weighted": float(d_w)})
+        cell = cell_values(res, **{**values, "t_method": method, "effect_size_weighted": float(d_w)})
         draws = None
         if isinstance(placebo, PlaceboResult):
             cell.update(
@@ -253,7 +253,7 @@ def graph_built(stream: StreamOps, event: GraphBuilt, future: Any) -> None:
         return
     test, association = split_label(label)
     if test == "context":
-        values: dict = {"weighting": None, "u_association": association, "n_a": -1, "n_b": -1}
+        values: dict = {"t_method": None, "u_association": association, "n_a": -1, "n_b": -1}
     else:
         values, missing = gender_values(event.lang, association, graph.attributes)
         if missing and methods:

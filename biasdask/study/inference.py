@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from biasdask._calls import keyword_api
 from biasdask.errors import BiasdaskError
 from biasdask.io.results import cube_label
 from biasdask.lexicon import languages as catalog
@@ -32,9 +33,9 @@ __all__ = ["MetaAnalysis", "adjusted_pvalues", "correction_warning", "families",
 
 def _has_weighting(cube: xr.Dataset, test: str) -> bool:
     """Whether a test's cells differ by weighting (a classic test's are copies: weighting ``none``)."""
-    if "weighting" not in cube:
+    if "t_method" not in cube:
         return True
-    weightings = {str(w) for w in np.asarray(cube["weighting"].sel({"test": test}).values).ravel() if str(w)}
+    weightings = {str(w) for w in np.asarray(cube["t_method"].sel({"test": test}).values).ravel() if str(w)}
     return weightings != {"none"}
 
 
@@ -153,6 +154,7 @@ class MetaAnalysis:
     covariate: str = ""
 
 
+@keyword_api("meta_analysis(results, test=..., method=..., estimator=..., ci_level=...)", renamed={"level": "ci_level"})
 def meta_analysis(
     results: xr.Dataset,
     *,
@@ -161,7 +163,7 @@ def meta_analysis(
     association: str | None = None,
     estimator: Literal["DL", "REML", "PM"] = "REML",
     hartung_knapp: bool = False,
-    level: float = 0.95,
+    ci_level: float = 0.95,
     covariate: str | Mapping[str, object] | None = None,
 ) -> MetaAnalysis:
     """Pool one test's effect size d across the languages of a cube with a random-effects model.
@@ -185,7 +187,7 @@ def meta_analysis(
         τ² estimator (DerSimonian & Laird 1986, REML as metafor's default, Paule & Mandel 1982).
     hartung_knapp : bool
         Hartung & Knapp 2001's variance and t intervals.
-    level : float
+    ci_level : float
         Confidence level of the pooled intervals.
     covariate : str or mapping, optional
         A meta-regression moderator: a column of the language catalog (``family``, ``branch``;
@@ -253,7 +255,9 @@ def meta_analysis(
             f"error; at least 2 are needed" + (f" (left out: {', '.join(dropped)})" if dropped else "")
         )
     try:
-        pooled = random_effects(d[keep], se[keep] ** 2, method=estimator, hartung_knapp=hartung_knapp, level=level)
+        pooled = random_effects(
+            d[keep], se[keep] ** 2, estimator=estimator, hartung_knapp=hartung_knapp, ci_level=ci_level
+        )
     except ValueError as exc:
         raise BiasdaskError(f"meta_analysis: {label} ({method}): {exc}") from None
     used = [lang for lang, k in zip(languages, keep) if k]
@@ -266,7 +270,12 @@ def meta_analysis(
         values, name = _covariate(covariate, used)
         try:
             regression = meta_regression(
-                d[keep], se[keep] ** 2, {name: values}, method=estimator, hartung_knapp=hartung_knapp, level=level
+                d[keep],
+                se[keep] ** 2,
+                {name: values},
+                estimator=estimator,
+                hartung_knapp=hartung_knapp,
+                ci_level=ci_level,
             )
         except ValueError as exc:
             raise BiasdaskError(f"meta_analysis: the meta-regression on {name}: {exc}") from None

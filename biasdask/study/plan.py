@@ -148,7 +148,7 @@ def plan_language(
     todo = [(m, t) for m, t in todo if t in applicable]
     unusable = set() if no_frequency is None else {"frequency"}
     notes += [
-        (m, t, {"weighting": m, "u_association": split_label(t)[1], "note": _no_frequency_note(no_frequency)})
+        (m, t, {"t_method": m, "u_association": split_label(t)[1], "note": _no_frequency_note(no_frequency)})
         for m, t in todo
         if m in unusable and is_family(t)
     ]
@@ -318,7 +318,7 @@ class StreamPlanner:
                     placebo=cfg.placebo or None,
                     placebo_exclude=cfg.placebo_exclude,
                 ),
-                cell_word_sets(test, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words),
+                cell_word_sets(test, lang.code, iat_model=cfg.iat_model, set_metric_words=lang.set_metric_words),
             )
             for test, methods in plan.classic.items()
         )

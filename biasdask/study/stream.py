@@ -150,7 +150,7 @@ class Stream:
         if "frequency" in cfg.methods:
             # a vocabulary none of whose targets is in wordfreq's list cannot be weighted: a note, not a
             # failed run (the scan stops at the first word found)
-            excluded = excluded_targets(lang.a, lang.b, cfg.exclude_attributes, cfg.exclude_words)
+            excluded = excluded_targets(lang.a, lang.b, cfg.vocabulary)
             targets = (w for w in vocabulary_words(emb, cfg.max_words) if w not in excluded)
             no_frequency = frequency_unavailable(str(emb.attrs.get("language", "")), targets)
         plan = plan_language(
@@ -193,7 +193,7 @@ class Stream:
         options = dict(
             similarity=cfg.similarity,
             min_coverage=cfg.min_coverage,
-            model=cfg.iat_model,
+            iat_model=cfg.iat_model,
             return_null=cfg.save_null,
             ci_level=cfg.ci_level,
         )

@@ -250,7 +250,7 @@ def classic_cell(
         values, null = cell_values(err, note=f"coverage: {err}"), None
     if placebo_note:
         values["note"] = "; ".join(v for v in (values.get("note", ""), placebo_note) if v)
-    values.update(weighting="none", u_association="none", word_sets=word_sets)
+    values.update(t_method="none", u_association="none", word_sets=word_sets)
     return ClassicResult(values, null)
 
 

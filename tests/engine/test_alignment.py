@@ -77,7 +77,7 @@ def test_cross_lingual_weat_equals_monolingual_on_the_rotated_copy(rotated_pair,
     assert cross.language == "en->it" and cross.exact and mono.exact
     assert cross.statistic == pytest.approx(mono.statistic, abs=1e-5)
     assert cross.effect_size == pytest.approx(mono.effect_size, abs=1e-4)
-    assert cross.pvalue == mono.pvalue
+    assert cross.p_value == mono.p_value
     # without alignment the attribute words mean nothing to the English targets
     unaligned = weat(
         en,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from biasdask import Resampling
-from biasdask.engine.bias_tests import full_vocabulary_test
+from biasdask.engine.bias_tests import full_vocabulary_test, pairwise_vocabulary_test
 from biasdask.io.embeddings import as_embeddings
 
 
@@ -46,20 +46,20 @@ def test_against_dummy_language_matches_numpy(tmp_path, method, dask_client):
     pooled = np.concatenate([u[keep], np.zeros(299)])
     assert res.effect_size == pytest.approx(u[keep].mean() / pooled.std(ddof=1), rel=1e-5)
     if method == "uniform":  # 299 words all leaning one way: far in the tail
-        assert res.pvalue == pytest.approx(1 / 1000) and res.z_score > 3
+        assert res.p_value == pytest.approx(1 / 1000) and res.z_score > 3
     else:  # Zipf weights put the mass on a few top words: sampled and normal p agree
-        assert abs(res.pvalue - res.p_value_normal) < 0.05
+        assert abs(res.p_value - res.p_value_normal) < 0.05
 
 
 def test_pairwise_two_languages_truncated_to_same_n(tmp_path, dask_client):
     a, va = _store(tmp_path, "a", 300, 1, 0.3)
     b, vb = _store(tmp_path, "b", 200, 2, 0.0)
-    res = full_vocabulary_test(
+    res = pairwise_vocabulary_test(
         a,
+        b,
         ["male"],
         ["female"],
         method="zipf",
-        other=b,
         client=dask_client,
         progress=False,
         resampling=Resampling(n_permutations=999, seed=4),

@@ -266,7 +266,7 @@ def test_workers_load_the_kernels_when_they_join(monkeypatch):
                 resampling=Resampling(n_permutations=2000, seed=9, batch_size=250),
             )
             want = permutation_test_local(x, y, 2000, seed=9, return_null=True)
-            assert got.null_distribution.tobytes() == want.null_distribution.tobytes() and got.pvalue == want.pvalue
+            assert got.null_distribution.tobytes() == want.null_distribution.tobytes() and got.p_value == want.p_value
             assert client.run(_kernel_state) == before  # the batches found every kernel loaded
 
 

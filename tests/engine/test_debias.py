@@ -87,7 +87,7 @@ def hard(glove, dask_client):
     root, url = glove
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # four definitional pairs are not in the 182-word subset
-        out = biasdask.debias(url, str(root / "en-hard.zarr"), method="hard", client=dask_client, progress=False)
+        out = biasdask.debias(url, str(root / "en-hard.zarr"), algorithm="hard", client=dask_client, progress=False)
     return out
 
 
@@ -135,7 +135,7 @@ def test_hard_defining_properties(glove, hard):
     a = hard.attrs
     assert a["biasdask_complete"] is True and a["language"] == "en" and a["format"] == "glove"
     assert (
-        a["debias_method"] == "hard"
+        a["debias_algorithm"] == "hard"
         and a["debias_source"] == url
         and a["debias_biasdask_version"] == biasdask.__version__
     )
@@ -156,7 +156,7 @@ def test_project_any_form_into_memory(shared_data, tmp_path):
     kv = KeyedVectors.load_word2vec_format(str(shared_data / "iat" / "cc" / "en.vec"))
     kv.vectors = kv.vectors.astype(np.float32)
     a, b = ["he", "him", "his", "man"], ["she", "her", "hers", "woman"]
-    out = biasdask.debias(kv, "memory://debias-test/en-project.zarr", method="project", a=a, b=b, progress=False)
+    out = biasdask.debias(kv, "memory://debias-test/en-project.zarr", algorithm="project", a=a, b=b, progress=False)
     raw = kv.vectors.astype(np.float64)
     g = _unit(
         _unit(raw[[kv.key_to_index[w] for w in a]]).mean(axis=0)
@@ -181,15 +181,15 @@ def test_project_any_form_into_memory(shared_data, tmp_path):
 def test_refusals(glove, tmp_path):
     _, url = glove
     with pytest.raises(BiasdaskError, match="is the source store"):
-        biasdask.debias(url, url, method="project")
+        biasdask.debias(url, url, algorithm="project")
     with pytest.raises(BiasdaskError, match="does not take a"):
-        biasdask.debias(url, str(tmp_path / "x.zarr"), method="hard", a=["he"])
+        biasdask.debias(url, str(tmp_path / "x.zarr"), algorithm="hard", a=["he"])
     with pytest.raises(BiasdaskError, match="unknown debias method"):
         biasdask.debias(url, str(tmp_path / "x.zarr"), method="soft")
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "mine.txt").write_text("keep me")
     with pytest.raises(StoreConflictError):
-        biasdask.debias(url, str(tmp_path / "notes"), method="project")
+        biasdask.debias(url, str(tmp_path / "notes"), algorithm="project")
     assert (tmp_path / "notes" / "mine.txt").read_text() == "keep me"
     assert biasdask.open_embeddings(url).attrs["biasdask_complete"] is True
 
@@ -236,7 +236,7 @@ def test_hard_in_another_language_needs_its_word_lists(shared_data, tmp_path, ca
     url = str(tmp_path / "fr.zarr")
     ingest(str(shared_data / "iat" / "cc" / "fr.vec"), url, language="fr", client=False, progress=False)
     with pytest.raises(MissingWordsError, match="Bolukbasi's English pairs"):
-        biasdask.debias(url, str(tmp_path / "fr-hard.zarr"), method="hard")
+        biasdask.debias(url, str(tmp_path / "fr-hard.zarr"), algorithm="hard")
     assert not (tmp_path / "fr-hard.zarr").exists()
     (tmp_path / "pairs.txt").write_text("femme homme\nelle il\nfille garçon\nsœur frère\n", encoding="utf-8")
     (tmp_path / "specific.txt").write_text("femme\nhomme\nelle\nil\n", encoding="utf-8")
@@ -273,7 +273,7 @@ def test_hard_in_another_language_needs_its_word_lists(shared_data, tmp_path, ca
     plain = biasdask.debias(
         url,
         str(tmp_path / "fr-neutral.zarr"),
-        method="hard",
+        algorithm="hard",
         client=False,
         definitional_pairs=[("femme", "homme")],
         equalize_pairs=[],
@@ -301,7 +301,7 @@ def test_equalised_words_keep_their_side_when_they_are_not_gender_specific(glove
         out = biasdask.debias(
             url,
             str(tmp_path / "en-eq.zarr"),
-            method="hard",
+            algorithm="hard",
             equalize_pairs=pairs,
             gender_specific=["unrelated"],
             progress=False,

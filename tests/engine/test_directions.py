@@ -76,12 +76,12 @@ def test_store_direction_equals_stats_direction_property(tmp_path):
         m = functools.partial(lambda ws, vecs: np.array([vecs[w] for w in ws]), vecs=vecs)
         pairs = list(zip(first, second))
         close = functools.partial(np.testing.assert_allclose, atol=1e-12)
-        close(ed.direction(url, pairs, method="pca"), sd.pca_direction(m(first), m(second)))
-        close(ed.direction(url, pairs, method="sum"), sd.sets_direction(m(first), m(second)))
+        close(ed.direction(url, pairs, algorithm="pca"), sd.pca_direction(m(first), m(second)))
+        close(ed.direction(url, pairs, algorithm="sum"), sd.sets_direction(m(first), m(second)))
         # Sets of unequal sizes for "sum"; one pair for "pair".
-        close(ed.direction(url, a=first, b=second[:1], method="sum"), sd.sets_direction(m(first), m(second[:1])))
+        close(ed.direction(url, a=first, b=second[:1], algorithm="sum"), sd.sets_direction(m(first), m(second[:1])))
         close(
-            ed.direction(url, a=first[0], b=second[0], method="pair"),
+            ed.direction(url, a=first[0], b=second[0], algorithm="pair"),
             sd.pair_direction(vecs[first[0]], vecs[second[0]]),
         )
 
@@ -97,17 +97,17 @@ def test_direction_skips_and_reports_missing_words(planted):
     with pytest.raises(MissingWordsError, match="ghost/spook"):
         ed.direction(url, [("ghost", "spook")])
     with pytest.raises(MissingWordsError, match="set B.*zzz"):
-        ed.direction(url, a=["a0"], b=["zzz"], method="sum")
+        ed.direction(url, a=["a0"], b=["zzz"], algorithm="sum")
 
 
 def test_direction_argument_errors(planted):
     url, _, _ = planted
     with pytest.raises(BiasdaskError, match="exactly one pair"):
-        ed.direction(url, [("a0", "b0"), ("a1", "b1")], method="pair")
+        ed.direction(url, [("a0", "b0"), ("a1", "b1")], algorithm="pair")
     with pytest.raises(BiasdaskError, match="either pairs or a and b"):
         ed.direction(url, [("a0", "b0")], a=["a1"], b=["b1"])
     with pytest.raises(BiasdaskError, match="aligned"):
-        ed.direction(url, a=["a0", "a1"], b=["b0"], method="pca")
+        ed.direction(url, a=["a0", "a1"], b=["b0"], algorithm="pca")
     with pytest.raises(BiasdaskError, match="unknown direction method"):
         ed.direction(url, [("a0", "b0")], method="svd")
     with pytest.raises(BiasdaskError, match="dimension"):
@@ -152,7 +152,7 @@ def test_default_direction_is_bolukbasi_pca_over_the_pairs_found(english):
 
 def test_direct_and_indirect_bias_equal_the_stats_functions(english):
     url, vecs = english
-    g = ed.direction(url, [("she", "he")], method="pair")
+    g = ed.direction(url, [("she", "he")], algorithm="pair")
     neutral = ["accountant", "architect", "nurse", "programmer", "librarian"]
     assert set(neutral) <= set(ed.neutral_professions()) and "actress" not in ed.neutral_professions()
     with pytest.warns(ew.MissingWordsWarning, match="skipped 298 word"):  # 303 neutral professions, 5 stored

@@ -79,7 +79,7 @@ def test_bad_and_mweat_on_spanish_iat_forms_match_scipy(spanish):
     assert bad.statistic == pytest.approx(sum(masc) - sum(fem), rel=1e-12)
     oracle = stats.ttest_rel(masc, fem)
     assert bad.t_statistic == pytest.approx(oracle.statistic, rel=1e-10)
-    assert bad.pvalue == pytest.approx(oracle.pvalue, rel=1e-10)
+    assert bad.p_value == pytest.approx(oracle.pvalue, rel=1e-10)
     diff = np.subtract(masc, fem)
     assert bad.effect_size == pytest.approx(diff.mean() / diff.std(ddof=1), rel=1e-10)
 
@@ -90,10 +90,10 @@ def test_bad_and_mweat_on_spanish_iat_forms_match_scipy(spanish):
     assert mweat.statistic == pytest.approx(abs(abs(sum(masc)) - abs(sum(fem))), rel=1e-12)
     oracle = stats.ttest_rel(masc, fem)
     assert mweat.t_statistic == pytest.approx(oracle.statistic, rel=1e-10)
-    assert mweat.pvalue == pytest.approx(oracle.pvalue, rel=1e-10)
+    assert mweat.p_value == pytest.approx(oracle.pvalue, rel=1e-10)
     assert "ejecutivo/ejecutiva" in mweat.target_labels and "salario" in mweat.target_labels
     cell = cell_values(mweat)
-    assert cell["p_value"] == mweat.pvalue and cell["n_x"] == 22 and cell["n_a"] == 5 and cell["n_b"] == 6
+    assert cell["p_value"] == mweat.p_value and cell["n_x"] == 22 and cell["n_a"] == 5 and cell["n_b"] == 6
     assert math.isnan(cell["z_score"]) and cell["n_permutations"] == -1
 
 
@@ -152,18 +152,18 @@ def test_planted_gender_bias_is_significant_and_none_is_not(tmp_path):
     url, pairs = _gender_store(tmp_path, "bad_planted", "bad", seed=1)
     res = eg.bad_test(url, pairs, _ATTRIBUTES)
     assert len(res.targets) == len(pairs) == 50
-    assert res.statistic > 0 and res.t_statistic > 0 and res.pvalue < 1e-6 and res.effect_size > 0.5
+    assert res.statistic > 0 and res.t_statistic > 0 and res.p_value < 1e-6 and res.effect_size > 0.5
     url, pairs = _gender_store(tmp_path, "bad_none", "bad-none", seed=2)
     res = eg.bad_test(url, pairs, _ATTRIBUTES)
-    assert abs(res.statistic) < 1e-4 and abs(res.t_statistic) < 0.01 and res.pvalue > 0.99
+    assert abs(res.statistic) < 1e-4 and abs(res.t_statistic) < 0.01 and res.p_value > 0.99
     assert res.bias.std() > 0.01  # the targets do differ, only not on average
 
     url, pairs = _gender_store(tmp_path, "mweat_planted", "mweat", seed=3)
     res = eg.mweat_test(url, pairs, male, female)
-    assert res.t_statistic > 0 and res.pvalue < 1e-6 and res.masculine.mean() > 0 > res.feminine.mean()
+    assert res.t_statistic > 0 and res.p_value < 1e-6 and res.masculine.mean() > 0 > res.feminine.mean()
     url, pairs = _gender_store(tmp_path, "mweat_none", "mweat-none", seed=4)
     res = eg.mweat_test(url, pairs, male, female)
-    assert res.statistic < 1e-12 and abs(res.t_statistic) < 1e-6 and res.pvalue > 0.99
+    assert res.statistic < 1e-12 and abs(res.t_statistic) < 1e-6 and res.p_value > 0.99
     assert res.bias.std() > 0.01
 
 
@@ -203,7 +203,7 @@ def test_gender_form_bias_plot(spanish, tmp_path):
     bad_ax, mweat_ax = fig.axes[:2]
     bad = results["es · BAD"]
     assert bad_ax.get_title() == (
-        f"es · BAD  (22 targets)\npaired t = {bad.t_statistic:.3g}, p = {bad.pvalue:.2g}; "
+        f"es · BAD  (22 targets)\npaired t = {bad.t_statistic:.3g}, p = {bad.p_value:.2g}; "
         f"BAD statistic = {bad.statistic:.3g}"
     )
     assert bad_ax.get_xlabel().startswith("BAD bias s(x, A) − s(y, B)")

@@ -79,7 +79,7 @@ def test_uses_the_current_client_and_shows_batches(dask_client, scores, capsys):
     assert len(ran) == 4
     err = capsys.readouterr().err
     assert "permutations" in err and "4/4" in err
-    assert res.pvalue == permutation_test_local(scores, N_WORDS, n_permutations=400, seed=3).pvalue
+    assert res.p_value == permutation_test_local(scores, N_WORDS, n_permutations=400, seed=3).p_value
 
 
 def test_exact_enumeration_runs_in_process(monkeypatch):
@@ -90,7 +90,7 @@ def test_exact_enumeration_runs_in_process(monkeypatch):
     x, y = [0.4, 1.3, -0.2, 0.9, 0.5, 1.1, 0.8, 0.7], [0.1, -0.3, 0.2, 0.6, -0.5, 0.0, 0.3, -0.1]
     res = permutation_test(x, y, progress=False, resampling=Resampling(n_permutations=12870))
     assert res.exact and res.n_permutations == 12870  # C(16, 8), like WEAT T6-T10
-    assert res.pvalue == permutation_test_local(x, y, n_permutations=12870).pvalue
+    assert res.p_value == permutation_test_local(x, y, n_permutations=12870).p_value
 
 
 @pytest.mark.parametrize("scheduler", ["threads", "processes", "sync"])
@@ -252,14 +252,14 @@ def test_killed_worker_mid_run_gives_identical_result(own_cluster):
 
 
 def test_several_weightings_on_the_cluster_equal_one_test_each(dask_client, scores):
-    """permutation_test: every row bit-identical to its own permutation_test (same seed), whatever the
+    """permutation_tests: every row bit-identical to its own permutation_test (same seed), whatever the
     batches; a row zero elsewhere (like 'frequency') still matches."""
-    from biasdask.engine.permutation import permutation_test
+    from biasdask.engine.permutation import permutation_test, permutation_tests
 
     rows = np.stack([scores, (scores / np.arange(1, N_WORDS + 1)).astype(np.float32), scores.copy()])
     rows[2, ::3] = 0
     options = Resampling(n_permutations=600, seed=17)
     kw = dict(return_null=True, effect_x=scores, progress=False, client=dask_client)
-    got = permutation_test(rows, N_WORDS, resampling=options.replace(batch_size=130), **kw)
+    got = permutation_tests(rows, N_WORDS, resampling=options.replace(batch_size=130), **kw)
     for w in range(3):
         _same(got[w], permutation_test(rows[w], N_WORDS, resampling=options.replace(batch_size=250), **kw))

@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 import biasdask
-from biasdask import Resampling, WordSets
+from biasdask import Resampling, Vocabulary, WordSets
 from biasdask.engine.placebo import gendered_words, placebo_test
 from biasdask.engine.scores import scores, scores_and_moments
 
@@ -29,7 +29,12 @@ def test_each_placebo_statistic_is_the_test_of_its_pair(association, exclude_att
     emb = biasdask.as_embeddings(_anisotropic(), language="en")
     a, b = ["w10", "w500"], ["w20", "w900"]
     sc, moments = scores_and_moments(
-        emb, a, b, methods=("uniform", "zipf"), association=association, exclude_attributes=exclude_attributes
+        emb,
+        a,
+        b,
+        methods=("uniform", "zipf"),
+        association=association,
+        vocabulary=Vocabulary(exclude_attributes=exclude_attributes),
     )
     found = placebo_test(emb, sc, moments, a, b, n=40, seed=7, alternative="two-sided")
     assert found.words.shape == (40, 4) and found.statistics.shape == (40, 2)
@@ -44,8 +49,9 @@ def test_each_placebo_statistic_is_the_test_of_its_pair(association, exclude_att
             pb,
             methods=("uniform", "zipf"),
             association=association,
-            exclude_attributes=exclude_attributes,
-            exclude_words=[*a, *b] if exclude_attributes else (),
+            vocabulary=Vocabulary(
+                exclude_attributes=exclude_attributes, exclude_words=[*a, *b] if exclude_attributes else ()
+            ),
         )
         ou = own["u"].values.astype(np.float64)
         keep = np.isfinite(ou)
@@ -91,11 +97,11 @@ def test_placebo_is_calibrated_on_real_vectors_where_the_dummy_language_is_not(s
             [a],
             [b],
             method="uniform",
-            exclude_attributes=True,
             resampling=Resampling(n_permutations=199, seed=int(rng.integers(2**31)), placebo=199),
+            vocabulary=Vocabulary(exclude_attributes=True),
         )
         rejected_placebo += res.p_value_placebo <= 0.05
-        rejected_dummy += res.pvalue <= 0.05
+        rejected_dummy += res.p_value <= 0.05
     assert rejected_placebo / n_pairs <= 0.08, rejected_placebo
     assert rejected_dummy / n_pairs >= 0.5, rejected_dummy
 

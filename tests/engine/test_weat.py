@@ -54,7 +54,7 @@ def test_weat_t7_exact_p_is_brute_force(glove_store, glove_text, dask_client):
     hits, total = brute_force_count(np.concatenate([sx, sy]), 8, weat_statistic(sx, sy))
     assert (hits, total) == (202, 12870)
     assert res.exact and res.n_permutations == 12870
-    assert res.pvalue == pytest.approx(hits / total, rel=1e-12)
+    assert res.p_value == pytest.approx(hits / total, rel=1e-12)
     auto = weat(
         glove_store,
         t,
@@ -62,7 +62,7 @@ def test_weat_t7_exact_p_is_brute_force(glove_store, glove_text, dask_client):
         progress=False,
         resampling=Resampling(n_permutations=20000, alternative="auto"),
     )
-    assert auto.exact and auto.alternative == "greater" and auto.pvalue == res.pvalue
+    assert auto.exact and auto.alternative == "greater" and auto.p_value == res.p_value
 
 
 def test_weat_samples_when_enumeration_is_too_large(glove_store, dask_client):
@@ -81,8 +81,8 @@ def test_weat_samples_when_enumeration_is_too_large(glove_store, dask_client):
         progress=False,
         resampling=Resampling(n_permutations=500, seed=7),
     )
-    assert not a.exact and a.n_permutations == 500 and a.pvalue == 1 / 501  # T1: p < 1e-7 (Caliskan)
-    assert a.pvalue == b.pvalue and a.null_mean == b.null_mean and a.z_score > 4
+    assert not a.exact and a.n_permutations == 500 and a.p_value == 1 / 501  # T1: p < 1e-7 (Caliskan)
+    assert a.p_value == b.p_value and a.null_mean == b.null_mean and a.z_score > 4
 
 
 # --- Euclidean distance: Lauscher & Glavaš 2019 footnote 3 -----------------------------------------------------
@@ -123,7 +123,7 @@ def test_euclidean_direction_convention(tmp_path, dask_client):
     )
     assert res.exact and res.alternative == "greater"
     assert res.statistic == pytest.approx(-s_distance, rel=1e-7)  # float32 scores (module docstring)
-    assert res.pvalue == pytest.approx(hits / total, rel=1e-12) and hits < 5
+    assert res.p_value == pytest.approx(hits / total, rel=1e-12) and hits < 5
     assert res.effect_size > 1.0
     assert res.similarity == "euclidean" and "footnote 3" in res.convention
     cos = weat(
@@ -210,7 +210,7 @@ def test_career_family_permutes_the_scores_behind_d(shared_data, iat_store, dask
         resampling=Resampling(n_permutations=total, alternative="auto"),
     )
     assert res.exact and res.statistic == pytest.approx(s, rel=1e-6)  # the engine holds scores as float32
-    assert res.pvalue == pytest.approx(hits / total, rel=1e-12)
+    assert res.p_value == pytest.approx(hits / total, rel=1e-12)
     assert res.effect_size == pytest.approx(effect.effect_size, abs=1e-12)
 
 

@@ -51,7 +51,9 @@ CALLS = {
     "direct_bias neutral_words": lambda e: biasdask.direct_bias(e, np.ones(6) / 6**0.5, "math"),
     "frequency_profile a": lambda e: frequency_profile(e, a="he", b=["she"]),
     "mweat_test b": lambda e: eg.mweat_test(e, [("he", "she"), ("him", "her")], ["man"], "woman"),
-    "debias project a": lambda e: biasdask.debias(e, "memory://words-test/x.zarr", method="project", a="he", b=["she"]),
+    "debias project a": lambda e: biasdask.debias(
+        e, "memory://words-test/x.zarr", algorithm="project", a="he", b=["she"]
+    ),
     "debias gender_specific": lambda e: biasdask.debias(
         e, "memory://words-test/y.zarr", gender_specific="he", definitional_pairs=[("she", "he")]
     ),
@@ -93,8 +95,8 @@ def test_one_pair_where_a_list_of_pairs_is_expected_is_refused(emb, call):
 
 
 def test_direction_takes_one_word_per_end_where_documented(emb):
-    g = biasdask.direction(emb, a="she", b="he", method="pair")
-    np.testing.assert_allclose(g, biasdask.direction(emb, a=["she"], b=["he"], method="pair"))
+    g = biasdask.direction(emb, a="she", b="he", algorithm="pair")
+    np.testing.assert_allclose(g, biasdask.direction(emb, a=["she"], b=["he"], algorithm="pair"))
 
 
 def test_the_fix_is_the_list_the_user_meant_in_python_and_in_yaml():

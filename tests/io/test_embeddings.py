@@ -88,8 +88,8 @@ def test_every_public_test_takes_every_form(forms, form):
     options = Resampling(n_permutations=500, batch_size=100, seed=3)
     fv = dict(a=["male"], b=["female"], method="zipf", resampling=options, progress=False)
     _same(biasdask.full_vocabulary_test(emb, **fv), biasdask.full_vocabulary_test(ref, **fv))
-    d = biasdask.direction(emb, [("he", "she")], method="pair")
-    np.testing.assert_array_equal(d, biasdask.direction(ref, [("he", "she")], method="pair"))
+    d = biasdask.direction(emb, [("he", "she")], algorithm="pair")
+    np.testing.assert_array_equal(d, biasdask.direction(ref, [("he", "she")], algorithm="pair"))
     assert biasdask.direct_bias(emb, d, ["w397", "w398", "w399"]) == biasdask.direct_bias(
         ref, d, ["w397", "w398", "w399"]
     )
@@ -99,7 +99,7 @@ def test_every_public_test_takes_every_form(forms, form):
 
 def test_weat_by_name_on_a_keyedvectors_finds_the_planted_effect(small_kv):
     res = biasdask.weat(small_kv, test="weat7", progress=False, resampling=Resampling(seed=1, alternative="greater"))
-    assert res.test == "weat7" and res.effect_size > 1 and res.pvalue < 0.01
+    assert res.test == "weat7" and res.effect_size > 1 and res.p_value < 0.01
 
 
 @pytest.mark.slow

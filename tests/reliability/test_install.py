@@ -26,7 +26,7 @@ KERNEL = textwrap.dedent(
     rng = np.random.default_rng(0)
     options = biasdask.Resampling(n_permutations=999, seed=1)
     res = biasdask.permutation_test(rng.normal(size=3000), np.zeros(3000), resampling=options)
-    print(biasdask.__file__, res.pvalue)
+    print(biasdask.__file__, res.p_value)
     """
 )
 

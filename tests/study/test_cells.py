@@ -23,7 +23,7 @@ def test_tests_for_language():
     assert tests_for_language("en") == [f"weat{i}" for i in range(1, 11)] + ["career_family"]
     assert tests_for_language("de") == [f"xweat{i}" for i in range(1, 11)] + ["career_family"]
     assert tests_for_language("zu") == ["career_family"]  # Wikipedia translations only
-    assert tests_for_language("zu", model="cc") == []
+    assert tests_for_language("zu", iat_model="cc") == []
     assert tests_for_language("xx") == []
 
 
@@ -39,10 +39,10 @@ def test_run_cell_weat7_matches_weat(glove_store, dask_client):
         progress=False,
         resampling=Resampling(n_permutations=12870),
     )
-    assert res.test == "weat7" and res.pvalue == direct.pvalue and res.statistic == direct.statistic
+    assert res.test == "weat7" and res.p_value == direct.p_value and res.statistic == direct.statistic
     assert res.coverage["x"].name == "Math"
     cell = cell_values(res)
-    assert cell["p_value"] == res.pvalue and cell["n_a"] == 8 and cell["exact"] is True
+    assert cell["p_value"] == res.p_value and cell["n_a"] == 8 and cell["exact"] is True
 
 
 def test_run_cell_xweat_on_a_synthetic_store(tmp_path, dask_client):

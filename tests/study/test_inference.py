@@ -96,14 +96,14 @@ def test_a_test_without_weighting_counts_once():
     cube = xr.Dataset(
         {
             "p_value": (("language", "method", "test"), np.repeat(p[:, None, None], 2, axis=1)),
-            "weighting": (("language", "method", "test"), np.full((3, 2, 1), "none", dtype=object)),
+            "t_method": (("language", "method", "test"), np.full((3, 2, 1), "none", dtype=object)),
         },
         coords={"language": ["a", "b", "c"], "method": ["uniform", "zipf"], "test": ["weat7"]},
     )
     adjusted = adjusted_pvalues(cube, correction="holm")
     np.testing.assert_allclose(adjusted.sel({"method": "zipf", "test": "weat7"}).values, [0.03, 0.04, 0.04])
     np.testing.assert_allclose(adjusted.sel({"method": "uniform", "test": "weat7"}).values, _oracle(p, "holm"))
-    weighted = cube.assign(weighting=cube["weighting"].where(False, "zipf"))
+    weighted = cube.assign(t_method=cube["t_method"].where(False, "zipf"))
     assert families(weighted) == [("weat7", ("uniform",)), ("weat7", ("zipf",))]
 
 

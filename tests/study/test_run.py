@@ -15,7 +15,7 @@ import xarray as xr
 import yaml
 
 import biasdask
-from biasdask import Location
+from biasdask import Location, Vocabulary
 from biasdask.demo import demo, write_language
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, StoreConflictError
@@ -273,7 +273,9 @@ def test_study_attribute_sets_are_applied_and_recorded(tmp_path, shared_data, da
     assert [str(v) for v in cell["attribute_set"].values] == ["iat", "explicit"]
     a, b = iat_attribute_terms("cc", "fr")
     emb = biasdask.open_embeddings(stores["fr"])
-    sc = biasdask.scores(emb, a, b, methods=["uniform"], exclude_words="gender_specific", dedupe_vectors=True)
+    sc = biasdask.scores(
+        emb, a, b, methods=["uniform"], vocabulary=Vocabulary(exclude_words="gender_specific", dedupe_vectors=True)
+    )
     u = sc["u"].values
     assert 0 < sc.attrs["n_excluded"] and np.isnan(u).sum() >= sc.attrs["n_excluded"]
     assert float(cell["statistic"].sel({"language": "fr"})) == pytest.approx(
@@ -340,7 +342,7 @@ def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_
     assert (
         list(en["attribute_words_a"].values) == ["male"] * 3 and list(en["attribute_words_b"].values) == ["female"] * 3
     )
-    assert list(en["weighting"].values) == ["uniform", "zipf", "frequency"]
+    assert list(en["t_method"].values) == ["uniform", "zipf", "frequency"]
     assert list(en["alternative"].values) == ["greater"] * 3
     assert np.isfinite(en["statistic"].values).all() and (en["n_x"].values > 0).all()
     # eu has no observed-frequency list: its frequency cell says so, the rest of the study ran
@@ -353,7 +355,7 @@ def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_
     weat7 = out.sel({"test": "weat7"})
     assert all("coverage" in str(n) for n in weat7["note"].sel({"language": "en"}).values)
     assert all("not applicable" in str(n) for n in weat7["note"].sel({"language": "eu"}).values)
-    assert set(weat7["weighting"].sel({"language": "en"}).values) == {"none"}
+    assert set(weat7["t_method"].sel({"language": "en"}).values) == {"none"}
     # every empty cell has a note; the finished cube is in the chunks plain xarray reads
     empty = np.isnan(out["statistic"].values)
     assert all(str(n) for n in out["note"].values[empty])

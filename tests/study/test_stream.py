@@ -14,7 +14,7 @@ import biasdask.study.graphs as graphs_module
 import biasdask.study.plan as plan_module
 import biasdask.study.run as run_module
 import biasdask.study.stream as stream_module
-from biasdask import Resampling
+from biasdask import Resampling, Vocabulary
 from biasdask.demo import write_language
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.engine.ingest import ingest
@@ -239,7 +239,7 @@ def test_classic_cells_are_tasks_that_read_only_their_rows(tmp_path):
             for out in (cube, threads):
                 cell = out.sel({"language": "en", "method": method, "test": test})
                 np.testing.assert_equal(float(cell["statistic"]), alone.statistic)
-                np.testing.assert_equal(float(cell["p_value"]), alone.pvalue)
+                np.testing.assert_equal(float(cell["p_value"]), alone.p_value)
                 assert int(cell["n_x"]) == alone.n_x and int(cell["n_a"]) == alone.n_a
 
 
@@ -278,7 +278,11 @@ def test_stored_words_are_copied_as_stored_and_cut_to_max_words(tmp_path, dask_c
     biasdask.run(study, client=dask_client, progress=False)
     written = rs.open_scores(study["output"], language="en").load()
     direct = biasdask.scores(
-        url, written.attrs["used_a"], written.attrs["used_b"], methods=["uniform"], max_words=1500
+        url,
+        written.attrs["used_a"],
+        written.attrs["used_b"],
+        methods=["uniform"],
+        vocabulary=Vocabulary(max_words=1500),
     ).load()
     assert written.sizes["word"] == 1500
     assert list(written["word"].values) == list(direct["word"].values)
@@ -324,7 +328,7 @@ def test_an_exact_family_on_the_stream_equals_the_test_alone(tmp_path, tiny_stor
         )
         cell = out.sel({"language": "en", "method": method, "test": "gender"})
         assert bool(cell["exact"]) and alone.exact
-        assert float(cell["p_value"]) == alone.pvalue and float(cell["statistic"]) == alone.statistic
+        assert float(cell["p_value"]) == alone.p_value and float(cell["statistic"]) == alone.statistic
 
 
 def test_a_family_without_a_usable_word_is_named_and_left_empty(tmp_path, tiny_store, dask_client):
@@ -453,7 +457,11 @@ def test_a_study_that_drops_repeated_vectors_reads_no_vocabulary_in_the_client(t
     store = str(tmp_path / "en.zarr")
     ingest(str(src), store, language="en", client=False, progress=False, chunk_words=64)
     ref = biasdask.scores(
-        biasdask.open_embeddings(store), ["male"], ["female"], methods=["uniform"], dedupe_vectors=True
+        biasdask.open_embeddings(store),
+        ["male"],
+        ["female"],
+        methods=["uniform"],
+        vocabulary=Vocabulary(dedupe_vectors=True),
     )
     assert ref.attrs["n_duplicate_vectors"] == 4 and np.isnan(ref["u"].values[[50, 60, 70, 80]]).all()
 
