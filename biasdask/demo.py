@@ -9,6 +9,7 @@ figures (``plots/``) and the HTML report (``report/index.html``) are written.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -111,7 +112,7 @@ def demo(
     dim: int = 50,
     n_permutations: int = 9999,
     seed: int = 7,
-    client: Client | None = None,
+    client: Client | bool | None = None,
     n_workers: int | None = None,
     progress: bool | None = None,
     plots: bool | None = None,
@@ -128,7 +129,9 @@ def demo(
     n_permutations, seed
         Of the permutation tests.
     client, n_workers
-        Where to run (default: a new ``LocalCluster``).
+        Where to run: a client, or ``False`` for Dask's threads in this process; by default a cluster
+        found or started (:func:`biasdask.get_client`; a new ``LocalCluster`` of ``n_workers`` unless one
+        is configured).
     progress
         Show progress bars.
     plots
@@ -142,7 +145,8 @@ def demo(
 
     out = Path(output).resolve()
     raw_dir, emb_dir = out / "raw", out / "emb"
-    with client_scope(client, n_workers=n_workers) as c:
+    scope = contextlib.nullcontext(None) if client is False else client_scope(client, n_workers=n_workers)
+    with scope as c:
         print(f"biasdask demo: generating 26 languages x {n_words} words x {dim} dims in {raw_dir}", file=sys.stderr)
         langs = generate(raw_dir, n_words, dim, seed)
         for lang in tqdm(langs, desc="ingest", unit="language", disable=not wanted(progress), file=sys.stderr):

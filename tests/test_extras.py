@@ -146,7 +146,7 @@ def test_a_feature_of_a_missing_extra_names_it(core_env, tmp_path, code, extra):
 
 def test_the_cli_names_the_extra_in_one_line(core_env, tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "biasdask.cli", "plot", str(tmp_path / "results.zarr"), "--out", str(tmp_path)],
+        [sys.executable, "-m", "biasdask.cli", "plot", str(tmp_path / "results.zarr"), "--output", str(tmp_path)],
         env=core_env,
         cwd=tmp_path,
         capture_output=True,

@@ -303,7 +303,7 @@ class _Cube(HTMLParser):
 
 def test_report_renders_sorts_and_sends_no_request(store, tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "biasdask.cli", "report", store, "--out", str(tmp_path / "site")],
+        [sys.executable, "-m", "biasdask.cli", "report", store, "--output", str(tmp_path / "site")],
         capture_output=True,
         text=True,
         check=True,

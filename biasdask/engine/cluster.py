@@ -36,7 +36,7 @@ from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 
 import biasdask._dask_config  # noqa: F401  (registers the "biasdask" namespace)
 from biasdask.engine.pools import measured_rate
-from biasdask.errors import BiasdaskError, SchedulerError, missing_dependency
+from biasdask.errors import BiasdaskError, BiasdaskTypeError, SchedulerError, missing_dependency
 from biasdask.io import codecs, formats
 from biasdask.io.parse import parse_block, row_hashes
 from biasdask.progress import progress_bar
@@ -44,7 +44,9 @@ from biasdask.stats import permutation, permutation_numpy
 from biasdask.stats.association import association
 
 __all__ = [
+    "MAX_LOCAL_WORKERS",
     "active_client",
+    "check_n_workers",
     "client_scope",
     "compute",
     "connect_timeout",
@@ -108,8 +110,8 @@ def warm_kernels() -> dict[str, float]:
     """Load every compiled kernel of biasdask for the argument types it is called with.
 
     Each kernel comes from numba's on-disk cache (``NUMBA_CACHE_DIR``, else ``__pycache__`` next to
-    the sources) or is compiled and written there. The first one also pays numba's own start-up
-    (~0.5 s of CPU), which a process otherwise pays during its first task. Inputs are tiny, but large
+    the sources) or is compiled and written there. The first one also pays numba's own start-up, which a
+    process otherwise pays during its first task. Inputs are tiny, but large
     enough that the permutation functions take their compiled path (small tests run in numpy until a
     kernel is loaded, see :mod:`biasdask.stats.permutation_numpy`).
 
@@ -204,10 +206,26 @@ class WarmKernels(WorkerPlugin):
 def warm_workers(client: Client) -> None:
     """Register :class:`WarmKernels` on ``client``'s cluster: present and future workers load the kernels.
 
-    Returns once the present workers are done (~0.5 s of CPU with numba's cache filled, longer the
-    first time, when the kernels are compiled into the cache).
+    Returns once the present workers are done (longer the first time, when the kernels are compiled
+    into numba's cache).
     """
     client.register_plugin(WarmKernels(), name=WarmKernels.name)
+
+
+#: the most worker processes a local cluster may be asked for
+MAX_LOCAL_WORKERS = 4 * dask.system.CPU_COUNT
+
+
+def check_n_workers(n_workers: int | None) -> None:
+    """Raise unless ``n_workers`` is None or 0 to :data:`MAX_LOCAL_WORKERS` (4 per core)."""
+    if n_workers is None:
+        return
+    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)):
+        raise BiasdaskTypeError(f"n_workers: expected an integer, got {n_workers!r}")
+    if not 0 <= n_workers <= MAX_LOCAL_WORKERS:
+        raise BiasdaskError(
+            f"n_workers: expected 0 to {MAX_LOCAL_WORKERS} (4 per core of this machine), got {n_workers}"
+        )
 
 
 def get_client(
@@ -386,10 +404,9 @@ def keep_freed_memory(keep: bool) -> None:
 
     Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which also fixes glibc's mmap
     threshold at 128 KiB: every chunk-sized buffer (the parser's arrays, zarr's compression buffers,
-    a chunk read for u) is then a fresh mapping whose pages the kernel zeroes on first touch. Measured:
-    2.5x the minor page faults of the same ingest in one process; reading a stored chunk for u took
-    2-3x its time in one process (0.5-0.7 s against 0.25 s for 8 chunks of 25,000 x 300). While
-    biasdask works, freed buffers stay in the heap for the next chunk; after the last user the
+    a chunk read for u) is then a fresh mapping whose pages the kernel zeroes on first touch, which
+    makes reading a stored chunk for u several times slower than in one process (docs/benchmarks.md).
+    While biasdask works, freed buffers stay in the heap for the next chunk; after the last user the
     worker's settings are restored and the memory is given back (``malloc_trim``). Nothing happens on
     other C libraries, or without that variable (glibc then adapts its thresholds by itself).
     """

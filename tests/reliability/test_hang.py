@@ -65,7 +65,7 @@ def test_an_http_source_that_never_answers_times_out(tmp_path, silent_server):
 
 def test_workers_are_bounded_naming_the_limit(tmp_path, cli):
     for n in ("-1", "100000"):
-        code, _, err = cli("ingest", "x.vec", tmp_path / "x.zarr", "--language", "en", "--workers", n)
+        code, _, err = cli("ingest", "x.vec", "-o", tmp_path / "x.zarr", "--language", "en", "--workers", n)
         assert_one_line_error(code, err, "--workers", "expected 0 to")
 
 
@@ -84,7 +84,7 @@ def test_the_cli_ingest_of_an_http_source_that_never_answers_ends_within_the_tim
 
     def go():
         result.append(
-            cli("ingest", f"{silent_server}/en.vec", tmp_path / "en.zarr", "--language", "en", "--no-progress")
+            cli("ingest", f"{silent_server}/en.vec", "-o", tmp_path / "en.zarr", "--language", "en", "--quiet")
         )
 
     start = time.monotonic()

@@ -228,7 +228,7 @@ def test_meta_analysis_of_a_cube_agrees_with_statsmodels(career_study, tmp_path)
             "career_family",
             "--estimator",
             "DL",
-            "--plot",
+            "--output",
             str(png),
         ],
         capture_output=True,
