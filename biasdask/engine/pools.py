@@ -93,7 +93,7 @@ _RATE_ITEMS, _RATE_SMALL_ITEMS = 2**19, 256
 
 @functools.cache
 def measured_rate() -> KernelRate:
-    """This process's :class:`KernelRate`, measured once (about 30 ms): batches of the kernel on pools of
+    """This process's :class:`KernelRate`, measured once: batches of the kernel on pools of
     two weightings, as a study's families have, of 256 and 524,288 items against a dummy language, the
     best of three of each. Worker processes measure it as they join (:class:`~biasdask.engine.cluster.WarmKernels`).
     """

@@ -165,7 +165,7 @@ def _parse_text_kernel(buf, pos, n_lines, dim, vectors, norms, word_start, word_
             ts = p
             if p + 20 <= size:
                 # Fast path for the common token: [-]digits[.digits], at most 18 bytes, followed by a
-                # space or newline (4 decimals: 1.4x the general loop below). Anything else (a sign
+                # space or newline (what fastText and GloVe write). Anything else (a sign
                 # "+", an exponent, "\r", a longer token...) is left to the general path.
                 q = p + (buf[p] == 45)
                 lim = p + 19

@@ -563,8 +563,7 @@ def open_vectors(location: Locatable, *, language: str | None = None) -> xr.Data
 def find_words(location: Locatable, words: Sequence[str]) -> np.ndarray:
     """Row of each of ``words`` in the store (its first occurrence), -1 where absent: the store's words
     are searched here (a task on a worker, for a client that holds no vocabulary), checksums verified,
-    without making a ``str`` of each (:func:`biasdask.io.codecs.vlen_find`): 0.04-0.07 s for 2,000,000
-    words (20 to 500 asked), against 0.26 s decoded and looked up.
+    without making a ``str`` of each (:func:`biasdask.io.codecs.vlen_find`).
 
     Examples
     --------
@@ -641,9 +640,8 @@ def _read_words(loc: Location, array: zarr.Array) -> np.ndarray:
     """Every word of the store (an object array of ``str``), checksums verified.
 
     Chunks encoded as ingest encodes them are fetched together (``fs.cat``: concurrently on object
-    stores) and decoded by numcodecs straight into ``str`` objects: 0.35 s for 2,000,000 words here,
-    where zarr's read (into numpy's ``StringDType``) and the conversion back took 1.0 s. Any other
-    encoding is read through zarr.
+    stores) and decoded by numcodecs straight into ``str`` objects, without zarr's read into numpy's
+    ``StringDType`` and the conversion back. Any other encoding is read through zarr.
     """
     n, chunk = array.shape[0], array.chunks[0]
     words = np.empty(n, dtype=object)
@@ -837,8 +835,7 @@ def _reused_buffer(array: zarr.Array) -> np.ndarray:
     """This thread's reused buffer, at least one chunk of ``array`` long.
 
     zarr decodes each chunk into a new array: for a 32 MiB chunk the fresh pages cost more than the
-    decompression (a chunk of 27,962 × 300 float32 here: 71-97 ms through zarr, 28 ms into a buffer
-    that is already mapped).
+    decompression into a buffer that is already mapped.
     """
     nbytes = int(np.prod(array.chunks)) * array.dtype.itemsize
     buffer = getattr(_REUSED, "buffer", None)
@@ -854,9 +851,8 @@ def _read_chunk(
 
     A chunk encoded as ingest encodes it (``bytes`` in this machine's byte order, blosc or zstd,
     ``crc32c``) is fetched with one request and decoded here by numcodecs, into ``buffer`` (bytes, one
-    chunk long) when given: through zarr, the chunk's metadata, existence and bytes took eight trips
-    through its event loop, about half the time of a stored vectors chunk. Any other encoding is read
-    through zarr.
+    chunk long) when given, rather than through zarr, whose event loop the chunk's metadata, existence and
+    bytes would each cross. Any other encoding is read through zarr.
     """
     codecs = _codecs(array)
     names = tuple(c["name"] for c in codecs)

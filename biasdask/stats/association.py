@@ -147,8 +147,7 @@ def linear_directions(kind: Association, a_vectors: ArrayLike, b_vectors: ArrayL
     return unit_rows(a.mean(axis=-2) - b.mean(axis=-2))
 
 
-# reassoc + contract let the compiler vectorise the sum (3x a plain loop, as fast as BLAS sgemv) and
-# nothing else: NaN and zero-norm handling keep their IEEE meaning. The summation order then follows
+# reassoc + contract let the compiler vectorise the sum (as fast as BLAS sgemv) and nothing else: NaN and zero-norm handling keep their IEEE meaning. The summation order then follows
 # the CPU's vector width, so u can differ in its last float32 bit between CPU types (as with any BLAS);
 # on one type of machine it is identical whatever the workers or chunks.
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -184,7 +183,7 @@ def association(vectors: NDArray, norms: NDArray, direction: NDArray) -> NDArray
     -----
     A compiled single-threaded loop rather than BLAS: Dask already runs one block per thread, and a
     multithreaded BLAS called from several of them at once competes with the decompression of the
-    next blocks (measured: 1.6x a plain read of the store with OpenBLAS, ~1.1x with this loop).
+    next blocks (docs/benchmarks.md).
     """
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     out = np.empty(vectors.shape[0], dtype=np.float32)

@@ -53,18 +53,14 @@ Several weightings
 
 Speed
     Thirty-two permutations share each pass over a block of 4096 pool values (converted to float64
-    once per block and kept in L1), so the pool is read from memory once per 32 permutations: at
-    N = 2·10⁶ (two rows of 8 MB, masks of 250 kB) 32 gave 1.13-1.28× the throughput of 16 on one
-    core and 1.15× with two processes sharing the memory, 48 no more. Eight lanes at a time are added
-    by a merge-masked vector add driven by a byte of the mask (:mod:`biasdask.stats.simd`); hot loops
-    index with uint64, which spares numba's negative-index fix-up. Zeros cost nothing. With k rows a pass costs about k single-row passes less the shared draw of
-    the split (measured: 1.7-2.2× for 2 rows, 2.6-3.1× for 3): each row must add its values in its
-    own fixed order to stay bit-identical to a single-row run, so its masked adds cannot be shared.
-    Two alternatives were measured and kept out: subset-sum tables (the 256 sums of each 8 items, one
-    lookup per byte of the mask) need ≥ 256 permutations per table to pay for building it, and gained
-    at most 1.2x a whole pass (N = 2·10⁶, 512 permutations per table: 128 MB of masks per thread),
-    with each row still doing its own lookups; fusing two rows in one loop, sharing the bit tests,
-    saved < 5 %.
+    once per block and kept in L1), so the pool is read from memory once per 32 permutations. Eight
+    lanes at a time are added by a merge-masked vector add driven by a byte of the mask
+    (:mod:`biasdask.stats.simd`); hot loops index with uint64, which spares numba's negative-index
+    fix-up. Zeros cost nothing. With k rows a pass costs about k single-row passes less the shared draw
+    of the split: each row must add its values in its own fixed order to stay bit-identical to a
+    single-row run, so its masked adds cannot be shared. The measurements behind these choices, and
+    the alternatives they ruled out (subset-sum tables, rows fused in one loop), are in
+    docs/benchmarks.md.
 
 p-values
     Exact (when C(M, |X|) ≤ n_permutations and C(M, |X|) ≤ :data:`MAX_EXACT_SPLITS`, the bound that
@@ -278,7 +274,7 @@ class PreparedTest:
 
 # ----------------------------------------------------------------------------------------------
 # Compiled pieces. Hot loops index with uint64: numba then emits no negative-index fix-up, which
-# would otherwise keep LLVM from vectorising them (a 10x difference).
+# would otherwise keep LLVM from vectorising them.
 
 
 @njit(cache=True)
@@ -367,9 +363,9 @@ def _masked_sums(values, masks, count, out):
     not depend on the other rows.
 
     Eight lanes at a time take their bits as one byte of the mask word and add by a merge-masked vector
-    add, the 64 lanes held in registers over the block (:func:`biasdask.stats.simd.merge_add_block`):
-    about 2x the throughput of a loop that moves each bit to the sign of the word for a masked load, on
-    AVX-512 and AVX2 alike, with the same values added in the same order (benchmarks/permutation.py).
+    add, the 64 lanes held in registers over the block (:func:`biasdask.stats.simd.merge_add_block`),
+    on AVX-512 and AVX2 alike, with the same values added in the same order as a loop that moves each bit
+    to the sign of the word for a masked load (benchmarks/permutation.py compares them).
     """
     n_rows = values.shape[0]
     n_words = values.shape[1] // 64
@@ -667,7 +663,7 @@ def _prepare_row(
 def _numpy_kernels(n_values: int, n_sums: int, kernel):
     """:mod:`biasdask.stats.permutation_numpy` for a small job while ``kernel`` is not loaded, else None.
 
-    Small tests then skip numba's start-up (~0.5 s per process); the sums are bit-identical.
+    Small tests then skip numba's start-up, paid once per process; the sums are bit-identical.
     """
     return permutation_numpy if permutation_numpy.use_numpy(n_values, n_sums, kernel) else None
 

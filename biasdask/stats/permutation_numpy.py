@@ -1,9 +1,9 @@
 """The permutation kernels of :mod:`biasdask.stats.permutation` in plain numpy, for small pools.
 
-A process pays numba about 0.4-0.5 s the first time it dispatches to any compiled kernel, even when
-the machine code comes from numba's on-disk cache (numba then imports and registers its typing and
-lowering tables). For a WEAT of a few dozen words and ~10,000 permutations that is 50x the work
-itself, so until a kernel has been loaded such tests run here instead: the same algorithm vectorised
+A process pays numba's start-up the first time it dispatches to any compiled kernel, even when the
+machine code comes from numba's on-disk cache (numba then imports and registers its typing and
+lowering tables). For a WEAT of a few dozen words that start-up is many times the work itself
+(docs/benchmarks.md), so until a kernel has been loaded such tests run here instead: the same algorithm vectorised
 across permutations, giving **bit-identical** results (tests compare both on random inputs, both
 subset-drawing branches, random k and exact enumeration).
 
@@ -34,8 +34,8 @@ _mix = _k.mix.py_func
 _rotl = _k.rotl.py_func
 _use_floyd = _k.use_floyd.py_func
 
-#: Largest pool (nonzero items) and number of sums the numpy path takes. Its CPU cost is ~1.2 µs per
-#: permutation at 16 items and ~2.4 µs at 128 (the compiled kernel: ~0.2 µs, after its start-up).
+#: Largest pool (nonzero items) and number of sums the numpy path takes: beyond them the compiled
+#: kernel's start-up pays for itself (docs/benchmarks.md).
 MAX_VALUES = 128
 MAX_SUMS = 2**15
 

@@ -279,12 +279,12 @@ class StreamPlanner:
         self.settle(code)
 
     def settle(self, code: str) -> None:
-        """``code`` is no longer in flight once none of its tasks is."""
+        """``code`` leaves the languages in flight when none of its tasks is in flight."""
         if not self.pending.get(code):
             self.pending.pop(code, None)
 
     def fail(self, code: str, reason: object) -> None:
-        """``code`` stops here: its families are no longer to plan, and the run's error names it."""
+        """``code`` stops here: none of its families is left to plan, and the run's error names it."""
         self.to_plan.pop(code, None)
         line = f"{code}: {reason}"
         if line not in self.failures:
@@ -338,11 +338,11 @@ class StreamPlanner:
         )
 
     def family_done(self, code: str, label: str) -> None:
-        """The family ``label`` of ``code`` no longer runs."""
+        """The family ``label`` of ``code`` has ended."""
         self.running.discard((code, label))
 
     def scores_part(self, code: str, label: str, part: Any) -> dict[str, Any] | None:
-        """Collect one association's scores (None: it failed, and is no longer expected); return every
+        """Collect one association's scores (None: it failed, and is not waited for); return every
         expected association's, in the study's order, once the last arrives (None until then, and for a
         language whose scores are not saved)."""
         if code not in self._scores:

@@ -18,14 +18,12 @@ import logging
 import os
 from pathlib import Path
 
-import dask.system
-import numpy as np
 import xarray as xr
 from distributed import Client
 from tqdm import tqdm
 
-from biasdask.engine.cluster import active_client, client_scope, workers_keep_freed_memory
-from biasdask.errors import BiasdaskError, BiasdaskTypeError, ConfigError
+from biasdask.engine.cluster import active_client, check_n_workers, client_scope, workers_keep_freed_memory
+from biasdask.errors import BiasdaskError, ConfigError
 from biasdask.io import results as rs
 from biasdask.io.embeddings import as_embeddings
 from biasdask.io.fs import Location, display_url, location_key
@@ -37,7 +35,7 @@ from biasdask.study.inference import adjusted_pvalues, correction_warning
 from biasdask.study.stream import Stream
 from biasdask.study.update import check_changes, prepare_update, run_attrs
 
-__all__ = ["MAX_LOCAL_WORKERS", "CellWriter", "check_n_workers", "run"]
+__all__ = ["CellWriter", "run"]
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +196,7 @@ def _run_checked(
             log.info("running on Dask scheduler %s; dashboard: %s", c.scheduler.address, c.dashboard_link)
         with (
             progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar,
-            workers_keep_freed_memory(c),  # chunks read for u: without it, 2-3x the time of one process
+            workers_keep_freed_memory(c),  # chunks read for u, otherwise fresh pages each (see there)
         ):
             # where the workers write per-word scores: asked of a worker while the first languages start
             # (its answer is needed only by the first scores write)
@@ -249,22 +247,6 @@ def _check_language(lang: LanguageSpec, options: dict) -> xr.Dataset:
     if isinstance(lang.store, (str, os.PathLike)):
         return open_vectors(Location(os.fspath(lang.store), options), language=lang.code)
     return as_embeddings(lang.store)
-
-
-#: the most worker processes a local cluster may be asked for
-MAX_LOCAL_WORKERS = 4 * dask.system.CPU_COUNT
-
-
-def check_n_workers(n_workers: int | None) -> None:
-    """Raise unless ``n_workers`` is None or 0 to :data:`MAX_LOCAL_WORKERS` (4 per core)."""
-    if n_workers is None:
-        return
-    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)):
-        raise BiasdaskTypeError(f"n_workers: expected an integer, got {n_workers!r}")
-    if not 0 <= n_workers <= MAX_LOCAL_WORKERS:
-        raise BiasdaskError(
-            f"n_workers: expected 0 to {MAX_LOCAL_WORKERS} (4 per core of this machine), got {n_workers}"
-        )
 
 
 def _scores_destination(client: Client | None, loc: Location) -> Location | None:
