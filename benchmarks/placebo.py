@@ -53,7 +53,7 @@ def write_store(root: Path, n_words: int, dim: int, seed: int) -> str:
             block = (mean + rng.normal(size=(min(50_000, n_words - start), dim)) * scale).astype(np.float32)
             f.write(b"".join(f"w{i} ".encode() + row.tobytes() for i, row in enumerate(block, start)))
     store = str(root / "en.zarr")
-    biasdask.ingest(str(path), store, language="en", format="word2vec-binary", client=False, progress=False)
+    biasdask.ingest(str(path), store, language="en", input_format="word2vec-binary", client=False, progress=False)
     path.unlink()
     return store
 

@@ -26,7 +26,7 @@ import yaml
 
 from biasdask.errors import BiasdaskTypeError
 
-__all__ = ["PValueAlias", "deprecated", "keyword_api", "list_syntax", "pair_list", "word_list"]
+__all__ = ["PValueAlias", "deprecated", "keyword_api", "list_syntax", "options_object", "pair_list", "word_list"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 W = TypeVar("W")
@@ -48,6 +48,16 @@ _MOVED = {
 def deprecated(message: str, *, stacklevel: int = 3) -> None:
     """Warn that a spelling is deprecated (``message`` names the new one); it works for one more release."""
     warnings.warn(f"{message} (the old spelling will be removed in the next release)", DeprecationWarning, stacklevel)
+
+
+def options_object(value: Any, cls: type, form: str) -> Any:
+    """``value``, or ``cls()`` when None: an options object a function takes (``resampling=``,
+    ``vocabulary=``); a TypeError showing ``form`` for anything else."""
+    if value is None:
+        return cls()
+    if not isinstance(value, cls):
+        raise TypeError(f"{form.split('=')[0]} must be a biasdask.{cls.__name__}, got {type(value).__name__}: {form}")
+    return value
 
 
 class PValueAlias:

@@ -9,7 +9,7 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import jinja2
 import numpy as np
@@ -35,6 +35,7 @@ __all__ = [
     "top_words",
     "write_plots",
     "write_report",
+    "LeastNormalCell",
 ]
 
 
@@ -170,7 +171,16 @@ def top_words(
     return table
 
 
-def least_normal_cell(results: Locatable) -> tuple[tuple[str, str, str], float] | None:
+class LeastNormalCell(NamedTuple):
+    """The cell whose null is furthest from a normal one (:func:`least_normal_cell`)."""
+
+    cell: tuple[str, str, str]
+    """(language, method, test)."""
+    distance: float
+    """The Kolmogorov-Smirnov statistic against N(0, 1)."""
+
+
+def least_normal_cell(results: Locatable) -> LeastNormalCell | None:
     """The cell whose stored null distribution is furthest from a normal one, and that distance.
 
     The distance is the Kolmogorov-Smirnov statistic between the standardised null (its own mean
@@ -193,7 +203,7 @@ def least_normal_cell(results: Locatable) -> tuple[tuple[str, str, str], float] 
                 sd = null.std(ddof=1) if null.size > 1 else 0.0
                 distance = 1.0 if sd == 0 else float(kstest((null - null.mean()) / sd, "norm").statistic)
                 if best is None or distance > best[1]:
-                    best = (cell, distance)
+                    best = LeastNormalCell(cell, distance)
     return best
 
 

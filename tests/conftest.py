@@ -35,8 +35,7 @@ def shared_data() -> Path:
 @pytest.fixture(autouse=True)
 def _no_default_client_left_behind():
     """Close a default ``distributed`` client that a test left behind: once its cluster is gone, every
-    later Dask computation of this xdist worker on the default scheduler would wait for it (seen once:
-    a fresh-clone run hung in test_coercion's ``.values``)."""
+    later Dask computation of this xdist worker on the default scheduler would wait for it."""
     yield
     from distributed.client import _get_global_client
 
@@ -153,12 +152,13 @@ GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
 
 
 @pytest.fixture(scope="session")
-def glove_store(shared_data, tmp_path_factory):
-    """The GloVe 840B vectors of the WEAT 1 and 7 words, as a store."""
+def glove_store(shared_data, tmp_path_factory) -> str:
+    """The URL of a store of the GloVe 840B vectors of the WEAT 1 and 7 words."""
     from biasdask.engine.ingest import ingest
 
-    dest = tmp_path_factory.mktemp("glove") / "glove.zarr"
-    return ingest(str(shared_data / GLOVE), str(dest), language="en", format="glove", client=False, progress=False)
+    dest = str(tmp_path_factory.mktemp("glove") / "glove.zarr")
+    ingest(str(shared_data / GLOVE), dest, language="en", input_format="glove", client=False, progress=False)
+    return dest
 
 
 @pytest.fixture(scope="session")
@@ -171,23 +171,18 @@ def glove_text(shared_data):
 
 @pytest.fixture(scope="session")
 def iat_store(shared_data, tmp_path_factory):
-    """``get(language)``: the fastText Common Crawl vectors of the IAT words of a language, as a store."""
+    """``get(language)``: the URL of a store of the fastText Common Crawl vectors of the IAT words of a
+    language (ingested at the first call)."""
     from biasdask.engine.ingest import ingest
 
     root = tmp_path_factory.mktemp("iat")
-    cache: dict[str, object] = {}
 
-    def get(language: str):
-        if language not in cache:
-            cache[language] = ingest(
-                str(shared_data / "iat" / "cc" / f"{language}.vec"),
-                str(root / f"{language}.zarr"),
-                language=language,
-                format="vec",
-                client=False,
-                progress=False,
-            )
-        return cache[language]
+    def get(language: str) -> str:
+        dest = root / f"{language}.zarr"
+        if not dest.exists():
+            source = str(shared_data / "iat" / "cc" / f"{language}.vec")
+            ingest(source, str(dest), language=language, input_format="vec", client=False, progress=False)
+        return str(dest)
 
     return get
 

@@ -1,4 +1,10 @@
-"""Embedding files and stores for the engine tests: .vec writers, an independent reader, brute force."""
+"""Embedding files and stores for the tests: one writer and builder, an independent reader, numpy oracles.
+
+:func:`make_store` is the one way the tests make an embedding store from words and vectors (a ``.vec``
+written by :func:`write_vec`, ingested); :func:`generated_store` makes one of a generated language (the
+demo's, with a planted gender axis) for the studies. Where writing a file is not the point, the in-memory
+models of ``tests/conftest.py`` are used instead.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from biasdask import Location
+from biasdask.demo import write_language
 from biasdask.engine.ingest import ingest
+from biasdask.io.embeddings import as_embeddings
+from biasdask.lexicon import languages
 
 
 def write_vec(path: Path, words: list[str], vectors: np.ndarray) -> Path:
@@ -20,21 +30,21 @@ def write_vec(path: Path, words: list[str], vectors: np.ndarray) -> Path:
     return path
 
 
-def make_store(tmp: Path, name: str, words: list[str], vectors: np.ndarray, language: str = "en", chunk_words=None):
+def make_store(
+    tmp: Path, name: str, words: list[str], vectors: np.ndarray, *, language: str = "en", chunk_words: int | None = None
+) -> str:
+    """The URL of a store of ``words`` and ``vectors`` (float32), ``tmp/<name>.zarr``, ingested in this
+    process from ``tmp/<name>.vec``."""
     source = write_vec(tmp / f"{name}.vec", words, vectors)
-    return ingest(
-        str(source),
-        str(tmp / f"{name}.zarr"),
-        language=language,
-        format="vec",
-        client=False,
-        chunk_words=chunk_words,
-        progress=False,
+    url = str(tmp / f"{name}.zarr")
+    ingest(
+        str(source), url, language=language, input_format="vec", client=False, chunk_words=chunk_words, progress=False
     )
+    return url
 
 
-def read_text_vectors(path: Path, header: bool) -> dict[str, np.ndarray]:
-    """Independent float64 reader: lines split on b"\\n", fields on b" " only."""
+def read_text_vectors(path: Path, header: bool = True) -> dict[str, np.ndarray]:
+    """Independent float64 reader: lines split on b"\\n", fields on b" " only; a word's first line wins."""
     lines = path.read_bytes().split(b"\n")[1 if header else 0 :]
     out: dict[str, np.ndarray] = {}
     for line in lines:
@@ -44,8 +54,52 @@ def read_text_vectors(path: Path, header: bool) -> dict[str, np.ndarray]:
     return out
 
 
-def words_of(store) -> list[str]:
-    return [str(w) for w in store["word"].values]
+def stored_values(url: str) -> dict[str, np.ndarray]:
+    """The vectors of a store :func:`make_store` made, read back from its ``.vec`` by :func:`read_text_vectors`."""
+    return read_text_vectors(Path(url).with_suffix(".vec"))
+
+
+def generated_store(
+    tmp: Path,
+    code: str = "en",
+    *,
+    words: tuple[str, str] | None = None,
+    n_words: int = 600,
+    dim: int = 8,
+    strength: float = 0.1,
+    seed: int = 0,
+    chunk_words: int | None = None,
+    url: str | None = None,
+    storage_options: dict | None = None,
+) -> str:
+    """The URL of a store of a generated language (``biasdask.demo.write_language``: the attribute words
+    ``words``, by default the catalog's translations of male and female, at ranks 41 and 42, and a planted
+    gender axis of ``strength``), at ``url`` (default ``tmp/emb/<code>.zarr``)."""
+    if words is None:
+        table = languages().set_index("code")
+        words = (str(table.loc[code, "male"]), str(table.loc[code, "female"]))
+    source = tmp / f"{code}-{seed}.bin"
+    write_language(source, *words, strength, n_words, dim, seed=seed)
+    url = url or str(tmp / "emb" / f"{code}.zarr")
+    ingest(
+        Location(str(source), storage_options),
+        Location(url, storage_options),
+        language=code,
+        chunk_words=chunk_words,
+        client=False,
+        progress=False,
+    )
+    return url
+
+
+def words_of(emb) -> list[str]:
+    """The words of an embedding (a store's URL, or an opened one), in row order."""
+    return [str(w) for w in as_embeddings(emb)["word"].values]
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length."""
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
 
 def brute_force_count(pool: np.ndarray, n_x: int, s: float, greater: bool = True) -> tuple[int, int]:
@@ -55,38 +109,3 @@ def brute_force_count(pool: np.ndarray, n_x: int, s: float, greater: bool = True
     null = sums - (total - sums)
     hits = np.count_nonzero(null >= s - 1e-12) if greater else np.count_nonzero(null <= s + 1e-12)
     return int(hits), null.size
-
-
-def _write_vec(path, words, vectors):
-    lines = [f"{len(words)} {vectors.shape[1]}"]
-    lines += [w + " " + " ".join(f"{x:.5f}" for x in row) for w, row in zip(words, vectors)]
-    path.write_bytes(("\n".join(lines) + "\n").encode())
-    return path
-
-
-def _read_vec(path):
-    """word -> float64 vector, parsed independently of biasdask."""
-    body = path.read_bytes().split(b"\n")[1:]
-    out = {}
-    for line in body:
-        if line:
-            fields = line.split(b" ")
-            out[fields[0].decode()] = np.array([float(x) for x in fields[1:]])
-    return out
-
-
-def _store(tmp_path, name, words, vectors, language="xx", chunk_words=16):
-    vec = _write_vec(tmp_path / f"{name}.vec", words, vectors)
-    ingest(
-        str(vec),
-        str(tmp_path / f"{name}.zarr"),
-        language=language,
-        client=False,
-        progress=False,
-        chunk_words=chunk_words,
-    )
-    return str(tmp_path / f"{name}.zarr"), _read_vec(vec)
-
-
-def _unit(v):
-    return v / np.linalg.norm(v, axis=-1, keepdims=True)

@@ -24,6 +24,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -59,6 +60,7 @@ __all__ = [
     "summarise",
     "weights_from_scores",
     "placebo_forbidden",
+    "PlaceboRun",
 ]
 
 
@@ -293,6 +295,14 @@ def _stored_rows(loc: Location, chunk: int, dim: int, rows: np.ndarray) -> np.nd
     return stored_rows(loc, chunk, rows, dim)
 
 
+class PlaceboRun(NamedTuple):
+    """What :func:`run_placebo` returns."""
+
+    result: PlaceboResult
+    draws: np.ndarray
+    """The rows of each draw, (P, n_a + n_b)."""
+
+
 def run_placebo(
     plan: PlaceboPlan,
     u: np.ndarray,
@@ -303,7 +313,7 @@ def run_placebo(
     seed: int,
     alternative: str | Sequence[str],
     ci_level: float | None = 0.95,
-) -> tuple[PlaceboResult, np.ndarray]:
+) -> PlaceboRun:
     """The placebo distribution of the test ``plan`` describes, from its computed scores (``u`` (N,),
     ``t`` (K, N): the words of the test are those with finite u) and the ``moments`` of its words;
     also the rows of each draw (P, n_a + n_b).
@@ -365,7 +375,7 @@ def run_placebo(
         observed.statistic[0], float(observed.effect_size[0]), placebo.statistic, placebo.effect_size, None, alternative
     )
     interval = _interval(moments, plan.va, plan.vb, plan.kind, seed, ci_level, placebo.effect_size)
-    return dataclasses.replace(out, interval=interval), draws
+    return PlaceboRun(dataclasses.replace(out, interval=interval), draws)
 
 
 def placebo_test(

@@ -38,6 +38,7 @@ from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularyS
 from biasdask.stats.weights import METHODS, zipf_weights
 
 __all__ = [
+    "VOCABULARY_KEYWORDS",
     "as_terms",
     "attribute_rows",
     "attribute_set",
@@ -46,6 +47,7 @@ __all__ = [
     "Attributes",
     "attributes_graph",
     "AttributeSet",
+    "AttributeVectors",
     "check_frequency_language",
     "excluded_targets",
     "excluded_words",
@@ -63,10 +65,12 @@ __all__ = [
     "scores",
     "scores_and_moments",
     "scores_graph",
+    "ScoresAndMoments",
     "ScoresGraph",
     "stored_association",
     "stored_rows",
     "stored_scores",
+    "TermRows",
     "vector_hashes",
     "word_index",
 ]
@@ -168,6 +172,27 @@ class Attributes(NamedTuple):
     b: AttributeSet
 
 
+class TermRows(NamedTuple):
+    """The vocabulary tokens of some terms that an embedding holds, and their rows (:func:`attribute_rows`)."""
+
+    tokens: list[str]
+    rows: np.ndarray | Delayed | da.Array
+
+
+class AttributeVectors(NamedTuple):
+    """The vectors an association is built from (:func:`attribute_vectors`)."""
+
+    a: np.ndarray
+    b: np.ndarray
+
+
+class ScoresAndMoments(NamedTuple):
+    """:func:`scores_and_moments`: the computed scores, and the placebo moments of their words."""
+
+    scores: xr.Dataset
+    moments: LinearMoments | VocabularySample
+
+
 class ScoresGraph(NamedTuple):
     """:func:`scores_graph`: the scores as a graph, nothing read yet."""
 
@@ -204,9 +229,7 @@ def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: 
     return attribute_set_from_rows(terms, found, rows, label, str(emb.attrs.get("language", "?")))
 
 
-def attribute_rows(
-    emb: xr.Dataset, terms: Sequence[AttributeTerm]
-) -> tuple[list[str], np.ndarray | Delayed | da.Array]:
+def attribute_rows(emb: xr.Dataset, terms: Sequence[AttributeTerm]) -> TermRows:
     """The vocabulary tokens of ``terms`` that ``emb`` holds (in row order) and their float32 rows,
     not read: for a store, one task reading the chunks that hold them; for an in-memory model, the
     rows themselves."""
@@ -224,7 +247,7 @@ def attribute_rows(
         (rows,) = dask.optimize(vectors[rows])  # culled: only the chunks that hold the rows
     else:
         rows = np.asarray(vectors[rows])
-    return [found[i] for i in order], rows
+    return TermRows([found[i] for i in order], rows)
 
 
 def stored_rows(loc: Locatable, chunk: int, rows: np.ndarray, dim: int) -> np.ndarray:
@@ -443,8 +466,7 @@ def _mask_block(excluded: np.ndarray, block_info=None) -> np.ndarray:
 def _task_chunks(emb: xr.Dataset, stored: StoredVectors, chunks: tuple[int, ...]) -> tuple[int, ...]:
     """The store's chunks (``chunks``, cut at ``max_words``) merged into runs of whole chunks of about
     ``biasdask.scores-task-bytes`` of stored vectors each (at least one chunk): one scores task each.
-    A chunk of 27,778 words x 300 in int16 takes ~15 ms, a task per chunk mostly the scheduler's
-    overhead on a large cluster."""
+    A task per chunk would be mostly the scheduler's overhead on a large cluster (docs/benchmarks.md)."""
     itemsize = 2 if emb.attrs.get("vector_encoding") == "int16" else 4
     target = parse_bytes(dask.config.get("biasdask.scores-task-bytes"))
     per_task = max(1, target // max(1, stored.chunk * emb.sizes["dim"] * itemsize))
@@ -845,7 +867,7 @@ def scores_and_moments(
     methods: Iterable[Method] = ("uniform", "zipf"),
     client: Client | None = None,
     **options: Any,
-) -> tuple[xr.Dataset, LinearMoments | VocabularySample]:
+) -> ScoresAndMoments:
     """:func:`scores`, computed, and the placebo moments of the words in use gathered in the same pass
     (:class:`biasdask.stats.placebo.MomentAccumulator`; for ``euclidean`` a sample of the words): what
     :func:`biasdask.engine.placebo.placebo_test` takes.
@@ -871,7 +893,7 @@ def scores_and_moments(
     out["u"] = ("word",), computed[0]
     out["t"] = ("method", "word"), computed[1:]
     out.attrs.update(found)
-    return out, merge_moments(*moments)
+    return ScoresAndMoments(out, merge_moments(*moments))
 
 
 def attributes_graph(
@@ -932,11 +954,11 @@ def _found_attrs(attr_a: AttributeSet, attr_b: AttributeSet, n_zero_vectors, n_d
 
 def attribute_vectors(
     association: str, terms_a: list, terms_b: list, attr_a: AttributeSet, attr_b: AttributeSet, language: str
-) -> tuple[np.ndarray, np.ndarray]:
+) -> AttributeVectors:
     """The attribute vectors an association is built from: RIPA's aligned pairs (a[i], b[i]) whose two
     words are found and differ, else the two sets as found."""
     if association != "ripa":
-        return attr_a.vectors, attr_b.vectors
+        return AttributeVectors(attr_a.vectors, attr_b.vectors)
     if len(terms_a) != len(terms_b):
         raise BiasdaskError(
             f"association 'ripa' pairs the i-th attribute word of A with the i-th of B: A has {len(terms_a)} "
@@ -953,4 +975,4 @@ def attribute_vectors(
             f"association 'ripa': no pair of attribute words (a[i], b[i]) has two distinct usable vectors in "
             f"language {language!r}"
         )
-    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    return AttributeVectors(np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))

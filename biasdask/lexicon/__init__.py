@@ -55,6 +55,7 @@ __all__ = [
     "xweat_test",
     "xweat_translations",
     "DATA_FILES",
+    "AttributeTerms",
 ]
 
 XWEAT_LANGUAGES: tuple[str, ...] = ("de", "es", "hr", "it", "ru", "tr")
@@ -396,7 +397,14 @@ class AttributeTerm:
         return tuple(dict.fromkeys(t for tr in self.translations for t in tr))
 
 
-def iat_attribute_terms(model: str, language: str) -> tuple[tuple[AttributeTerm, ...], tuple[AttributeTerm, ...]]:
+class AttributeTerms(NamedTuple):
+    """The male and female terms of the IAT in one language (:func:`iat_attribute_terms`)."""
+
+    a: tuple[AttributeTerm, ...]
+    b: tuple[AttributeTerm, ...]
+
+
+def iat_attribute_terms(model: str, language: str) -> AttributeTerms:
     """The IAT's male and female terms (Lewis & Lupyan 2020: male, man, boy, brother, he, him, his, son
     and female, woman, girl, sister, she, her, hers, daughter) in one language, as attribute sets.
 
@@ -422,7 +430,7 @@ def iat_attribute_terms(model: str, language: str) -> tuple[tuple[AttributeTerm,
                 per_word.setdefault(e.word, {})[e.translation_id] = e.tokens
         order = [w for w in iat_categories()[category] if w in per_word]
         out.append(tuple(AttributeTerm(w, tuple(per_word[w].values())) for w in order))
-    return out[0], out[1]
+    return AttributeTerms(out[0], out[1])
 
 
 class Profession(NamedTuple):

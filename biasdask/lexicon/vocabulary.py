@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from biasdask._calls import options_object
 from biasdask.errors import BiasdaskError, BiasdaskTypeError
 from biasdask.lexicon import NAMED_WORD_LISTS
 
@@ -89,11 +90,4 @@ class Vocabulary:
 
 def vocabulary(options: Vocabulary | None) -> Vocabulary:
     """``options``, or the defaults when None; a TypeError naming the form for anything else."""
-    if options is None:
-        return Vocabulary()
-    if not isinstance(options, Vocabulary):
-        raise TypeError(
-            f"vocabulary must be a biasdask.Vocabulary, got {type(options).__name__}: "
-            "vocabulary=Vocabulary(max_words=..., exclude_words=...)"
-        )
-    return options
+    return options_object(options, Vocabulary, "vocabulary=Vocabulary(max_words=..., exclude_words=...)")

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from biasdask._calls import options_object
+
 __all__ = ["ALTERNATIVES", "Alternative", "Resampling", "resampling"]
 
 #: The choices of ``alternative``.
@@ -103,11 +105,4 @@ class Resampling:
 
 def resampling(options: Resampling | None) -> Resampling:
     """``options``, or the defaults when None; a TypeError naming the form for anything else."""
-    if options is None:
-        return Resampling()
-    if not isinstance(options, Resampling):
-        raise TypeError(
-            f"resampling must be a biasdask.Resampling, got {type(options).__name__}: "
-            "resampling=Resampling(n_permutations=..., seed=...)"
-        )
-    return options
+    return options_object(options, Resampling, "resampling=Resampling(n_permutations=..., seed=...)")

@@ -40,6 +40,7 @@ __all__ = [
     "family_done",
     "FamilyDone",
     "gender_values",
+    "GenderValues",
     "graph_built",
     "GraphBuilt",
     "handle",
@@ -135,7 +136,15 @@ class Cell(NamedTuple):
 # -- what results write (pure) ----------------------------------------------------------------------
 
 
-def gender_values(lang: LanguageSpec, association: str, attributes: Attributes) -> tuple[dict, str]:
+class GenderValues(NamedTuple):
+    """What the cells of a ``gender`` family share (:func:`gender_values`)."""
+
+    values: dict
+    missing: str
+    """The attribute words left out, ``"A: foo; B: bar"`` (empty if none)."""
+
+
+def gender_values(lang: LanguageSpec, association: str, attributes: Attributes) -> GenderValues:
     """The values every cell of a ``gender`` family shares, from the attribute sets found, and the
     attribute words left out (``"A: foo; B: bar"``, empty if none)."""
     set_a, set_b = attributes.a, attributes.b
@@ -154,7 +163,7 @@ def gender_values(lang: LanguageSpec, association: str, attributes: Attributes) 
     if missing:
         values["note"] = f"warning: attribute words not in the vocabulary, left out: {missing}"
     values.update(n_a=len(set_a.used), n_b=len(set_b.used))
-    return values, missing
+    return GenderValues(values, missing)
 
 
 def missing_attribute_cells(

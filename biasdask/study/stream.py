@@ -53,7 +53,7 @@ from biasdask.study.work import (
     write_scores,
 )
 
-__all__ = ["Family", "Stream"]
+__all__ = ["Family", "Stream", "submit_classic"]
 
 log = logging.getLogger(__name__)
 
@@ -183,37 +183,7 @@ class Stream:
                 tag=GraphBuilt(lang.code, label, lang, emb, plan),
             )
             self.planner.submitted(lang.code)
-        self._submit_classic(lang, emb, work)
-
-    def _submit_classic(self, lang: LanguageSpec, emb: xr.Dataset, work: LanguageWork) -> None:
-        """One task loads the rows of all the language's classic cells; one task per classic test."""
-        if not work.classic:
-            return
-        cfg, rank = self.cfg, self.planner.priority[lang.code]
-        options = dict(
-            similarity=cfg.similarity,
-            min_coverage=cfg.min_coverage,
-            iat_model=cfg.iat_model,
-            return_null=cfg.save_null,
-            ci_level=cfg.ci_level,
-        )
-        if cfg.placebo:  # placebo words come from the whole vocabulary
-            options["source"] = vector_source(emb)
-        tests = [c.test for c in work.classic]
-        rows = self.tasks.load(cell_rows(emb, tests, lang.code, cfg, lang.set_metric_words), priority=rank)
-        for cell in work.classic:
-            self.tasks.submit(
-                classic_cell,
-                rows,
-                cell.test,
-                lang.code,
-                lang.set_metric_words,
-                cell.word_sets,
-                {**options, "resampling": cell.resampling},
-                tag=ClassicDone(lang.code, cell.test, cell.methods),
-                priority=rank,
-            )
-            self.planner.submitted(lang.code)
+        submit_classic(self.tasks, self.planner, cfg, lang, emb, work)
 
     def start_family(
         self, code: str, label: str, graph: FamilyGraph, methods: tuple[str, ...], values: dict
@@ -277,3 +247,36 @@ class Stream:
         else:  # the workers do not see the results store: gathered and written here
             self.tasks.beside(write_gathered_scores, self.out, code, parts, counts, computed, tag=tag)
         self.planner.submitted(code)
+
+
+def submit_classic(
+    tasks: Tasks, planner: StreamPlanner, cfg: StudyConfig, lang: LanguageSpec, emb: xr.Dataset, work: LanguageWork
+) -> None:
+    """One task loads the rows of all the language's classic cells; one task per classic test."""
+    if not work.classic:
+        return
+    rank = planner.priority[lang.code]
+    options = dict(
+        similarity=cfg.similarity,
+        min_coverage=cfg.min_coverage,
+        iat_model=cfg.iat_model,
+        return_null=cfg.save_null,
+        ci_level=cfg.ci_level,
+    )
+    if cfg.placebo:  # placebo words come from the whole vocabulary
+        options["source"] = vector_source(emb)
+    tests = [c.test for c in work.classic]
+    rows = tasks.load(cell_rows(emb, tests, lang.code, cfg, lang.set_metric_words), priority=rank)
+    for cell in work.classic:
+        tasks.submit(
+            classic_cell,
+            rows,
+            cell.test,
+            lang.code,
+            lang.set_metric_words,
+            cell.word_sets,
+            {**options, "resampling": cell.resampling},
+            tag=ClassicDone(lang.code, cell.test, cell.methods),
+            priority=rank,
+        )
+        planner.submitted(lang.code)

@@ -13,7 +13,8 @@ from biasdask.engine.alignment import align, fit_alignment
 from biasdask.engine.ingest import ingest
 from biasdask.engine.weat import cross_lingual_weat, weat
 from biasdask.errors import InputFormatError, MissingWordsError
-from tests.stores import make_store, words_of
+from biasdask.io.store import open_embeddings
+from tests.stores import make_store, unit, words_of
 
 # --- alignment and cross-lingual WEAT ------------------------------------------------------------
 
@@ -29,8 +30,8 @@ def rotated_pair(tmp_path_factory):
     rotated = (vectors.astype(np.float64) @ rotation.T).astype(np.float32)
     en_words = [f"en{i}" for i in range(n)]
     it_words = [f"it{i}" for i in range(n)]
-    en = make_store(root, "en", en_words, vectors, language="en", chunk_words=64)
-    it = make_store(root, "it", it_words, rotated, language="it", chunk_words=64)
+    en = open_embeddings(make_store(root, "en", en_words, vectors, language="en", chunk_words=64))
+    it = open_embeddings(make_store(root, "it", it_words, rotated, language="it", chunk_words=64))
     return root, en, it, vectors, rotated, rotation
 
 
@@ -102,11 +103,10 @@ def test_align_gensim_english_italian_from_a_dictionary_file(tmp_path, dask_clie
     ]
     if not all(f.exists() for f in files):
         pytest.skip(f"gensim's EN/IT test data not found in {data}")
-    en = ingest(str(files[0]), str(tmp_path / "en.zarr"), language="en", format="vec", client=False, progress=False)
-    it = ingest(str(files[1]), str(tmp_path / "it.zarr"), language="it", format="vec", client=False, progress=False)
+    en = ingest(str(files[0]), str(tmp_path / "en.zarr"), language="en", input_format="vec", client=False, progress=False)
+    it = ingest(str(files[1]), str(tmp_path / "it.zarr"), language="it", input_format="vec", client=False, progress=False)
     aligned = align(en, it, str(files[2]), str(tmp_path / "en_it.zarr"), client=dask_client, progress=False)
     pairs = [line.split(" ") for line in files[2].read_text(encoding="utf-8").split("\n") if line.strip()]
-    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
     it_words = words_of(it)
     it_unit = unit(it["vectors"].values.astype(np.float64))
 

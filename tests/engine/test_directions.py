@@ -21,7 +21,7 @@ from biasdask.engine import words as ew  # noqa: E402
 from biasdask.engine.scores import scores  # noqa: E402
 from biasdask.errors import BiasdaskError, MissingWordsError  # noqa: E402
 from biasdask.stats import directions as sd  # noqa: E402
-from tests.stores import _store, _unit  # noqa: E402
+from tests.stores import make_store, stored_values, unit  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -35,14 +35,17 @@ def planted(tmp_path_factory):
     """Eight pairs a_i = base_i + g + noise, b_i = base_i - g + noise (base_i ⟂ g), and 40 filler words."""
     rng = np.random.default_rng(1)
     dim = 16
-    g = _unit(rng.normal(size=dim))
+    g = unit(rng.normal(size=dim))
     base = rng.normal(scale=0.6, size=(8, dim))
     base -= np.outer(base @ g, g)
     a = base + g + rng.normal(scale=0.03, size=base.shape)
     b = base - g + rng.normal(scale=0.03, size=base.shape)
     filler = rng.normal(scale=0.5, size=(40, dim))
     words = [f"a{i}" for i in range(8)] + [f"b{i}" for i in range(8)] + [f"w{i}" for i in range(40)]
-    url, vecs = _store(tmp_path_factory.mktemp("planted"), "planted", words, np.vstack([a, b, filler]))
+    url = make_store(
+        tmp_path_factory.mktemp("planted"), "planted", words, np.vstack([a, b, filler]), language="xx", chunk_words=16
+    )
+    vecs = stored_values(url)
     return url, vecs, g
 
 
@@ -69,7 +72,10 @@ def test_store_direction_equals_stats_direction_property(tmp_path):
         n = 30
         words = [f"t{trial}w{i}" for i in range(n)]
         chunk_words = int(rng.integers(1, 12))
-        url, vecs = _store(tmp_path, f"p{trial}", words, rng.normal(size=(n, dim)), chunk_words=chunk_words)
+        url = make_store(
+            tmp_path, f"p{trial}", words, rng.normal(size=(n, dim)), language="xx", chunk_words=chunk_words
+        )
+        vecs = stored_values(url)
         k = int(rng.integers(2, 8))
         idx = rng.choice(n, size=2 * k, replace=False)
         first, second = [words[i] for i in idx[:k]], [words[i] for i in idx[k:]]
@@ -136,7 +142,15 @@ def english(tmp_path_factory):
         "table",
         "river",
     ]
-    url, vecs = _store(tmp_path_factory.mktemp("english"), "en", words, rng.normal(size=(len(words), 12)), "en")
+    url = make_store(
+        tmp_path_factory.mktemp("english"),
+        "en",
+        words,
+        rng.normal(size=(len(words), 12)),
+        language="en",
+        chunk_words=16,
+    )
+    vecs = stored_values(url)
     return url, vecs
 
 
@@ -160,7 +174,7 @@ def test_direct_and_indirect_bias_equal_the_stats_functions(english):
     m = np.array([vecs[w] for w in neutral])
     assert default == pytest.approx(sd.direct_bias(m, g, 1.0), rel=1e-13)
     # c = 1 is Bolukbasi et al.'s mean |<g, ŵ>|.
-    assert default == pytest.approx(np.mean(np.abs(_unit(m) @ g)), rel=1e-13)
+    assert default == pytest.approx(np.mean(np.abs(unit(m) @ g)), rel=1e-13)
     assert ed.direct_bias(url, g, ["nurse", "table"], c=0.5) == pytest.approx(
         sd.direct_bias(np.array([vecs["nurse"], vecs["table"]]), g, 0.5), rel=1e-13
     )
@@ -170,7 +184,7 @@ def test_direct_and_indirect_bias_equal_the_stats_functions(english):
         got = ed.indirect_bias(url, g, "nurse", "librarian", normalized=normalized)
         expected = sd.indirect_bias(vecs["nurse"], vecs["librarian"], g, normalized=normalized)
         assert got == pytest.approx(expected, rel=1e-12)
-    w, v = _unit(vecs["nurse"]), _unit(vecs["librarian"])
+    w, v = unit(vecs["nurse"]), unit(vecs["librarian"])
     seed_001 = (w @ g) * (v @ g) / (w @ v)
     assert ed.indirect_bias(url, g, "nurse", "librarian", normalized=False) == pytest.approx(seed_001, rel=1e-12)
     with pytest.raises(MissingWordsError, match="ghost"):
@@ -181,8 +195,9 @@ def test_association_is_inner_product_with_d_ab_over_n(tmp_path):
     """Seed 001 on a store: u(w) of the scores graph = <ŵ, d_AB>/N with N = |A| = |B|."""
     rng = np.random.default_rng(11)
     words = [f"w{i}" for i in range(40)]
-    url, vecs = _store(tmp_path, "ident", words, rng.normal(size=(40, 9)))
+    url = make_store(tmp_path, "ident", words, rng.normal(size=(40, 9)), language="xx", chunk_words=16)
+    vecs = stored_values(url)
     a, b = words[:4], words[4:8]
     u = scores(url, a, b, methods=()).u.values
     d = sd.d_ab(np.array([vecs[w] for w in a]), np.array([vecs[w] for w in b]))
-    np.testing.assert_allclose(u, _unit(np.array([vecs[w] for w in words])) @ d / 4, atol=2e-6)
+    np.testing.assert_allclose(u, unit(np.array([vecs[w] for w in words])) @ d / 4, atol=2e-6)

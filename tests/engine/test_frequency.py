@@ -25,7 +25,7 @@ from biasdask.engine.scores import scores  # noqa: E402
 from biasdask.errors import BiasdaskError  # noqa: E402
 from biasdask.io import results as rs  # noqa: E402
 from biasdask.stats.permutation import permutation_test_local  # noqa: E402
-from tests.stores import _store, _unit  # noqa: E402
+from tests.stores import make_store, stored_values, unit  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -72,13 +72,14 @@ def vocab(tmp_path_factory):
     rng = np.random.default_rng(5)
     n, dim = 350, 10
     vectors = rng.normal(size=(n, dim))
-    axis = _unit(rng.normal(size=dim))
+    axis = unit(rng.normal(size=dim))
     vectors += np.outer(np.linspace(1.5, -1.5, n), axis)
     vectors[:4] = axis + rng.normal(scale=0.1, size=(4, dim))
     vectors[4:8] = -axis + rng.normal(scale=0.1, size=(4, dim))
     vectors[[100, 200]] = 0.0
     words = [f"v{i}" for i in range(n)]
-    url, vecs = _store(tmp_path_factory.mktemp("vocab"), "vocab", words, vectors, "xx", chunk_words=64)
+    url = make_store(tmp_path_factory.mktemp("vocab"), "vocab", words, vectors, language="xx", chunk_words=64)
+    vecs = stored_values(url)
     return url, vecs, words
 
 
@@ -174,7 +175,7 @@ def test_frequency_profile_by_observed_frequency(tmp_path):
     ]
     words = common + ["qzxjv", "blorptic"]  # unknown to wordfreq: left out
     rng = np.random.default_rng(2)
-    url, _ = _store(tmp_path, "freq", words, rng.normal(size=(len(words), 6)), "en")
+    url = make_store(tmp_path, "freq", words, rng.normal(size=(len(words), 6)), language="en", chunk_words=16)
     sc = scores(url, ["woman"], ["man"], methods=("uniform",))
     prof = ef.frequency_profile(sc, by="frequency")
     table = wordfreq.get_frequency_dict("en", wordlist="best")
@@ -231,13 +232,16 @@ def context_store(tmp_path_factory):
     rng = np.random.default_rng(9)
     cw = lexicon.context_words()
     dim = 12
-    female_axis = _unit(rng.normal(size=dim))
+    female_axis = unit(rng.normal(size=dim))
     ctx = np.vstack(
         [female_axis + rng.normal(scale=0.3, size=(8, dim)), -female_axis + rng.normal(scale=0.3, size=(8, dim))]
     )
     others = rng.normal(size=(150, dim)) + 0.4 * female_axis
     words = [*cw.female, *cw.male] + [f"x{i}" for i in range(150)]
-    url, vecs = _store(tmp_path_factory.mktemp("context"), "ctx", words, np.vstack([ctx, others]), "en")
+    url = make_store(
+        tmp_path_factory.mktemp("context"), "ctx", words, np.vstack([ctx, others]), language="en", chunk_words=16
+    )
+    vecs = stored_values(url)
     return url, vecs, cw
 
 
@@ -251,10 +255,10 @@ def test_context_test_is_the_full_vocabulary_test_on_the_context_words(context_s
         resampling=Resampling(n_permutations=999, seed=4, alternative="auto"),
     )
     # Oracle: u by numpy from the file, context words excluded, against |X| dummy zeros.
-    mean_unit = lambda ws: _unit(np.array([vecs[w] for w in ws])).mean(0)  # noqa: E731
+    mean_unit = lambda ws: unit(np.array([vecs[w] for w in ws])).mean(0)  # noqa: E731
     direction_ab = mean_unit(cw.female) - mean_unit(cw.male)
     targets = [w for w in vecs if w not in set(cw.female) | set(cw.male)]
-    u = _unit(np.array([vecs[w] for w in targets])) @ direction_ab
+    u = unit(np.array([vecs[w] for w in targets])) @ direction_ab
     oracle = permutation_test_local(u.astype(np.float32), len(u), n_permutations=999, seed=4, alternative="auto")
     assert res.n_x == res.n_y == 150
     assert res.statistic == pytest.approx(oracle.statistic, rel=1e-5)

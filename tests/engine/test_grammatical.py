@@ -23,7 +23,7 @@ from biasdask.engine import words as ew  # noqa: E402
 from biasdask.engine.ingest import ingest  # noqa: E402
 from biasdask.errors import MissingWordsError  # noqa: E402
 from biasdask.study.cells import cell_values  # noqa: E402
-from tests.stores import _read_vec, _store, _unit  # noqa: E402
+from tests.stores import make_store, read_text_vectors, unit  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -37,7 +37,7 @@ def spanish(shared_data, tmp_path_factory):
     vec = shared_data / "iat" / "cc" / "es.vec"
     dest = tmp_path_factory.mktemp("es") / "es.zarr"
     ingest(str(vec), str(dest), language="es", client=False, progress=False)
-    return str(dest), _read_vec(vec)
+    return str(dest), read_text_vectors(vec)
 
 
 def test_iat_gender_forms_for_spanish():
@@ -69,8 +69,8 @@ def test_bad_and_mweat_on_spanish_iat_forms_match_scipy(spanish):
     assert bad.b == ("mujer", "niña", "hermana", "ella", "hija")
 
     def assoc(word, group):  # the BAD study eq. 5, by hand
-        w = _unit(vecs[word])
-        return float(np.mean([w @ _unit(vecs[g]) for g in group]))
+        w = unit(vecs[word])
+        return float(np.mean([w @ unit(vecs[g]) for g in group]))
 
     masc = [assoc(m, bad.a) for m, _ in forms.targets]
     fem = [assoc(f, bad.b) for _, f in forms.targets]
@@ -113,7 +113,7 @@ def _gender_store(tmp_path, name, kind, seed, drop=()):
     rng = np.random.default_rng(seed)
     dim = 24
     m_axis, f_axis = np.linalg.qr(rng.normal(size=(dim, 2)))[0].T
-    h = _unit(m_axis - f_axis)
+    h = unit(m_axis - f_axis)
     reflect = np.eye(dim) - 2 * np.outer(h, h)
     pairs = [p for p in eg.xweat_gender_pairs("es") if p[0] != p[1]]
     rows = {}
@@ -132,7 +132,7 @@ def _gender_store(tmp_path, name, kind, seed, drop=()):
         else:
             rows.update({m1: v1, f1: v2, m2: v2, f2: v1})
     words = [w for w in rows if w not in drop]
-    url, _ = _store(tmp_path, name, words, np.array([rows[w] for w in words]), "es", chunk_words=32)
+    url = make_store(tmp_path, name, words, np.array([rows[w] for w in words]), language="es", chunk_words=32)
     return url, pairs
 
 

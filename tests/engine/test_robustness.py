@@ -139,12 +139,9 @@ def test_options_are_the_same_in_every_row(shared_data, dask_client):
 def test_without_a_client_it_starts_no_cluster_so_a_script_needs_no_main_guard(tmp_path):
     """A script without ``if __name__ == "__main__":`` (a LocalCluster of processes would re-run it in
     every worker it spawns, and die with "Nanny failed to start") runs on Dask's threaded scheduler."""
-    from biasdask.demo import write_language
-    from biasdask.engine.ingest import ingest
+    from tests.stores import generated_store
 
-    write_language(tmp_path / "fr.bin", "homme", "femme", 0.2, 300, 10, seed=1)
-    store = str(tmp_path / "fr.zarr")
-    ingest(str(tmp_path / "fr.bin"), store, language="fr", client=False, progress=False)
+    store = generated_store(tmp_path, "fr", words=("homme", "femme"), n_words=300, dim=10, strength=0.2, seed=1)
     script = tmp_path / "script.py"
     script.write_text(
         "import biasdask\n"

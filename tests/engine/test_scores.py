@@ -7,6 +7,7 @@ import xarray as xr
 from biasdask import Resampling, Vocabulary
 from biasdask.engine.scores import positions, scores
 from biasdask.errors import BiasdaskError, MissingWordsError
+from tests.stores import read_text_rows, unit
 
 
 def _embedding(n=1000, d=16, chunk=128, language="en", seed=1):
@@ -27,7 +28,6 @@ def _embedding(n=1000, d=16, chunk=128, language="en", seed=1):
 
 def _reference_u(vec, a_idx, b_idx):
     v = vec.astype(np.float64)
-    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = unit(v) @ unit(v[a_idx + b_idx]).T
     return cos[:, : len(a_idx)].mean(1) - cos[:, len(a_idx) :].mean(1)
@@ -244,19 +244,12 @@ def test_exclude_words_gender_specific():
         scores(emb, ["male"], ["female"], vocabulary=Vocabulary(exclude_words="gender_neutral"))
 
 
-def _read_vec(path):
-    """Plain-Python reader of a word2vec text file (the oracle's own parse)."""
-    lines = path.read_bytes().split(b"\n")
-    rows = [line.split(b" ") for line in lines[1:] if line]
-    return [r[0].decode() for r in rows], np.array([[float(x) for x in r[1:]] for r in rows], dtype=np.float32)
-
-
 def test_iat_attribute_terms_on_real_french_vectors(shared_data):
     """attributes: iat on fastText cc French: u against a numpy re-implementation of Lewis & Lupyan's
     term vectors (mean over translations of the mean raw token vector)."""
     from biasdask.lexicon import iat_attribute_terms
 
-    words, vec = _read_vec(shared_data / "iat" / "cc" / "fr.vec")
+    words, vec = read_text_rows(shared_data / "iat" / "cc" / "fr.vec")
     emb = _with_rows(vec, words)
     a, b = iat_attribute_terms("cc", "fr")
     out = scores(emb, a, b, methods=("uniform",))
@@ -325,7 +318,7 @@ def test_attribute_rules_on_real_glove_vectors(shared_data):
     style exclusions and frequency weights, all against a plain numpy oracle."""
     import wordfreq
 
-    words, vec = _read_vec_glove(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt")
+    words, vec = read_text_rows(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt", header=False)
     vec[words.index("her")] = 0
     emb = _with_rows(vec, words)
     male = ["male", "man", "boy", "brother", "he", "him", "his", "son"]
@@ -350,11 +343,6 @@ def test_attribute_rules_on_real_glove_vectors(shared_data):
     assert np.isnan(u[~tested]).all()
     f = np.array([wordfreq.get_frequency_dict("en").get(w, 0.0) for w in words[:cut]]) * tested
     np.testing.assert_allclose(out["t"].values[1][tested], (f / f.sum() * ref)[tested], rtol=1e-5, atol=1e-12)
-
-
-def _read_vec_glove(path):
-    rows = [line.split(b" ") for line in path.read_bytes().split(b"\n") if line]
-    return [r[0].decode() for r in rows], np.array([[float(x) for x in r[1:]] for r in rows], dtype=np.float32)
 
 
 @pytest.mark.parametrize("max_words", [None, 300])
@@ -451,7 +439,6 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     got, found = dask.compute(ut, meta, scheduler="sync")
 
     v = vec.astype(np.float64)
-    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
     direction = unit(v[:2]).mean(0) - unit(v[2:4]).mean(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         u = ((v @ direction) / norms).astype(np.float32)

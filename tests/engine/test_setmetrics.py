@@ -12,7 +12,6 @@ from scipy.spatial.distance import cosine as cosine_distance
 
 import biasdask
 from biasdask import Resampling, WordSets
-from biasdask.engine.ingest import ingest
 from biasdask.engine.setmetrics import set_metric_sets, set_metric_test
 from biasdask.engine.weat import CoverageError
 from biasdask.errors import BiasdaskError
@@ -21,35 +20,7 @@ from biasdask.stats import setmetrics as sm
 from biasdask.study.cells import run_cell
 from tests.stores import read_text_vectors
 
-GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
 W7 = weat_test(7)
-
-
-@pytest.fixture(scope="module")
-def glove_url(shared_data, tmp_path_factory):
-    dest = tmp_path_factory.mktemp("glove") / "glove.zarr"
-    ingest(str(shared_data / GLOVE), str(dest), language="en", format="glove", client=False, progress=False)
-    return str(dest)
-
-
-@pytest.fixture(scope="module")
-def iat_url(shared_data, tmp_path_factory):
-    root = tmp_path_factory.mktemp("iat")
-
-    def get(language: str) -> str:
-        dest = root / f"{language}.zarr"
-        if not dest.exists():
-            ingest(
-                str(shared_data / "iat" / "cc" / f"{language}.vec"),
-                str(dest),
-                language=language,
-                format="vec",
-                client=False,
-                progress=False,
-            )
-        return str(dest)
-
-    return get
 
 
 # oracles from the formulas (loops; no code shared with biasdask)
@@ -78,11 +49,11 @@ def oracle(metric, s, a, b):
 SWEATER = {"rnd": (-1.147534, 5e-7), "ect": (0.9761905, 5e-8), "rnsb": (0.01772161, 5e-9)}
 
 
-def test_metrics_on_weat7_equal_published_values_and_the_formulas(glove_url, glove_text, dask_client):
+def test_metrics_on_weat7_equal_published_values_and_the_formulas(glove_store, glove_text, dask_client):
     sets = [[glove_text[w] for w in ws] for ws in (W7.x, W7.a, W7.b)]
     for metric in sm.METRICS:
         res = set_metric_test(
-            glove_url,
+            glove_store,
             WordSets(W7.x, (), W7.a, W7.b),
             metric=metric,
             client=dask_client,
@@ -101,7 +72,9 @@ def test_metrics_on_weat7_equal_published_values_and_the_formulas(glove_url, glo
             assert 0 < res.p_value <= 1 and res.n_permutations == 99 and not res.exact
             assert res.alternative == "two-sided" and math.isfinite(res.z_score)
     # sweater's mac(S, A): the mean cosine similarity of math terms with male terms alone
-    mac_a = set_metric_test(glove_url, WordSets(W7.x, (), W7.a, W7.a), metric="mac", client=dask_client, progress=False)
+    mac_a = set_metric_test(
+        glove_store, WordSets(W7.x, (), W7.a, W7.a), metric="mac", client=dask_client, progress=False
+    )
     assert 1 - mac_a.statistic == pytest.approx(0.09579005, abs=5e-9)
 
 
@@ -153,7 +126,7 @@ def test_an_undefined_metric_has_a_nan_p_value_and_a_note_in_its_cell(n_ab):
     from biasdask.study.work import classic_cell
 
     emb, s, a, b = planted(1.5)
-    # ECT on one word is undefined: before, its p-value was the smallest there is (0 or 1/(m + 1))
+    # ECT on one word is undefined: its p-value is NaN, not the smallest there is (0 or 1/(m + 1))
     res = set_metric_test(
         emb,
         WordSets(s[:1], (), a[:n_ab], b[:n_ab]),
@@ -175,7 +148,7 @@ def test_an_undefined_metric_has_a_nan_p_value_and_a_note_in_its_cell(n_ab):
     assert math.isnan(values["p_value"]) and "undefined (NaN)" in values["note"]
 
 
-def test_exact_p_value_is_brute_force(glove_url, glove_text, dask_client):
+def test_exact_p_value_is_brute_force(glove_store, glove_text, dask_client):
     a, b = W7.a[:4], W7.b[:4]  # C(8, 4) = 70 splits: enumerated
     s, av, bv = ([glove_text[w] for w in ws] for ws in (W7.x, a, b))
     pool = av + bv
@@ -190,7 +163,7 @@ def test_exact_p_value_is_brute_force(glove_url, glove_text, dask_client):
         ("two-sided", sum(abs(v - centre) >= abs(observed - centre) - 1e-12 for v in null)),
     ):
         res = set_metric_test(
-            glove_url,
+            glove_store,
             WordSets(W7.x, (), a, b),
             metric="nas",
             client=dask_client,
@@ -204,8 +177,8 @@ def test_exact_p_value_is_brute_force(glove_url, glove_text, dask_client):
         assert res.null_std == pytest.approx(statistics.stdev(null), rel=1e-9)
 
 
-def test_sampled_null_is_the_same_on_every_scheduler(glove_url):
-    args = (glove_url, W7)
+def test_sampled_null_is_the_same_on_every_scheduler(glove_store):
+    args = (glove_store, W7)
     options = Resampling(n_permutations=300, seed=9)
     kw = dict(metric="rnd", return_null=True, progress=False)
     threads = set_metric_test(*args, resampling=options, **kw)
@@ -216,18 +189,18 @@ def test_sampled_null_is_the_same_on_every_scheduler(glove_url):
     assert not np.array_equal(other.null_distribution, threads.null_distribution)
 
 
-def test_sampled_null_on_a_cluster(glove_url, dask_client):
+def test_sampled_null_on_a_cluster(glove_store, dask_client):
     options = Resampling(n_permutations=120, seed=3)
     kw = dict(metric="ect", return_null=True, progress=False)
-    local = set_metric_test(glove_url, W7, resampling=options, **kw)
-    remote = set_metric_test(glove_url, W7, resampling=options.replace(batch_size=25), client=dask_client, **kw)
+    local = set_metric_test(glove_store, W7, resampling=options, **kw)
+    remote = set_metric_test(glove_store, W7, resampling=options.replace(batch_size=25), client=dask_client, **kw)
     np.testing.assert_array_equal(local.null_distribution, remote.null_distribution)
 
 
-def test_coverage_rule_is_weats(glove_url, dask_client):
+def test_coverage_rule_is_weats(glove_store, dask_client):
     with pytest.raises(CoverageError, match="nosuchword") as info:
         set_metric_test(
-            glove_url,
+            glove_store,
             WordSets(W7.x, (), [*W7.a[:6], "nosuchword", "nosuchword2"], W7.b),
             metric="rnd",
             client=dask_client,
@@ -235,7 +208,7 @@ def test_coverage_rule_is_weats(glove_url, dask_client):
         )
     assert info.value.test == "rnd" and info.value.missing == {"a": ("nosuchword", "nosuchword2")}
     res = set_metric_test(
-        glove_url,
+        glove_store,
         WordSets(W7.x, (), [*W7.a, "nosuchword"], W7.b),
         metric="rnd",
         client=dask_client,
@@ -244,7 +217,7 @@ def test_coverage_rule_is_weats(glove_url, dask_client):
     )
     assert res.n_a == 8 and res.coverage["a"].missing == ("nosuchword",)
     with pytest.raises(BiasdaskError, match="unknown set metric"):
-        set_metric_test(glove_url, WordSets(W7.x, (), W7.a, W7.b), metric="weat")
+        set_metric_test(glove_store, WordSets(W7.x, (), W7.a, W7.b), metric="weat")
 
 
 def iat_oracle_vectors(shared_data, language):
@@ -261,7 +234,7 @@ def iat_oracle_vectors(shared_data, language):
     return out
 
 
-def test_study_cells_on_the_languages_gender_sets(shared_data, iat_url, glove_url, dask_client):
+def test_study_cells_on_the_languages_gender_sets(shared_data, iat_store, glove_store, dask_client):
     assert (set_metric_sets("en"), set_metric_sets("de"), set_metric_sets("fr"), set_metric_sets("eu")) == (
         "weat7",
         "xweat7",
@@ -270,7 +243,7 @@ def test_study_cells_on_the_languages_gender_sets(shared_data, iat_url, glove_ur
     )
     # French: the IAT words (career, family x male, female), translations averaged
     res = run_cell(
-        "rnd", iat_url("fr"), language="fr", client=dask_client, resampling=Resampling(n_permutations=49, seed=2)
+        "rnd", iat_store("fr"), language="fr", client=dask_client, resampling=Resampling(n_permutations=49, seed=2)
     )
     v = iat_oracle_vectors(shared_data, "fr")
     order = iat_categories()
@@ -279,20 +252,20 @@ def test_study_cells_on_the_languages_gender_sets(shared_data, iat_url, glove_ur
     assert res.coverage["a"].name == "male" and res.coverage["x"].name == "career"
     # Urdu has 6 of the 8 career words: skipped as WEAT would be
     with pytest.raises(CoverageError, match="career"):
-        run_cell("ect", iat_url("ur"), language="ur", client=dask_client)
+        run_cell("ect", iat_store("ur"), language="ur", client=dask_client)
     with pytest.raises(BiasdaskError, match="no gender word sets"):
-        run_cell("nas", glove_url, language="eu", client=dask_client)
+        run_cell("nas", glove_store, language="eu", client=dask_client)
 
 
-def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask_client):
+def test_study_fills_cells_like_classic_tests(tmp_path, iat_store, glove_store, dask_client):
     study = {
         "output": str(tmp_path / "r.zarr"),
         "languages": {
-            "en": {"store": glove_url},
-            "fr": {"store": iat_url("fr")},
-            "eu": {"store": biasdask.open_embeddings(glove_url).assign_attrs(language="eu")},
+            "en": {"store": glove_store},
+            "fr": {"store": iat_store("fr")},
+            "eu": {"store": biasdask.open_embeddings(glove_store).assign_attrs(language="eu")},
             "hu": {
-                "store": biasdask.open_embeddings(glove_url).assign_attrs(language="hu"),
+                "store": biasdask.open_embeddings(glove_store).assign_attrs(language="hu"),
                 "set_metric_words": {"s": list(W7.y), "a": list(W7.a), "b": list(W7.b)},
             },
         },
@@ -312,7 +285,7 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
         assert list(cell["n_x"].values) == [8, 8] and list(cell["n_a"].values) == [8, 8]
     assert en["statistic"].sel({"test": "rnd", "method": "uniform"}).item() == pytest.approx(-1.147534, abs=5e-7)
     direct = set_metric_test(
-        glove_url,
+        glove_store,
         WordSets(W7.x, (), W7.a, W7.b),
         metric="rnd",
         progress=False,
@@ -331,7 +304,7 @@ def test_study_fills_cells_like_classic_tests(tmp_path, iat_url, glove_url, dask
     assert texts.count("none") == 6 and texts.count("n/a") == 2  # en, fr, hu ran (2 methods); eu: not applicable
     # a language with the study's own sets (here: arts terms against male and female terms)
     hu = set_metric_test(
-        glove_url,
+        glove_store,
         WordSets(W7.y, (), W7.a, W7.b),
         metric="nas",
         progress=False,

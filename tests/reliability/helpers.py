@@ -1,7 +1,6 @@
 """Helpers of the reliability suite: small stores, studies, the one-line-error check.
 
-Every test here was written against a defect found by an attack on the tool and fails on
-the code before the fix.
+Every test here attacks the tool the way a user's mistake or a failing disk, network or cluster would.
 """
 
 from __future__ import annotations
@@ -10,20 +9,12 @@ from pathlib import Path
 
 import yaml
 
-from biasdask.demo import write_language
-from biasdask.engine.ingest import ingest
-
-LANGS = {"en": ("male", "female"), "de": ("männlich", "weiblich")}
+from tests.stores import generated_store
 
 
 def make_store(tmp_path: Path, code: str = "en", n_words: int = 600, chunk_words: int = 200, seed: int = 0) -> str:
-    """A synthetic store of ``n_words`` x 8 (the attribute words at ranks 40, 41) in ``tmp_path/emb``."""
-    male, female = LANGS[code]
-    src = tmp_path / f"{code}-{seed}.bin"
-    write_language(src, male, female, 0.1, n_words, 8, seed=seed)
-    url = str(tmp_path / "emb" / f"{code}.zarr")
-    ingest(str(src), url, language=code, chunk_words=chunk_words, client=False, progress=False)
-    return url
+    """A generated store of ``n_words`` x 8 (the attribute words at ranks 41, 42) in ``tmp_path/emb``."""
+    return generated_store(tmp_path, code, n_words=n_words, chunk_words=chunk_words, seed=seed)
 
 
 def write_study(tmp_path: Path, stores: dict[str, str], **extra) -> Path:

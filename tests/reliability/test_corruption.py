@@ -103,9 +103,9 @@ def test_a_word_chunk_failing_its_checksum_fails_its_language_only(tmp_path, cli
 @pytest.mark.parametrize("chunk", ["vectors/c/0/0", "vectors/c/2/0"])
 def test_a_vectors_chunk_failing_its_checksum_fails_its_language_only(tmp_path, cli, chunk):
     """A flipped byte in the vectors, found by a task on a worker (chunk 0: the task that reads the
-    attribute rows; chunk 2: a scores task), is one line naming the chunk with exit 2 (it used to reach
-    the client as a bare ``Exception: CorruptStoreError(...)``, exit 1, with no cell of any language
-    written); that language's cells stay empty, the other language is done."""
+    attribute rows; chunk 2: a scores task), is one line naming the chunk with exit 2 (not a bare
+    ``Exception: CorruptStoreError(...)`` with exit 1 and no cell of any language written); that
+    language's cells stay empty, the other language is done."""
     en, de = make_store(tmp_path, "en"), make_store(tmp_path, "de")
     _flip(tmp_path / "emb" / "en.zarr" / chunk)
     study = write_study(tmp_path, {"en": en, "de": de})

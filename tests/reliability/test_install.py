@@ -1,9 +1,9 @@
 """The README's two set-up commands, one after the other in one fresh venv, leave a working install.
 
-``pip install .`` then running a compiled kernel (what ``biasdask demo`` does) used to write numba's
-cache files into ``site-packages/biasdask/__pycache__``; ``pip install -e .`` then uninstalled the
-package but left that folder behind without ``__init__.py``, and from any directory but the checkout
-``import biasdask`` found an empty namespace package.
+``pip install .`` then running a compiled kernel (what ``biasdask demo`` does) must not write numba's
+cache files into ``site-packages/biasdask/__pycache__``: ``pip install -e .`` would then uninstall the
+package but leave that folder behind without ``__init__.py``, and from any directory but the checkout
+``import biasdask`` would find an empty namespace package.
 """
 
 from __future__ import annotations

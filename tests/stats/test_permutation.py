@@ -239,7 +239,7 @@ def test_pvalue_rules():
 
 @pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
 def test_an_undefined_statistic_has_an_undefined_p_value(alternative):
-    # NaN compares false with every s_i: counted as "nothing at least as extreme" it used to give the
+    # NaN compares false with every s_i: counted as "nothing at least as extreme" it would give the
     # smallest p, 1/(m + 1) sampled and 0 enumerated
     null = np.array([1.0, 2.0, 3.0, np.nan])
     assert math.isnan(perm.permutation_pvalue(null, math.nan, alternative, 2.0, 0.0))

@@ -141,7 +141,7 @@ def test_a_languages_scores_are_written_once_every_association_is_in_in_the_stud
     lang = planner.next_language()
     planner.language_work(lang, plan_language(cfg, "en", set(), need_scores=True, applicable={"gender"}))
     assert planner.scores_part("en", "gender.semaxis", "s") is None
-    assert planner.scores_part("en", "gender.ripa", None) is None  # failed: no longer expected
+    assert planner.scores_part("en", "gender.ripa", None) is None  # failed: not waited for
     assert planner.scores_part("en", "gender", "c") == {"gender": "c", "gender.semaxis": "s"}
     assert planner.scores_part("en", "gender", "again") is None  # written once
 

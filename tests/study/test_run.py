@@ -16,46 +16,31 @@ import yaml
 
 import biasdask
 from biasdask import Location, Vocabulary
-from biasdask.demo import demo, write_language
+from biasdask.demo import demo
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, StoreConflictError
 from biasdask.io import results as rs
+from tests.stores import generated_store
 
-CELL_VARS = [
-    "statistic",
-    "effect_size",
-    "p_value",
-    "z_score",
-    "p_value_normal",
-    "null_mean",
-    "null_std",
-    "n_permutations",
-    "exact",
-    "n_x",
-    "n_y",
-    "n_a",
-    "n_b",
-]
+#: every numeric variable of the cube, from its registry
+CELL_VARS = [name for name, (dtype, _, _) in rs.CELL_VARIABLES.items() if dtype is not str]
 
 
 def _make_stores(tmp_path, codes, dest=lambda code: None, storage_options=None, n_words=3000):
-    from biasdask.lexicon import languages
-
-    table = languages().set_index("code")
-    stores = {}
-    for i, code in enumerate(codes):
-        src = tmp_path / f"{code}.bin"
-        write_language(src, table.loc[code, "male"], table.loc[code, "female"], 0.1 * i, n_words, 20, seed=i)
-        url = dest(code) or str(tmp_path / "emb" / f"{code}.zarr")
-        ingest(
-            Location(str(src), storage_options),
-            Location(url, storage_options),
-            language=code,
-            client=False,
-            progress=False,
+    """Generated stores of ``codes`` (planted strengths 0, 0.1, ...), at ``dest(code)`` or in ``tmp_path/emb``."""
+    return {
+        code: generated_store(
+            tmp_path,
+            code,
+            n_words=n_words,
+            dim=20,
+            strength=0.1 * i,
+            seed=i,
+            url=dest(code),
+            storage_options=storage_options,
         )
-        stores[code] = url
-    return stores
+        for i, code in enumerate(codes)
+    }
 
 
 def _study(stores, output, **kw):
@@ -233,13 +218,13 @@ def test_cli_show_and_plot(tmp_path, dask_client, capsys):
     assert "test: gender" in show.out and "uniform" in show.out and "zipf" in show.out
     lines = [ln for ln in show.out.splitlines() if ln.split()[:1] in (["en"], ["de"])]
     assert len(lines) == 2 and all("männlich" in ln or "male" in ln for ln in lines)
-    assert main(["plot", out, "--out", str(tmp_path / "png"), "--cell", "de,zipf,gender"]) == 0
+    assert main(["plot", out, "--output", str(tmp_path / "png"), "--cell", "de,zipf,gender"]) == 0
     written = capsys.readouterr().out.split()
     assert any(p.endswith("overview.png") for p in written) and any(
         p.endswith("null_de_zipf_gender.png") for p in written
     )
     bad = subprocess.run(
-        [sys.executable, "-m", "biasdask.cli", "plot", out, "--out", str(tmp_path / "png"), "--cell", "xx,zipf"],
+        [sys.executable, "-m", "biasdask.cli", "plot", out, "--output", str(tmp_path / "png"), "--cell", "xx,zipf"],
         capture_output=True,
         text=True,
     )
@@ -291,13 +276,12 @@ def test_a_vocabulary_without_observed_frequencies_gets_notes_and_the_run_goes_o
     # tokens), and de's only listed words are excluded from the targets: neither can be weighted; fr can
     # (homme, femme are in its list)
     words = {"en": ("zmale", "zfemale"), "de": ("männlich", "weiblich"), "fr": ("homme", "femme")}
-    for i, (code, (male, female)) in enumerate(words.items()):
-        write_language(tmp_path / f"{code}.bin", male, female, 0.1, 400, 10, seed=i)
-        ingest(
-            str(tmp_path / f"{code}.bin"), str(tmp_path / f"{code}.zarr"), language=code, client=False, progress=False
-        )
+    stores = {
+        code: generated_store(tmp_path, code, words=pair, n_words=400, dim=10, seed=i)
+        for i, (code, pair) in enumerate(words.items())
+    }
     study = _study(
-        {c: str(tmp_path / f"{c}.zarr") for c in words},
+        stores,
         str(tmp_path / "r.zarr"),
         methods=["uniform", "frequency"],
         n_permutations=99,
@@ -366,7 +350,7 @@ def test_every_cell_explains_itself_and_a_language_without_frequencies_runs(tmp_
 @pytest.mark.timeout(300, method="thread")
 def test_a_language_whose_cells_are_all_notes_ends_the_run(tmp_path):
     """A store opened without its words, a study none of whose tests applies to its language and that
-    saves no scores: the language writes its notes and the run ends (it once waited for ever)."""
+    saves no scores: the language writes its notes and the run ends, not waiting for ever."""
     stores = _make_stores(tmp_path, ["fr"], n_words=300)
     cube = biasdask.run(
         {

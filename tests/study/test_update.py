@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 
 import biasdask
-from biasdask.demo import write_language
-from biasdask.engine.ingest import ingest
 from biasdask.errors import StoreConflictError
 from biasdask.io import results as rs
-from biasdask.lexicon import languages
+from tests.stores import generated_store
 
 VARS = [name for name in rs.CELL_VARIABLES]
 
@@ -19,15 +17,12 @@ VARS = [name for name in rs.CELL_VARIABLES]
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
     root = tmp_path_factory.mktemp("update")
-    table = languages().set_index("code")
-    out = {}
-    for i, (code, seed) in enumerate([("en", 0), ("de", 1), ("es", 2), ("de2", 3)]):
-        lang = code[:2]
-        src = root / f"{code}.bin"
-        write_language(src, table.loc[lang, "male"], table.loc[lang, "female"], 0.1 * i, 1500, 12, seed=seed)
-        out[code] = str(root / f"{code}.zarr")
-        ingest(str(src), out[code], language=lang, client=False, progress=False)
-    return out
+    return {
+        code: generated_store(
+            root, code[:2], n_words=1500, dim=12, strength=0.1 * i, seed=seed, url=str(root / f"{code}.zarr")
+        )
+        for i, (code, seed) in enumerate([("en", 0), ("de", 1), ("es", 2), ("de2", 3)])
+    }
 
 
 def _study(stores, output, langs=None, **kw):
@@ -74,7 +69,7 @@ def test_an_edited_study_names_its_changed_keys_before_any_cluster_starts(stores
         StoreConflictError, match=r"changed n_permutations; n_permutations changes every cell\): pass --overwrite"
     ):
         biasdask.run(_study(stores, out, n_permutations=99), update=True, progress=False)
-    # the CLI refuses before it finds or starts a cluster (it took 8-12 s of start-up, then two hashes)
+    # the CLI refuses before it finds or starts a cluster (whose start-up takes seconds)
     import yaml
 
     def no_cluster(*a, **k):
