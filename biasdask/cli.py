@@ -273,16 +273,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from biasdask.demo import demo, has_plot_extra
 
     plots = has_plot_extra()
-    with _client(args, large=True) as client:
-        results = demo(
-            args.output,
-            n_words=args.words,
-            dim=args.dim,
-            n_permutations=args.permutations,
-            client=client,
-            progress=not args.quiet,
-            plots=plots,
-        )
+    where = _where(args, large=True)  # demo checks its arguments before it finds or starts the cluster
+    results = demo(
+        args.output,
+        n_words=args.words,
+        dim=args.dim,
+        n_permutations=args.permutations,
+        client=None if where["start_cluster"] or where["scheduler"] else False,
+        scheduler=where["scheduler"],
+        n_workers=where["n_workers"],
+        progress=not args.quiet,
+        plots=plots,
+    )
     print(format_table(results))
     out = Path(args.output)
     print(f"\nresults: {out / 'results.zarr'}")

@@ -113,6 +113,7 @@ def demo(
     n_permutations: int = 9999,
     seed: int = 7,
     client: Client | bool | None = None,
+    scheduler: str | None = None,
     n_workers: int | None = None,
     progress: bool | None = None,
     plots: bool | None = None,
@@ -128,10 +129,10 @@ def demo(
         Size of each generated language.
     n_permutations, seed
         Of the permutation tests.
-    client, n_workers
+    client, scheduler, n_workers
         Where to run: a client, or ``False`` for Dask's threads in this process; by default a cluster
-        found or started (:func:`biasdask.get_client`; a new ``LocalCluster`` of ``n_workers`` unless one
-        is configured).
+        found or started (:func:`biasdask.get_client`: the ``scheduler`` address, else a configured one,
+        else a new ``LocalCluster`` of ``n_workers``).
     progress
         Show progress bars.
     plots
@@ -145,7 +146,7 @@ def demo(
 
     out = Path(output).resolve()
     raw_dir, emb_dir = out / "raw", out / "emb"
-    scope = contextlib.nullcontext(None) if client is False else client_scope(client, n_workers=n_workers)
+    scope = contextlib.nullcontext(None) if client is False else client_scope(client, scheduler, n_workers)
     with scope as c:
         print(f"biasdask demo: generating 26 languages x {n_words} words x {dim} dims in {raw_dir}", file=sys.stderr)
         langs = generate(raw_dir, n_words, dim, seed)

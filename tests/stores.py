@@ -43,14 +43,23 @@ def make_store(
     return url
 
 
-def read_text_vectors(path: Path, header: bool = True) -> dict[str, np.ndarray]:
-    """Independent float64 reader: lines split on b"\\n", fields on b" " only; a word's first line wins."""
-    lines = path.read_bytes().split(b"\n")[1 if header else 0 :]
-    out: dict[str, np.ndarray] = {}
-    for line in lines:
+def read_text_rows(path: Path, header: bool = True, dtype=np.float32) -> tuple[list[str], np.ndarray]:
+    """Independent reader of a text embedding file: its words and rows in file order (``dtype``: float32,
+    as a store holds them), lines split on b"\\n", fields on b" " only."""
+    words, rows = [], []
+    for line in path.read_bytes().split(b"\n")[1 if header else 0 :]:
         fields = [f for f in line.split(b" ") if f]
         if fields:
-            out.setdefault(fields[0].decode("utf-8"), np.array(fields[1:], dtype=np.float64))
+            words.append(fields[0].decode("utf-8"))
+            rows.append(np.array(fields[1:], dtype=dtype))
+    return words, np.array(rows, dtype=dtype)
+
+
+def read_text_vectors(path: Path, header: bool = True) -> dict[str, np.ndarray]:
+    """:func:`read_text_rows` in float64, word -> vector (a word's first line wins)."""
+    out: dict[str, np.ndarray] = {}
+    for word, row in zip(*read_text_rows(path, header, np.float64)):
+        out.setdefault(word, row)
     return out
 
 

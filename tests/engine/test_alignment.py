@@ -103,8 +103,12 @@ def test_align_gensim_english_italian_from_a_dictionary_file(tmp_path, dask_clie
     ]
     if not all(f.exists() for f in files):
         pytest.skip(f"gensim's EN/IT test data not found in {data}")
-    en = ingest(str(files[0]), str(tmp_path / "en.zarr"), language="en", input_format="vec", client=False, progress=False)
-    it = ingest(str(files[1]), str(tmp_path / "it.zarr"), language="it", input_format="vec", client=False, progress=False)
+    en = ingest(
+        str(files[0]), str(tmp_path / "en.zarr"), language="en", input_format="vec", client=False, progress=False
+    )
+    it = ingest(
+        str(files[1]), str(tmp_path / "it.zarr"), language="it", input_format="vec", client=False, progress=False
+    )
     aligned = align(en, it, str(files[2]), str(tmp_path / "en_it.zarr"), client=dask_client, progress=False)
     pairs = [line.split(" ") for line in files[2].read_text(encoding="utf-8").split("\n") if line.strip()]
     it_words = words_of(it)

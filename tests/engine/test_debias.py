@@ -63,7 +63,9 @@ def _oracle_hard_debias(words, vecs, lex):
 def glove(tmp_path_factory, shared_data):
     root = tmp_path_factory.mktemp("debias")
     url = str(root / "en.zarr")
-    ingest(str(shared_data / GLOVE), url, language="en", input_format="glove", chunk_words=40, client=False, progress=False)
+    ingest(
+        str(shared_data / GLOVE), url, language="en", input_format="glove", chunk_words=40, client=False, progress=False
+    )
     return root, url
 
 
@@ -170,8 +172,8 @@ def test_refusals(glove, tmp_path):
         biasdask.debias(url, url, algorithm="project")
     with pytest.raises(BiasdaskError, match="does not take a"):
         biasdask.debias(url, str(tmp_path / "x.zarr"), algorithm="hard", a=["he"])
-    with pytest.raises(BiasdaskError, match="unknown debias method"):
-        biasdask.debias(url, str(tmp_path / "x.zarr"), method="soft")
+    with pytest.raises(BiasdaskError, match="unknown debias algorithm"):
+        biasdask.debias(url, str(tmp_path / "x.zarr"), algorithm="soft")
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "mine.txt").write_text("keep me")
     with pytest.raises(StoreConflictError):

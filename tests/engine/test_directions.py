@@ -114,8 +114,8 @@ def test_direction_argument_errors(planted):
         ed.direction(url, [("a0", "b0")], a=["a1"], b=["b1"])
     with pytest.raises(BiasdaskError, match="aligned"):
         ed.direction(url, a=["a0", "a1"], b=["b0"], algorithm="pca")
-    with pytest.raises(BiasdaskError, match="unknown direction method"):
-        ed.direction(url, [("a0", "b0")], method="svd")
+    with pytest.raises(BiasdaskError, match="unknown direction algorithm"):
+        ed.direction(url, [("a0", "b0")], algorithm="svd")
     with pytest.raises(BiasdaskError, match="dimension"):
         ed.direct_bias(url, np.ones(3), ["a0"])
 
