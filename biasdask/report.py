@@ -17,7 +17,6 @@ import pandas as pd
 import xarray as xr
 from scipy.stats import kstest
 
-from biasdask import plot
 from biasdask._calls import keyword_api
 from biasdask.engine.frequency import frequency_profile, frequency_profiles
 from biasdask.errors import BiasdaskError, IncompleteStoreError
@@ -217,6 +216,8 @@ def figures(
     ``frequency_profile_...``), as matplotlib Figures. See :func:`write_plots`; ``profiles``: the
     languages' frequency profiles when already computed (default:
     :func:`biasdask.engine.frequency.frequency_profiles` of the store)."""
+    from biasdask import plot  # needs matplotlib, the plot extra
+
     loc = as_location(location)
     results = open_results(loc)
     out: dict[str, Any] = {}
@@ -273,6 +274,8 @@ def figures(
 
 def _forests(results: xr.Dataset) -> dict[str, Any]:
     """A forest plot of every test whose effect size has an interval in at least two languages."""
+    from biasdask import plot  # needs matplotlib, the plot extra
+
     out: dict[str, Any] = {}
     if "effect_size_se" not in results:
         return out
