@@ -57,7 +57,7 @@ def test_direction_recovers_planted_direction(planted):
         ("sum", {"a": [p[0] for p in pairs], "b": [p[1] for p in pairs]}),
         ("pair", {"pairs": pairs[:1]}),
     ]:
-        d = ed.direction(url, method=method, **kwargs)
+        d = ed.direction(url, algorithm=method, **kwargs)
         assert d.shape == g.shape and d.dtype == np.float64
         assert np.linalg.norm(d) == pytest.approx(1.0, abs=1e-12)
         assert d @ g > 0.98, method  # right axis, oriented towards the first words

@@ -50,7 +50,7 @@ def one_worker(own_cluster):
 
 def _same(a, b):
     np.testing.assert_array_equal(a.null_distribution, b.null_distribution)
-    for field in ("statistic", "pvalue", "z_score", "p_value_normal", "effect_size", "null_mean", "null_std"):
+    for field in ("statistic", "p_value", "z_score", "p_value_normal", "effect_size", "null_mean", "null_std"):
         assert getattr(a, field) == getattr(b, field), field
     assert (a.n_permutations, a.exact, a.alternative, a.seed) == (b.n_permutations, b.exact, b.alternative, b.seed)
 

@@ -38,8 +38,8 @@ def test_weat_with_strings_as_attribute_sets_is_refused_with_the_fix(emb):
 
 CALLS = {
     "full_vocabulary_test a": lambda e: biasdask.full_vocabulary_test(e, "he", ["she"]),
-    "full_vocabulary_test other_b": lambda e: biasdask.full_vocabulary_test(
-        e, ["he"], ["she"], other=e, other_a=["he"], other_b="she"
+    "pairwise_vocabulary_test other_b": lambda e: biasdask.pairwise_vocabulary_test(
+        e, e, ["he"], ["she"], other_a=["he"], other_b="she"
     ),
     "scores b": lambda e: biasdask.scores(e, ["he"], "she"),
     "attribute_sensitivity a": lambda e: biasdask.attribute_sensitivity(e, "he", ["she"], progress=False),

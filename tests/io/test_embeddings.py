@@ -63,7 +63,7 @@ FORMS = [
 
 
 def _same(a, b):
-    for field in ("statistic", "pvalue", "effect_size", "z_score", "null_mean", "null_std", "n_x", "n_y"):
+    for field in ("statistic", "p_value", "effect_size", "z_score", "null_mean", "null_std", "n_x", "n_y"):
         assert getattr(a, field) == getattr(b, field), field
 
 

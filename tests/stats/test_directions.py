@@ -85,7 +85,7 @@ def test_pair_and_sets_directions():
 def test_direction_errors():
     rng = np.random.default_rng(2)
     a, b = rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
-    with pytest.raises(ValueError, match="unknown direction method"):
+    with pytest.raises(ValueError, match="unknown direction algorithm"):
         dr.direction(a, b, "mean")
     with pytest.raises(ValueError, match="one vector per end"):
         dr.direction(a, b, "pair")

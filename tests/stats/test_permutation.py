@@ -596,7 +596,7 @@ def test_several_weightings_equal_one_test_each(y):
             t[w], ys if y == "dummy" else ys[w], 700, seed=5, return_null=True, effect_x=u if y == "dummy" else None
         )
         np.testing.assert_array_equal(got[w].null_distribution, alone.null_distribution)
-        for field in ("statistic", "pvalue", "effect_size", "z_score", "null_mean", "null_std", "seed", "exact"):
+        for field in ("statistic", "p_value", "effect_size", "z_score", "null_mean", "null_std", "seed", "exact"):
             assert getattr(got[w], field) == getattr(alone, field), field
 
 
