@@ -212,6 +212,20 @@ def test_the_renamed_options_of_a_meta_analysis_and_its_results_warn():
     assert _deprecated(lambda: new.method, r"\.method is deprecated; use \.estimator") == "REML"
 
 
+def test_the_renamed_options_of_a_bootstrap_interval_and_its_results_warn():
+    from biasdask.stats.bootstrap import bootstrap_effect_size
+
+    x, y = [0.9, 1.4, 0.2, 1.1, 0.8], [0.1, -0.3, 0.4, 0.0, -0.2]
+    new = bootstrap_effect_size(x, y, seed=1, n_resamples=199, ci_level=0.9, ci_method="percentile")
+    old = _deprecated(
+        lambda: bootstrap_effect_size(x, y, seed=1, n_resamples=199, level=0.9, ci_method="percentile"),
+        r"level= is deprecated; use ci_level=",
+    )
+    assert (old.ci_low, old.ci_high, old.ci_level) == (new.ci_low, new.ci_high, 0.9)
+    assert _deprecated(lambda: new.level, r"\.level is deprecated; use \.ci_level") == 0.9
+    assert _deprecated(lambda: new.method, r"\.method is deprecated; use \.ci_method") == "percentile"
+
+
 def test_a_location_never_prints_its_secrets():
     loc = Location("s3://user:pw@bucket/x.zarr?X-Amz-Signature=abc", {"secret": "s3cr3t"})
     assert "s3cr3t" not in repr(loc) and "pw" not in repr(loc) and "abc" not in str(loc)

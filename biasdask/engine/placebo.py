@@ -440,27 +440,27 @@ def _interval(
     vb: np.ndarray,
     kind: str,
     seed: int,
-    level: float | None,
+    ci_level: float | None,
     placebo_d: np.ndarray,
 ) -> dict:
     """The interval fields of a full-vocabulary test's d: a bootstrap over its resampled attribute
     words; where there is none (one word on a side: nothing to resample; resamples too alike), d plus
     the spread of the placebo pairs' d about their mean (a basic interval over rank-matched attribute
     words)."""
-    if level is None:
+    if ci_level is None:
         return {}
-    found = attribute_bootstrap_interval(moments, va, vb, seed=seed, association=kind, level=level)
+    found = attribute_bootstrap_interval(moments, va, vb, seed=seed, association=kind, ci_level=ci_level)
     if found.note:
         spread = placebo_d[np.isfinite(placebo_d)]
         if spread.size < _MIN_SPREAD:
-            return {"ci_level": float(level), "ci_method": f"none: {found.note}"}
+            return {"ci_level": float(ci_level), "ci_method": f"none: {found.note}"}
         centred = spread - spread.mean()
-        low, high = np.quantile(centred, [(1 - level) / 2, (1 + level) / 2])
+        low, high = np.quantile(centred, [(1 - ci_level) / 2, (1 + ci_level) / 2])
         return {
             "effect_size_ci_low": found.effect_size - float(high),
             "effect_size_ci_high": found.effect_size - float(low),
             "effect_size_se": float(centred.std(ddof=1)),
-            "ci_level": float(level),
+            "ci_level": float(ci_level),
             "ci_method": (
                 f"placebo spread: d plus the spread of the d of {spread.size} rank-matched placebo pairs "
                 f"(no bootstrap: {found.note})"
@@ -470,8 +470,8 @@ def _interval(
         "effect_size_ci_low": found.ci_low,
         "effect_size_ci_high": found.ci_high,
         "effect_size_se": found.se,
-        "ci_level": float(level),
-        "ci_method": f"{found.method} bootstrap of the attribute words ({found.n_resamples} resamples)",
+        "ci_level": float(ci_level),
+        "ci_method": f"{found.ci_method} bootstrap of the attribute words ({found.n_resamples} resamples)",
     }
 
 

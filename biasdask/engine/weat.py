@@ -235,27 +235,27 @@ CI_RESAMPLES = 9999
 
 
 def effect_size_interval(
-    s_x: np.ndarray, s_y: np.ndarray, *, seed: int, level: float | None, effect_size: float | None = None
+    s_x: np.ndarray, s_y: np.ndarray, *, seed: int, ci_level: float | None, effect_size: float | None = None
 ) -> dict[str, float | str]:
     """The interval fields of a :class:`ClassicTestResult` from its per-word scores (nothing for
-    ``level`` None). ``effect_size``: the test's own d, when it is not d of ``s_x``, ``s_y`` (Lewis &
+    ``ci_level`` None). ``effect_size``: the test's own d, when it is not d of ``s_x``, ``s_y`` (Lewis &
     Lupyan's two-run d of a language with grammatical gender): then no interval, saying why."""
-    if level is None:
+    if ci_level is None:
         return {}
-    interval = bootstrap_effect_size(s_x, s_y, seed=seed, level=level, n_resamples=CI_RESAMPLES)
+    interval = bootstrap_effect_size(s_x, s_y, seed=seed, ci_level=ci_level, n_resamples=CI_RESAMPLES)
     if effect_size is not None and not math.isclose(interval.effect_size, effect_size, rel_tol=1e-12, abs_tol=1e-15):
         return {
-            "ci_level": float(level),
+            "ci_level": float(ci_level),
             "ci_method": "none: the effect size of two runs (grammatical gender) is not resampled",
         }
     if interval.note:
-        return {"ci_level": float(level), "ci_method": f"none: {interval.note}"}
+        return {"ci_level": float(ci_level), "ci_method": f"none: {interval.note}"}
     return {
         "effect_size_ci_low": interval.ci_low,
         "effect_size_ci_high": interval.ci_high,
         "effect_size_se": interval.se,
-        "ci_level": float(level),
-        "ci_method": f"{interval.method} bootstrap of the target words ({interval.n_resamples} resamples)",
+        "ci_level": float(ci_level),
+        "ci_method": f"{interval.ci_method} bootstrap of the target words ({interval.n_resamples} resamples)",
     }
 
 
@@ -495,7 +495,7 @@ def weat(
         language=language,
         similarity=similarity,
         convention=_CONVENTIONS[similarity],
-        **effect_size_interval(s_x, s_y, seed=res.seed, level=ci_level),
+        **effect_size_interval(s_x, s_y, seed=res.seed, ci_level=ci_level),
         **extra,
     )
 
@@ -620,7 +620,9 @@ def career_family_test(
         language=language,
         similarity="cosine",
         convention=_CAREER_FAMILY_CONVENTION,
-        **effect_size_interval(effect.s_x, effect.s_y, seed=res.seed, level=ci_level, effect_size=effect.effect_size),
+        **effect_size_interval(
+            effect.s_x, effect.s_y, seed=res.seed, ci_level=ci_level, effect_size=effect.effect_size
+        ),
     )
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from biasdask._calls import deprecated, keyword_api
 from biasdask.stats.association import LINEAR_ASSOCIATIONS, Association, linear_directions
 from biasdask.stats.placebo import (
     LinearMoments,
@@ -51,6 +52,7 @@ from biasdask.stats.placebo import (
 __all__ = [
     "INTERVAL_METHODS",
     "AttributeInterval",
+    "IntervalAliases",
     "EffectSizeInterval",
     "attribute_bootstrap_interval",
     "bootstrap_effect_size",
@@ -61,10 +63,28 @@ IntervalMethod = Literal["BCa", "percentile"]
 INTERVAL_METHODS: tuple[str, ...] = ("BCa", "percentile")
 
 _GATHER_BYTES = 32 * 2**20  # resampled attribute vectors held at once
+#: the keywords of the confidence level and the kind of interval in earlier releases
+_RENAMED = {"level": "ci_level", "method": "ci_method"}
+
+
+class IntervalAliases:
+    """Gives an interval the deprecated attributes ``level`` and ``method``: its ``ci_level`` and ``ci_method``."""
+
+    @property
+    def level(self) -> float:
+        """Deprecated: :attr:`ci_level`."""
+        deprecated(f"{type(self).__name__}.level is deprecated; use .ci_level")
+        return self.ci_level  # type: ignore[attr-defined]
+
+    @property
+    def method(self) -> str:
+        """Deprecated: :attr:`ci_method`."""
+        deprecated(f"{type(self).__name__}.method is deprecated; use .ci_method")
+        return self.ci_method  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
-class EffectSizeInterval:
+class EffectSizeInterval(IntervalAliases):
     """A bootstrap interval of a set test's effect size (:func:`bootstrap_effect_size`).
 
     Attributes
@@ -72,12 +92,12 @@ class EffectSizeInterval:
     effect_size : float
         d of the data (ddof 1).
     ci_low, ci_high : float
-        The interval at ``level``; NaN when undefined (see ``note``).
+        The interval at ``ci_level``; NaN when undefined (see ``note``).
     se : float
         Bootstrap standard error (SD of the bootstrap distribution, ddof 1).
-    level : float
+    ci_level : float
         Confidence level.
-    method : str
+    ci_method : str
         ``"BCa"`` or ``"percentile"``.
     n_resamples : int
         Bootstrap resamples (0 when none were drawn).
@@ -91,25 +111,25 @@ class EffectSizeInterval:
     ci_low: float
     ci_high: float
     se: float
-    level: float
-    method: str
+    ci_level: float
+    ci_method: str
     n_resamples: int
     seed: int
     note: str = ""
 
 
 @dataclass(frozen=True)
-class AttributeInterval:
+class AttributeInterval(IntervalAliases):
     """Intervals of a full-vocabulary test's effect sizes over resampled attribute words
     (:func:`attribute_bootstrap_interval`).
 
     Attributes
     ----------
     effect_size, ci_low, ci_high, se : float
-        The unweighted d of the observed attribute sets, its interval at ``level`` and bootstrap SE.
+        The unweighted d of the observed attribute sets, its interval at ``ci_level`` and bootstrap SE.
     effect_size_weighted, weighted_ci_low, weighted_ci_high, weighted_se : ndarray, shape (K,)
         The same for each weighting's weighted effect size.
-    level, method, n_resamples, seed, note
+    ci_level, ci_method, n_resamples, seed, note
         As in :class:`EffectSizeInterval`.
     """
 
@@ -121,20 +141,20 @@ class AttributeInterval:
     weighted_ci_low: np.ndarray
     weighted_ci_high: np.ndarray
     weighted_se: np.ndarray
-    level: float
-    method: str
+    ci_level: float
+    ci_method: str
     n_resamples: int
     seed: int
     note: str = ""
 
 
-def _check_options(level: float, method: str, n_resamples: int, seed: int) -> None:
-    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, float, np.floating, np.integer)):
-        raise TypeError(f"level must be a number in (0, 1), got {level!r}")
-    if not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
-    if method not in INTERVAL_METHODS:
-        raise ValueError(f"method must be one of {', '.join(INTERVAL_METHODS)}; got {method!r}")
+def _check_options(ci_level: float, ci_method: str, n_resamples: int, seed: int) -> None:
+    if isinstance(ci_level, (bool, np.bool_)) or not isinstance(ci_level, (int, float, np.floating, np.integer)):
+        raise TypeError(f"ci_level must be a number in (0, 1), got {ci_level!r}")
+    if not 0.0 < float(ci_level) < 1.0:
+        raise ValueError(f"ci_level must lie strictly between 0 and 1, got {ci_level}")
+    if ci_method not in INTERVAL_METHODS:
+        raise ValueError(f"ci_method must be one of {', '.join(INTERVAL_METHODS)}; got {ci_method!r}")
     for name, value, low in (("n_resamples", n_resamples, 1), ("seed", seed, 0)):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{name} must be an integer, got {value!r}")
@@ -142,7 +162,7 @@ def _check_options(level: float, method: str, n_resamples: int, seed: int) -> No
             raise ValueError(f"{name} must be at least {low}, got {value}")
 
 
-def _run(data, statistic, *, level, method, n_resamples, seed, batch=None):
+def _run(data, statistic, *, ci_level, ci_method, n_resamples, seed, batch=None):
     """scipy.stats.bootstrap with the module's conventions: (low, high, se, note)."""
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     with warnings.catch_warnings(record=True) as caught:
@@ -155,8 +175,8 @@ def _run(data, statistic, *, level, method, n_resamples, seed, batch=None):
                 batch=batch,
                 vectorized=True,
                 axis=-1,
-                confidence_level=float(level),
-                method=method,
+                confidence_level=float(ci_level),
+                method=ci_method,
                 rng=rng,
             )
     low, high = np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
@@ -190,13 +210,14 @@ def _values(values: ArrayLike, name: str) -> NDArray[np.float64]:
     return arr
 
 
+@keyword_api("bootstrap_effect_size(u_x, u_y, seed=..., ci_level=..., ci_method=...)", renamed=_RENAMED)
 def bootstrap_effect_size(
     u_x: ArrayLike,
     u_y: ArrayLike,
     *,
     seed: int,
-    level: float = 0.95,
-    method: IntervalMethod = "BCa",
+    ci_level: float = 0.95,
+    ci_method: IntervalMethod = "BCa",
     n_resamples: int = 9999,
 ) -> EffectSizeInterval:
     """A stratified bootstrap interval for d = (mean u_X - mean u_Y) / sd(u_X ∪ u_Y, ddof 1).
@@ -207,9 +228,9 @@ def bootstrap_effect_size(
         Per-word values of the target sets X and Y (e.g. WEAT's s(w, A, B) of each target word).
     seed
         Non-negative integer; the interval is a function of the data and the seed.
-    level
+    ci_level
         Confidence level.
-    method
+    ci_method
         ``"BCa"`` (bias-corrected and accelerated, Efron 1987; the default) or ``"percentile"``.
     n_resamples
         Bootstrap resamples.
@@ -223,19 +244,19 @@ def bootstrap_effect_size(
     Raises
     ------
     ValueError, TypeError
-        Non-finite or non-numeric values, a bad ``level``, ``method``, ``n_resamples`` or ``seed``.
+        Non-finite or non-numeric values, a bad ``ci_level``, ``ci_method``, ``n_resamples`` or ``seed``.
 
     Examples
     --------
     >>> res = bootstrap_effect_size([0.9, 1.4, 0.2, 1.1, 0.8], [0.1, -0.3, 0.4, 0.0, -0.2], seed=1,
     ...                             n_resamples=999)
-    >>> round(res.effect_size, 4), res.method, res.ci_low < res.effect_size < res.ci_high
+    >>> round(res.effect_size, 4), res.ci_method, res.ci_low < res.effect_size < res.ci_high
     (1.5181, 'BCa', True)
     """
-    _check_options(level, method, n_resamples, seed)
+    _check_options(ci_level, ci_method, n_resamples, seed)
     ux, uy = _values(u_x, "u_x"), _values(u_y, "u_y")
     d = float(_d(ux, uy)) if ux.size and uy.size else math.nan
-    base: dict[str, Any] = dict(effect_size=d, level=float(level), method=method, seed=int(seed))
+    base: dict[str, Any] = dict(effect_size=d, ci_level=float(ci_level), ci_method=ci_method, seed=int(seed))
     note = ""
     if min(ux.size, uy.size) < 2:
         note = (
@@ -245,12 +266,13 @@ def bootstrap_effect_size(
         note = "the per-word values have no spread (pooled SD 0): d and its interval are undefined"
     if note:
         return EffectSizeInterval(ci_low=math.nan, ci_high=math.nan, se=math.nan, n_resamples=0, note=note, **base)
-    low, high, se, note = _run((ux, uy), _d, level=level, method=method, n_resamples=n_resamples, seed=seed)
+    low, high, se, note = _run((ux, uy), _d, ci_level=ci_level, ci_method=ci_method, n_resamples=n_resamples, seed=seed)
     return EffectSizeInterval(
         ci_low=float(low), ci_high=float(high), se=float(se), n_resamples=int(n_resamples), note=note, **base
     )
 
 
+@keyword_api("attribute_bootstrap_interval(moments, a_vectors, b_vectors, seed=..., ci_level=...)", renamed=_RENAMED)
 def attribute_bootstrap_interval(
     moments: LinearMoments | VocabularySample,
     a_vectors: ArrayLike,
@@ -258,8 +280,8 @@ def attribute_bootstrap_interval(
     *,
     seed: int,
     association: Association = "cosine",
-    level: float = 0.95,
-    method: IntervalMethod = "BCa",
+    ci_level: float = 0.95,
+    ci_method: IntervalMethod = "BCa",
     n_resamples: int = 1999,
 ) -> AttributeInterval:
     """Intervals of a full-vocabulary test's d and weighted effect sizes over resampled attribute words.
@@ -278,7 +300,7 @@ def attribute_bootstrap_interval(
         Non-negative integer.
     association
         ``"cosine"``, ``"semaxis"``, ``"ripa"`` or ``"euclidean"`` (with a sample).
-    level, method, n_resamples
+    ci_level, ci_method, n_resamples
         As in :func:`bootstrap_effect_size`; BCa's jackknife leaves out one attribute word (pair)
         at a time.
 
@@ -306,7 +328,7 @@ def attribute_bootstrap_interval(
     >>> attribute_bootstrap_interval(m, a[:1], b, seed=3).note[:40]
     'a side has 1 attribute word(s): resampli'
     """
-    _check_options(level, method, n_resamples, seed)
+    _check_options(ci_level, ci_method, n_resamples, seed)
     sample = moments if isinstance(moments, VocabularySample) else None
     linear = moments if isinstance(moments, LinearMoments) else None
     if (sample is not None) != (association == "euclidean"):
@@ -334,7 +356,7 @@ def attribute_bootstrap_interval(
         d = float(unweighted_effect_sizes(linear, observed)[0])
         dw = np.array([weighted_statistics(linear, observed, j)[1][0] for j in range(k_all)])
     base: dict[str, Any] = dict(
-        effect_size=d, effect_size_weighted=dw, level=float(level), method=method, seed=int(seed)
+        effect_size=d, effect_size_weighted=dw, ci_level=float(ci_level), ci_method=ci_method, seed=int(seed)
     )
     smallest = min(a.shape[0], b.shape[0])
     if smallest < 2:
@@ -384,7 +406,7 @@ def attribute_bootstrap_interval(
     n_max = max(a.shape[0], b.shape[0])
     batch = max(1, _GATHER_BYTES // (8 * n_max * moments.dim))
     low, high, se, note = _run(
-        data, statistic, level=level, method=method, n_resamples=n_resamples, seed=seed, batch=batch
+        data, statistic, ci_level=ci_level, ci_method=ci_method, n_resamples=n_resamples, seed=seed, batch=batch
     )
     missing = np.full(k_all - k, np.nan)
     return AttributeInterval(

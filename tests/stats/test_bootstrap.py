@@ -39,9 +39,9 @@ def test_interval_is_reproducible_and_seeded():
     assert (a.ci_low, a.ci_high, a.se) == (b.ci_low, b.ci_high, b.se)
     assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
     assert a.effect_size == pytest.approx(effect_size(x, y), rel=1e-12)
-    assert a.method == "BCa" and a.level == 0.95 and a.n_resamples == 2000 and a.seed == 5 and a.note == ""
-    pct = bootstrap_effect_size(x, y, seed=5, n_resamples=2000, method="percentile", level=0.9)
-    assert pct.method == "percentile" and pct.ci_low != a.ci_low
+    assert a.ci_method == "BCa" and a.ci_level == 0.95 and a.n_resamples == 2000 and a.seed == 5 and a.note == ""
+    pct = bootstrap_effect_size(x, y, seed=5, n_resamples=2000, ci_method="percentile", ci_level=0.9)
+    assert pct.ci_method == "percentile" and pct.ci_low != a.ci_low
     assert pct.ci_high - pct.ci_low < a.ci_high - a.ci_low + 0.5  # a 90 % interval, same resamples
 
 
@@ -65,8 +65,8 @@ def test_degenerate_sets_give_nan_intervals_with_a_note(x, y, note):
     [
         (dict(seed=-1), ValueError),
         (dict(seed=None), TypeError),
-        (dict(seed=0, level=1.0), ValueError),
-        (dict(seed=0, method="basic"), ValueError),
+        (dict(seed=0, ci_level=1.0), ValueError),
+        (dict(seed=0, ci_method="basic"), ValueError),
         (dict(seed=0, n_resamples=0), ValueError),
     ],
 )
@@ -113,7 +113,7 @@ def test_attribute_percentile_interval_matches_the_exact_bootstrap_distribution(
     b = vocab[n : 2 * n]
     exact_d, exact_dw = _exact_distribution(kind, vocab, z, a, b)
     m = linear_moments(moment_rows(kind, vocab), z)
-    res = attribute_bootstrap_interval(m, a, b, seed=2, association=kind, method="percentile", n_resamples=20000)
+    res = attribute_bootstrap_interval(m, a, b, seed=2, association=kind, ci_method="percentile", n_resamples=20000)
     for values, low, high in (
         (exact_d, res.ci_low, res.ci_high),
         (exact_dw, res.weighted_ci_low[1], res.weighted_ci_high[1]),
@@ -139,7 +139,7 @@ def test_attribute_bca_interval_is_seeded_and_brackets_d():
     two = attribute_bootstrap_interval(m, a, b, seed=9, n_resamples=999)
     assert (one.ci_low, one.ci_high) == (two.ci_low, two.ci_high)
     np.testing.assert_array_equal(one.weighted_ci_high, two.weighted_ci_high)
-    assert one.method == "BCa" and one.ci_low < one.effect_size < one.ci_high
+    assert one.ci_method == "BCa" and one.ci_low < one.effect_size < one.ci_high
     assert one.effect_size_weighted.shape == (2,) and one.note == ""
 
 
