@@ -21,6 +21,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, BiasdaskException
 from biasdask.tables import COLUMNS, FORMATS, format_table, format_words, parse_columns, parse_selection, select
@@ -122,6 +124,25 @@ def _output(args: argparse.Namespace, what: str) -> str:
     if args.output is None:
         raise BiasdaskError(f"{args.command}: give the {what} to write with --output PATH")
     return args.output
+
+
+def _add_results(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", metavar="RESULTS", help="path or URL of the results store")
+
+
+def _add_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
+
+
+def _add_cell_choice(p: argparse.ArgumentParser, *, method: str, association: str) -> None:
+    """``--method`` (a weighting of t) and ``--association`` (a per-word association u), with what each
+    defaults to in this subcommand."""
+    p.add_argument("--method", metavar="METHOD", help=f"the weighting of t: uniform, zipf or frequency ({method})")
+    p.add_argument(
+        "--association",
+        metavar="NAME",
+        help=f"the per-word association u: cosine, euclidean, ripa or semaxis ({association})",
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -359,8 +380,8 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
         "for a paper) round numbers for print and leave out empty columns; csv and json give every column at full "
         "precision.",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
-    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
+    _add_results(p)
+    _add_format(p)
     p.add_argument(
         "--sel",
         nargs="+",
@@ -396,21 +417,14 @@ def _add_words(sub: argparse._SubParsersAction) -> None:
         "first attribute set, B: towards the second), with their rank, frequency rank, weight, u, t, share of s "
         "and whether they are attribute words. Needs the store's per-word scores (save_scores).",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
+    _add_results(p)
     p.add_argument("language", metavar="LANG", help="language code")
     p.add_argument("-n", type=int, default=30, help="words per side (default: %(default)s)")
     p.add_argument(
         "--by", choices=["u", "t"], default="u", help="rank by u or by the weighted t (default: %(default)s)"
     )
-    p.add_argument("--method", metavar="M", help="weighting of t for --by t (default: zipf)")
-    p.add_argument(
-        "--association",
-        metavar="NAME",
-        default="cosine",
-        help="per-word association whose scores are ranked: cosine (default), or another of the study's "
-        "associations (euclidean, ripa, semaxis)",
-    )
-    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
+    _add_cell_choice(p, method="for --by t; default: zipf", association="whose scores are ranked; default: cosine")
+    _add_format(p)
     p.set_defaults(func=_cmd_words)
 
 
@@ -418,7 +432,12 @@ def _cmd_words(args: argparse.Namespace) -> int:
     from biasdask.report import top_words
 
     table = top_words(
-        args.results, language=args.language, n=args.n, by=args.by, method=args.method, association=args.association
+        args.results,
+        language=args.language,
+        n=args.n,
+        by=args.by,
+        method=args.method,
+        association=args.association or "cosine",
     )
     _print_text(format_words(table, args.format))
     return 0
@@ -437,7 +456,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         "study's configuration, the sortable cube table, the figures and each language's notes and top words. "
         "Open it in a browser or mail it.",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
+    _add_results(p)
     p.add_argument(*OUTPUT, metavar="DIR", help="directory for index.html")
     _renamed(p, "--out", "--output", "output")
     p.add_argument("-n", type=int, default=15, help="top words per side and language (default: %(default)s)")
@@ -461,7 +480,7 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
         "meta) and, when the store holds per-word scores, the bias per log10-rank bin of every language "
         "(Valentini et al. 2022, Figure 1).",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
+    _add_results(p)
     p.add_argument(*OUTPUT, metavar="DIR", help="directory for the PNG files")
     _renamed(p, "--out", "--output", "output")
     p.add_argument(
@@ -490,10 +509,9 @@ def _add_meta(sub: argparse._SubParsersAction) -> None:
         "the pooled d with its confidence and prediction intervals, tau^2, I^2 and Cochran's Q, and per language "
         "d, its interval and weight. --covariate adds a meta-regression on a column of the language catalog.",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
+    _add_results(p)
     p.add_argument("--test", required=True, help="the test label (e.g. career_family, weat7, gender)")
-    p.add_argument("--method", help="the weighting (default: the store's first)")
-    p.add_argument("--association", help="the association of a full-vocabulary test (e.g. ripa)")
+    _add_cell_choice(p, method="default: the store's first", association="of a full-vocabulary test; default: cosine")
     p.add_argument(
         "--estimator", choices=["REML", "DL", "PM"], default="REML", help="tau^2 estimator (default: %(default)s)"
     )
@@ -535,8 +553,6 @@ def _cmd_meta(args: argparse.Namespace) -> int:
         print("left out: " + ", ".join(meta.dropped))
     if meta.regression is not None:
         reg = meta.regression
-        import pandas as pd
-
         coefficients = pd.DataFrame(
             {
                 "estimate": reg.coefficients,

@@ -284,6 +284,29 @@ def test_every_subcommand_speaks_the_one_grammar(command):
         assert options["--workers"].startswith("run on a local Dask cluster of N worker processes (0: in this process)")
 
 
+def test_the_grammar_test_sees_every_subcommand_and_a_shared_option_reads_the_same_everywhere():
+    """A flag or positional of several subcommands has one metavar (-o/--output's names what is written);
+    the words of the vocabulary (a results store, a weighting, an association, where work runs) also mean
+    the same, but for their defaults."""
+    from biasdask.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(sub.choices) == sorted(SUBCOMMANDS)
+    metavars: dict[str, set[str]] = {}
+    meanings: dict[str, set[str]] = {}
+    for command in SUBCOMMANDS:
+        for a in _parser(command)._actions:
+            if a.help == argparse.SUPPRESS or "--output" in a.option_strings or "--help" in a.option_strings:
+                continue
+            key = ", ".join(a.option_strings) or str(a.metavar)
+            metavars.setdefault(key, set()).add(str(a.metavar))
+            meanings.setdefault(key, set()).add((a.help or "").split(" (")[0].split("; default")[0])
+    assert not {key: m for key, m in metavars.items() if len(m) > 1}
+    vocabulary = ("RESULTS", "--method", "--association", "--format", "--scheduler", "--workers", "--quiet")
+    assert all(len(metavars[key]) for key in vocabulary)
+    assert not {key: meanings[key] for key in vocabulary if len(meanings[key]) > 1}
+
+
 def test_the_subcommands_that_compute_say_where_and_those_that_write_say_where_to():
     assert [c for c in SUBCOMMANDS if "--workers" in _options(c)] == ["ingest", "run", "demo", "debias"]
     writes = ["ingest", "run", "demo", "debias", "plot", "report", "meta"]
