@@ -2,16 +2,20 @@
 
 :func:`make_store` is the one way the tests make an embedding store from words and vectors (a ``.vec``
 written by :func:`write_vec`, ingested); :func:`generated_store` makes one of a generated language (the
-demo's, with a planted gender axis) for the studies. Where writing a file is not the point, the in-memory
-models of ``tests/conftest.py`` are used instead.
+demo's, with a planted gender axis) for the studies, which :func:`study_of` describes and :func:`study_file`
+writes. Where writing a file is not the point, the in-memory models of ``tests/conftest.py`` are used
+instead.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import yaml
 
 from biasdask import Location
 from biasdask.demo import write_language
@@ -99,6 +103,28 @@ def generated_store(
         progress=False,
     )
     return url
+
+
+def study_of(stores: Mapping[str, str], output: str | Path, **keys: Any) -> dict[str, Any]:
+    """A study of ``stores`` (language code -> store URL) writing its cube to ``output``: the uniform
+    weighting, the gender test and 99 permutations, unless ``keys`` (study keys) say otherwise."""
+    return {
+        "output": str(output),
+        "languages": {code: {"store": url} for code, url in stores.items()},
+        "methods": ["uniform"],
+        "tests": ["gender"],
+        "n_permutations": 99,
+        **keys,
+    }
+
+
+def study_file(folder: Path, stores: Mapping[str, str], **keys: Any) -> Path:
+    """:func:`study_of` ``stores`` and ``keys`` as the study file ``folder/study.yaml``, writing its cube to
+    ``folder/results.zarr`` unless ``keys`` give another ``output``."""
+    path = folder / "study.yaml"
+    study = study_of(stores, keys.pop("output", folder / "results.zarr"), **keys)
+    path.write_text(yaml.safe_dump(study, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
 
 
 def words_of(emb) -> list[str]:

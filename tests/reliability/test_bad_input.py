@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.reliability.helpers import assert_one_line_error, make_store, write_study
+from tests.reliability.helpers import assert_one_line_error
+from tests.stores import generated_store, study_file
 
 INGEST = ["--language", "en", "--workers", "0", "--quiet"]
 
@@ -69,7 +70,7 @@ def test_template_typo_names_the_key(tmp_path, cli):
 
 
 def test_unknown_scheduler_scheme(tmp_path, cli):
-    study = write_study(tmp_path, {"en": make_store(tmp_path)})
+    study = study_file(tmp_path, {"en": generated_store(tmp_path, chunk_words=200)})
     code, _, err = cli("run", study, "--scheduler", "foo://x", "--quiet")
     assert_one_line_error(code, err, "not a Dask scheduler address: foo://x")
     assert code == 2  # biasdask's own error, not an unexpected ValueError
@@ -82,11 +83,11 @@ def test_missing_bucket_and_unreachable_endpoint(tmp_path, cli, s3_server):
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the moto server's access log
 
-    study = write_study(tmp_path, {"en": "s3://no-such-bucket-here/en.zarr"}, storage_options=s3_server)
+    study = study_file(tmp_path, {"en": "s3://no-such-bucket-here/en.zarr"}, storage_options=s3_server)
     code, _, err = cli("run", study, "--quiet")
     assert_one_line_error(code, err, "s3://no-such-bucket-here/en.zarr")
     dead = {**s3_server, "endpoint_url": "http://127.0.0.1:9", "config_kwargs": {"retries": {"max_attempts": 1}}}
-    study = write_study(tmp_path, {"en": "s3://bucket/en.zarr"}, storage_options=json.loads(json.dumps(dead)))
+    study = study_file(tmp_path, {"en": "s3://bucket/en.zarr"}, storage_options=json.loads(json.dumps(dead)))
     code, _, err = cli("run", study, "--quiet")
     assert_one_line_error(code, err, "s3://bucket/en.zarr")
     assert "testing" not in err  # the fake credentials

@@ -12,6 +12,7 @@ from statsmodels.stats.multitest import multipletests
 import biasdask
 from biasdask import Resampling
 from biasdask.study.inference import adjusted_pvalues, correction_warning, families
+from tests.stores import study_of
 
 STATSMODELS = {"holm": "holm", "bh": "fdr_bh", "by": "fdr_by"}
 
@@ -27,15 +28,8 @@ def stores(tmp_path_factory, shared_data):
 
 
 def _study(root, stores, **extra):
-    return {
-        "output": str(root / "r.zarr"),
-        "languages": {k: {"store": v} for k, v in stores.items()},
-        "methods": ["uniform", "zipf"],
-        "tests": ["gender", "career_family"],
-        "n_permutations": 199,
-        "seed": 5,
-        **extra,
-    }
+    keys = {"methods": ["uniform", "zipf"], "tests": ["gender", "career_family"], "n_permutations": 199, "seed": 5}
+    return study_of(stores, root / "r.zarr", **{**keys, **extra})
 
 
 def _oracle(p: np.ndarray, method: str) -> np.ndarray:

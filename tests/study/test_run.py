@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import scipy.stats
 import xarray as xr
-import yaml
 
 import biasdask
 from biasdask import Location, Vocabulary
@@ -20,7 +19,7 @@ from biasdask.demo import demo
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, StoreConflictError
 from biasdask.io import results as rs
-from tests.stores import generated_store
+from tests.stores import generated_store, study_file, study_of
 
 #: every numeric variable of the cube, from its registry
 CELL_VARS = [name for name, (dtype, _, _) in rs.CELL_VARIABLES.items() if dtype is not str]
@@ -43,17 +42,12 @@ def _make_stores(tmp_path, codes, dest=lambda code: None, storage_options=None, 
     }
 
 
+#: the study of this module, unless a test says otherwise
+KEYS = {"methods": ["uniform", "zipf"], "n_permutations": 499, "seed": 11}
+
+
 def _study(stores, output, **kw):
-    study = {
-        "output": output,
-        "languages": {code: {"store": url} for code, url in stores.items()},
-        "methods": ["uniform", "zipf"],
-        "tests": ["gender"],
-        "n_permutations": 499,
-        "seed": 11,
-    }
-    study.update(kw)
-    return study
+    return study_of(stores, output, **{**KEYS, **kw})
 
 
 def _assert_same_cube(a: xr.Dataset, b: xr.Dataset):
@@ -134,19 +128,12 @@ def test_missing_attribute_words_leave_cells_empty_and_name_them(tmp_path, dask_
     assert all("missing attribute words" in str(n) and "A: nichtda" in str(n) for n in notes)
 
 
-def _write_study(tmp_path, study):
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(study, sort_keys=False))
-    return path
-
-
 @pytest.mark.slow
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path, dask_client, monkeypatch):
     codes = ["en", "de", "fr", "es", "it", "ja"]
     stores = _make_stores(tmp_path, codes, n_words=8000)
     killed_out = str(tmp_path / "killed.zarr")
-    study = _study(stores, killed_out, n_permutations=5000)
-    path = _write_study(tmp_path, study)
+    path = study_file(tmp_path, stores, **{**KEYS, "output": killed_out, "n_permutations": 5000})
     proc = subprocess.Popen(
         [sys.executable, "-m", "biasdask.cli", "run", str(path), "--workers", "1", "--quiet"],
         stdout=subprocess.DEVNULL,

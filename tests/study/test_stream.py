@@ -21,7 +21,7 @@ from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError
 from biasdask.io import results as rs
 from biasdask.study.plan import family_seed
-from tests.stores import generated_store
+from tests.stores import generated_store, study_of
 
 #: every numeric variable of the cube, from its registry
 CELL_VARS = [name for name, (dtype, _, _) in rs.CELL_VARIABLES.items() if dtype is not str]
@@ -38,16 +38,17 @@ def stores(tmp_path_factory):
 
 
 def _study(stores, output, **kw):
-    study = {
-        "output": output,
-        "languages": {code: {"store": url} for code, url in stores.items()},
-        "methods": ["uniform", "zipf", "frequency"],
-        "tests": ["gender", "weat7"],
-        "n_permutations": 301,
-        "seed": 5,
-    }
-    study.update(kw)
-    return study
+    return study_of(
+        stores,
+        output,
+        **{
+            "methods": ["uniform", "zipf", "frequency"],
+            "tests": ["gender", "weat7"],
+            "n_permutations": 301,
+            "seed": 5,
+            **kw,
+        },
+    )
 
 
 def _cube(out):

@@ -9,7 +9,7 @@ import pytest
 import biasdask
 from biasdask.errors import StoreConflictError
 from biasdask.io import results as rs
-from tests.stores import generated_store
+from tests.stores import generated_store, study_file, study_of
 
 VARS = [name for name in rs.CELL_VARIABLES]
 
@@ -25,18 +25,13 @@ def stores(tmp_path_factory):
     }
 
 
+#: the study of this module, unless a test says otherwise
+KEYS = {"tests": ["gender", "weat7"], "n_permutations": 199, "seed": 11}
+
+
 def _study(stores, output, langs=None, **kw):
     langs = langs or {"en": "en", "de": "de"}  # language -> which of the stores
-    study = {
-        "output": str(output),
-        "languages": {lang: {"store": stores[store]} for lang, store in langs.items()},
-        "methods": ["uniform"],
-        "tests": ["gender", "weat7"],
-        "n_permutations": 199,
-        "seed": 11,
-    }
-    study.update(kw)
-    return study
+    return study_of({lang: stores[store] for lang, store in langs.items()}, output, **{**KEYS, **kw})
 
 
 def _cells(ds):
@@ -69,15 +64,13 @@ def test_an_edited_study_names_its_changed_keys_before_any_cluster_starts(stores
         StoreConflictError, match=r"changed n_permutations; n_permutations changes every cell\): pass --overwrite"
     ):
         biasdask.run(_study(stores, out, n_permutations=99), update=True, progress=False)
-    # the CLI refuses before it finds or starts a cluster (whose start-up takes seconds)
-    import yaml
 
+    # the CLI refuses before it finds or starts a cluster (whose start-up takes seconds)
     def no_cluster(*a, **k):
         raise AssertionError("a cluster was started")
 
     monkeypatch.setattr(er, "client_scope", no_cluster)
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(_study(stores, out, seed=12), sort_keys=False))
+    path = study_file(tmp_path, {"en": stores["en"], "de": stores["de"]}, **{**KEYS, "output": out, "seed": 12})
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith(
