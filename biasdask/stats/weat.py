@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.errors import MissingWordsError
+from biasdask.stats.linalg import matmul_t
 
 __all__ = [
     "SIMILARITIES",
@@ -72,9 +73,9 @@ def similarity_matrix(w: ArrayLike, a: ArrayLike, similarity: str = "cosine") ->
     if wu.shape[1] != au.shape[1]:
         raise ValueError(f"dimension mismatch: w has {wu.shape[1]}, a has {au.shape[1]}")
     if similarity == "cosine":
-        return wu @ au.T
+        return matmul_t(wu, au)
     if similarity == "euclidean":
-        sq = np.maximum(2.0 - 2.0 * (wu @ au.T), 0.0)
+        sq = np.maximum(2.0 - 2.0 * matmul_t(wu, au), 0.0)
         return -np.sqrt(sq)
     raise ValueError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
 
