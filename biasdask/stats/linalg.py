@@ -36,7 +36,7 @@ from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.stats.elementary import log_scalar
-from biasdask.stats.simd import gram_tile, lane_tile
+from biasdask.stats.simd import dot_tile, gram_tile
 
 __all__ = ["dot", "gram", "inv", "matmul", "matrix_rank", "matvec", "rowdot", "slogdet", "solve", "svd"]
 
@@ -94,28 +94,15 @@ def _rowdot(a, b, out):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
-def _finish(lanes, x, y, stop):  # pragma: no cover (compiled)
-    """The lanes of a tile entry with the terms from ``stop`` on (lanes 0, 1, ...), combined."""
-    for k in range(stop, x.shape[0]):
-        lanes[k - stop] += x[k] * y[k]
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
-
-
-@njit(cache=True, nogil=True)
 def _matmul_t(a, b, out):  # pragma: no cover (compiled)
     """out[i, j] = dot(a[i], b[j]) in lane order, by 2 x 2 tiles over blocks of b's rows."""
-    m, n, width = a.shape[0], b.shape[0], a.shape[1]
-    stop = width - width % _LANES
-    lanes = np.empty((4, _LANES))
+    m, n = a.shape[0], b.shape[0]
     m2, n2 = m - m % 2, n - n % 2
     for j0 in range(0, n2, _COL_BLOCK):
         j1 = min(n2, j0 + _COL_BLOCK)
         for i in range(0, m2, 2):
             for j in range(j0, j1, 2):
-                lane_tile(a, b, i, j, stop, lanes)
-                for r in range(2):
-                    for c in range(2):
-                        out[i + r, j + c] = _finish(lanes[2 * r + c], a[i + r], b[j + c], stop)
+                dot_tile(a, b, i, j, out)
     for i in range(m):  # the last row and column when m or n is odd
         for j in range(n2 if i < m2 else 0, n):
             out[i, j] = lane_dot(a[i], b[j])

@@ -13,7 +13,7 @@ The sums are bit for bit those of the Python loop: a lane whose bit is clear kee
 loop added 0.0, and ``a + 0.0 == a`` for every accumulator the kernel holds (it starts at +0.0, and no
 sum of finite values in round-to-nearest becomes -0.0 from a +0.0 start).
 
-The product tiles (:func:`gram_tile`, :func:`lane_tile`) hold their sums in vectors of eight lanes for a
+The product tiles (:func:`gram_tile`, :func:`dot_tile`) hold their sums in vectors of eight lanes for a
 whole loop, which numba cannot be made to do from Python without letting LLVM reorder the sums; here
 each lane adds its own products in a fixed order, with separate (unfused) multiplies and adds.
 """
@@ -25,7 +25,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["gram_tile", "lane_tile", "merge_add_block"]
+__all__ = ["dot_tile", "gram_tile", "merge_add_block"]
 
 _LANES = 8
 _GROUPS = 64 // _LANES
@@ -145,48 +145,68 @@ def gram_tile(typingctx, g, v, a0, b0, i0, i1):
 
 
 @intrinsic
-def lane_tile(typingctx, a, b, i0, j0, stop, out):
-    """The 8-lane partial dot products of rows ``a[i0]``, ``a[i0 + 1]`` with rows ``b[j0]``, ``b[j0 + 1]``:
-    ``out[2 r + c, l] = Σ a[i0 + r, k] · b[j0 + c, k]`` over k ≡ l (mod 8), k < ``stop``, added in
-    order of k from 0. ``a`` and ``b`` are C-contiguous float64 matrices with rows of one length,
-    ``out`` a C-contiguous (4, 8) float64 matrix; the indices are int64, ``stop`` a multiple of 8 at
-    most the rows' length.
+def dot_tile(typingctx, a, b, i0, j0, out):
+    """``out[i0 + r, j0 + c] = dot(a[i0 + r], b[j0 + c])`` for r, c in {0, 1}, in the lane order of
+    :mod:`biasdask.stats.linalg`: term k in lane k mod 8, each lane adding its terms in order of k from
+    0, the lanes combined as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). ``a``, ``b`` and ``out``
+    are C-contiguous float64 matrices, ``a`` and ``b`` with rows of one length; the indices are int64.
 
-    The four sums of eight lanes are vectors over the row (four loads of eight values per step), with
-    unfused products and sums, so any target gives the same bits.
+    The four sums of eight lanes are vectors over the rows (four loads of eight values per step); the
+    terms past the last multiple of eight enter lanes 0, 1, ... as one vector whose other lanes add
+    +0.0 (a lane never holds -0.0: it starts at +0.0, and in round-to-nearest no sum from there gives
+    -0.0), and the lanes are combined in registers. Products and sums are unfused in every lane, so any
+    target gives the same bits.
     """
     if not (_c_matrix(a) and _c_matrix(b) and _c_matrix(out)):
         return None
-    sig = types.void(a, b, i0, j0, stop, out)
+    sig = types.void(a, b, i0, j0, out)
 
     def codegen(context, builder, signature, args):
-        a_value, b_value, i0_value, j0_value, stop_value, out_value = args
+        a_value, b_value, i0_value, j0_value, out_value = args
         vector = ir.VectorType(ir.DoubleType(), _LANES)
-        i64 = ir.IntType(64)
+        i32, i64 = ir.IntType(32), ir.IntType(64)
         a_array = context.make_array(signature.args[0])(context, builder, a_value)
         b_array = context.make_array(signature.args[1])(context, builder, b_value)
-        out_array = context.make_array(signature.args[5])(context, builder, out_value)
+        out_array = context.make_array(signature.args[4])(context, builder, out_value)
         width = builder.extract_value(a_array.shape, 1)
+        out_width = builder.extract_value(out_array.shape, 1)
+        eight = ir.Constant(i64, _LANES)
+        stop = builder.mul(builder.udiv(width, eight), eight)
         rows = [builder.mul(builder.add(i0_value, ir.Constant(i64, r)), width) for r in range(2)]
-        b_width = builder.extract_value(b_array.shape, 1)
-        cols = [builder.mul(builder.add(j0_value, ir.Constant(i64, c)), b_width) for c in range(2)]
+        cols = [builder.mul(builder.add(j0_value, ir.Constant(i64, c)), width) for c in range(2)]
         totals = []
         for _ in range(4):
-            total = cgutils.alloca_once(builder, vector)
+            total = cgutils.alloca_once(builder, vector)  # promoted to a register by LLVM
             builder.store(ir.Constant(vector, [0.0] * _LANES), total)
             totals.append(total)
-        steps = builder.udiv(stop_value, ir.Constant(i64, _LANES))
-        with cgutils.for_range(builder, steps) as loop:
-            k = builder.mul(loop.index, ir.Constant(i64, _LANES))
+        with cgutils.for_range(builder, builder.udiv(width, eight)) as loop:
+            k = builder.mul(loop.index, eight)
             xs = [_vector_at(builder, a_array.data, builder.add(row, k), vector) for row in rows]
             ys = [_vector_at(builder, b_array.data, builder.add(col, k), vector) for col in cols]
             for r in range(2):
                 for c in range(2):
                     total = totals[2 * r + c]
                     builder.store(builder.fadd(builder.load(total), builder.fmul(xs[r], ys[c])), total)
-        for t in range(4):
-            pointer = builder.gep(out_array.data, [ir.Constant(i64, _LANES * t)])
-            builder.store(builder.load(totals[t]), builder.bitcast(pointer, vector.as_pointer()), align=8)
+        # the last terms: index min(stop + l, width - 1) is always inside the row; lanes past them add +0.0
+        last = builder.sub(width, ir.Constant(i64, 1))
+        zero = ir.Constant(ir.DoubleType(), 0.0)
+        for r in range(2):
+            for c in range(2):
+                tail = ir.Constant(vector, ir.Undefined)
+                for lane in range(_LANES):
+                    at = builder.add(stop, ir.Constant(i64, lane))
+                    inside = builder.icmp_signed("<", at, width)
+                    at = builder.select(inside, at, last)
+                    x = builder.load(builder.gep(a_array.data, [builder.add(rows[r], at)]))
+                    y = builder.load(builder.gep(b_array.data, [builder.add(cols[c], at)]))
+                    term = builder.select(inside, builder.fmul(x, y), zero)
+                    tail = builder.insert_element(tail, term, ir.Constant(i32, lane))
+                lanes = builder.fadd(builder.load(totals[2 * r + c]), tail)
+                value = [builder.extract_element(lanes, ir.Constant(i32, lane)) for lane in range(_LANES)]
+                pairs = [builder.fadd(value[2 * q], value[2 * q + 1]) for q in range(4)]
+                total = builder.fadd(builder.fadd(pairs[0], pairs[1]), builder.fadd(pairs[2], pairs[3]))
+                at = builder.add(builder.mul(builder.add(i0_value, ir.Constant(i64, r)), out_width), j0_value)
+                builder.store(total, builder.gep(out_array.data, [builder.add(at, ir.Constant(i64, c))]))
         return context.get_dummy_value()
 
     return sig, codegen
