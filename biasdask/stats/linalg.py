@@ -97,6 +97,9 @@ def _rowdot(a, b, out):  # pragma: no cover (compiled)
 def _matmul_t(a, b, out):  # pragma: no cover (compiled)
     """out[i, j] = dot(a[i], b[j]) in lane order, by 2 x 2 tiles over blocks of b's rows."""
     m, n = a.shape[0], b.shape[0]
+    if a.shape[1] == 0:  # empty rows: every dot product is 0 (and the tile reads at least one term)
+        out[:] = 0.0
+        return
     m2, n2 = m - m % 2, n - n % 2
     for j0 in range(0, n2, _COL_BLOCK):
         j1 = min(n2, j0 + _COL_BLOCK)
