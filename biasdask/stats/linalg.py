@@ -137,9 +137,10 @@ def _lane_sum(terms: NDArray[np.float64]) -> NDArray[np.float64]:
     """The lane-order sum of ``terms`` along the last axis (numpy's twin of :func:`lane_dot`)."""
     n = terms.shape[-1]
     stop = n - n % _LANES
+    steps = np.ascontiguousarray(np.moveaxis(terms[..., :stop].reshape(*terms.shape[:-1], -1, _LANES), -2, 0))
     lanes = np.zeros((*terms.shape[:-1], _LANES))
-    for k in range(0, stop, _LANES):
-        lanes += terms[..., k : k + _LANES]
+    for block in steps:  # each lane's terms in order of k
+        lanes += block
     lanes[..., : n - stop] += terms[..., stop:]
     return ((lanes[..., 0] + lanes[..., 1]) + (lanes[..., 2] + lanes[..., 3])) + (
         (lanes[..., 4] + lanes[..., 5]) + (lanes[..., 6] + lanes[..., 7])
