@@ -30,6 +30,7 @@ from biasdask.io.fs import Locatable, Location, as_location
 from biasdask.io.store import StoredVectors, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
+from biasdask.stats.elementary import exp10
 from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step
 from biasdask.stats.weights import METHODS, zipf_weights
 
@@ -424,7 +425,13 @@ def _wordfreq() -> Any:
 
 @functools.lru_cache(maxsize=4)
 def _frequency_table(language: str) -> dict[str, float]:
-    return _wordfreq().get_frequency_dict(language, wordlist="best")
+    """wordfreq's frequencies of ``language`` (its ``get_frequency_dict``), each bucket's 10^(-i/100)
+    rounded once from decimal arithmetic instead of by the C library's pow, which differs by CPU."""
+    table: dict[str, float] = {}
+    for index, bucket in enumerate(_wordfreq().get_frequency_list(language, wordlist="best")):
+        frequency = exp10(-index / 100)
+        table.update(dict.fromkeys(bucket, frequency))
+    return table
 
 
 def _observed_frequencies(words: np.ndarray, language: str) -> np.ndarray:

@@ -28,6 +28,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from biasdask.stats.linalg import matvec
+
 __all__ = [
     "BADResult",
     "MWEATResult",
@@ -73,7 +75,7 @@ def group_association(w: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:
     ndarray, shape (n,)
     """
     wm, gm = _unit_matrix(w, "w"), _unit_matrix(g, "G")
-    return wm @ gm.mean(axis=0)
+    return matvec(wm, gm.mean(axis=0))
 
 
 def weat_association(w: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
