@@ -61,7 +61,7 @@ def test_the_hook_hides_the_extras(core_env, tmp_path):
     # Without this the other tests could pass with the extras in reach.
     done = _python(
         """
-        for name in ["matplotlib", "s3fs", "aiohttp", "wordfreq", "sklearn"]:
+        for name in ["matplotlib", "s3fs", "aiohttp", "wordfreq"]:
             try:
                 __import__(name)
             except ImportError:

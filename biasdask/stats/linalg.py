@@ -137,7 +137,9 @@ def _lane_sum(terms: NDArray[np.float64]) -> NDArray[np.float64]:
     """The lane-order sum of ``terms`` along the last axis (numpy's twin of :func:`lane_dot`)."""
     n = terms.shape[-1]
     stop = n - n % _LANES
-    steps = np.ascontiguousarray(np.moveaxis(terms[..., :stop].reshape(*terms.shape[:-1], -1, _LANES), -2, 0))
+    steps = np.ascontiguousarray(
+        np.moveaxis(terms[..., :stop].reshape(*terms.shape[:-1], stop // _LANES, _LANES), -2, 0)
+    )
     lanes = np.zeros((*terms.shape[:-1], _LANES))
     for block in steps:  # each lane's terms in order of k
         lanes += block
