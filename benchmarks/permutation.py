@@ -84,10 +84,11 @@ def bench_rows(
     return best
 
 
-def bench_stream_batch(x: np.ndarray, n_permutations: int = 10_000, k: int = 2) -> tuple[int, float]:
+def bench_stream_batch(x: np.ndarray, n_permutations: int = 10_000, k: int = 2) -> tuple[int, float, float]:
     """One batch task of a study's stream for ``k`` weightings of x: (permutations per task as
-    :func:`biasdask.engine.permutation.batch_plan` cuts them, seconds the task takes here)."""
-    from biasdask.engine.pools import batch_plan, pools_batch, pools_summary, prepare_pools
+    :func:`biasdask.engine.pools.batch_plan` cuts them, seconds the task takes here, seconds the
+    kernel rate measured at start-up (:func:`biasdask.engine.pools.measured_rate`) predicts)."""
+    from biasdask.engine.pools import batch_plan, measured_rate, pools_batch, pools_summary, prepare_pools
 
     rows = np.stack([x] + [(x * np.float32(1.0 / (w + 2))).astype(np.float32) for w in range(k - 1)])
     pools = prepare_pools(rows, x.size, n_permutations, "two-sided", 1)
@@ -95,7 +96,7 @@ def bench_stream_batch(x: np.ndarray, n_permutations: int = 10_000, k: int = 2) 
     start, stop = batch_plan(work, m)[0]
     pools_batch(pools, 0, 2)
     _, wall, _ = _timed(pools_batch, pools, start, stop)
-    return stop - start, wall
+    return stop - start, wall, (stop - start) * measured_rate.__wrapped__().seconds(k * x.size)
 
 
 def bench_cluster(x: np.ndarray, n_permutations: int, n_workers: int) -> Rate:
@@ -222,8 +223,11 @@ def run_size(
         f"2 weightings cost {cpu[2] / cpu[1]:.2f}x and 3 weightings {cpu[3] / cpu[1]:.2f}x its CPU time per pass "
         "(separate passes: 2x and 3x)"
     )
-    size, seconds = bench_stream_batch(x)
-    print(f"  a study's batch task (2 weightings, 10,000 permutations): {size:,} permutations, {seconds:.2f} s")
+    size, seconds, predicted = bench_stream_batch(x)
+    print(
+        f"  a study's batch task (2 weightings, 10,000 permutations): {size:,} permutations, {seconds:.2f} s "
+        f"= {seconds / predicted:.2f}x the time the kernel rate measured at start-up predicts"
+    )
     floor = memory_floor(x)
     per_perm = 1.0 / kernel.per_cpu_second
     print(

@@ -6,6 +6,9 @@
 2. Cost: one study (the ``gender`` test, uniform and Zipf weightings) of the same store with and
    without ``placebo``, in this process on Dask's threaded scheduler, the median of ``--repeats``
    interleaved pairs; the ratio is what the placebo pass adds to a study's time.
+3. The price of the same bits on every CPU: the Gram matrix of the moments' sample (32,768 × 300) and
+   the euclidean placebo's product of the sample with 800 pairs' words, by biasdask's fixed-order
+   kernels against numpy's BLAS on one thread (best of 3, alternated).
 
 Run ``python benchmarks/placebo.py --help`` for the sizes. Prints the date, the CPU model and the load
 average beside the figures.
@@ -101,6 +104,34 @@ def study_time(store: str, root: Path, placebo: int, permutations: int, associat
     return time.perf_counter() - start
 
 
+def kernels(rows: int = 32_768, dim: int = 300, words: int = 800, repeats: int = 3) -> str:
+    """The fixed-order Gram and product against numpy's BLAS on one thread, best of ``repeats``."""
+    from threadpoolctl import threadpool_limits
+
+    from biasdask.stats.linalg import gram, matmul_t
+
+    rng = np.random.default_rng(0)
+    sample, attribute_words = rng.standard_normal((rows, dim)), rng.standard_normal((words, dim))
+    cases = {
+        "gram": (lambda: gram(sample), lambda: sample.T @ sample),
+        "product": (lambda: matmul_t(sample, attribute_words), lambda: sample @ attribute_words.T),
+    }
+    gram(sample[:300]), matmul_t(sample[:300], attribute_words)  # load the kernels
+    best = {name: [np.inf, np.inf] for name in cases}
+    with threadpool_limits(1):
+        for _ in range(repeats):
+            for name, fns in cases.items():
+                for i, fn in enumerate(fns):
+                    start = time.perf_counter()
+                    fn()
+                    best[name][i] = min(best[name][i], time.perf_counter() - start)
+    return (
+        f"fixed-order kernels against BLAS, one thread, best of {repeats}: Gram of {rows:,} × {dim} "
+        f"{best['gram'][0]:.3f} s = {best['gram'][0] / best['gram'][1]:.2f}× BLAS; product with {words} words "
+        f"{best['product'][0]:.3f} s = {best['product'][0] / best['product'][1]:.2f}× BLAS"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -135,6 +166,7 @@ def main() -> None:
         f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {_cpu()} · {os.cpu_count()} logical CPUs · "
         f"load {os.getloadavg()[0]:.2f}"
     )
+    print(kernels())
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "cal").mkdir()

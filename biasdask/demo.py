@@ -27,9 +27,13 @@ from biasdask.errors import BiasdaskError
 from biasdask.lexicon import languages as catalog
 from biasdask.progress import wanted
 from biasdask.report import write_report
+from biasdask.stats.elementary import log
+from biasdask.stats.linalg import dot
 from biasdask.study.run import run
 
 __all__ = ["MIN_WORDS", "demo", "DemoLanguage", "generate", "has_plot_extra", "planted_strengths", "write_language"]
+
+_LN10 = 2.302585092994045684  # the generated lengths use this package's log: the same bits on every CPU
 
 
 @dataclass(frozen=True)
@@ -59,11 +63,11 @@ def write_language(path: Path, male: str, female: str, strength: float, n_words:
     """
     rng = np.random.default_rng(seed)
     g = rng.standard_normal(dim)
-    g /= np.linalg.norm(g)
+    g /= np.sqrt(dot(g, g))
     vectors = rng.standard_normal((n_words, dim)) / np.sqrt(dim) + strength * g
     vectors[40] = 2.0 * g + 0.3 * rng.standard_normal(dim) / np.sqrt(dim)
     vectors[41] = -2.0 * g + 0.3 * rng.standard_normal(dim) / np.sqrt(dim)
-    vectors *= (1.5 - 0.1 * np.log10(np.arange(1, n_words + 1)))[:, None]
+    vectors *= (1.5 - 0.1 * log(np.arange(1.0, n_words + 1.0)) / _LN10)[:, None]
     words = [f"w{i:06d}" for i in range(n_words)]
     words[40], words[41] = male, female
     body = b"".join(w.encode("utf-8") + b" " + v.tobytes() for w, v in zip(words, vectors.astype("<f4")))

@@ -21,7 +21,6 @@ EXTRAS = {
     "aiohttp": "http",
     "gcsfs": "gcs",
     "wordfreq": "frequency",
-    "sklearn": "metrics",
     "dask_gateway": "gateway",
 }
 
@@ -62,7 +61,7 @@ def test_the_hook_hides_the_extras(core_env, tmp_path):
     # Without this the other tests could pass with the extras in reach.
     done = _python(
         """
-        for name in ["matplotlib", "s3fs", "aiohttp", "wordfreq", "sklearn"]:
+        for name in ["matplotlib", "s3fs", "aiohttp", "wordfreq"]:
             try:
                 __import__(name)
             except ImportError:
@@ -123,7 +122,6 @@ def test_the_in_memory_path_runs_on_the_core(core_env, tmp_path):
         ("import biasdask; biasdask.open_embeddings('https://example.org/en.zarr')", "http"),
         ("import biasdask; biasdask.open_embeddings('gs://bucket/en.zarr')", "gcs"),
         ("from biasdask.engine.scores import check_frequency_language; check_frequency_language('en')", "frequency"),
-        ("from biasdask.stats.setmetrics import rnsb; rnsb([[1.0, 0.0]], [[1.0, 0.1]], [[0.0, 1.0]])", "metrics"),
     ],
 )
 def test_a_feature_of_a_missing_extra_names_it(core_env, tmp_path, code, extra):

@@ -37,7 +37,7 @@ from biasdask.io.store import (
 )
 from biasdask.io.wordfiles import read_word_pairs
 from biasdask.progress import progress_bar
-from biasdask.stats.procrustes import procrustes_map
+from biasdask.stats.procrustes import apply_map, procrustes_map
 
 __all__ = ["Alignment", "align", "fit_alignment"]
 
@@ -141,7 +141,7 @@ def _fit(
 
 def _write_aligned_block(dest: Location, start: int, words: np.ndarray, block: np.ndarray, w: np.ndarray) -> int:
     """Map one chunk of source rows through W, write it as chunk ``start`` of ``dest``; return its zero rows."""
-    aligned = (np.asarray(block, dtype=np.float64) @ w.T).astype(np.float32)
+    aligned = apply_map(block, w).astype(np.float32)
     norms = np.sqrt(np.square(aligned, dtype=np.float64).sum(axis=1)).astype(np.float32)
     write_block(dest, start, words, aligned, norms)
     return int(np.count_nonzero(norms == 0))

@@ -34,6 +34,7 @@ from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.lexicon.vocabulary import vocabulary as vocabulary_options
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
+from biasdask.stats.elementary import exp10
 from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step, merge_moments
 from biasdask.stats.weights import METHODS, zipf_weights
 
@@ -518,7 +519,13 @@ def _wordfreq() -> Any:
 
 @functools.lru_cache(maxsize=4)
 def _frequency_table(language: str) -> dict[str, float]:
-    return _wordfreq().get_frequency_dict(language, wordlist="best")
+    """wordfreq's frequencies of ``language`` (its ``get_frequency_dict``), each bucket's 10^(-i/100)
+    rounded once from decimal arithmetic instead of by the C library's pow, which differs by CPU."""
+    table: dict[str, float] = {}
+    for index, bucket in enumerate(_wordfreq().get_frequency_list(language, wordlist="best")):
+        frequency = exp10(-index / 100)
+        table.update(dict.fromkeys(bucket, frequency))
+    return table
 
 
 def observed_frequencies(words: np.ndarray, language: str) -> np.ndarray:

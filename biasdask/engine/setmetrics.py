@@ -73,7 +73,8 @@ _CONVENTIONS = {
     "rnd": "RND = Σ_{s in S} ‖s - mean A‖ - ‖s - mean B‖, raw vectors (Garg et al. 2018; sweater's "
     "sum, WEFE reports it divided by |S|); > 0: S closer to B. " + _NULL,
     "rnsb": "RNSB = KL(p ‖ uniform) in nats, p(s) = P(B | s) normalised over S, from a logistic regression "
-    "(scikit-learn liblinear, C = 1, random_state = 0) trained on all of A (0) vs B (1) (Sweeney & Najafian 2019; "
+    "(liblinear's L2-regularised fit, C = 1, as scikit-learn's solver='liblinear') trained on all of A (0) vs B (1) "
+    "(Sweeney & Najafian 2019; "
     "WEFE trains on an 80% holdout by default). " + _NULL,
     "mac": "MAC = mean over the words s of S and the sets A, B of mean (1 - cos(s, a)), WEFE's definition "
     "(sweater's mac(S, A) is the mean cosine similarity with A alone); no null: it averages over both groups, so "

@@ -26,6 +26,8 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
+from biasdask.stats.linalg import dot, lane_dot
+
 __all__ = [
     "ASSOCIATIONS",
     "LINEAR_ASSOCIATIONS",
@@ -147,17 +149,11 @@ def linear_directions(kind: Association, a_vectors: ArrayLike, b_vectors: ArrayL
     return unit_rows(a.mean(axis=-2) - b.mean(axis=-2))
 
 
-# reassoc + contract let the compiler vectorise the sum (as fast as BLAS sgemv) and nothing else: NaN and zero-norm handling keep their IEEE meaning. The summation order then follows
-# the CPU's vector width, so u can differ in its last float32 bit between CPU types (as with any BLAS);
-# on one type of machine it is identical whatever the workers or chunks.
-@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _association_kernel(vectors, norms, direction, out):
+@njit(cache=True, nogil=True)
+def _association_kernel(vectors, norms, direction, out):  # pragma: no cover (compiled)
     for i in range(vectors.shape[0]):
         if norms[i] > 0:
-            acc = 0.0
-            for j in range(vectors.shape[1]):
-                acc += vectors[i, j] * direction[j]
-            out[i] = acc / norms[i]
+            out[i] = lane_dot(vectors[i], direction) / norms[i]
         else:
             out[i] = np.nan
 
@@ -183,7 +179,9 @@ def association(vectors: NDArray, norms: NDArray, direction: NDArray) -> NDArray
     -----
     A compiled single-threaded loop rather than BLAS: Dask already runs one block per thread, and a
     multithreaded BLAS called from several of them at once competes with the decompression of the
-    next blocks (docs/benchmarks.md).
+    next blocks (docs/benchmarks.md). Each word's dot product is summed in the lane order of
+    :mod:`biasdask.stats.linalg` (eight lanes, as fast as a vectorised loop), so u is the same to the bit on
+    any CPU.
     """
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     out = np.empty(vectors.shape[0], dtype=np.float32)
@@ -254,7 +252,7 @@ def associate(kind: Association, vectors: NDArray, norms: NDArray, axes: NDArray
     if kind == "euclidean":
         # |ŵ - m|^2 = 1 - 2 ŵ·m + |m|^2 for a unit ŵ, so two projections give both distances
         to_a, to_b = (
-            np.sqrt(np.maximum(1.0 - 2.0 * association(vectors, norms, m).astype(np.float64) + m @ m, 0.0))
+            np.sqrt(np.maximum(1.0 - 2.0 * association(vectors, norms, m).astype(np.float64) + dot(m, m), 0.0))
             for m in axes
         )
         return (to_b - to_a).astype(np.float32)

@@ -22,12 +22,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from biasdask.stats.linalg import dot, matvec
+
 __all__ = ["equalize", "neutralize", "project_out"]
 
 
 def _unit(g: ArrayLike) -> NDArray[np.float64]:
     g = np.asarray(g, dtype=np.float64)
-    n = np.linalg.norm(g)
+    n = np.sqrt(dot(g, g)) if g.ndim == 1 else np.nan
     if g.ndim != 1 or not np.isfinite(n) or n == 0:
         raise ValueError(f"the direction must be a non-zero finite vector, got shape {g.shape} and length {n}")
     return g / n
@@ -61,7 +63,7 @@ def project_out(vectors: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:
     """
     gu = _unit(g)
     v = _check(vectors, gu)
-    return v - np.outer(v @ gu, gu)
+    return v - np.outer(matvec(v, gu), gu)
 
 
 def neutralize(vectors: ArrayLike, g: ArrayLike, neutral: ArrayLike | None = None) -> NDArray[np.float64]:
@@ -95,7 +97,7 @@ def neutralize(vectors: ArrayLike, g: ArrayLike, neutral: ArrayLike | None = Non
     if mask.shape != (len(v),):
         raise ValueError(f"neutral must have one flag per row ({len(v)}), got shape {mask.shape}")
     out = _scale_to_unit(v)
-    out[mask] = _scale_to_unit(out[mask] - np.outer(out[mask] @ gu, gu))
+    out[mask] = _scale_to_unit(out[mask] - np.outer(matvec(out[mask], gu), gu))
     return out
 
 
@@ -139,8 +141,8 @@ def equalize(
         raise ValueError("an equalise pair holds a zero vector")
     au, bu = pair / norms
     mu = (au + bu) / 2
-    y = mu - (mu @ gu) * gu
-    z = np.sqrt(max(0.0, 1.0 - float(y @ y)))
+    y = mu - dot(mu, gu) * gu
+    z = np.sqrt(max(0.0, 1.0 - dot(y, y)))
     if side is not None:
         ref = np.stack([np.asarray(v, dtype=np.float64) for v in side])
         ref_norms = np.linalg.norm(ref, axis=1, keepdims=True)
@@ -149,6 +151,6 @@ def equalize(
         au_side, bu_side = ref / ref_norms
     else:
         au_side, bu_side = au, bu
-    if (au_side - bu_side) @ gu < 0:
+    if dot(au_side - bu_side, gu) < 0:
         z = -z
     return y + z * gu, y - z * gu

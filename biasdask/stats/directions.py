@@ -27,6 +27,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.stats.association import unit_rows
+from biasdask.stats.elementary import power
+from biasdask.stats.linalg import dot, matvec, svd
 
 __all__ = [
     "DIRECTION_ALGORITHMS",
@@ -54,7 +56,7 @@ def _as_matrix(vectors: ArrayLike, name: str) -> NDArray[np.float64]:
 
 
 def _normalise(d: NDArray[np.float64], what: str) -> NDArray[np.float64]:
-    n = np.linalg.norm(d)
+    n = np.sqrt(dot(d, d))
     if not n > _PARALLEL_TOL:  # differences of unit vectors this short are rounding noise
         raise ValueError(f"the {what} is the zero vector; the two ends are indistinguishable")
     return d / n
@@ -92,7 +94,7 @@ def weat_statistic_from_directions(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: 
     n_a, n_b = np.atleast_2d(np.asarray(a)).shape[0], np.atleast_2d(np.asarray(b)).shape[0]
     if n_a != n_b:
         raise ValueError(f"<d_XY, d_AB>/N needs |A| = |B|, got {n_a} and {n_b}")
-    return float(d_ab(x, y) @ d_ab(a, b)) / n_a
+    return dot(d_ab(x, y), d_ab(a, b)) / n_a
 
 
 def pair_direction(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
@@ -144,14 +146,14 @@ def pair_pca(a: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[n
         raise ValueError(f"pairs need as many a vectors as b vectors of one dimension, got {am.shape} and {bm.shape}")
     half = (am - bm) / 2.0  # a_i - mu_i; b_i - mu_i is its negative
     centred = np.concatenate([half, -half])
-    _, sv, vt = np.linalg.svd(centred, full_matrices=False)
+    _, sv, vt = svd(centred)
     var = sv**2
     total = var.sum()
     if total == 0:
         raise ValueError("every definitional pair has identical vectors; no direction separates them")
     components = vt.copy()
     # Orient the first axis so that the first words of the pairs project positively on average.
-    if (am - bm).sum(axis=0) @ components[0] < 0:
+    if dot((am - bm).sum(axis=0), components[0]) < 0:
         components[0] = -components[0]
     return components, var / total
 
@@ -192,7 +194,7 @@ def direction(a: ArrayLike, b: ArrayLike, algorithm: str = "sum") -> NDArray[np.
 def cosine_to_direction(vectors: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:
     """cos(w, g) for each row w of ``vectors`` (the projection of ŵ on ĝ)."""
     w = unit_rows(np.atleast_2d(vectors))
-    return w @ unit_rows(g)
+    return matvec(w, unit_rows(g))
 
 
 def direct_bias(neutral: ArrayLike, g: ArrayLike, c: float = 1.0) -> float:
@@ -213,7 +215,7 @@ def direct_bias(neutral: ArrayLike, g: ArrayLike, c: float = 1.0) -> float:
     if not c >= 0:
         raise ValueError(f"the strictness c must be >= 0, got {c}")
     cos = np.abs(cosine_to_direction(neutral, g))
-    terms = (cos > 0).astype(np.float64) if c == 0 else cos**c
+    terms = (cos > 0).astype(np.float64) if c == 0 else np.asarray(power(cos, c))
     return float(terms.mean())
 
 
@@ -245,7 +247,7 @@ def indirect_bias(w: ArrayLike, v: ArrayLike, g: ArrayLike, *, normalized: bool 
     """
     wu, vu, gu = unit_rows(w), unit_rows(v), unit_rows(g)
     wv = np.sum(wu * vu, axis=-1)
-    wg, vg = wu @ gu, vu @ gu
+    wg, vg = (matvec(x.reshape(-1, x.shape[-1]), gu).reshape(x.shape[:-1]) for x in (wu, vu))
     with np.errstate(divide="ignore", invalid="ignore"):
         if normalized:
             w_perp = wu - wg[..., None] * gu

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from biasdask.stats.elementary import exp10, log10
+
 __all__ = [
     "BinProfile",
     "bin_profile",
@@ -71,7 +73,7 @@ class BinProfile:
     @property
     def log10_edges(self) -> NDArray[np.float64]:
         """log10 of the edges (the x axis of Valentini et al. 2022's figures)."""
-        return np.log10(self.edges)
+        return np.array([log10(e) for e in self.edges])
 
     def labels(self) -> list[str]:
         """Human-readable bin labels: rank ranges such as ``"10-99"`` or frequency intervals in log10."""
@@ -95,9 +97,9 @@ class BinProfile:
 
 
 def _pow10(exponents: NDArray[np.floating]) -> NDArray[np.float64]:
-    # Scalar pow is correctly rounded on exact powers of ten; numpy's vectorised pow may be 1 ulp off,
-    # which would move a word whose key sits on an edge into the wrong bin.
-    return np.array([10.0 ** float(e) for e in exponents])
+    # Correctly rounded, so exact on exact powers of ten (an edge 10^3 must be 1000.0, or a word of rank
+    # 1000 falls into the wrong bin), and the same on every CPU (the C library's pow and numpy's are not).
+    return np.array([exp10(e) for e in exponents])
 
 
 def rank_bin_edges(n_words: int, step: float = 1.0) -> NDArray[np.float64]:
@@ -114,7 +116,7 @@ def rank_bin_edges(n_words: int, step: float = 1.0) -> NDArray[np.float64]:
         raise ValueError(f"binning ranks needs at least two words, got n_words={n_words}")
     if not step > 0:
         raise ValueError(f"step must be > 0, got {step}")
-    n_steps = int(np.floor(np.log10(n_words) / step + 1e-12))
+    n_steps = int(np.floor(log10(n_words) / step + 1e-12))
     edges = _pow10(np.arange(n_steps + 1) * step)
     edges = edges[edges <= n_words]
     if edges[-1] < n_words:
@@ -138,7 +140,7 @@ def frequency_bin_edges(frequencies: ArrayLike, step: float = 0.5) -> NDArray[np
     f = f[np.isfinite(f) & (f > 0)]
     if f.size == 0:
         raise ValueError("no word has a positive finite frequency")
-    lo_log, hi_log = np.log10(f.min()), np.log10(f.max())
+    lo_log, hi_log = log10(f.min()), log10(f.max())
     start = np.floor(lo_log / step + 1e-12) * step
     logs = start + np.arange(int(np.ceil((hi_log - start) / step)) + 1) * step
     logs = logs[logs < hi_log]

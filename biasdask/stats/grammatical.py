@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from biasdask._calls import PValueAlias
+from biasdask.stats.linalg import matvec
 
 __all__ = [
     "BADResult",
@@ -75,7 +76,7 @@ def group_association(w: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:
     ndarray, shape (n,)
     """
     wm, gm = _unit_matrix(w, "w"), _unit_matrix(g, "G")
-    return wm @ gm.mean(axis=0)
+    return matvec(wm, gm.mean(axis=0))
 
 
 def weat_association(w: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:

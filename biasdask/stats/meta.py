@@ -61,6 +61,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
 from biasdask._calls import deprecated, keyword_api
+from biasdask.stats.elementary import log
+from biasdask.stats.linalg import dot, inv, matmul, matrix_rank, matvec, slogdet, solve
 
 __all__ = [
     "METHODS",
@@ -259,31 +261,36 @@ def _check_studies(y: NDArray, v: NDArray) -> None:
 # The fit
 
 
+def _quadratic_form(y: NDArray, m: NDArray) -> float:
+    """yᵀ M y."""
+    return dot(y, matvec(m, y))
+
+
 def _residual_maker(w: NDArray, x: NDArray) -> NDArray:
     """P = W − WX(XᵀWX)⁻¹XᵀW for weights w."""
     wx = x * w[:, None]
-    return np.diag(w) - wx @ np.linalg.solve(x.T @ wx, wx.T)
+    return np.diag(w) - matmul(wx, solve(matmul(x.T, wx), wx.T))
 
 
 def _qe(y: NDArray, w: NDArray, x: NDArray) -> float:
     """Σ w_i (y_i − x_iᵀβ̂_w)², β̂_w the weighted least-squares fit."""
     wx = x * w[:, None]
-    beta = np.linalg.solve(x.T @ wx, wx.T @ y)
-    r = y - x @ beta
+    beta = solve(matmul(x.T, wx), matvec(wx.T, y))
+    r = y - matvec(x, beta)
     return float(np.sum(w * r * r))
 
 
 def _reml_loglik(tau2: float, y: NDArray, v: NDArray, x: NDArray) -> float:
     """Restricted log-likelihood up to a constant."""
     w = 1.0 / (v + tau2)
-    _, logdet = np.linalg.slogdet(x.T @ (x * w[:, None]))
-    return -0.5 * (float(np.sum(np.log(v + tau2))) + logdet + _qe(y, w, x))
+    _, logdet = slogdet(matmul(x.T, x * w[:, None]))
+    return -0.5 * (float(np.sum(log(v + tau2))) + logdet + _qe(y, w, x))
 
 
 def _tau2_dl(y: NDArray, v: NDArray, x: NDArray) -> float:
     k, p = x.shape
     p_fe = _residual_maker(1.0 / v, x)
-    return max(0.0, (float(y @ p_fe @ y) - (k - p)) / float(np.trace(p_fe)))
+    return max(0.0, (_quadratic_form(y, p_fe) - (k - p)) / float(np.trace(p_fe)))
 
 
 def _tau2_pm(y: NDArray, v: NDArray, x: NDArray) -> float:
@@ -302,12 +309,12 @@ def _tau2_pm(y: NDArray, v: NDArray, x: NDArray) -> float:
 def _tau2_reml(y: NDArray, v: NDArray, x: NDArray) -> float:
     k, p = x.shape
     # Hedges' estimator as the start (metafor's default for REML)
-    p_ols = np.eye(k) - x @ np.linalg.solve(x.T @ x, x.T)
-    tau2 = max(0.0, (float(y @ p_ols @ y) - float(np.trace(p_ols * v[None, :]))) / (k - p))
+    p_ols = np.eye(k) - matmul(x, solve(matmul(x.T, x), x.T))
+    tau2 = max(0.0, (_quadratic_form(y, p_ols) - float(np.trace(p_ols * v[None, :]))) / (k - p))
     for _ in range(_REML_MAX_ITER):
         pm = _residual_maker(1.0 / (v + tau2), x)
-        py = pm @ y
-        step = (float(py @ py) - float(np.trace(pm))) / float(np.sum(pm * pm))
+        py = matvec(pm, y)
+        step = (dot(py, py) - float(np.trace(pm))) / float(np.sum(pm * pm))
         if tau2 == 0.0 and step <= 0.0:  # the likelihood falls from the boundary: τ² = 0
             break
         new = max(tau2 + step, 0.0)  # a step past 0 stops on the boundary (metafor truncates at 0 likewise)
@@ -349,16 +356,16 @@ def _fit(y: NDArray, v: NDArray, x: NDArray, method: str, hartung_knapp: bool, l
     tau2 = _ESTIMATORS[method](y, v, x)
     w = 1.0 / (v + tau2)
     wx = x * w[:, None]
-    cov = np.linalg.inv(x.T @ wx)
-    beta = cov @ (wx.T @ y)
+    cov = inv(matmul(x.T, wx))
+    beta = matvec(cov, matvec(wx.T, y))
     if hartung_knapp:
-        r = y - x @ beta
+        r = y - matvec(x, beta)
         cov = cov * (float(np.sum(w * r * r)) / (k - p))
         crit = float(stats.t.ppf(0.5 + level / 2.0, k - p))
     else:
         crit = float(stats.norm.ppf(0.5 + level / 2.0))
     p_fe = _residual_maker(1.0 / v, x)
-    qe = max(0.0, float(y @ p_fe @ y))
+    qe = max(0.0, _quadratic_form(y, p_fe))
     typical = (k - p) / float(np.trace(p_fe))
     return _Fit(beta, cov, tau2, w, qe, tau2 / (typical + tau2), tau2 / typical + 1.0, crit, k - p)
 
@@ -587,7 +594,7 @@ def meta_regression(
         raise ValueError(f"a meta-regression with {p} coefficients needs more than {p} studies, got {k}")
     if not np.all(np.isfinite(x)):
         raise ValueError("covariates must be finite (NaN marks a missing value)")
-    if np.linalg.matrix_rank(x) < p:
+    if matrix_rank(x) < p:
         raise ValueError(
             f"the design matrix ({', '.join(names)}) is rank deficient over the {k} studies kept: "
             "a moderator is constant or collinear with others"
@@ -599,7 +606,7 @@ def meta_regression(
     statistic = fit.beta / se
     m = p - 1
     b = fit.beta[1:]
-    wald = float(b @ np.linalg.solve(fit.cov[1:, 1:], b))
+    wald = dot(b, solve(fit.cov[1:, 1:], b))
     if hk:
         qm_df: tuple[int, ...] = (m, k - p)
         qm, qm_p = wald / m, float(stats.f.sf(wald / m, m, k - p))

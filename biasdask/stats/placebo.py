@@ -62,6 +62,7 @@ from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.stats.association import LINEAR_ASSOCIATIONS, Association, unit_rows
+from biasdask.stats.linalg import gram, matmul, matmul_t, matvec, rowdot
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -158,12 +159,16 @@ def rank_neighbourhoods(ranks: ArrayLike, candidate_ranks: ArrayLike, size: int)
     if size > c.size:
         raise ValueError(f"a neighbourhood of {size} candidates needs at least {size} candidates, got {c.size}")
     order = np.argsort(c, kind="stable")
-    logs = np.log10(c[order])
+    sorted_ranks = c[order]
     out = np.empty((r.size, size), dtype=np.intp)
-    for i, target in enumerate(np.log10(r)):
-        pos = int(np.searchsorted(logs, target))
+    for i, target in enumerate(r):
+        pos = int(np.searchsorted(sorted_ranks, target))
         lo, hi = max(0, pos - size), min(c.size, pos + size)
-        near = np.argsort(np.abs(logs[lo:hi] - target), kind="stable")[:size]
+        # the distance in log rank |log c - log r| as the ratio max(c/r, r/c), which it grows with: a
+        # division is correctly rounded on every CPU, a logarithm is not
+        near_ranks = sorted_ranks[lo:hi]
+        ratio = np.maximum(near_ranks / target, target / near_ranks)
+        near = np.argsort(ratio, kind="stable")[:size]
         out[i] = order[lo + near]
     return out
 
@@ -314,10 +319,6 @@ class LinearMoments:
         )
 
 
-def _gram(rows: NDArray[np.float64]) -> NDArray[np.float64]:
-    return rows.T @ rows  # numpy computes a product of an array with its own transpose as one SYRK
-
-
 def linear_moments(v: ArrayLike, z: ArrayLike | None = None) -> LinearMoments:
     """The moments of a block of words (e.g. one chunk of a vocabulary).
 
@@ -339,11 +340,9 @@ def linear_moments(v: ArrayLike, z: ArrayLike | None = None) -> LinearMoments:
 
     Notes
     -----
-    Σ z v vᵀ is computed as BᵀB with B = √z·v, one symmetric rank-n update per weighting
-    (n·D²/2 multiply-adds), once
-    for the unweighted sums and for every weighting whose weights are all 1.
-    Its rounding follows the BLAS's blocking, like the association itself, so it is identical on
-    one type of machine and may differ in the last bits between CPU types.
+    Σ z v vᵀ is computed as BᵀB with B = √z·v (:func:`biasdask.stats.linalg.gram`, n·D²/2
+    multiply-adds), once for the unweighted sums and for every weighting whose weights are all 1.
+    Every sum is in a fixed order, so the moments are the same to the bit on any CPU.
 
     Examples
     --------
@@ -362,16 +361,16 @@ def linear_moments(v: ArrayLike, z: ArrayLike | None = None) -> LinearMoments:
         raise ValueError(f"z must have shape (K, {n}) (one row of weights per weighting), got {weights.shape}")
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError("weights must be finite and non-negative")
-    sum_vv = _gram(rows)
+    sum_vv = gram(rows)
     sum_zvv = np.empty((weights.shape[0], dim, dim))
     for k, zk in enumerate(weights):
         # a uniform weighting (z = 1) has the unweighted sums, bit for bit: computed once
-        sum_zvv[k] = sum_vv if np.all(zk == 1.0) else _gram(rows * np.sqrt(zk)[:, None])
+        sum_zvv[k] = sum_vv if np.all(zk == 1.0) else gram(rows * np.sqrt(zk)[:, None])
     return LinearMoments(
         n=n,
         sum_v=rows.sum(axis=0),
         sum_vv=sum_vv,
-        sum_zv=weights @ rows,
+        sum_zv=matmul(weights, rows),
         sum_zvv=sum_zvv,
         sum_z=weights.sum(axis=1),
         sum_z2=np.square(weights).sum(axis=1),
@@ -476,10 +475,10 @@ def gram_step(n_words: int, gram_words: int = GRAM_WORDS) -> int:
     return max(1, -(-int(n_words) // int(gram_words)))
 
 
-@njit(cache=True, nogil=True, fastmath={"contract"})
+@njit(cache=True, nogil=True)
 def _sums_kernel(vectors, norms, weights, keep, unit, linear, first, step, sums, sample, taken):  # pragma: no cover
-    # Row after row into per-dimension accumulators: no reduction is reassociated, so the sums are
-    # the same whatever the blocks the rows come in. sums: row 0 Σv, rows 1..K Σz_k v (``linear``
+    # Row after row into per-dimension accumulators: no reduction is reassociated and no product fused
+    # with its sum, so the sums are the same whatever the blocks the rows come in and whatever the CPU. sums: row 0 Σv, rows 1..K Σz_k v (``linear``
     # only), then the counts: sums[K + 1, :K] Σz_k, sums[K + 2, :K] Σz_k², sums[K + 1, K] N.
     k_w, dim = weights.shape[0], vectors.shape[1]
     n_taken = taken[0]
@@ -637,7 +636,7 @@ class MomentAccumulator:
         return LinearMoments(
             n=int(sums[k + 1, k]),
             sum_v=sums[0, :dim].copy(),
-            sum_vv=_gram(sample),
+            sum_vv=gram(sample),
             sum_zv=sums[1 : k + 1, :dim].copy(),
             sum_zvv=None,
             sum_z=sums[k + 1, :k].copy(),
@@ -670,14 +669,13 @@ class MomentStatistics:
 
 
 def _dot(directions: NDArray, vector: NDArray) -> NDArray:
-    """δ_p · v for each row p, summed in an order that does not depend on where the arrays lie in memory
-    (a BLAS matrix-vector product may change its last bits with the operands' alignment)."""
-    return np.einsum("pd,d->p", directions, vector)
+    """δ_p · v for each row p (:func:`biasdask.stats.linalg.matvec`)."""
+    return matvec(directions, vector)
 
 
 def _quadratic(directions: NDArray, matrix: NDArray) -> NDArray:
     """δ_pᵀ M δ_p for each row p."""
-    return np.einsum("pd,pd->p", directions @ matrix, directions)
+    return rowdot(matmul(directions, matrix), directions)
 
 
 def _ratio(num: NDArray, den: NDArray) -> NDArray:
@@ -771,7 +769,7 @@ def _exclusion(moments, d, exclude_v, exclude_z) -> tuple | None:
             raise ValueError(f"exclude_z must have shape ({k}, {m}) or (P, {k}, {m}), got {np.shape(exclude_z)}")
     if m >= moments.n:
         raise ValueError(f"cannot exclude {m} of {moments.n} words")
-    return np.einsum("pmd,pd->pm", ex, d), zs
+    return rowdot(ex.reshape(-1, moments.dim), np.repeat(d, m, axis=0)).reshape(d.shape[0], m), zs
 
 
 def evaluate_moments(
@@ -895,8 +893,8 @@ def euclidean_statistics(
         if zs.shape != (n_pairs, k, ex.shape[1]):
             raise ValueError(f"exclude_z must have shape ({n_pairs}, {k}, {ex.shape[1]}), got {zs.shape}")
         exclude = ex, zs
-    projections = np.ascontiguousarray(sample.unit @ unit.T)  # (n_s, W): ŵ·â
-    squared = [np.einsum("pd,pd->p", m, m) for m in (unit[a_idx].mean(axis=1), unit[b_idx].mean(axis=1))]
+    projections = matmul_t(sample.unit, unit)  # (n_s, W): ŵ·â
+    squared = [rowdot(m, m) for m in (unit[a_idx].mean(axis=1), unit[b_idx].mean(axis=1))]
     skip = np.full((n_pairs, 0), -1, dtype=np.int64)
     n = np.full(n_pairs, sample.n, dtype=np.int64)
     sum_z, sum_z2 = np.broadcast_to(sample.sum_z, (n_pairs, k)), np.broadcast_to(sample.sum_z2, (n_pairs, k))
@@ -927,10 +925,10 @@ def euclidean_statistics(
     return MomentStatistics(statistic=statistic, effect_size=effect, effect_size_weighted=weighted, n=n)
 
 
-@njit(cache=True, nogil=True, fastmath={"contract"})
+@njit(cache=True, nogil=True)
 def _euclidean_kernel(projections, a_idx, b_idx, squared_a, squared_b, z, skip, sums):  # pragma: no cover
-    # The sampled words in order, all pairs at each (no sum reassociated: each of a pair's sums adds
-    # its words in row order; the loops over pairs vectorise): u = |ŵ - m_B| - |ŵ - m_A| from the mean
+    # The sampled words in order, all pairs at each (no sum reassociated, no product fused with its sum:
+    # each of a pair's sums adds its words in row order; the loops over pairs vectorise): u = |ŵ - m_B| - |ŵ - m_A| from the mean
     # projection on each set's words; sums[:, p] = Σu, Σu², Σz_k u..., Σz_k u²...; a pair's ``skip``
     # positions (-1: none) add nothing (u = 0 there).
     n_s, n_pairs, k_w = projections.shape[0], a_idx.shape[0], z.shape[0]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from biasdask.stats.linalg import matmul, matmul_t, matvec, svd
+
 __all__ = ["apply_map", "procrustes_map"]
 
 
@@ -40,8 +42,8 @@ def procrustes_map(source: ArrayLike, target: ArrayLike) -> NDArray[np.float64]:
         )
     if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(xt))):
         raise ValueError("source and target vectors must be finite")
-    u, _, vt = np.linalg.svd(xt.T @ xs, full_matrices=False)
-    return u @ vt
+    u, _, vt = svd(matmul(xt.T, xs))
+    return matmul(u, vt)
 
 
 def apply_map(vectors: ArrayLike, w: ArrayLike) -> NDArray[np.float64]:
@@ -59,4 +61,5 @@ def apply_map(vectors: ArrayLike, w: ArrayLike) -> NDArray[np.float64]:
     numpy.ndarray
         Shape (n, D_T) (or (D_T,)), float64.
     """
-    return np.asarray(vectors, dtype=np.float64) @ np.asarray(w, dtype=np.float64).T
+    v = np.asarray(vectors, dtype=np.float64)
+    return matvec(w, v) if v.ndim == 1 else matmul_t(v, w)

@@ -8,9 +8,13 @@ sweater's defaults).
 - :func:`rnd`: relative norm distance (Garg et al. 2018), Σ_s ‖s - mean A‖ - ‖s - mean B‖ (sweater's
   sum; WEFE reports the mean, i.e. this divided by |S|). Positive: S is closer to B.
 - :func:`rnsb`: relative negative sentiment bias (Sweeney & Najafian 2019): a logistic regression
-  (scikit-learn's liblinear, C = 1, L2, tol 1e-4, ``random_state`` 0: LiblineaR's type 0 as sweater
-  calls it) trained on all of A (label 0) versus B (label 1); p(s) = P(B | s), normalised over S; the
-  KL divergence (natural log) from the uniform distribution. Zero: no word of S leans more to B than another.
+  (liblinear's L2-regularised primal solver, C = 1, intercept penalised, tolerance 1e-4: LiblineaR's
+  type 0 as sweater calls it, scikit-learn's ``solver="liblinear"``) trained on all of A (label 0)
+  versus B (label 1); p(s) = P(B | s), normalised over S; the KL divergence (natural log) from the
+  uniform distribution. Zero: no word of S leans more to B than another. The fit is liblinear's
+  trust-region Newton method step for step (:func:`_tron`), with this package's fixed-order sums and
+  its own exp and log (:mod:`biasdask.stats.elementary`): liblinear's BLAS calls and the C library's
+  exp would make the last bits depend on the CPU.
 - :func:`mac`: mean average cosine distance (Manzini et al. 2019; WEFE's definition), the mean over
   every target word t and every attribute set of mean_a (1 - cos(t, a)). sweater's ``mac`` is the mean
   cosine *similarity* with one attribute set, i.e. 1 - this.
@@ -39,10 +43,13 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
+from numba import njit
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import entropy, spearmanr
+from scipy.stats import spearmanr
 
 from biasdask.stats.association import unit_rows
+from biasdask.stats.elementary import exp_scalar, log_scalar
+from biasdask.stats.linalg import lane_dot, matmul_t, matvec
 
 __all__ = [
     "METRICS",
@@ -77,7 +84,7 @@ def _rows(x: ArrayLike, what: str) -> NDArray[np.float64]:
 
 def _cosines(s: NDArray[np.float64], a: NDArray[np.float64]) -> NDArray[np.float64]:
     """cos(s_i, a_j) for every row pair, shape (|s|, |a|)."""
-    return unit_rows(s) @ unit_rows(a).T
+    return matmul_t(unit_rows(s), unit_rows(a))
 
 
 def rnd_terms(s: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
@@ -97,29 +104,205 @@ def rnd(s: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
     return float(rnd_terms(s, a, b).sum())
 
 
-def rnsb_probabilities(s: ArrayLike, a: ArrayLike, b: ArrayLike, random_state: int = 0) -> NDArray[np.float64]:
+# liblinear's trust-region Newton method (Lin, Weng & Keerthi 2008) for L2-regularised logistic
+# regression, as scikit-learn 1.x ships it (tron.cpp, linear.cpp's l2r_lr_fun): the same steps,
+# constants and stopping rules; BLAS's dot, nrm2 and axpy become lane-order sums and elementwise
+# updates, exp and log this package's.
+_ETA = (1e-4, 0.25, 0.75)  # actual/predicted reduction thresholds
+_SIGMA = (0.25, 0.5, 4.0)  # trust region shrink and growth factors
+_LOGISTIC_TOL = 1e-4
+_LOGISTIC_MAX_ITER = 10_000
+
+
+@njit(cache=True, nogil=True)
+def _xv(x, v, out):  # pragma: no cover (compiled)
+    for i in range(x.shape[0]):
+        total = 0.0
+        for j in range(x.shape[1]):
+            if x[i, j] != 0.0:  # liblinear stores the nonzero features only
+                total += v[j] * x[i, j]
+        out[i] = total
+
+
+@njit(cache=True, nogil=True)
+def _xtv(x, v, out):  # pragma: no cover (compiled)
+    out[:] = 0.0
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            if x[i, j] != 0.0:
+                out[j] += v[i] * x[i, j]
+
+
+@njit(cache=True, nogil=True)
+def _norm(v):  # pragma: no cover (compiled)
+    return np.sqrt(lane_dot(v, v))
+
+
+@njit(cache=True, nogil=True)
+def _loss(x, y, w, z):  # pragma: no cover (compiled)
+    _xv(x, w, z)
+    f = 0.0
+    for j in range(w.shape[0]):
+        f += w[j] * w[j]
+    f /= 2.0
+    for i in range(y.shape[0]):
+        yz = y[i] * z[i]
+        if yz >= 0:
+            f += log_scalar(1.0 + exp_scalar(-yz))
+        else:
+            f += -yz + log_scalar(1.0 + exp_scalar(yz))
+    return f
+
+
+@njit(cache=True, nogil=True)
+def _gradient(x, y, w, z, d, g):  # pragma: no cover (compiled)
+    for i in range(y.shape[0]):
+        z[i] = 1.0 / (1.0 + exp_scalar(-y[i] * z[i]))
+        d[i] = z[i] * (1.0 - z[i])
+        z[i] = (z[i] - 1.0) * y[i]
+    _xtv(x, z, g)
+    for j in range(w.shape[0]):
+        g[j] = w[j] + g[j]
+
+
+@njit(cache=True, nogil=True)
+def _hessian_times(x, d, s, out, work):  # pragma: no cover (compiled)
+    _xv(x, s, work)
+    for i in range(work.shape[0]):
+        work[i] = d[i] * work[i]
+    _xtv(x, work, out)
+    for j in range(s.shape[0]):
+        out[j] = s[j] + out[j]
+
+
+@njit(cache=True, nogil=True)
+def _trcg(x, d_diag, delta, g, s, r, work):  # pragma: no cover (compiled)
+    n = g.shape[0]
+    d = np.empty(n)
+    hd = np.empty(n)
+    for j in range(n):
+        s[j] = 0.0
+        r[j] = -g[j]
+        d[j] = r[j]
+    cgtol = 0.1 * _norm(g)
+    rtr = lane_dot(r, r)
+    while _norm(r) > cgtol:
+        _hessian_times(x, d_diag, d, hd, work)
+        alpha = rtr / lane_dot(d, hd)
+        for j in range(n):
+            s[j] += alpha * d[j]
+        if _norm(s) > delta:  # the step leaves the trust region: back to its boundary
+            alpha = -alpha
+            for j in range(n):
+                s[j] += alpha * d[j]
+            std, sts, dtd = lane_dot(s, d), lane_dot(s, s), lane_dot(d, d)
+            dsq = delta * delta
+            rad = np.sqrt(std * std + dtd * (dsq - sts))
+            alpha = (dsq - sts) / (std + rad) if std >= 0 else (rad - std) / dtd
+            for j in range(n):
+                s[j] += alpha * d[j]
+            alpha = -alpha
+            for j in range(n):
+                r[j] += alpha * hd[j]
+            return
+        alpha = -alpha
+        for j in range(n):
+            r[j] += alpha * hd[j]
+        rnew = lane_dot(r, r)
+        beta = rnew / rtr
+        for j in range(n):
+            d[j] = beta * d[j] + r[j]
+        rtr = rnew
+
+
+@njit(cache=True, nogil=True)
+def _tron(x, y, eps, max_iter):  # pragma: no cover (compiled)
+    """The weights minimising ½|w|² + Σ log(1 + exp(-y_i w·x_i)) (y = ±1), by liblinear's TRON."""
+    n, n_samples = x.shape[1], x.shape[0]
+    w, w_new, g, s, r = np.zeros(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    z, d_diag, work = np.empty(n_samples), np.empty(n_samples), np.empty(n_samples)
+    f = _loss(x, y, w, z)
+    _gradient(x, y, w, z, d_diag, g)
+    delta = _norm(g)
+    gnorm1 = delta
+    search = not delta <= eps * gnorm1
+    iteration = 1
+    while iteration <= max_iter and search:
+        _trcg(x, d_diag, delta, g, s, r, work)
+        for j in range(n):
+            w_new[j] = w[j] + s[j]
+        gs = lane_dot(g, s)
+        prered = -0.5 * (gs - lane_dot(s, r))
+        fnew = _loss(x, y, w_new, z)
+        actred = f - fnew
+        snorm = _norm(s)
+        if iteration == 1:
+            delta = min(delta, snorm)
+        if fnew - f - gs <= 0:
+            alpha = _SIGMA[2]
+        else:
+            alpha = max(_SIGMA[0], -0.5 * (gs / (fnew - f - gs)))
+        if actred < _ETA[0] * prered:
+            delta = min(max(alpha, _SIGMA[0]) * snorm, _SIGMA[1] * delta)
+        elif actred < _ETA[1] * prered:
+            delta = max(_SIGMA[0] * delta, min(alpha * snorm, _SIGMA[1] * delta))
+        elif actred < _ETA[2] * prered:
+            delta = max(_SIGMA[0] * delta, min(alpha * snorm, _SIGMA[2] * delta))
+        else:
+            delta = max(delta, min(alpha * snorm, _SIGMA[2] * delta))
+        if actred > _ETA[0] * prered:
+            iteration += 1
+            w[:] = w_new
+            f = fnew
+            _gradient(x, y, w, z, d_diag, g)
+            if _norm(g) <= eps * gnorm1:
+                break
+        if f < -1.0e32:
+            break
+        if abs(actred) <= 0 and prered <= 0:
+            break
+        if abs(actred) <= 1.0e-12 * abs(f) and abs(prered) <= 1.0e-12 * abs(f):
+            break
+    return w
+
+
+@njit(cache=True, nogil=True)
+def _sigmoid(z):  # pragma: no cover (compiled)
+    out = np.empty(z.shape[0])
+    for i in range(z.shape[0]):
+        out[i] = 1.0 / (1.0 + exp_scalar(-z[i]))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _kl_from_uniform(p):  # pragma: no cover (compiled)
+    n = p.shape[0]
+    total = 0.0
+    for i in range(n):
+        if p[i] > 0.0:
+            total += p[i] * log_scalar(p[i] * n)
+    return total
+
+
+def rnsb_probabilities(s: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
     """P(B | s) for each word of S from a logistic regression trained on A (0) versus B (1).
 
-    scikit-learn's ``LogisticRegression(solver="liblinear", C=1.0, tol=1e-4, max_iter=10000)`` with an
-    intercept (penalised, as liblinear does), seeded with ``random_state``.
+    liblinear's L2-regularised logistic regression (C = 1, an intercept feature of 1 penalised with
+    the weights, tolerance 1e-4: scikit-learn's ``LogisticRegression(solver="liblinear")``), fitted by
+    its trust-region Newton method (see the module docstring).
     """
-    try:
-        from sklearn.linear_model import LogisticRegression
-    except ImportError:
-        raise ValueError("scikit-learn is not installed (needed for RNSB): pip install 'biasdask[metrics]'") from None
-
     s, a, b = _rows(s, "S"), _rows(a, "A"), _rows(b, "B")
-    features = np.concatenate([a, b])
-    labels = np.concatenate([np.zeros(len(a), dtype=int), np.ones(len(b), dtype=int)])
-    model = LogisticRegression(solver="liblinear", C=1.0, tol=1e-4, max_iter=10000, random_state=random_state)
-    model.fit(features, labels)
-    return model.predict_proba(s)[:, list(model.classes_).index(1)]
+    features = np.ascontiguousarray(np.hstack([np.concatenate([a, b]), np.ones((len(a) + len(b), 1))]))
+    labels = np.concatenate([-np.ones(len(a)), np.ones(len(b))])
+    eps = _LOGISTIC_TOL * max(min(len(a), len(b)), 1) / len(labels)  # liblinear's primal tolerance
+    w = _tron(features, labels, eps, _LOGISTIC_MAX_ITER)
+    return _sigmoid(matvec(s, w[:-1]) + w[-1])
 
 
-def rnsb(s: ArrayLike, a: ArrayLike, b: ArrayLike, random_state: int = 0) -> float:
+def rnsb(s: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
     """KL divergence (nats) of the normalised P(B | s) over S from the uniform distribution."""
-    p = rnsb_probabilities(s, a, b, random_state)
-    return float(entropy(p / p.sum(), np.full(p.size, 1.0 / p.size)))
+    p = rnsb_probabilities(s, a, b)
+    return float(_kl_from_uniform(p / p.sum()))
 
 
 def mac(targets: Sequence[ArrayLike], attributes: Sequence[ArrayLike]) -> float:

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.errors import MissingWordsError
+from biasdask.stats.linalg import matmul_t
 
 __all__ = [
     "SIMILARITIES",
@@ -69,15 +70,30 @@ def similarity_matrix(w: ArrayLike, a: ArrayLike, similarity: str = "cosine") ->
     numpy.ndarray
         Shape (n, m), float64.
     """
-    wu, au = _matrix(w, "w"), _matrix(a, "a")
-    if wu.shape[1] != au.shape[1]:
-        raise ValueError(f"dimension mismatch: w has {wu.shape[1]}, a has {au.shape[1]}")
-    if similarity == "cosine":
-        return wu @ au.T
-    if similarity == "euclidean":
-        sq = np.maximum(2.0 - 2.0 * (wu @ au.T), 0.0)
-        return -np.sqrt(sq)
-    raise ValueError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
+    wu = _matrix(w, "w")
+    return _similarities(wu, _unit_attributes(a, "a", wu.shape[1]), similarity)
+
+
+def _unit_attributes(a: ArrayLike, name: str, dim: int) -> NDArray[np.float64]:
+    au = _matrix(a, name)
+    if au.shape[1] != dim:
+        raise ValueError(f"dimension mismatch: w has {dim}, {name} has {au.shape[1]}")
+    return au
+
+
+def _similarities(wu: NDArray[np.float64], au: NDArray[np.float64], similarity: str) -> NDArray[np.float64]:
+    """:func:`similarity_matrix` of unit rows (one product: each entry is computed on its own, so a block
+    of rows or columns gives the bits of separate calls)."""
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
+    cosines = matmul_t(wu, au)
+    return cosines if similarity == "cosine" else -np.sqrt(np.maximum(2.0 - 2.0 * cosines, 0.0))
+
+
+def _associations(wu: NDArray[np.float64], a: ArrayLike, b: ArrayLike, similarity: str) -> NDArray[np.float64]:
+    au, bu = _unit_attributes(a, "a", wu.shape[1]), _unit_attributes(b, "b", wu.shape[1])
+    sim = _similarities(wu, np.concatenate([au, bu]), similarity)
+    return sim[:, : len(au)].mean(axis=1) - sim[:, len(au) :].mean(axis=1)
 
 
 def word_association(w: ArrayLike, a: ArrayLike, b: ArrayLike, similarity: str = "cosine") -> NDArray[np.float64]:
@@ -97,14 +113,16 @@ def word_association(w: ArrayLike, a: ArrayLike, b: ArrayLike, similarity: str =
     numpy.ndarray
         Shape (n,), float64.
     """
-    return similarity_matrix(w, a, similarity).mean(axis=1) - similarity_matrix(w, b, similarity).mean(axis=1)
+    return _associations(_matrix(w, "w"), a, b, similarity)
 
 
 def weat_scores(
     x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike, similarity: str = "cosine"
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-word associations of both target sets: ``(s(x, A, B) for x in X, s(y, A, B) for y in Y)``."""
-    return word_association(x, a, b, similarity), word_association(y, a, b, similarity)
+    xu, yu = _matrix(x, "w"), _matrix(y, "w")
+    s = _associations(np.concatenate([xu, yu]), a, b, similarity)
+    return s[: len(xu)], s[len(xu) :]
 
 
 def weat_statistic(s_x: ArrayLike, s_y: ArrayLike) -> float:

@@ -143,6 +143,21 @@ def test_metrics_equal_plain_reimplementations(glove, sets):
     assert sm.rnsb(s, a, b) == pytest.approx(oracle_rnsb(s, a, b), rel=2e-4)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_rnsb_fit_is_liblinears_as_scikit_learn_runs_it(glove, seed):
+    """The logistic regression is liblinear's trust-region Newton fit, step for step: P(B | s) equals
+    scikit-learn's ``LogisticRegression(solver="liblinear")`` up to the rounding of its BLAS calls."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(seed)
+    s, a, b = rows(glove, S1), rows(glove, A1), rows(glove, B1)
+    if seed:  # random sets of other sizes and a shifted class, beside the real one
+        a, b, s = rng.normal(0.1, 1.0, (6 + seed, 30)), rng.normal(0.0, 1.0, (9 - seed, 30)), rng.normal(size=(11, 30))
+    model = LogisticRegression(solver="liblinear", C=1.0, tol=1e-4, max_iter=10000, random_state=0)
+    model.fit(np.concatenate([a, b]), [0] * len(a) + [1] * len(b))
+    np.testing.assert_allclose(sm.rnsb_probabilities(s, a, b), model.predict_proba(s)[:, 1], rtol=1e-13)
+
+
 def test_signs_and_conventions(glove):
     """RND > 0: S nearer B; NAS > 0: S leans to A; ECT is 1 for identical groups; swapping A, B flips RND, NAS."""
     s, a, b = rows(glove, S1 + T1), rows(glove, A1), rows(glove, B1)
