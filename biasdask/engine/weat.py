@@ -205,7 +205,8 @@ class ClassicTestResult(PermutationTestResult):
 
     The interval fields (``effect_size_ci_low``...) hold a bootstrap interval of d over the target
     words X and Y, resampled apart with replacement, the attribute words fixed
-    (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`, BCa, seeded by the test's ``seed``).
+    (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`: a studentized bootstrap of a normal model of
+    each set's scores, seeded by the test's ``seed``).
     """
 
     n_a: int
@@ -251,7 +252,7 @@ def effect_size_interval(
         "effect_size_ci_high": interval.ci_high,
         "effect_size_se": interval.se,
         "ci_level": float(level),
-        "ci_method": f"{interval.method} bootstrap of the target words ({interval.n_resamples} resamples)",
+        "ci_method": f"{interval.method} bootstrap of the target words' scores ({interval.n_resamples} resamples)",
     }
 
 
@@ -393,7 +394,7 @@ def weat(
         Show a progress bar for the permutations.
     ci_level
         Confidence level of the effect size's bootstrap interval (``effect_size_ci_low``,
-        ``effect_size_ci_high``: X and Y resampled apart, BCa, seeded by the result's ``seed``); None
+        ``effect_size_ci_high``: a studentized bootstrap of X and Y, seeded by the result's ``seed``); None
         for none.
 
     Returns
