@@ -819,6 +819,9 @@ class _Stream:
                 batch_size=cfg.batch_size,
                 placebo=cfg.placebo or None,
                 placebo_exclude=cfg.placebo_exclude,
+                placebo_words=cfg.placebo_match.words,
+                placebo_rank_ratio=cfg.placebo_match.rank_ratio,
+                placebo_min_candidates=cfg.placebo_match.min_candidates,
             )
             word_sets = cell_word_sets(test, lang.code, model=cfg.iat_model, set_metric_words=lang.set_metric_words)
             extra = {"resampling": resampling}
@@ -896,6 +899,7 @@ class _Stream:
             used=(set_a.used, set_b.used),
             association=association,
             exclude=self.cfg.placebo_exclude,
+            match=self.cfg.placebo_match,
             attribute_vectors=_attribute_vectors(association, as_terms(a), as_terms(b), set_a, set_b, code),
         )
 
@@ -1134,13 +1138,7 @@ class _Stream:
                 values = cell_values(res, **{**family.values, "weighting": method, "effect_size_weighted": float(d_w)})
                 draws = None
                 if isinstance(placebo, PlaceboResult):
-                    values.update(
-                        p_value_placebo=float(placebo.p_value[k]),
-                        z_placebo=float(placebo.z[k]),
-                        effect_size_placebo_percentile=placebo.effect_size_percentile,
-                        n_placebo=placebo.n,
-                        **placebo.interval,
-                    )
+                    values.update(**placebo.fields(k), **placebo.interval)
                     draws = placebo.statistics[:, k]
                 elif isinstance(placebo, str):
                     values["note"] = "; ".join(
