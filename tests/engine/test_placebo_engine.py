@@ -12,7 +12,7 @@ import biasdask
 from biasdask import Resampling, WordSets
 from biasdask.engine.placebo import gendered_words, placebo_test
 from biasdask.engine.scores import scores, scores_and_moments
-
+from biasdask.stats.placebo import PlaceboMatch
 
 _DIGITS = str.maketrans("0123456789", "abcdefghij")
 
@@ -442,3 +442,55 @@ def test_cross_lingual_weat_draws_its_placebo_words_from_the_attributes_language
         resampling=Resampling(n_permutations=9),
     )
     assert found.statistics[7, 0] == pytest.approx(own.statistic, rel=1e-6)
+
+
+def test_placebo_words_are_word_like_tokens_of_the_attribute_words_script():
+    """The top of a real vocabulary is full of punctuation (GloVe: ``( ) - " : ' $ ; _`` among its 60 most
+    frequent tokens): with ``placebo_words="letters"`` (the default) no token with a digit, punctuation,
+    a symbol or a letter of another script is ever drawn; with ``"any"`` they are."""
+    rng = np.random.default_rng(8)
+    junk = ["(", ")", "-", '"', ":", "'", "$", ";", "_", "1990", "e-mail", "u.s.", "10%", "добро", "οὐ", "日本"]
+    words = []
+    for i in range(600):  # junk spread over the top 200 ranks, as in GloVe
+        words.append(junk[i // 12] if i % 12 == 3 and i // 12 < len(junk) else _w(i))
+    words[40], words[41] = "he", "she"
+    vectors = rng.normal(size=(len(words), 12)).astype(np.float32)
+    emb = biasdask.as_embeddings(vectors, words, language="en")
+    options = Resampling(n_permutations=99, seed=2, placebo=400)
+    res = biasdask.full_vocabulary_test(emb, ["he"], ["she"], resampling=options)
+    sc, moments = scores_and_moments(emb, ["he"], ["she"], methods=("uniform",))
+    found = placebo_test(emb, sc, moments, ["he"], ["she"], n=400, seed=res.seed, alternative="two-sided")
+    drawn = set(found.words.ravel().tolist())
+    assert not drawn & set(junk) and all(w.isalpha() and w.isascii() for w in drawn)
+    assert res.placebo_windows == found.windows and "he (rank 41): ranks " in res.placebo_windows
+    anything = placebo_test(
+        emb,
+        sc,
+        moments,
+        ["he"],
+        ["she"],
+        n=400,
+        seed=res.seed,
+        alternative="two-sided",
+        match=PlaceboMatch(words="any"),
+    )
+    assert set(anything.words.ravel().tolist()) & set(junk)
+    assert res.p_value_placebo == found.p_value[0] and res.p_value_placebo_statistic == found.p_value_statistic[0]
+
+
+def test_the_placebo_p_rests_on_d_and_keeps_s_beside_it():
+    """s scales with the distance between the attribute words, d does not: two nearly identical attribute
+    words (a small δ) give a small s for any d. The placebo p of d ranks d among the placebo pairs' d;
+    the placebo p of s ranks s among theirs (oracle: counted here)."""
+    emb = biasdask.as_embeddings(_anisotropic(), language="en")
+    a, b = [_w(10)], [_w(20)]
+    res = biasdask.full_vocabulary_test(emb, a, b, resampling=Resampling(n_permutations=99, seed=4, placebo=500))
+    sc, moments = scores_and_moments(emb, a, b, methods=("uniform",))
+    found = placebo_test(emb, sc, moments, a, b, n=500, seed=res.seed, alternative="two-sided")
+    d, ds = found.observed_effect_size, found.effect_sizes
+    s, ss = found.observed_statistic[0], found.statistics[:, 0]
+    p_d = (1 + np.sum(np.abs(ds - ds.mean()) >= abs(d - ds.mean()))) / 501
+    p_s = (1 + np.sum(np.abs(ss - ss.mean()) >= abs(s - ss.mean()))) / 501
+    assert res.p_value_placebo == pytest.approx(p_d) and res.p_value_placebo_statistic == pytest.approx(p_s)
+    assert res.z_placebo == pytest.approx((d - ds.mean()) / ds.std(ddof=1))
+    assert res.z_placebo_statistic == pytest.approx((s - ss.mean()) / ss.std(ddof=1))
