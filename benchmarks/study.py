@@ -364,7 +364,7 @@ def scores_write(results_url: str, store_url: str, args) -> dict:
     return {"write": seconds, "write_per_word": seconds / sc.sizes["word"]}
 
 
-def seed_000(results: list[dict], args, kernel: dict) -> None:
+def full_vocabulary_rerun(results: list[dict], args, kernel: dict) -> None:
     """The 26-language rerun on two cores from each stage's measured throughput, with its breakdown."""
     cores = 2
     print(
@@ -534,7 +534,7 @@ def main(argv=None) -> None:
 
         kernel = kernel_at_seed_size()
         kernel.update(scores_write(results[0]["results"], results[0]["stores"][CODES[0]], args))
-        seed_000(results, args, kernel)
+        full_vocabulary_rerun(results, args, kernel)
 
         if args.rerun:
             r = rerun(args, work)

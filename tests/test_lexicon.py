@@ -184,7 +184,7 @@ def test_languages_match_csv_and_seed_table(shared_data):
     assert rows == table[["name", "family", "branch", "male", "female"]].values.tolist()
 
 
-def test_context_words_match_seed_003(shared_data):
+def test_context_words_match_valentini_et_al_2022(shared_data):
     words = lexicon.context_words()
     assert len(words.female) == len(words.male) == 8
     seed = next((shared_data.parent / "seeds").glob("003_*.txt"), None)
