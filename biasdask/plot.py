@@ -41,6 +41,7 @@ __all__ = [
     "plot_gender_form_bias",
     "plot_null_distribution",
     "plot_overview",
+    "plot_pvalue_calibration",
 ]
 
 _VARIABLE_LABELS = {
@@ -882,3 +883,48 @@ def _forest_limits(values: np.ndarray) -> tuple[float, float]:
     lo, hi = float(finite.min()), float(finite.max())
     margin = 0.05 * (hi - lo or 1.0)
     return lo - margin, hi + margin
+
+
+def plot_pvalue_calibration(pvalues: Mapping[str, ArrayLike], *, alpha: float = 0.05, title: str = "") -> Figure:
+    """How p-values computed where the null hypothesis holds are distributed: the share of them at or below
+    each level, against the level itself (a calibrated test follows the diagonal), over [0, 1] and over
+    [0, 4α], with each series' rejection rate at ``alpha`` and the band a calibrated test's rate falls in
+    (95 %, binomial) drawn at ``alpha``.
+
+    Parameters
+    ----------
+    pvalues : mapping of str to array_like
+        Label -> p-values of tests of true nulls (NaN left out), e.g. of random word pairs as A and B.
+    alpha : float
+        The level whose rejection rate is written in the legend.
+    title : str
+        Figure title.
+    """
+    from scipy import stats
+
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    whole, zoom = fig.subplots(1, 2)
+    colours = mpl.colormaps["tab10"].colors
+    sizes = []
+    for (label, values), colour in zip(pvalues.items(), colours):
+        p = np.sort(np.asarray(values, dtype=np.float64))
+        p = p[np.isfinite(p)]
+        sizes.append(p.size)
+        share = np.arange(1, p.size + 1) / p.size
+        rate = float(np.mean(p <= alpha))
+        for ax in (whole, zoom):
+            ax.step(np.r_[0.0, p], np.r_[0.0, share], where="post", color=colour, lw=1.3, label=f"{label}: {rate:.1%}")
+    for ax, top in ((whole, 1.0), (zoom, 4 * alpha)):
+        ax.plot([0, top], [0, top], color="#888888", lw=0.8, ls="--")
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top if ax is zoom else 1.0)
+        ax.set_xlabel("level", fontsize=8)
+        ax.tick_params(labelsize=8)
+    if sizes:
+        low, high = stats.binom.interval(0.95, max(sizes), alpha)
+        zoom.vlines(alpha, low / max(sizes), high / max(sizes), color="#252525", lw=3, alpha=0.4)
+    whole.set_ylabel("share of p-values at or below the level", fontsize=8)
+    zoom.set_title(f"below {4 * alpha:g} (bar: where a calibrated test's rate falls at {alpha:g})", fontsize=8)
+    whole.legend(fontsize=7, title=f"rejected at {alpha:g}", title_fontsize=7, loc="lower right")
+    fig.suptitle(title or "p-values of tests whose null hypothesis holds", fontsize=10)
+    return fig
