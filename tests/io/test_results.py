@@ -49,6 +49,9 @@ FLOATS = [
     "p_value_placebo",
     "z_placebo",
     "effect_size_placebo_percentile",
+    "p_value_placebo_statistic",
+    "z_placebo_statistic",
+    "placebo_rank_ratio",
 ]
 DERIVED = ["p_value_adjusted", "p_value_placebo_adjusted"]  # written whole at the end of a run, not by a cell
 INTS = ["n_permutations", "n_x", "n_y", "n_a", "n_b", "n_placebo"]
@@ -65,6 +68,7 @@ STRINGS = [
     "target_words_y",
     "missing_target_words",
     "ci_method",
+    "placebo_windows",
     "note",
 ]  # note last
 
