@@ -77,13 +77,23 @@ def filler_words(male: str, female: str, n: int) -> list[str]:
     raise AssertionError("unreachable")
 
 
-def write_language(path: Path, male: str, female: str, strength: float, n_words: int, dim: int, seed: int) -> None:
+def write_language(
+    path: Path,
+    male: str,
+    female: str,
+    strength: float,
+    n_words: int,
+    dim: int,
+    seed: int,
+    words: Sequence[str] | None = None,
+) -> None:
     """Write one synthetic language as a word2vec binary file.
 
     Every word vector is isotropic noise plus ``strength`` times a hidden unit direction g; the
     attribute words (the language's *male* and *female*) sit near +g and -g at ranks 40 and 41, so
     the expected association of a word grows with ``strength``. Vector lengths shrink slowly with rank,
-    as in real embeddings, where the norm carries frequency.
+    as in real embeddings, where the norm carries frequency. ``words``: the vocabulary, in rank order
+    (default :func:`filler_words`); its rows 40 and 41 become ``male`` and ``female``.
     """
     rng = np.random.default_rng(seed)
     g = rng.standard_normal(dim)
@@ -92,7 +102,7 @@ def write_language(path: Path, male: str, female: str, strength: float, n_words:
     vectors[40] = 2.0 * g + 0.3 * rng.standard_normal(dim) / np.sqrt(dim)
     vectors[41] = -2.0 * g + 0.3 * rng.standard_normal(dim) / np.sqrt(dim)
     vectors *= (1.5 - 0.1 * np.log10(np.arange(1, n_words + 1)))[:, None]
-    words = filler_words(male, female, n_words)
+    words = list(words) if words is not None else filler_words(male, female, n_words)
     words[40], words[41] = male, female
     body = b"".join(w.encode("utf-8") + b" " + v.tobytes() for w, v in zip(words, vectors.astype("<f4")))
     path.write_bytes(f"{n_words} {dim}\n".encode() + body)

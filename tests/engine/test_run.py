@@ -16,7 +16,7 @@ import yaml
 
 import biasdask
 from biasdask import Location
-from biasdask.demo import demo, write_language
+from biasdask.demo import demo, filler_words, write_language
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, StoreConflictError
 from biasdask.io import results as rs
@@ -290,7 +290,10 @@ def test_a_vocabulary_without_observed_frequencies_gets_notes_and_the_run_goes_o
     # (homme, femme are in its list)
     words = {"en": ("zmale", "zfemale"), "de": ("männlich", "weiblich"), "fr": ("homme", "femme")}
     for i, (code, (male, female)) in enumerate(words.items()):
-        write_language(tmp_path / f"{code}.bin", male, female, 0.1, 400, 10, seed=i)
+        vocabulary = filler_words(male, female, 400)
+        if code != "fr":  # made up: in no word list
+            vocabulary = ["zqx" + w for w in vocabulary]
+        write_language(tmp_path / f"{code}.bin", male, female, 0.1, 400, 10, seed=i, words=vocabulary)
         ingest(
             str(tmp_path / f"{code}.bin"), str(tmp_path / f"{code}.zarr"), language=code, client=False, progress=False
         )
