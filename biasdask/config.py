@@ -16,7 +16,7 @@ Example::
     correction: holm             # of p over each family of languages: holm (default) | bh | by | none
     alpha: 0.05                  # the level the correction, the report and the figures use
     ci_level: 0.95               # effect size intervals (classic tests: bootstrap of target words); null: none
-    placebo: {n: 1000, exclude: [], match: rank, words: letters, rank_ratio: 2, min_candidates: 50}  # random pairs (false: none)
+    placebo: {n: 1000, exclude: [], words: letters, rank_ratio: 2, min_candidates: 50}  # default; false: none
     attributes: iat              # catalog (default) | iat | {a: [...], b: [...]}; also per language
     exclude_words: gender_specific   # or a list of words
     dedupe_vectors: true         # score each distinct vector once (its first, most frequent word)
