@@ -34,8 +34,10 @@ extensions = [
     "sphinx.ext.imgmath",
 ]
 
-# LaTeX (texlive-latex-base, -recommended) and dvisvgm render every formula when the site is built
+# LaTeX (texlive-latex-base, -recommended, -extra: anyfontsize and preview) and dvisvgm render every formula
+# when the site is built; preview puts an inline formula on the text's baseline
 imgmath_image_format = "svg"
+imgmath_use_preview = True
 imgmath_embed = True
 imgmath_font_size = 14
 
