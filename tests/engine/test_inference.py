@@ -7,6 +7,7 @@ import logging
 
 import numpy as np
 import pytest
+import xarray as xr
 from statsmodels.stats.multitest import multipletests
 
 import biasdask
@@ -248,3 +249,32 @@ def test_meta_analysis_of_a_cube_agrees_with_statsmodels(career_study, tmp_path)
 
     names = [p.name for p in write_plots(url, tmp_path / "plots")]
     assert "forest_career_family.png" in names
+
+
+def test_meta_analysis_says_which_variances_are_attribute_word_spreads():
+    """A full-vocabulary cell with one attribute word a side has the attribute-word spread as its interval:
+    its SE² is no sampling variance, and the pooling says so, or leaves such cells out when asked."""
+    dims = ("language", "method", "test")
+    spread = "attribute-word spread: d minus the quantiles of the centred d of 1000 rank-matched placebo pairs"
+    boot = "BCa bootstrap of the attribute words (1999 resamples)"
+    cube = xr.Dataset(
+        {
+            "effect_size": (dims, [[[0.9]], [[1.3]], [[0.4]], [[1.1]]]),
+            "effect_size_se": (dims, [[[0.3]], [[0.35]], [[0.25]], [[0.4]]]),
+            "ci_method": (dims, [[[spread]], [[boot]], [[spread]], [[boot]]]),
+        },
+        coords={"language": ["de", "en", "fr", "ja"], "method": ["uniform"], "test": ["gender"]},
+    )
+    meta = biasdask.meta_analysis(cube, test="gender")
+    assert meta.studies["variance"].tolist() == [
+        "attribute-word spread",
+        "bootstrap",
+        "attribute-word spread",
+        "bootstrap",
+    ]
+    assert meta.note.startswith("de, fr: one attribute word a side") and "not a sampling variance" in meta.note
+    kept = biasdask.meta_analysis(cube, test="gender", spreads=False)
+    assert list(kept.studies.index) == ["en", "ja"] and kept.note == ""
+    assert kept.dropped == tuple(f"{lang} (an attribute-word spread, not a sampling variance)" for lang in ("de", "fr"))
+    everyone = biasdask.meta_analysis(cube.assign(ci_method=cube["ci_method"].where(False, spread)), test="gender")
+    assert everyone.note.startswith("every language: ")
