@@ -61,6 +61,10 @@ B_WORDS = ["she", "her", "hers", "woman", "female", "girl", "mother", "daughter"
 SEED_LANGUAGES, SEED_WORDS, SEED_DIM, SEED_PERMUTATIONS, SEED_METHODS = 26, 2_000_000, 300, 10_000, 2
 
 
+#: a filler word is ``w`` and its row's digits as letters (``wba`` for 10): a word-like token a placebo may draw
+LETTERS = str.maketrans("0123456789", "abcdefghij")
+
+
 def generate(path: Path, n_words: int, dim: int, seed: int) -> int:
     """Write a fastText-like ``.vec`` (4 decimals, trailing space); return its size in bytes."""
     rng = np.random.default_rng(seed)
@@ -72,7 +76,7 @@ def generate(path: Path, n_words: int, dim: int, seed: int) -> int:
             stop = min(n_words, start + 5000)
             idx = np.clip(rng.normal(0, 1500, (stop - start, dim)).astype(np.int64), -10000, 10000) + 10000
             lines = [
-                (words[i] if i < len(words) else f"w{i}").encode() + b" " + b" ".join(row) + b" \n"
+                (words[i] if i < len(words) else f"w{i}".translate(LETTERS)).encode() + b" " + b" ".join(row) + b" \n"
                 for i, row in zip(range(start, stop), table[idx])
             ]
             f.write(b"".join(lines))
@@ -364,7 +368,7 @@ def scores_write(results_url: str, store_url: str, args) -> dict:
     return {"write": seconds, "write_per_word": seconds / sc.sizes["word"]}
 
 
-def seed_000(results: list[dict], args, kernel: dict) -> None:
+def full_vocabulary_rerun(results: list[dict], args, kernel: dict) -> None:
     """The 26-language rerun on two cores from each stage's measured throughput, with its breakdown."""
     cores = 2
     print(
@@ -534,7 +538,7 @@ def main(argv=None) -> None:
 
         kernel = kernel_at_seed_size()
         kernel.update(scores_write(results[0]["results"], results[0]["stores"][CODES[0]], args))
-        seed_000(results, args, kernel)
+        full_vocabulary_rerun(results, args, kernel)
 
         if args.rerun:
             r = rerun(args, work)

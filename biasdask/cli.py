@@ -505,7 +505,8 @@ def _add_meta(sub: argparse._SubParsersAction) -> None:
         "meta",
         help="pool one test's effect size across the languages of a results store",
         description="A random-effects meta-analysis of one test's effect size d over the languages of a results "
-        "store, each weighted by the variance of its interval (classic tests: a bootstrap of the target words): "
+        "store, each weighted by the variance of its interval (a bootstrap; with one attribute word a side the "
+        "attribute-word spread, which the output names, or --no-spreads to leave those out): "
         "the pooled d with its confidence and prediction intervals, tau^2, I^2 and Cochran's Q, and per language "
         "d, its interval and weight. --covariate adds a meta-regression on a column of the language catalog.",
     )
@@ -519,6 +520,12 @@ def _add_meta(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--covariate", metavar="COLUMN", help="meta-regression on a catalog column (family, branch)")
     p.add_argument(*OUTPUT, metavar="PNG", help="also write the forest plot there")
     _renamed(p, "--plot", "--output", "output")
+    p.add_argument(
+        "--no-spreads",
+        dest="spreads",
+        action="store_false",
+        help="leave out the languages whose interval is an attribute-word spread (not a sampling variance)",
+    )
     p.set_defaults(func=_cmd_meta)
 
 
@@ -534,6 +541,7 @@ def _cmd_meta(args: argparse.Namespace) -> int:
         estimator=args.estimator,
         hartung_knapp=args.hartung_knapp,
         covariate=args.covariate,
+        spreads=args.spreads,
     )
     r = meta.pooled
     table = meta.studies.assign(weight=[f"{100 * w:.1f} %" for w in meta.studies["weight"]]).round(3)
@@ -551,6 +559,8 @@ def _cmd_meta(args: argparse.Namespace) -> int:
     )
     if meta.dropped:
         print("left out: " + ", ".join(meta.dropped))
+    if meta.note:
+        print(f"note: {meta.note}")
     if meta.regression is not None:
         reg = meta.regression
         coefficients = pd.DataFrame(

@@ -10,7 +10,9 @@ figures (``plots/``) and the HTML report (``report/index.html``) are written.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +27,23 @@ from biasdask.engine.cluster import client_scope
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError
 from biasdask.lexicon import languages as catalog
+from biasdask.lexicon.scripts import char_script
 from biasdask.progress import wanted
 from biasdask.report import write_report
 from biasdask.stats.elementary import log
 from biasdask.stats.linalg import dot
 from biasdask.study.run import run
 
-__all__ = ["MIN_WORDS", "demo", "DemoLanguage", "generate", "has_plot_extra", "planted_strengths", "write_language"]
+__all__ = [
+    "MIN_WORDS",
+    "demo",
+    "DemoLanguage",
+    "filler_words",
+    "generate",
+    "has_plot_extra",
+    "planted_strengths",
+    "write_language",
+]
 
 _LN10 = 2.302585092994045684  # the generated lengths use this package's log: the same bits on every CPU
 
@@ -53,13 +65,56 @@ def planted_strengths(codes: list[str], seed: int = 7) -> dict[str, float]:
     return {c: float(v) for c, v in zip(codes, values)}
 
 
-def write_language(path: Path, male: str, female: str, strength: float, n_words: int, dim: int, seed: int) -> None:
+def filler_words(male: str, female: str, n: int) -> list[str]:
+    """``n`` distinct made-up words in the script of ``male`` and ``female``, none of them either: strings
+    of letters near theirs in Unicode, all of one length (``male``, ``female`` give ``aaaa``, ``aaab``...
+    for 20,000 words; 男, 女 nearby ideographs), so that they are word-like tokens a placebo may draw
+    (:mod:`biasdask.lexicon.scripts`).
+
+    Examples
+    --------
+    >>> filler_words("male", "female", 3), filler_words("male", "female", 20_000)[:2]
+    (['a', 'b', 'c'], ['aaaa', 'aaab'])
+    """
+    alphabet: list[str] = []
+    for char in sorted({c for c in male + female if unicodedata.category(c)[0] == "L"}):
+        for code in range(max(ord(char) - 12, 0), ord(char) + 13):
+            near = chr(code)
+            same = unicodedata.category(near) == unicodedata.category(char) and char_script(near) == char_script(char)
+            if same and near not in alphabet:
+                alphabet.append(near)
+    alphabet.sort()
+    length = 1
+    while len(alphabet) ** length < n + 2:
+        length += 1
+    words = []
+    for i in itertools.count():
+        digits = [(i // len(alphabet) ** k) % len(alphabet) for k in reversed(range(length))]
+        word = "".join(alphabet[d] for d in digits)
+        if word not in (male, female):
+            words.append(word)
+        if len(words) == n:
+            return words
+    raise AssertionError("unreachable")
+
+
+def write_language(
+    path: Path,
+    male: str,
+    female: str,
+    strength: float,
+    n_words: int,
+    dim: int,
+    seed: int,
+    words: Sequence[str] | None = None,
+) -> None:
     """Write one synthetic language as a word2vec binary file.
 
     Every word vector is isotropic noise plus ``strength`` times a hidden unit direction g; the
     attribute words (the language's *male* and *female*) sit near +g and -g at ranks 40 and 41, so
     the expected association of a word grows with ``strength``. Vector lengths shrink slowly with rank,
-    as in real embeddings, where the norm carries frequency.
+    as in real embeddings, where the norm carries frequency. ``words``: the vocabulary, in rank order
+    (default :func:`filler_words`); its rows 40 and 41 become ``male`` and ``female``.
     """
     rng = np.random.default_rng(seed)
     g = rng.standard_normal(dim)
@@ -68,7 +123,7 @@ def write_language(path: Path, male: str, female: str, strength: float, n_words:
     vectors[40] = 2.0 * g + 0.3 * rng.standard_normal(dim) / np.sqrt(dim)
     vectors[41] = -2.0 * g + 0.3 * rng.standard_normal(dim) / np.sqrt(dim)
     vectors *= (1.5 - 0.1 * log(np.arange(1.0, n_words + 1.0)) / _LN10)[:, None]
-    words = [f"w{i:06d}" for i in range(n_words)]
+    words = list(words) if words is not None else filler_words(male, female, n_words)
     words[40], words[41] = male, female
     body = b"".join(w.encode("utf-8") + b" " + v.tobytes() for w, v in zip(words, vectors.astype("<f4")))
     path.write_bytes(f"{n_words} {dim}\n".encode() + body)

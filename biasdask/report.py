@@ -425,7 +425,7 @@ def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
             if "p_placebo" in cell and np.isfinite(cell["p_placebo"].to_numpy(dtype=float)[ok]).any():
                 pp = cell["p_placebo"].to_numpy(dtype=float)[ok]
                 text += (
-                    f"; against random word pairs of the same frequencies (placebo) p < {alpha:g} in "
+                    f"; d against that of random word pairs of the same frequencies (placebo) p < {alpha:g} in "
                     f"{int((pp[np.isfinite(pp)] < alpha).sum())} of {int(np.isfinite(pp).sum())}"
                 )
             lines.append(text + ".")
@@ -489,9 +489,11 @@ def captions(results: xr.Dataset, names: Sequence[str]) -> dict[str, str]:
             )
         elif name.startswith("forest_"):
             out[name] = (
-                f"Forest plot of test {name.removeprefix('forest_')}: each language's effect size d with its interval "
-                "(square sized by its weight), and the random-effects pooled d (diamond: its confidence interval; "
-                "line: the prediction interval for another language), with τ², I² and Q."
+                f"Forest plot of test {name.removeprefix('forest_')}: each language's effect size d (the square's area "
+                "proportional to its weight) with its interval drawn over it (dashed: the attribute-word spread, how "
+                "far d moves when one attribute word a side is replaced by random words of its frequency, which is "
+                "no confidence interval), and the random-effects pooled d (diamond: its confidence interval; line: "
+                "the prediction interval for another language), with τ², I² and Q."
             )
         elif name.startswith("null_"):
             out[name] = (

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from biasdask.engine.placebo import is_spread
 from biasdask.errors import BiasdaskError
 
 __all__ = [
@@ -81,11 +82,26 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     Column("s", "statistic", "s", "number", "statistic"),
     Column("d", "effect_size", "d", "d", "effect size (sample SD, ddof 1)"),
-    Column("d_ci", "", "d CI", "text", "interval of d at ci_level (classic tests: bootstrap of the target words)"),
-    Column("ci_low", "effect_size_ci_low", "d low", "d", "lower end of d's interval", printed=False),
-    Column("ci_high", "effect_size_ci_high", "d high", "d", "upper end of d's interval", printed=False),
-    Column("se", "effect_size_se", "SE(d)", "number", "standard error of d", printed=False),
-    Column("ci_level", "ci_level", "level", "number", "confidence level of d's interval", printed=False),
+    Column(
+        "d_ci",
+        "",
+        "d CI",
+        "text",
+        "confidence interval of d at ci_level (a bootstrap: of the target words' scores, or of the attribute words)",
+    ),
+    Column(
+        "d_spread",
+        "",
+        "d spread",
+        "text",
+        "attribute-word spread of d at ci_level (one attribute word a side): how far d moves when the attribute "
+        "words are replaced by random words of their frequencies; not a confidence interval",
+    ),
+    Column("ci_low", "effect_size_ci_low", "d low", "d", "lower end of d's interval (CI or spread)", printed=False),
+    Column("ci_high", "effect_size_ci_high", "d high", "d", "upper end of d's interval (CI or spread)", printed=False),
+    Column("se", "effect_size_se", "SE(d)", "number", "standard error of d (or the spread's SD)", printed=False),
+    Column("ci_level", "ci_level", "level", "number", "level of d's interval", printed=False),
+    Column("ci_method", "ci_method", "interval", "text", "how d's interval was made", printed=False),
     Column(
         "d_w",
         "effect_size_weighted",
@@ -101,10 +117,21 @@ COLUMNS: tuple[Column, ...] = (
         "p_value_placebo",
         "p (placebo)",
         "p",
-        "p against random word pairs of the attribute words' frequencies",
+        "placebo p: d against the d of random word pairs of the attribute words' frequencies",
     ),
     Column("p_placebo_adj", "p_value_placebo_adjusted", "p (placebo, adj.)", "p", "the placebo p, corrected like p"),
-    Column("z_placebo", "z_placebo", "z (placebo)", "z", "s in SDs of its placebo distribution"),
+    Column("z_placebo", "z_placebo", "z (placebo)", "z", "d in SDs of the placebo pairs' d"),
+    Column(
+        "p_placebo_s",
+        "p_value_placebo_statistic",
+        "p (placebo, s)",
+        "p",
+        "s against the placebo pairs' s (s grows with the distance between the attribute words)",
+        printed=False,
+    ),
+    Column(
+        "z_placebo_s", "z_placebo_statistic", "z (placebo, s)", "z", "s in SDs of the placebo pairs' s", printed=False
+    ),
     Column(
         "d_percentile",
         "effect_size_placebo_percentile",
@@ -113,6 +140,17 @@ COLUMNS: tuple[Column, ...] = (
         "d's percentile among the placebo pairs' d",
     ),
     Column("n_placebo", "n_placebo", "P", "count", "placebo pairs drawn", printed=False),
+    Column(
+        "rank_ratio",
+        "placebo_rank_ratio",
+        "rank ratio",
+        "number",
+        "largest factor between a placebo word's frequency rank and its attribute word's",
+        printed=False,
+    ),
+    Column(
+        "windows", "placebo_windows", "placebo windows", "text", "each attribute word's window of ranks", printed=False
+    ),
     Column("exact", "exact", "exact", "flag", "every split was enumerated", printed=False),
     Column("p_normal", "p_value_normal", "p(normal)", "p", "p of z, normal approximation"),
     Column(
@@ -140,6 +178,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("note", "note", "note", "text", "why a cell is empty, or a warning"),
 )
 _BY_KEY = {c.key: c for c in COLUMNS}
+_INTERVALS = ("d_ci", "d_spread")  # text columns whose meaning the legends state
 _TRUNCATE = 32  # characters of a word list in the aligned text table
 
 
@@ -186,11 +225,19 @@ def cube_table(results: xr.Dataset) -> pd.DataFrame:
                 z = cube["z_score"].values.ravel()
                 alt = cube["alternative"].values.ravel()
                 frame[col.key] = [_log10_tail(float(v), str(a)) for v, a in zip(z, alt)]
-        elif col.key == "d_ci":
+        elif col.key in ("d_ci", "d_spread"):
             if "effect_size_ci_low" in cube:
                 bounds = zip(cube["effect_size_ci_low"].values.ravel(), cube["effect_size_ci_high"].values.ravel())
+                kinds = (
+                    [is_spread(str(m)) for m in cube["ci_method"].values.ravel()]
+                    if "ci_method" in cube
+                    else [False] * cube["effect_size_ci_low"].size
+                )
                 frame[col.key] = [
-                    f"[{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "" for lo, hi in bounds
+                    f"[{lo:.2f}, {hi:.2f}]"
+                    if np.isfinite(lo) and np.isfinite(hi) and spread == (col.key == "d_spread")
+                    else ""
+                    for (lo, hi), spread in zip(bounds, kinds)
                 ]
         elif col.variable in cube:
             values = cube[col.variable].values.ravel()
@@ -400,7 +447,7 @@ _LATEX_SPECIAL = {
 
 def _latex_caption(frame: pd.DataFrame, attrs: Mapping[str, Any]) -> str:
     """The table's caption: what each numeric column holds, and the study's seed and alternative."""
-    shown = {c.header: c.description for c in COLUMNS if c.kind != "text"}
+    shown = {c.header: c.description for c in COLUMNS if c.kind != "text" or c.key in _INTERVALS}
     parts = [f"{h}: {shown[h]}" for h in frame.columns if h in shown]
     text = f"biasdask results, seed {attrs.get('seed', '')}" + (f" ({'; '.join(parts)})." if parts else ".")
     escaped = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
@@ -482,7 +529,9 @@ def format_table(results: xr.Dataset, fmt: Format = "table", *, columns: Sequenc
             if any(marks):
                 readable["note"] = marks
         legend = "; ".join(
-            f"{c.header}: {c.description}" for c in COLUMNS if c.header in readable.columns and c.kind != "text"
+            f"{c.header}: {c.description}"
+            for c in COLUMNS
+            if c.header in readable.columns and (c.kind != "text" or c.key in _INTERVALS)
         )
         blocks.append(f"test: {test}  ({legend})\n" + readable.to_string())
     if footnotes:

@@ -10,7 +10,7 @@ instead.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,7 @@ def generated_store(
     code: str = "en",
     *,
     words: tuple[str, str] | None = None,
+    vocabulary: Sequence[str] | None = None,
     n_words: int = 600,
     dim: int = 8,
     strength: float = 0.1,
@@ -87,12 +88,13 @@ def generated_store(
 ) -> str:
     """The URL of a store of a generated language (``biasdask.demo.write_language``: the attribute words
     ``words``, by default the catalog's translations of male and female, at ranks 41 and 42, and a planted
-    gender axis of ``strength``), at ``url`` (default ``tmp/emb/<code>.zarr``)."""
+    gender axis of ``strength``; the other words ``vocabulary``, by default made-up words of their script),
+    at ``url`` (default ``tmp/emb/<code>.zarr``)."""
     if words is None:
         table = languages().set_index("code")
         words = (str(table.loc[code, "male"]), str(table.loc[code, "female"]))
     source = tmp / f"{code}-{seed}.bin"
-    write_language(source, *words, strength, n_words, dim, seed=seed)
+    write_language(source, *words, strength, n_words, dim, seed=seed, words=vocabulary)
     url = url or str(tmp / "emb" / f"{code}.zarr")
     ingest(
         Location(str(source), storage_options),

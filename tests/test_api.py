@@ -63,6 +63,16 @@ def test_every_function_is_exported_and_listed():
     assert set(DATA) | {"Resampling", "Vocabulary", "WordSets", "Location"} == set(biasdask.__all__) - {"__version__"}
 
 
+def test_every_public_name_is_in_the_api_reference():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "api.rst").read_text(encoding="utf-8")
+    listed = {line.strip() for line in page.splitlines()} | {
+        line.split("::", 1)[1].strip() for line in page.splitlines() if line.startswith(".. auto")
+    }
+    assert set(biasdask.__all__) <= listed, sorted(set(biasdask.__all__) - listed)
+
+
 @pytest.mark.parametrize("name", TESTS)
 def test_every_test_takes_the_resampling_options_and_nothing_of_them_apart(name):
     params = inspect.signature(getattr(biasdask, name)).parameters

@@ -27,6 +27,9 @@ def _write_vec(path: Path, words: list[str], seed: int, dim: int = 12) -> None:
     write_vec(path, words, np.random.default_rng(seed).standard_normal((len(words), dim)))
 
 
+LETTERS = str.maketrans("0123456789", "abcdefghij")
+
+
 def _one_error_line(err: str) -> str:
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err
@@ -40,9 +43,10 @@ def study(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("cli")
     w7 = weat_test(7)
     common = [*ATTRIBUTES["a"], *ATTRIBUTES["b"]]
-    en_words = list(dict.fromkeys([*common, *w7.x, *w7.y, *w7.a, *w7.b, *(f"w{i}" for i in range(600))]))
+    filler = [f"w{i}".translate(LETTERS) for i in range(600)]  # word-like: a placebo may draw them
+    en_words = list(dict.fromkeys([*common, *w7.x, *w7.y, *w7.a, *w7.b, *filler]))
     _write_vec(root / "en.vec", en_words, seed=1)
-    _write_vec(root / "de.vec", [*common, *(f"w{i}" for i in range(600))], seed=2)
+    _write_vec(root / "de.vec", [*common, *filler], seed=2)
     for code in ("en", "de"):
         assert main(["ingest", str(root / f"{code}.vec"), "-o", str(root / f"{code}.zarr"), "--language", code]) == 0
     config = {

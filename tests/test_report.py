@@ -534,3 +534,30 @@ def test_show_latex_is_a_booktabs_table_that_compiles(mixed_study, tmp_path, cap
     )
     assert out.returncode == 0, out.stdout[-3000:]
     assert (tmp_path / "t.pdf").stat().st_size > 1000
+
+
+def test_show_names_the_attribute_word_spread_apart_from_confidence_intervals():
+    import xarray as xr
+
+    dims = ("language", "method", "test")
+    cube = xr.Dataset(
+        {
+            "statistic": (dims, [[[1.0]], [[2.0]]]),
+            "effect_size": (dims, [[[-0.88]], [[1.06]]]),
+            "effect_size_ci_low": (dims, [[[-1.67]], [[0.11]]]),
+            "effect_size_ci_high": (dims, [[[-0.13]], [[1.50]]]),
+            "ci_method": (
+                dims,
+                [
+                    [["attribute-word spread: d minus the quantiles of the centred d of 1999 placebo pairs"]],
+                    [["studentized bootstrap of the target words' scores (9999 resamples)"]],
+                ],
+            ),
+        },
+        coords={"language": ["en", "fr"], "method": ["uniform"], "test": ["gender"]},
+    )
+    table = cube_table(cube)
+    assert table["d_spread"].tolist() == ["[-1.67, -0.13]", ""] and table["d_ci"].tolist() == ["", "[0.11, 1.50]"]
+    text = format_table(cube)
+    assert "d spread" in text and "d CI" in text and "not a confidence interval" in text
+    assert "d spread" not in format_table(cube.sel(language=["fr"]))  # an empty column is left out

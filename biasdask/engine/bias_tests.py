@@ -70,14 +70,18 @@ def full_vocabulary_test(
         full-vocabulary test's original rule: the tail s points to, chosen after seeing s, type-I rate
         about 2α), ``seed`` (the same seed gives bit-identical results on any scheduler and number of
         workers; ``None`` draws one, recorded in the result's ``seed``), ``batch_size``, and
-        ``placebo``: also compare s with P = ``placebo`` random attribute pairs of the same sizes and
-        word frequencies (:mod:`biasdask.engine.placebo`): the result's ``p_value_placebo``,
-        ``z_placebo`` and ``effect_size_placebo_percentile`` answer whether the association is larger
-        than that of a random pair of words, which the dummy-language p-value does not. Seeded by the
-        test's seed. The same pass gives an interval of d over the resampled attribute words
-        (``effect_size_ci_low``, ``effect_size_ci_high``, ``effect_size_se``; BCa, 95 %; NaN with a
-        ``ci_method`` saying why when a side has one word). ``placebo_exclude``: words no placebo pair
-        may use, besides the attribute words and the known gendered words.
+        ``placebo``: also compare d with that of P = ``placebo`` random attribute pairs of the same sizes
+        and word frequencies (:mod:`biasdask.engine.placebo`; single-language tests): the result's
+        ``p_value_placebo``, ``z_placebo`` and ``effect_size_placebo_percentile`` answer whether the
+        association is larger than that of a random pair of words, which the dummy-language p-value
+        does not (``p_value_placebo_statistic`` compares s instead). Seeded by the test's seed. The same
+        pass gives an interval of d centred on it (``effect_size_ci_low``, ``effect_size_ci_high``,
+        ``effect_size_se``, 95 %): a BCa bootstrap of the attribute words, or with one word a side the
+        attribute-word spread (how far d moves when the attribute words are replaced by random words of
+        their frequencies; ``ci_method`` says which). ``placebo_exclude``: words no placebo pair may
+        use, besides the attribute words and the known gendered words; ``placebo_words``,
+        ``placebo_rank_ratio``, ``placebo_min_candidates``: which tokens may be drawn, and from which
+        window of ranks (recorded in ``placebo_windows``, ``placebo_rank_ratio``).
     vocabulary
         :class:`~biasdask.Vocabulary` (default ``Vocabulary()``): which words are targets
         (``max_words``, ``exclude_attributes``, ``exclude_words``, ``dedupe_vectors``).
@@ -170,15 +174,9 @@ def full_vocabulary_test(
         seed=res.seed,
         alternative=res.alternative,
         exclude=options.placebo_exclude,
+        match=options.placebo_match,
     )
-    return dataclasses.replace(
-        res,
-        p_value_placebo=float(found.p_value[0]),
-        z_placebo=float(found.z[0]),
-        effect_size_placebo_percentile=found.effect_size_percentile,
-        n_placebo=found.n,
-        **found.interval,
-    )
+    return dataclasses.replace(res, **found.fields(), **found.interval)
 
 
 @keyword_api(

@@ -243,7 +243,7 @@ def profile_for_plot(profile: xr.Dataset, score: str = "u") -> BinProfile:
 
 
 # --------------------------------------------------------------------------------------------------
-# Seed 003's context words as a test
+# Valentini et al. 2022's context words as a test
 
 
 def _context_words(exclude_context: bool) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:

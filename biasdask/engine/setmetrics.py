@@ -280,6 +280,7 @@ def set_metric_test(
         seed=res.seed,
         alternative=res.alternative,
         exclude=options.placebo_exclude,
+        match=options.placebo_match,
     )
     return _with_placebo(res, found)
 
@@ -313,6 +314,7 @@ def _iat_set_metric_test(emb, metric, language, iat_model, min_coverage, common)
         seed=res.seed,
         alternative=res.alternative,
         exclude=options.placebo_exclude,
+        match=options.placebo_match,
     )
     return _with_placebo(res, found)
 
@@ -373,7 +375,6 @@ def run_set_cell(
 
 
 def _with_placebo(res, found):
-    """``res`` with the placebo comparison of its one statistic (a set-level metric has no effect size)."""
-    return dataclasses.replace(
-        res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]), n_placebo=found.n
-    )
+    """``res`` with the placebo comparison of its one statistic (a set-level metric has no effect size, so
+    its placebo p is its statistic's)."""
+    return dataclasses.replace(res, **found.fields())

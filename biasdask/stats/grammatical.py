@@ -64,7 +64,7 @@ def _same_size(p: NDArray, q: NDArray, names: str) -> None:
 
 
 def group_association(w: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:
-    """Seed 004 eq. 5: s(w, G) = 1/|G| sum_{g in G} cos(w, g), for each row w.
+    """The BAD study's eq. 5: s(w, G) = 1/|G| sum_{g in G} cos(w, g), for each row w.
 
     Parameters
     ----------
@@ -80,7 +80,8 @@ def group_association(w: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:
 
 
 def weat_association(w: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
-    """Seed 004 eq. 2: s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b), for each row w."""
+    """WEAT's s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b) (Caliskan et al. 2017; the BAD study's eq. 2),
+    for each row w."""
     return group_association(w, a) - group_association(w, b)
 
 
@@ -152,7 +153,7 @@ def _bad_scores(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> tuple
 
 
 def bad_statistic(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
-    """Seed 004 eq. 4: s(X, Y, A, B) = sum_{x in X} s(x, A) - sum_{y in Y} s(y, B).
+    """The BAD test (the BAD study's eq. 4): s(X, Y, A, B) = sum_{x in X} s(x, A) - sum_{y in Y} s(y, B).
 
     X, Y (targets) and A, B (attributes) are paired masculine/feminine forms of equal sizes.
     """
@@ -213,7 +214,7 @@ class MWEATResult(PValueAlias):
 
 
 def mweat_statistic(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
-    """Seed 004 eq. 3: | |sum_{x in X} s(x, A, B)| - |sum_{y in Y} s(y, A, B)| |.
+    """MWEAT (Zhou et al. 2019; the BAD study's eq. 3): | |sum_{x in X} s(x, A, B)| - |sum_{y in Y} s(y, A, B)| |.
 
     Unlike :func:`mweat_test`, the sets need not be paired (|X| may differ from |Y|).
     """

@@ -11,8 +11,10 @@ The numbers follow R's metafor (Viechtbauer 2010), which this module reproduces 
       (for p = 1: (Q − (k − 1)) / (Σw − Σw²/Σw)).
     - ``"REML"``: restricted maximum likelihood (Viechtbauer 2005), by Fisher scoring as metafor
       does: started at the Hedges (HE) estimate, step
-      Δ = (yᵀPPy − tr P) / tr(PP) with P = W − WX(XᵀWX)⁻¹XᵀW, W = diag(1/(v_i + τ²)), halved while it
-      would make τ² negative; iterated until |Δ| ≤ 1e-5, metafor's threshold, so that τ̂² is
+      Δ = (yᵀPPy − tr P) / tr(PP) with P = W − WX(XᵀWX)⁻¹XᵀW, W = diag(1/(v_i + τ²)); a step that
+      would make τ² negative stops at 0 (τ² is truncated there, as metafor truncates it), and a step
+      that would lower the restricted likelihood (an overshoot past its maximum) is halved until it
+      does not; iterated until |Δ| ≤ 1e-5, metafor's threshold, so that τ̂² is
       metafor's to the last digit (0.313243325980895 on the BCG data); the exact root of the REML
       equation differs by less than the threshold (on BCG with latitude: τ̂² 0.076355 against
       0.076348, QM 16.3571 against 16.3582). As in metafor, τ² = 0 is taken when the restricted

@@ -166,15 +166,22 @@ class PermutationTestResult(PValueAlias):
         when exact (grouped by the number of nonzero items in X_i, combinations in lexicographic
         order, each repeated once per placement of the zeros).
     p_value_placebo, z_placebo, effect_size_placebo_percentile : float
-        Against random attribute pairs of the same word frequencies (a full-vocabulary test with
-        ``placebo``): (1 + #placebo statistics at least as extreme)/(P + 1), (s - mean)/SD of the
-        placebo statistics, and d's percentile among the placebo pairs' d; NaN without a placebo.
+        d against the d of random attribute pairs of the same word frequencies (with ``placebo``):
+        (1 + #placebo d at least as extreme)/(P + 1), (d - mean)/SD of the placebo d, and d's
+        percentile among them; NaN without a placebo. d is scale-free, so this is the placebo answer a
+        claim rests on (a test without an effect size, a set-level metric: its statistic's).
+    p_value_placebo_statistic, z_placebo_statistic : float
+        The same for the statistic s, which grows with the distance between the two attribute sets.
     n_placebo : int
         P, the placebo pairs (0 without).
+    placebo_rank_ratio : float
+        The largest factor between a placebo word's frequency rank and its attribute word's that the
+        draws' windows allowed; ``placebo_windows`` each attribute word's window of ranks.
     effect_size_ci_low, effect_size_ci_high, effect_size_se : float
         An interval of d at ``ci_level`` and its standard error (classic tests: a bootstrap of the
-        target words; a full-vocabulary test with ``placebo``: of the attribute words); NaN where there
-        is none (``ci_method`` says why).
+        target words; a full-vocabulary test with ``placebo``: of the attribute words, or with one word a
+        side the attribute-word spread, which is no confidence interval); NaN where there is none
+        (``ci_method`` says which, or why none).
     ci_level : float
         The interval's confidence level (NaN when none was made).
     ci_method : str
@@ -198,7 +205,11 @@ class PermutationTestResult(PValueAlias):
     p_value_placebo: float = float("nan")
     z_placebo: float = float("nan")
     effect_size_placebo_percentile: float = float("nan")
+    p_value_placebo_statistic: float = float("nan")
+    z_placebo_statistic: float = float("nan")
     n_placebo: int = 0
+    placebo_rank_ratio: float = float("nan")
+    placebo_windows: str = ""
     effect_size_ci_low: float = float("nan")
     effect_size_ci_high: float = float("nan")
     effect_size_se: float = float("nan")

@@ -1,7 +1,7 @@
 """The numbers of WEAT-style tests on small word sets (Caliskan et al. 2017; Lauscher & Glavaš 2019 eqs. 1-3).
 
 - :func:`similarity_matrix`: cosine similarity, or the *negative* Euclidean distance between unit
-  vectors. Seed 002 (footnote 3) flips the direction of the test for a distance (p = P[s_i < s]); biasdask
+  vectors. Lauscher & Glavaš 2019 (footnote 3) flips the direction of the test for a distance (p = P[s_i < s]); biasdask
   negates the distance instead, so that for both measures larger means more similar, s(X, Y, A, B) > 0
   means X is closer to A than Y is, and the same one-sided rule (p = P[s_i >= s] for s > 0) applies. The
   distance is taken between unit-length vectors, as XWEAT does, so it is a monotone function of the cosine

@@ -20,6 +20,7 @@ from typing import Literal
 
 from distributed import Client
 
+from biasdask.engine.placebo import PLACEBO_FIELDS
 from biasdask.engine.setmetrics import SET_METRICS, run_set_cell, set_metric_sets
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, CoverageError, career_family_test, weat
 from biasdask.errors import BiasdaskError
@@ -145,12 +146,7 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
         if hasattr(result, name):
             values[name] = getattr(result, name)
     if getattr(result, "n_placebo", 0):
-        values.update(
-            {
-                name: getattr(result, name)
-                for name in ("p_value_placebo", "z_placebo", "effect_size_placebo_percentile", "n_placebo")
-            }
-        )
+        values.update({name: getattr(result, name) for name in PLACEBO_FIELDS})
     values.update(extra)
     return values
 

@@ -16,7 +16,7 @@ Example::
     correction: holm             # of p over each family of languages: holm (default) | bh | by | none
     alpha: 0.05                  # the level the correction, the report and the figures use
     ci_level: 0.95               # effect size intervals (classic tests: bootstrap of target words); null: none
-    placebo: {n: 1000, exclude: [], match: rank}  # the tests against random word pairs (default; false: none)
+    placebo: {n: 1000, exclude: [], words: letters, rank_ratio: 2, min_candidates: 50}  # default; false: none
     attributes: iat              # catalog (default) | iat | {a: [...], b: [...]}; also per language
     exclude_words: gender_specific   # or a list of words
     dedupe_vectors: true         # score each distinct vector once (its first, most frequent word)
@@ -76,6 +76,7 @@ from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.stats.association import ASSOCIATIONS
 from biasdask.stats.multitest import CORRECTIONS
 from biasdask.stats.permutation import MAX_PERMUTATIONS
+from biasdask.stats.placebo import DEFAULT_MATCH, PlaceboMatch
 from biasdask.stats.resampling import ALTERNATIVES
 from biasdask.stats.setmetrics import METRICS
 from biasdask.stats.weat import SIMILARITIES
@@ -186,6 +187,7 @@ class StudyConfig:
     ci_level: float | None = 0.95
     placebo: int = DEFAULT_PLACEBO
     placebo_exclude: tuple[str, ...] = ()
+    placebo_match: PlaceboMatch = DEFAULT_MATCH
 
     def test_labels(self) -> tuple[str, ...]:
         """The cube's test labels: each full-vocabulary test once per association, the others once."""
@@ -205,9 +207,16 @@ class StudyConfig:
             d.pop("associations")  # the default leaves the hash of studies written before the option
         if self.ci_level == 0.95:
             d.pop("ci_level")  # likewise
-        exclude = d.pop("placebo_exclude")
+        exclude, match = d.pop("placebo_exclude"), d.pop("placebo_match")
         if self.placebo:
-            d["placebo"] = {"n": self.placebo, "exclude": list(exclude), "match": "rank"}
+            d["placebo"] = {
+                "n": self.placebo,
+                "exclude": list(exclude),
+                "match": "rank",
+                "words": match.words,
+                "rank_ratio": match.rank_ratio,
+                "min_candidates": match.min_candidates,
+            }
         else:
             d.pop("placebo")
         d["languages"] = [
@@ -336,11 +345,13 @@ def _placebo(raw: dict) -> dict[str, Any]:
         value = {}
     if not isinstance(value, dict):
         raise ConfigError(
-            f"placebo: expected a mapping {{n: 1000, exclude: [...], match: rank}} or false, got {value!r}"
+            f"placebo: expected a mapping {{n: 1000, exclude: [...], match: rank, words: letters, rank_ratio: 2, "
+            f"min_candidates: 50}} or false, got {value!r}"
         )
-    unknown = set(value) - {"n", "exclude", "match"}
+    allowed = {"n", "exclude", "match", "words", "rank_ratio", "min_candidates"}
+    unknown = set(value) - allowed
     if unknown:
-        raise ConfigError(f"placebo: unknown key(s) {sorted(unknown)}; allowed: exclude, match, n")
+        raise ConfigError(f"placebo: unknown key(s) {sorted(unknown)}; allowed: {', '.join(sorted(allowed))}")
     n = value.get("n", DEFAULT_PLACEBO)
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
         raise ConfigError(f"placebo.n: expected a number of placebo pairs from 1 to 1,000,000, got {n!r}")
@@ -351,7 +362,13 @@ def _placebo(raw: dict) -> dict[str, Any]:
     exclude = value.get("exclude") or []
     if not isinstance(exclude, list) or not all(isinstance(w, str) for w in exclude):
         raise ConfigError("placebo.exclude: expected a list of words")
-    return {"placebo": n, "placebo_exclude": tuple(exclude)}
+    defaults = PlaceboMatch()
+    options = {key: value.get(key, getattr(defaults, key)) for key in ("words", "rank_ratio", "min_candidates")}
+    try:
+        match = PlaceboMatch(**options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"placebo.{exc}") from None
+    return {"placebo": n, "placebo_exclude": tuple(exclude), "placebo_match": match}
 
 
 def _bool(raw: dict, key: str, default: bool) -> bool:

@@ -154,6 +154,7 @@ def family_graph(
             used=(attributes.a.used, attributes.b.used),
             association=association,
             exclude=cfg.placebo_exclude,
+            match=cfg.placebo_match,
             attribute_vectors=attribute_vectors(
                 association, as_terms(a), as_terms(b), attributes.a, attributes.b, lang.code
             ),

@@ -191,13 +191,7 @@ def family_cells(code: str, test: str, methods: Sequence[str], values: dict, com
         cell = cell_values(res, **{**values, "t_method": method, "effect_size_weighted": float(d_w)})
         draws = None
         if isinstance(placebo, PlaceboResult):
-            cell.update(
-                p_value_placebo=float(placebo.p_value[k]),
-                z_placebo=float(placebo.z[k]),
-                effect_size_placebo_percentile=placebo.effect_size_percentile,
-                n_placebo=placebo.n,
-                **placebo.interval,
-            )
+            cell.update(**placebo.fields(k), **placebo.interval)
             draws = placebo.statistics[:, k]
         elif isinstance(placebo, str):
             reason = f"no placebo: {placebo.removeprefix('placebo: ')}"

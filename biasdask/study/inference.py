@@ -22,6 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from biasdask._calls import keyword_api
+from biasdask.engine.placebo import SPREAD_METHOD, is_spread
 from biasdask.errors import BiasdaskError
 from biasdask.io.results import cube_label
 from biasdask.lexicon import languages as catalog
@@ -135,14 +136,19 @@ class MetaAnalysis:
         The random-effects model (:func:`biasdask.stats.random_effects`): ``estimate``, ``se``,
         ``ci_low``, ``ci_high``, ``pi_low``, ``pi_high``, ``tau2``, ``q``, ``i2``...
     studies : pandas.DataFrame
-        One row per language used: ``effect_size``, ``se``, ``ci_low``, ``ci_high`` (its own interval)
-        and ``weight`` (its share of the pooled estimate).
+        One row per language used: ``effect_size``, ``se``, ``ci_low``, ``ci_high`` (its own interval),
+        ``variance`` (what SE² is: ``bootstrap``, ``attribute-word spread``, or ``standard error`` when the
+        cube does not say) and ``weight`` (its share of the pooled estimate).
     dropped : tuple of str
-        Languages left out, each with why (no effect size, or no standard error).
+        Languages left out, each with why (no effect size, no standard error, or an attribute-word spread
+        left out).
     regression : MetaRegressionResult or None
         The meta-regression on ``covariate``, when asked for.
     covariate : str
         The moderator's name ("" without one).
+    note : str
+        Which languages' SE² is the attribute-word spread, and what that means for the pooled estimate
+        ("" when none is).
     """
 
     test: str
@@ -152,6 +158,15 @@ class MetaAnalysis:
     dropped: tuple[str, ...]
     regression: MetaRegressionResult | None = None
     covariate: str = ""
+    note: str = ""
+
+
+#: what the pooling says of languages whose SE is the attribute-word spread
+SPREAD_NOTE = (
+    "{who}: one attribute word a side, so SE² is the variance of the attribute-word spread (of d over random "
+    "words of the attribute words' frequencies), not a sampling variance; it is usually larger than a resampling "
+    "of several words would give, so the pooled interval errs wide, τ² and the prediction interval narrow"
+)
 
 
 @keyword_api("meta_analysis(results, test=..., method=..., estimator=..., ci_level=...)", renamed={"level": "ci_level"})
@@ -165,12 +180,15 @@ def meta_analysis(
     hartung_knapp: bool = False,
     ci_level: float = 0.95,
     covariate: str | Mapping[str, object] | None = None,
+    spreads: bool = True,
 ) -> MetaAnalysis:
     """Pool one test's effect size d across the languages of a cube with a random-effects model.
 
     Each language contributes its d and the variance SE(d)² of its cell's interval
-    (``effect_size_se``: for the classic tests a bootstrap of the target words); a language without
-    either is left out and named in ``dropped``.
+    (``effect_size_se``): for the classic tests a bootstrap of the target words' scores, for a
+    full-vocabulary test a bootstrap of its attribute words, or with one attribute word a side the
+    variance of the attribute-word spread (the placebo pairs' d; ``note`` says so, and why it is no
+    sampling variance). A language without either is left out and named in ``dropped``.
 
     Parameters
     ----------
@@ -192,6 +210,9 @@ def meta_analysis(
     covariate : str or mapping, optional
         A meta-regression moderator: a column of the language catalog (``family``, ``branch``;
         :func:`biasdask.lexicon.languages`) or a mapping language -> value of one's own.
+    spreads : bool
+        Pool the languages whose interval is an attribute-word spread (default); False leaves them out,
+        named in ``dropped``.
 
     Returns
     -------
@@ -238,17 +259,22 @@ def meta_analysis(
         if "effect_size_ci_high" in cells
         else se * np.nan
     )
-    keep = np.isfinite(d) & np.isfinite(se) & (se > 0)
     why = (
         np.asarray(cells["ci_method"].values, dtype=object)
         if "ci_method" in cells
         else np.full(d.shape, "", dtype=object)
     )
-    dropped = tuple(
-        f"{lang} ({'no effect size' if not np.isfinite(e) else 'no interval' + (': ' + str(w).removeprefix('none: ') if str(w) else '')})"
-        for lang, e, k, w in zip(languages, d, keep, why)
-        if not k
-    )
+    spread = np.array([is_spread(str(w)) for w in why], dtype=bool)
+    keep = np.isfinite(d) & np.isfinite(se) & (se > 0) & (spreads | ~spread)
+
+    def reason(e: float, w: str, s: bool) -> str:
+        if not np.isfinite(e):
+            return "no effect size"
+        if s and not spreads:
+            return "an attribute-word spread, not a sampling variance"
+        return "no interval" + (": " + str(w).removeprefix("none: ") if str(w) else "")
+
+    dropped = tuple(f"{lang} ({reason(e, w, s)})" for lang, e, k, w, s in zip(languages, d, keep, why, spread) if not k)
     if keep.sum() < 2:
         raise BiasdaskError(
             f"meta_analysis: {label} ({method}) has {int(keep.sum())} language(s) with an effect size and a standard "
@@ -262,9 +288,22 @@ def meta_analysis(
         raise BiasdaskError(f"meta_analysis: {label} ({method}): {exc}") from None
     used = [lang for lang, k in zip(languages, keep) if k]
     studies = pd.DataFrame(
-        {"effect_size": d[keep], "se": se[keep], "ci_low": low[keep], "ci_high": high[keep], "weight": pooled.weights},
+        {
+            "effect_size": d[keep],
+            "se": se[keep],
+            "ci_low": low[keep],
+            "ci_high": high[keep],
+            "variance": [
+                SPREAD_METHOD if s else "bootstrap" if "bootstrap" in str(w) else "standard error"
+                for w, s in zip(why[keep], spread[keep])
+            ],
+            "weight": pooled.weights,
+        },
         index=pd.Index(used, name="language"),
     )
+    spread_languages = [lang for lang, k, s in zip(languages, keep, spread) if k and s]
+    who = "every language" if len(spread_languages) == len(used) else ", ".join(spread_languages)
+    note = SPREAD_NOTE.format(who=who) if spread_languages else ""
     regression, name = None, ""
     if covariate is not None:
         values, name = _covariate(covariate, used)
@@ -279,7 +318,7 @@ def meta_analysis(
             )
         except ValueError as exc:
             raise BiasdaskError(f"meta_analysis: the meta-regression on {name}: {exc}") from None
-    return MetaAnalysis(label, method, pooled, studies, dropped, regression, name)
+    return MetaAnalysis(label, method, pooled, studies, dropped, regression, name, note)
 
 
 def _covariate(covariate: str | Mapping[str, object], languages: list[str]) -> tuple[np.ndarray, str]:

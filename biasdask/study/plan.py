@@ -317,6 +317,9 @@ class StreamPlanner:
                     batch_size=cfg.batch_size,
                     placebo=cfg.placebo or None,
                     placebo_exclude=cfg.placebo_exclude,
+                    placebo_words=cfg.placebo_match.words,
+                    placebo_rank_ratio=cfg.placebo_match.rank_ratio,
+                    placebo_min_candidates=cfg.placebo_match.min_candidates,
                 ),
                 cell_word_sets(test, lang.code, iat_model=cfg.iat_model, set_metric_words=lang.set_metric_words),
             )

@@ -185,14 +185,14 @@ def test_direct_and_indirect_bias_equal_the_stats_functions(english):
         expected = sd.indirect_bias(vecs["nurse"], vecs["librarian"], g, normalized=normalized)
         assert got == pytest.approx(expected, rel=1e-12)
     w, v = unit(vecs["nurse"]), unit(vecs["librarian"])
-    seed_001 = (w @ g) * (v @ g) / (w @ v)
-    assert ed.indirect_bias(url, g, "nurse", "librarian", normalized=False) == pytest.approx(seed_001, rel=1e-12)
+    by_formula = (w @ g) * (v @ g) / (w @ v)
+    assert ed.indirect_bias(url, g, "nurse", "librarian", normalized=False) == pytest.approx(by_formula, rel=1e-12)
     with pytest.raises(MissingWordsError, match="ghost"):
         ed.indirect_bias(url, g, "nurse", "ghost")
 
 
 def test_association_is_inner_product_with_d_ab_over_n(tmp_path):
-    """Seed 001 on a store: u(w) of the scores graph = <ŵ, d_AB>/N with N = |A| = |B|."""
+    """Hod 2018's directions on a store: u(w) of the scores graph = <ŵ, d_AB>/N with N = |A| = |B|."""
     rng = np.random.default_rng(11)
     words = [f"w{i}" for i in range(40)]
     url = make_store(tmp_path, "ident", words, rng.normal(size=(40, 9)), language="xx", chunk_words=16)

@@ -223,7 +223,7 @@ def test_profiles_plot_per_language(vocab, tmp_path):
 
 
 # --------------------------------------------------------------------------------------------------
-# Seed 003's context words as a test
+# Valentini et al. 2022's context words as a test
 
 
 @pytest.fixture(scope="module")

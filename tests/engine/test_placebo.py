@@ -12,13 +12,26 @@ import biasdask
 from biasdask import Resampling, Vocabulary, WordSets
 from biasdask.engine.placebo import gendered_words, placebo_test
 from biasdask.engine.scores import scores, scores_and_moments
+from biasdask.stats.placebo import PlaceboMatch
+
+_DIGITS = str.maketrans("0123456789", "abcdefghij")
+
+
+def _w(i: int) -> str:
+    """The filler word of row ``i``: ``w`` and the row's digits as letters (``wba`` for 10), a word-like
+    token a placebo may draw."""
+    return "w" + str(i).translate(_DIGITS)
+
+
+def _row(word: str) -> int:
+    return int(word[1:].translate(str.maketrans("abcdefghij", "0123456789")))
 
 
 def _anisotropic(n=3000, dim=16, seed=0):
     """Word vectors sharing a common mean direction (as real embeddings do), ranked by row."""
     rng = np.random.default_rng(seed)
     v = 3 * rng.normal(size=dim) + rng.normal(size=(n, dim)) * np.linspace(2.0, 0.3, dim)
-    words = np.array([f"w{i}" for i in range(n)], dtype=object)
+    words = np.array([_w(i) for i in range(n)], dtype=object)
     words[:4] = ["he", "she", "man", "woman"]
     return xr.DataArray(v.astype(np.float32), dims=("word", "dim"), coords={"word": words})
 
@@ -27,7 +40,7 @@ def _anisotropic(n=3000, dim=16, seed=0):
 @pytest.mark.parametrize("exclude_attributes", [False, True])
 def test_each_placebo_statistic_is_the_test_of_its_pair(association, exclude_attributes):
     emb = biasdask.as_embeddings(_anisotropic(), language="en")
-    a, b = ["w10", "w500"], ["w20", "w900"]
+    a, b = [_w(10), _w(500)], [_w(20), _w(900)]
     sc, moments = scores_and_moments(
         emb,
         a,
@@ -64,15 +77,19 @@ def test_each_placebo_statistic_is_the_test_of_its_pair(association, exclude_att
 
 def test_draws_are_frequency_matched_and_seeded():
     emb = biasdask.as_embeddings(_anisotropic(), language="en")
-    a, b = ["w5", "w2000"], ["w6", "w2500"]
+    a, b = [_w(5), _w(2000)], [_w(6), _w(2500)]
     sc, moments = scores_and_moments(emb, a, b, methods=("uniform",))
     one = placebo_test(emb, sc, moments, a, b, n=30, seed=3, alternative="greater")
     again = placebo_test(emb, sc, moments, a, b, n=30, seed=3, alternative="greater")
     np.testing.assert_array_equal(one.statistics, again.statistics)
-    rows = np.vectorize(lambda w: int(w[1:]))(one.words)
-    # within 50 candidates of each attribute word's rank (log-rank neighbourhood)
-    for j, rank in enumerate([5, 2000, 6, 2500]):
-        assert np.all(np.abs(rows[:, j] - rank) <= 60), (j, rows[:, j])
+    rows = np.vectorize(_row)(one.words)
+    # each placebo word's rank (row + 1) within a factor 2 of its attribute word's; at the top of the
+    # vocabulary (ranks 6 and 7) fewer than 50 words lie within it, and the window widens to the 50 nearest
+    for j, rank in enumerate([6, 2001, 7, 2501]):
+        ratio = np.maximum((rows[:, j] + 1) / rank, rank / (rows[:, j] + 1))
+        assert np.all(ratio <= (2.0 if rank > 100 else one.rank_ratio)), (j, rows[:, j])
+    assert 2.0 < one.rank_ratio < 12 and one.windows.startswith(f"{_w(5)} (rank 6): ranks ")
+    assert f"{_w(2000)} (rank 2001): ranks 1001-3000" in one.windows  # the vocabulary ends at 3,000
     assert {"he", "she", "man", "woman"} <= gendered_words("en")
 
 
@@ -121,7 +138,7 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
 
     store = str(tmp_path / "en.zarr")
     biasdask.ingest(_vec_file(tmp_path / "en.vec", _anisotropic(n=4000)), store, language="en", progress=False)
-    a, b = ["w7", "w300", "w1200"], ["w8", "w310", "w1500"]
+    a, b = [_w(7), _w(300), _w(1200)], [_w(8), _w(310), _w(1500)]
     study = {
         "output": str(tmp_path / "r.zarr"),
         "languages": {"en": {"store": store, "a": a, "b": b}},
@@ -129,7 +146,7 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
         "tests": ["gender"],
         "n_permutations": 199,
         "seed": 9,
-        "placebo": {"n": 300, "exclude": ["w9"]},
+        "placebo": {"n": 300, "exclude": [_w(9)]},
         "associations": ["cosine", "euclidean"],
     }
     res = biasdask.run(study, progress=False)
@@ -142,7 +159,7 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
         return (
             sc,
             moments,
-            placebo_test(emb, sc, moments, a, b, n=300, seed=seed, alternative="two-sided", exclude=["w9"]),
+            placebo_test(emb, sc, moments, a, b, n=300, seed=seed, alternative="two-sided", exclude=[_w(9)]),
         )
 
     # the euclidean cells' placebo, pairs computed explicitly on the sampled words
@@ -154,7 +171,7 @@ def test_a_study_with_placebo_writes_its_comparison_and_distribution_bit_identic
     cells = res.sel({"language": "en", "test": "gender"})
     np.testing.assert_array_equal(cells["p_value_placebo"].values, oracle.p_value)
     np.testing.assert_array_equal(cells["z_placebo"].values, oracle.z)
-    assert (cells["n_placebo"].values == 300).all() and "w9" not in oracle.words
+    assert (cells["n_placebo"].values == 300).all() and _w(9) not in oracle.words
     for k, method in enumerate(("uniform", "zipf")):
         np.testing.assert_array_equal(
             read_null(study["output"], "en", method, "gender", kind="placebo"), oracle.statistics[:, k]
@@ -312,7 +329,7 @@ def test_career_family_placebo_is_weats_when_every_term_is_one_word():
     cats = iat_categories()
     words = [w for c in ("male", "female", "career", "family") for w in cats[c]]
     rng = np.random.default_rng(4)
-    vocab = [*words, *(f"w{i}" for i in range(3000))]
+    vocab = [*words, *(_w(i) for i in range(3000))]
     emb = biasdask.as_embeddings(rng.normal(size=(len(vocab), 24)).astype(np.float32), vocab, language="en")
     cf = biasdask.career_family_test(emb, resampling=Resampling(n_permutations=99, seed=11, placebo=60))
     ref = biasdask.weat(
@@ -327,20 +344,43 @@ def test_career_family_placebo_is_weats_when_every_term_is_one_word():
     assert cf.effect_size_placebo_percentile == pytest.approx(ref.effect_size_placebo_percentile)
 
 
-def test_one_word_a_side_gets_the_interval_of_its_placebo_spread():
-    """Nothing to resample with one attribute word a side (the catalog's male/female): the interval is
-    d plus the spread of the rank-matched placebo pairs' d about their mean."""
-    emb = biasdask.as_embeddings(_anisotropic(), language="en")
+def test_one_word_a_side_gets_the_attribute_word_spread_centred_on_the_reported_d():
+    """Nothing to resample with one attribute word a side (the catalog's male/female): the interval is the
+    spread of the rank-matched placebo pairs' d about their mean, centred on the test's own d, and says
+    it is no confidence interval. 40,000 words: the moments' Gram is sampled (32,768 rows at most), so
+    their d of the observed pair differs from the exact d the test reports."""
+    emb = biasdask.as_embeddings(_anisotropic(n=40_000), language="en")
+    a, b = [_w(10)], [_w(20)]
     res = biasdask.full_vocabulary_test(
-        emb, ["w10"], ["w20"], method="zipf", resampling=Resampling(n_permutations=99, seed=5, placebo=300)
+        emb, a, b, method="zipf", resampling=Resampling(n_permutations=99, seed=5, placebo=300)
     )
-    assert res.ci_method.startswith("placebo spread") and res.ci_level == 0.95
-    sc, moments = scores_and_moments(emb, ["w10"], ["w20"], methods=("zipf",))
-    found = placebo_test(emb, sc, moments, ["w10"], ["w20"], n=300, seed=res.seed, alternative="two-sided")
+    assert res.ci_method.startswith("attribute-word spread") and "not a confidence interval" in res.ci_method
+    assert res.ci_level == 0.95
+    sc, moments = scores_and_moments(emb, a, b, methods=("zipf",))
+    found = placebo_test(emb, sc, moments, a, b, n=300, seed=res.seed, alternative="two-sided")
+    assert abs(found.observed_effect_size - res.effect_size) > 1e-6  # the moments' d is an estimate
     centred = found.effect_sizes - found.effect_sizes.mean()
-    assert res.effect_size_ci_low == pytest.approx(res.effect_size - np.quantile(centred, 0.975), rel=1e-9)
-    assert res.effect_size_ci_high == pytest.approx(res.effect_size - np.quantile(centred, 0.025), rel=1e-9)
-    assert res.effect_size_ci_low < res.effect_size < res.effect_size_ci_high
+    assert res.effect_size_ci_low == pytest.approx(res.effect_size - np.quantile(centred, 0.975), rel=1e-12)
+    assert res.effect_size_ci_high == pytest.approx(res.effect_size - np.quantile(centred, 0.025), rel=1e-12)
+    assert res.effect_size_se == pytest.approx(centred.std(ddof=1), rel=1e-12)
+
+
+def test_the_attribute_bootstrap_interval_is_moved_onto_the_reported_d():
+    from biasdask.stats.association import linear_directions  # noqa: F401 - the moments' directions
+    from biasdask.stats.bootstrap import attribute_bootstrap_interval
+
+    emb = biasdask.as_embeddings(_anisotropic(n=40_000), language="en")
+    a, b = [_w(10), _w(11), _w(12)], [_w(20), _w(21), _w(22)]
+    res = biasdask.full_vocabulary_test(emb, a, b, resampling=Resampling(n_permutations=99, seed=5, placebo=50))
+    sc, moments = scores_and_moments(emb, a, b, methods=("uniform",))
+    vectors = {str(w): v for w, v in zip(emb["word"].values, np.asarray(emb["vectors"].values, dtype=np.float64))}
+    boot = attribute_bootstrap_interval(
+        moments, [vectors[w] for w in a], [vectors[w] for w in b], seed=res.seed, association="cosine"
+    )
+    shift = res.effect_size - boot.effect_size
+    assert abs(shift) > 1e-6 and res.ci_method.startswith("BCa bootstrap")
+    assert res.effect_size_ci_low == pytest.approx(boot.ci_low + shift, rel=1e-12)
+    assert res.effect_size_ci_high == pytest.approx(boot.ci_high + shift, rel=1e-12)
 
 
 def test_iat_set_metric_placebo_is_the_word_lists_when_every_term_is_one_word():
@@ -352,7 +392,7 @@ def test_iat_set_metric_placebo_is_the_word_lists_when_every_term_is_one_word():
     cats = iat_categories()
     words = [w for c in ("career", "male", "female", "family") for w in cats[c]]
     rng = np.random.default_rng(6)
-    vocab = [*words, *(f"w{i}" for i in range(3000))]
+    vocab = [*words, *(_w(i) for i in range(3000))]
     emb = biasdask.as_embeddings(rng.normal(size=(len(vocab), 24)).astype(np.float32), vocab, language="en")
     common = dict(
         resampling=Resampling(n_permutations=99, seed=3, placebo=60), client=None, return_null=False, progress=False
@@ -377,10 +417,10 @@ def test_cross_lingual_weat_draws_its_placebo_words_from_the_attributes_language
     from biasdask.stats.weat import weat_effect_size, weat_scores, weat_statistic
 
     source = _anisotropic(n=1500, seed=3)
-    de_words = np.array([f"d{i}" for i in range(1500)], dtype=object)
+    de_words = np.array(["d" + _w(i)[1:] for i in range(1500)], dtype=object)
     target = biasdask.as_embeddings(source, language="en")
     attributes = biasdask.as_embeddings(source.assign_coords(word=de_words), language="de")
-    x, y, a, b = ["w10", "w11", "w12"], ["w20", "w21", "w22"], ["d30", "d31"], ["d40", "d41"]
+    x, y, a, b = [_w(10), _w(11), _w(12)], [_w(20), _w(21), _w(22)], ["dda", "ddb"], ["dea", "deb"]
     res = biasdask.weat(
         target,
         WordSets(x, y, a, b),
@@ -399,7 +439,7 @@ def test_cross_lingual_weat_draws_its_placebo_words_from_the_attributes_language
         attributes, a, b, statistic, target_words=[*x, *y], n=80, seed=5, alternative=res.alternative
     )
     assert res.n_placebo == 80 and res.p_value_placebo == found.p_value[0]
-    assert res.z_placebo == pytest.approx(found.z[0], rel=1e-6)  # the store's float32 vectors
+    assert res.z_placebo == pytest.approx(found.z, rel=1e-6)  # the store's float32 vectors
     assert all(str(w).startswith("d") for w in found.words.ravel())  # the attributes' language
     own = biasdask.weat(
         target,
@@ -408,3 +448,55 @@ def test_cross_lingual_weat_draws_its_placebo_words_from_the_attributes_language
         resampling=Resampling(n_permutations=9),
     )
     assert found.statistics[7, 0] == pytest.approx(own.statistic, rel=1e-6)
+
+
+def test_placebo_words_are_word_like_tokens_of_the_attribute_words_script():
+    """The top of a real vocabulary is full of punctuation (GloVe: ``( ) - " : ' $ ; _`` among its 60 most
+    frequent tokens): with ``placebo_words="letters"`` (the default) no token with a digit, punctuation,
+    a symbol or a letter of another script is ever drawn; with ``"any"`` they are."""
+    rng = np.random.default_rng(8)
+    junk = ["(", ")", "-", '"', ":", "'", "$", ";", "_", "1990", "e-mail", "u.s.", "10%", "добро", "οὐ", "日本"]
+    words = []
+    for i in range(600):  # junk spread over the top 200 ranks, as in GloVe
+        words.append(junk[i // 12] if i % 12 == 3 and i // 12 < len(junk) else _w(i))
+    words[40], words[41] = "he", "she"
+    vectors = rng.normal(size=(len(words), 12)).astype(np.float32)
+    emb = biasdask.as_embeddings(vectors, words, language="en")
+    options = Resampling(n_permutations=99, seed=2, placebo=400)
+    res = biasdask.full_vocabulary_test(emb, ["he"], ["she"], resampling=options)
+    sc, moments = scores_and_moments(emb, ["he"], ["she"], methods=("uniform",))
+    found = placebo_test(emb, sc, moments, ["he"], ["she"], n=400, seed=res.seed, alternative="two-sided")
+    drawn = set(found.words.ravel().tolist())
+    assert not drawn & set(junk) and all(w.isalpha() and w.isascii() for w in drawn)
+    assert res.placebo_windows == found.windows and "he (rank 41): ranks " in res.placebo_windows
+    anything = placebo_test(
+        emb,
+        sc,
+        moments,
+        ["he"],
+        ["she"],
+        n=400,
+        seed=res.seed,
+        alternative="two-sided",
+        match=PlaceboMatch(words="any"),
+    )
+    assert set(anything.words.ravel().tolist()) & set(junk)
+    assert res.p_value_placebo == found.p_value[0] and res.p_value_placebo_statistic == found.p_value_statistic[0]
+
+
+def test_the_placebo_p_rests_on_d_and_keeps_s_beside_it():
+    """s scales with the distance between the attribute words, d does not: two nearly identical attribute
+    words (a small δ) give a small s for any d. The placebo p of d ranks d among the placebo pairs' d;
+    the placebo p of s ranks s among theirs (oracle: counted here)."""
+    emb = biasdask.as_embeddings(_anisotropic(), language="en")
+    a, b = [_w(10)], [_w(20)]
+    res = biasdask.full_vocabulary_test(emb, a, b, resampling=Resampling(n_permutations=99, seed=4, placebo=500))
+    sc, moments = scores_and_moments(emb, a, b, methods=("uniform",))
+    found = placebo_test(emb, sc, moments, a, b, n=500, seed=res.seed, alternative="two-sided")
+    d, ds = found.observed_effect_size, found.effect_sizes
+    s, ss = found.observed_statistic[0], found.statistics[:, 0]
+    p_d = (1 + np.sum(np.abs(ds - ds.mean()) >= abs(d - ds.mean()))) / 501
+    p_s = (1 + np.sum(np.abs(ss - ss.mean()) >= abs(s - ss.mean()))) / 501
+    assert res.p_value_placebo == pytest.approx(p_d) and res.p_value_placebo_statistic == pytest.approx(p_s)
+    assert res.z_placebo == pytest.approx((d - ds.mean()) / ds.std(ddof=1))
+    assert res.z_placebo_statistic == pytest.approx((s - ss.mean()) / ss.std(ddof=1))

@@ -13,8 +13,10 @@ import xarray as xr
 
 import biasdask
 from biasdask import Resampling, Vocabulary
+from biasdask.demo import filler_words
 from biasdask.engine.scores import scores
 from biasdask.lexicon import iat_attribute_terms
+from tests.stores import generated_store
 
 
 def _french(shared_data):
@@ -139,18 +141,17 @@ def test_options_are_the_same_in_every_row(shared_data, dask_client):
 def test_without_a_client_it_starts_no_cluster_so_a_script_needs_no_main_guard(tmp_path):
     """A script without ``if __name__ == "__main__":`` (a LocalCluster of processes would re-run it in
     every worker it spawns, and die with "Nanny failed to start") runs on Dask's threaded scheduler."""
-    from tests.stores import generated_store
-
     store = generated_store(tmp_path, "fr", words=("homme", "femme"), n_words=300, dim=10, strength=0.2, seed=1)
+    filler = filler_words("homme", "femme", 300)[7]
     script = tmp_path / "script.py"
     script.write_text(
         "import biasdask\n"
         "from distributed.client import _get_global_client\n"
-        f"sens = biasdask.attribute_sensitivity({store!r}, ['homme'], ['femme', 'w000007'], "
+        f"sens = biasdask.attribute_sensitivity({store!r}, ['homme'], ['femme', {filler!r}], "
         "resampling=biasdask.Resampling(n_permutations=99, seed=1), progress=False)\n"
         "print(sens['left_out'].values.tolist(), _get_global_client())\n"
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "['', 'homme', 'femme', 'w000007'] None"
+    assert done.stdout.strip() == f"['', 'homme', 'femme', {filler!r}] None"
     assert "Nanny" not in done.stderr and "LocalCluster" not in done.stderr

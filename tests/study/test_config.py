@@ -167,3 +167,40 @@ def test_associations_expand_the_full_vocabulary_tests_and_keep_old_hashes():
 def test_association_errors_name_the_key(change, match):
     with pytest.raises(ConfigError, match=match):
         parse_config(_base(**change))
+
+
+def test_placebo_word_rule_and_rank_window_are_study_keys():
+    cfg = parse_config(_base())
+    match = cfg.placebo_match
+    assert (match.words, match.rank_ratio, match.min_candidates) == ("letters", 2.0, 50)
+    placebo = yaml.safe_load(cfg.canonical_yaml())["placebo"]
+    assert placebo == {
+        "n": 1000,
+        "exclude": [],
+        "match": "rank",
+        "words": "letters",
+        "rank_ratio": 2.0,
+        "min_candidates": 50,
+    }
+    other = parse_config(_base(placebo={"words": "any", "rank_ratio": 1.5, "min_candidates": 20}))
+    assert (other.placebo_match.words, other.placebo_match.rank_ratio, other.placebo_match.min_candidates) == (
+        "any",
+        1.5,
+        20,
+    )
+    assert other.digest() != cfg.digest()  # other placebo words: another study
+
+
+@pytest.mark.parametrize(
+    "placebo, key",
+    [
+        ({"words": "tokens"}, r"placebo\.words must be one of letters, any"),
+        ({"rank_ratio": 0.5}, r"placebo\.rank_ratio"),
+        ({"rank_ratio": "2"}, r"placebo\.rank_ratio"),
+        ({"min_candidates": 0}, r"placebo\.min_candidates"),
+        ({"window": 50}, r"unknown key\(s\) \['window'\]"),
+    ],
+)
+def test_placebo_errors_name_the_key(placebo, key):
+    with pytest.raises(ConfigError, match=key):
+        parse_config(_base(placebo=placebo))

@@ -15,7 +15,7 @@ import xarray as xr
 
 import biasdask
 from biasdask import Location, Vocabulary
-from biasdask.demo import demo
+from biasdask.demo import demo, filler_words
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError, StoreConflictError
 from biasdask.io import results as rs
@@ -263,10 +263,12 @@ def test_a_vocabulary_without_observed_frequencies_gets_notes_and_the_run_goes_o
     # tokens), and de's only listed words are excluded from the targets: neither can be weighted; fr can
     # (homme, femme are in its list)
     words = {"en": ("zmale", "zfemale"), "de": ("männlich", "weiblich"), "fr": ("homme", "femme")}
-    stores = {
-        code: generated_store(tmp_path, code, words=pair, n_words=400, dim=10, seed=i)
-        for i, (code, pair) in enumerate(words.items())
-    }
+    stores = {}
+    for i, (code, pair) in enumerate(words.items()):
+        vocabulary = filler_words(*pair, 400)
+        if code != "fr":  # made up: in no word list
+            vocabulary = ["zqx" + w for w in vocabulary]
+        stores[code] = generated_store(tmp_path, code, words=pair, vocabulary=vocabulary, n_words=400, dim=10, seed=i)
     study = _study(
         stores,
         str(tmp_path / "r.zarr"),
