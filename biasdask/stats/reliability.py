@@ -30,6 +30,7 @@ different CPUs.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -140,7 +141,7 @@ def _pearson(x: NDArray, y: NDArray) -> NDArray:
     syy = np.add.reduce(dy * dy, axis=-1)
     constant = (x.max(axis=-1) == x.min(axis=-1)) | (y.max(axis=-1) == y.min(axis=-1))
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = sxy / (np.sqrt(sxx) * np.sqrt(syy))
+        r = sxy / np.sqrt(sxx * syy)  # √(s²·s²) is s exactly: r of x with itself is 1
     return np.where(constant, np.nan, np.clip(r, -1.0, 1.0))
 
 
@@ -188,6 +189,11 @@ class PairedCorrelation:
     note: str = ""
 
 
+def _resampled(correlation: Callable, x: NDArray, y: NDArray, index: NDArray, axis: int = -1) -> NDArray:
+    """``correlation`` of the pairs ``index`` (resamples of the pairs' positions along the last axis)."""
+    return correlation(x[index], y[index])
+
+
 def _paired(
     x: NDArray, y: NDArray, *, confidence_level: float, method: str, n_resamples: int, seed: int
 ) -> PairedCorrelation:
@@ -207,27 +213,21 @@ def _paired(
         note = "one of the two has the same value for every pair: the correlation is undefined"
         return PairedCorrelation(pearson=nan, spearman=nan, n_resamples=0, note=note, **no_interval, **base)
 
-    def statistic(index: NDArray, axis: int = -1) -> NDArray:
-        # row 0 Pearson, row 1 Spearman; scipy resamples both rows with the same indices
-        xs, ys = x[index[0]], y[index[0]]
-        return np.stack([_pearson(xs, ys), _spearman(xs, ys)])
-
-    broadcast = np.broadcast_to(np.arange(n), (2, n))  # one row per statistic, resampled alike
-    low, high, _, note = _run(
-        (broadcast,), statistic, level=confidence_level, method=method, n_resamples=n_resamples, seed=seed
-    )
-    if not note and np.isnan(np.concatenate([low, high])).any():
-        note = "some resamples repeat too few pairs to have a spread: the interval is undefined"
+    intervals: dict[str, Any] = {}
+    notes = []
+    for name, correlation in (("pearson", _pearson), ("spearman", _spearman)):
+        statistic = functools.partial(_resampled, correlation, x, y)
+        low, high, _, note = _run(
+            (np.arange(n),), statistic, level=confidence_level, method=method, n_resamples=n_resamples, seed=seed
+        )
+        if not note and np.isnan([low, high]).any():
+            note = "some resamples repeat too few pairs to have a spread: the interval is undefined"
+        if note:  # no interval rather than a degenerate one
+            low, high = np.nan, np.nan
+            notes.append(f"{name}: {note}")
+        intervals[f"{name}_ci_low"], intervals[f"{name}_ci_high"] = float(low), float(high)
     return PairedCorrelation(
-        pearson=pearson,
-        pearson_ci_low=float(low[0]),
-        pearson_ci_high=float(high[0]),
-        spearman=spearman,
-        spearman_ci_low=float(low[1]),
-        spearman_ci_high=float(high[1]),
-        n_resamples=n_resamples,
-        note=note,
-        **base,
+        pearson=pearson, spearman=spearman, n_resamples=n_resamples, note="; ".join(notes), **intervals, **base
     )
 
 
@@ -550,7 +550,8 @@ def intraclass_correlation(
             icc=nan, ci_low=nan, ci_high=nan, f_statistic=nan, p_value=nan, note=note, **ms, **base
         )
     icc = (msr - mse) / denominator
-    if not mse > 0:
+    # residuals of data without interaction are rounding errors, a few ulps of the values
+    if not mse > (8 * np.finfo(float).eps) ** 2 * float(np.add.reduce(np.square(y).ravel())) / y.size:
         note = "no residual variation (MSE = 0): the F statistic and the interval are undefined"
         return IntraclassCorrelation(
             icc=icc, ci_low=nan, ci_high=nan, f_statistic=nan, p_value=nan, note=note, **ms, **base
@@ -1002,8 +1003,8 @@ def cronbach_alpha(items: ArrayLike | ItemMoments) -> CronbachAlpha:
     with_total = [math.fsum(c[j].tolist()) for j in range(k)]
     with_rest = [math.fsum(c[j, others[j]].tolist()) for j in range(k)]
     rest = [math.fsum(c[np.ix_(others[j], others[j])].ravel().tolist()) for j in range(k)]
-    item_total = [_ratio(with_total[j], math.sqrt(diagonal[j]) * math.sqrt(max(total, 0.0))) for j in range(k)]
-    item_rest = [_ratio(with_rest[j], math.sqrt(diagonal[j]) * math.sqrt(max(rest[j], 0.0))) for j in range(k)]
+    item_total = [_ratio(with_total[j], math.sqrt(max(diagonal[j] * total, 0.0))) for j in range(k)]
+    item_rest = [_ratio(with_rest[j], math.sqrt(max(diagonal[j] * rest[j], 0.0))) for j in range(k)]
     if_deleted = [_alpha(k - 1, math.fsum(diagonal[:j] + diagonal[j + 1 :]), rest[j]) for j in range(k)]
     alpha = _alpha(k, sum_diagonal, total)
     return CronbachAlpha(
@@ -1180,7 +1181,7 @@ def split_half(
             second[s, side[~in_first]] = 1.0 / (~in_first).sum()
     cross, var_1, var_2 = _quadratic(first, c, second), _quadratic(first, c, first), _quadratic(second, c, second)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.clip(cross / (np.sqrt(var_1) * np.sqrt(var_2)), -1.0, 1.0)
+        r = np.clip(cross / np.sqrt(var_1 * var_2), -1.0, 1.0)
     r = r[(var_1 > 0) & (var_2 > 0)]
     if r.size == 0:
         return _no_split_half("no split has halves that vary across cases", exact=exact, **base)
@@ -1419,11 +1420,12 @@ def score_correlation(
         names = tuple(str(label) for label in labels)
         if isinstance(labels, str) or len(names) != k:
             raise ValueError(f"labels must name the {k} rules, got {labels!r}")
-    sd = np.sqrt(np.diagonal(c).copy())
+    squares = np.diagonal(c).copy()
+    flat = squares == 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.clip(c / sd[:, None] / sd[None, :], -1.0, 1.0)
-    r[(sd == 0)[:, None] | (sd == 0)[None, :]] = np.nan
-    np.fill_diagonal(r, np.where(sd > 0, 1.0, np.nan))
+        r = np.clip(c / np.sqrt(np.multiply.outer(squares, squares)), -1.0, 1.0)
+    r[flat[:, None] | flat[None, :]] = np.nan
+    np.fill_diagonal(r, np.where(flat, np.nan, 1.0))
     if n < 2:
         r[:] = np.nan
     low, high = np.full((k, k), np.nan), np.full((k, k), np.nan)
