@@ -1431,10 +1431,10 @@ def score_correlation(
     low, high = np.full((k, k), np.nan), np.full((k, k), np.nan)
     if n > 3:
         half = float(special.ndtri(1.0 - (1.0 - level) / 2.0)) / math.sqrt(n - 3)
-        off = ~np.eye(k, dtype=bool)
-        with np.errstate(divide="ignore"):
-            z = np.arctanh(r[off])
-        low[off], high[off] = np.tanh(z - half), np.tanh(z + half)
+        for i, j in itertools.permutations(range(k), 2):
+            if not math.isnan(r[i, j]):  # math's atanh and tanh: numpy's may be vectorised per CPU
+                z = math.atanh(r[i, j]) if abs(r[i, j]) < 1.0 else math.copysign(math.inf, r[i, j])
+                low[i, j], high[i, j] = math.tanh(z - half), math.tanh(z + half)
     return ScoreCorrelation(
         correlation=r, ci_low=low, ci_high=high, n=n, n_skipped=totals.n_skipped, labels=names, confidence_level=level
     )
