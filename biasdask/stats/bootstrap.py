@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -73,15 +74,19 @@ __all__ = [
     "IntervalAliases",
     "EffectSizeInterval",
     "attribute_bootstrap_interval",
+    "bootstrap_bounds",
     "bootstrap_effect_size",
     "IntervalMethod",
+    "RESAMPLING_METHODS",
+    "ResamplingMethod",
     "studentized_bounds",
 ]
 
 IntervalMethod = Literal["studentized", "BCa", "percentile"]
 INTERVAL_METHODS: tuple[str, ...] = ("studentized", "BCa", "percentile")
-#: the methods that resample attribute words (:func:`attribute_bootstrap_interval`)
-ATTRIBUTE_METHODS: tuple[str, ...] = ("BCa", "percentile")
+ResamplingMethod = Literal["BCa", "percentile"]
+#: the methods that resample the data (:func:`bootstrap_bounds`, :func:`attribute_bootstrap_interval`)
+RESAMPLING_METHODS: tuple[str, ...] = ("BCa", "percentile")
 
 _GATHER_BYTES = 32 * 2**20  # resampled attribute vectors held at once
 #: the keywords of the confidence level and the kind of interval in earlier releases
@@ -185,8 +190,19 @@ def _check_options(
             raise ValueError(f"{name} must be at least {low}, got {value}")
 
 
-def _run(data, statistic, *, ci_level, ci_method, n_resamples, seed, batch=None):
-    """scipy.stats.bootstrap with the module's conventions: (low, high, se, note)."""
+def bootstrap_bounds(
+    data: tuple[NDArray, ...],
+    statistic: Callable[..., NDArray],
+    *,
+    ci_level: float,
+    ci_method: str,
+    n_resamples: int,
+    seed: int,
+    batch: int | None = None,
+) -> tuple[NDArray, NDArray, NDArray, str]:
+    """:func:`scipy.stats.bootstrap` of a vectorised ``statistic`` along the last axis of ``data``, seeded by
+    ``seed``: (low, high, se, note), the bounds NaN and ``note`` saying why where every resample gives the
+    same value (no evidence of certainty) or scipy finds the distribution degenerate."""
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -373,7 +389,7 @@ def bootstrap_effect_size(
     if ci_method == "studentized":
         low, high, se = studentized_bounds(ux, uy, seed=seed, ci_level=ci_level, n_resamples=n_resamples)
     else:
-        low, high, se, note = _run(
+        low, high, se, note = bootstrap_bounds(
             (ux, uy), _d, ci_level=ci_level, ci_method=ci_method, n_resamples=n_resamples, seed=seed
         )
     return EffectSizeInterval(
@@ -390,7 +406,7 @@ def attribute_bootstrap_interval(
     seed: int,
     association: Association = "cosine",
     ci_level: float = 0.95,
-    ci_method: Literal["BCa", "percentile"] = "BCa",
+    ci_method: ResamplingMethod = "BCa",
     n_resamples: int = 1999,
 ) -> AttributeInterval:
     """Intervals of a full-vocabulary test's d and weighted effect sizes over resampled attribute words.
@@ -439,7 +455,7 @@ def attribute_bootstrap_interval(
     >>> attribute_bootstrap_interval(m, a[:1], b, seed=3).note[:40]
     'a side has 1 attribute word(s): resampli'
     """
-    _check_options(ci_level, ci_method, n_resamples, seed, ATTRIBUTE_METHODS)
+    _check_options(ci_level, ci_method, n_resamples, seed, RESAMPLING_METHODS)
     sample = moments if isinstance(moments, VocabularySample) else None
     linear = moments if isinstance(moments, LinearMoments) else None
     if (sample is not None) != (association == "euclidean"):
@@ -516,7 +532,7 @@ def attribute_bootstrap_interval(
         data += (np.broadcast_to(np.arange(b.shape[0]), (rows, b.shape[0])),)
     n_max = max(a.shape[0], b.shape[0])
     batch = max(1, _GATHER_BYTES // (8 * n_max * moments.dim))
-    low, high, se, note = _run(
+    low, high, se, note = bootstrap_bounds(
         data, statistic, ci_level=ci_level, ci_method=ci_method, n_resamples=n_resamples, seed=seed, batch=batch
     )
     missing = np.full(k_all - k, np.nan)

@@ -65,6 +65,7 @@ from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.stats.association import LINEAR_ASSOCIATIONS, Association, unit_rows
+from biasdask.stats.checks import check_count, check_seed
 from biasdask.stats.linalg import gram, matmul, matmul_t, matvec, rowdot
 
 __all__ = [
@@ -118,28 +119,12 @@ PLACEBO_WORDS: tuple[str, ...] = ("letters", "any")
 symbols); ``any``, every token."""
 
 
-def _seed(seed: int) -> int:
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed}")
-    return int(seed)
-
-
 def _rank_ratio(value: float, name: str) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number of at least 1, got {value!r}")
     if not (np.isfinite(value) and value >= 1.0):
         raise ValueError(f"{name} must be a finite number of at least 1, got {value}")
     return float(value)
-
-
-def _count(value: int, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 def _ranks(values: ArrayLike, name: str) -> NDArray[np.float64]:
@@ -181,7 +166,7 @@ class PlaceboMatch:
         if self.words not in PLACEBO_WORDS:
             raise ValueError(f"words must be one of {', '.join(PLACEBO_WORDS)}; got {self.words!r}")
         object.__setattr__(self, "rank_ratio", _rank_ratio(self.rank_ratio, "rank_ratio"))
-        object.__setattr__(self, "min_candidates", _count(self.min_candidates, "min_candidates", 1))
+        object.__setattr__(self, "min_candidates", check_count(self.min_candidates, "min_candidates", 1))
 
 
 DEFAULT_MATCH = PlaceboMatch()
@@ -279,7 +264,7 @@ def rank_neighbourhoods(
     """
     r = _ranks(ranks, "ranks")
     c = _ranks(candidate_ranks, "candidate_ranks")
-    min_size = _count(min_size, "min_size", 1)
+    min_size = check_count(min_size, "min_size", 1)
     ratio = _rank_ratio(ratio, "ratio")
     if c.size < r.size:
         raise ValueError(f"{r.size} attribute words need at least {r.size} candidates, got {c.size}")
@@ -378,8 +363,8 @@ def draw_from_windows(windows: RankWindows, *, n: int, seed: int) -> NDArray[np.
     numpy.ndarray
         Indices into the candidate ranks the windows were made of, shape (n, k).
     """
-    seed = _seed(seed)
-    n = _count(n, "n", 1)
+    seed = check_seed(seed)
+    n = check_count(n, "n", 1)
     k = windows.start.size
     uniforms = np.random.default_rng(np.random.SeedSequence(seed)).random((n, k))
     positions = np.empty((n, k), dtype=np.intp)  # positions in ``windows.order``
