@@ -221,9 +221,9 @@ def _paired(
         if not note and np.isnan([low, high]).any():
             note = "some resamples repeat too few pairs to have a spread: the interval is undefined"
         if note:  # no interval rather than a degenerate one
-            low, high = np.nan, np.nan
             notes.append(f"{name}: {note}")
-        intervals[f"{name}_ci_low"], intervals[f"{name}_ci_high"] = float(low), float(high)
+        bounds = (math.nan, math.nan) if note else (float(low), float(high))
+        intervals[f"{name}_ci_low"], intervals[f"{name}_ci_high"] = bounds
     return PairedCorrelation(
         pearson=pearson, spearman=spearman, n_resamples=n_resamples, note="; ".join(notes), **intervals, **base
     )
