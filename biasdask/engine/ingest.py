@@ -221,6 +221,7 @@ def ingest(
                     chunk_words=cw,
                     n_words=_planned_words(info, max_words) or 0,
                     vector_encoding=encoding,
+                    source_info=info.record,
                 )
                 job = _Job(info, fresh, cw, max_words, progress)
                 if mode == "sequential" and info.splittable and _protocol(info.url) in ("file", "local"):

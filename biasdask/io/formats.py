@@ -46,6 +46,7 @@ from biasdask.io.fs import (
     as_location,
     display_url,
     one_line,
+    source_record,
     timeout_error,
     url_to_fs,
 )
@@ -101,6 +102,8 @@ class SourceInfo:
         Size in bytes of the file as stored (compressed size for a compressed file), None when unknown.
     splittable
         True when the file can be read as independent byte ranges (uncompressed text).
+    record
+        Where it comes from, as the store records it (:func:`biasdask.io.fs.source_record`).
     """
 
     location: Location
@@ -112,6 +115,7 @@ class SourceInfo:
     body_offset: int
     size: int | None
     splittable: bool
+    record: dict = dataclasses.field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -261,11 +265,13 @@ def sniff_source(source: Locatable, format: str = "auto") -> SourceInfo:
     fs, path = url_to_fs(loc)
     with _reading(display):
         try:
-            size = fs.size(path)
+            details = fs.info(path)
         except FileNotFoundError:
             raise
         except Exception:  # noqa: BLE001 - some servers do not tell the size; it is only for progress
-            size = None
+            details = {}
+    record = source_record(display, details)
+    size = record.get("size")
     with _Stream(loc, display) as stream:
         head = b""
         while len(head) < _SNIFF_BYTES:
@@ -322,6 +328,7 @@ def sniff_source(source: Locatable, format: str = "auto") -> SourceInfo:
         body_offset=body_offset,
         size=size,
         splittable=splittable,
+        record=record,
     )
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "location_key",
     "one_line",
     "redact",
+    "source_record",
     "storage_options_for",
     "timeout_error",
     "url_to_fs",
@@ -308,6 +309,33 @@ def timeout_error(display: str) -> BiasdaskError:
         f"{display}: timed out (connect {connect:g} s, read {read:g} s; Dask config "
         "biasdask.http.connect-timeout / read-timeout)"
     )
+
+
+def source_record(display: str, details: Mapping[str, Any]) -> dict[str, Any]:
+    """What an embedding store records of the file it was made from: its URL without credentials,
+    and, from the file system's ``info`` of it (``details``), its size and whichever of ETag,
+    Last-Modified (http, S3, gs) and modification time (local) the protocol gives, as JSON values.
+
+    Examples
+    --------
+    >>> source_record("https://example.org/cc.en.300.vec.gz", {"size": 10, "ETag": '"5f2b"', "type": "file"})
+    {'url': 'https://example.org/cc.en.300.vec.gz', 'size': 10, 'etag': '"5f2b"'}
+    """
+    import datetime
+
+    record: dict[str, Any] = {"url": display}
+    if isinstance(details.get("size"), int):
+        record["size"] = details["size"]
+    etag = details.get("ETag", details.get("etag"))
+    if etag:
+        record["etag"] = str(etag)
+    modified = details.get("Last-Modified", details.get("LastModified", details.get("updated")))
+    if modified:
+        record["last_modified"] = modified.isoformat() if isinstance(modified, datetime.datetime) else str(modified)
+    mtime = details.get("mtime")
+    if isinstance(mtime, (int, float)):
+        record["mtime"] = datetime.datetime.fromtimestamp(mtime, datetime.timezone.utc).isoformat()
+    return record
 
 
 def one_line(exc: BaseException) -> str:
