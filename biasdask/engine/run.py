@@ -84,7 +84,7 @@ from biasdask.errors import (
 )
 from biasdask.io import results as rs
 from biasdask.io.embeddings import as_embeddings
-from biasdask.io.fs import Location, display_url, location_key
+from biasdask.io.fs import Location, as_location, display_url, nesting
 from biasdask.io.store import (
     find_words,
     open_embeddings,
@@ -288,16 +288,14 @@ def _missing_words(missing_a, missing_b) -> str:
 def _check_output_apart(cfg: StudyConfig) -> None:
     """Refuse a results store that is, lies inside or contains one of the study's embedding stores: its
     writes (and ``overwrite``) would change the user's embeddings."""
-    out = location_key(cfg.output)
     for lang in cfg.languages:
-        if not isinstance(lang.store, (str, os.PathLike)):
+        if not isinstance(lang.store, (str, os.PathLike, Location)):
             continue
-        store = location_key(os.fspath(lang.store))
-        if out == store or out.startswith(store + "/") or store.startswith(out + "/"):
-            where = "is" if out == store else "lies inside" if out.startswith(store + "/") else "contains"
+        where = nesting(cfg.output, lang.store)  # symbolic links, .. and file:// resolved
+        if where:
             raise ConfigError(
                 f"output: {display_url(cfg.output)} {where} the embedding store of {lang.code} "
-                f"({display_url(os.fspath(lang.store))}); choose an output outside the embedding stores"
+                f"({as_location(lang.store)}); choose an output outside the embedding stores"
             )
 
 

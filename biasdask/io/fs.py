@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ __all__ = [
     "display_url",
     "http_timeouts",
     "location_key",
+    "nesting",
     "one_line",
     "redact",
     "source_record",
@@ -167,23 +169,47 @@ def as_location(place: Locatable, what: str = "location") -> Location:
     )
 
 
-def location_key(url: str) -> str:
-    """A comparable form of a store location: a local path made absolute (``file://`` stripped), a URL
-    with its scheme lower-cased; no trailing ``/``. ``a`` lies inside ``b`` when
-    ``location_key(a).startswith(location_key(b) + "/")``.
+def location_key(place: Locatable) -> str:
+    """A comparable form of a store location: a local path made absolute with every symbolic link and
+    ``..`` resolved (``file://`` or ``local://`` stripped), so that two spellings of one folder give one
+    key; a URL with its scheme lower-cased and its ``.``/``..`` segments resolved; no trailing ``/``.
+    ``a`` lies inside ``b`` when ``location_key(a).startswith(location_key(b) + "/")``.
 
     Examples
     --------
-    >>> location_key("S3://bucket/emb/en.zarr/")
-    's3://bucket/emb/en.zarr'
+    >>> location_key("S3://bucket/emb/../en.zarr/")
+    's3://bucket/en.zarr'
     """
-    url = str(url)
-    if url.startswith("file://"):
-        url = url[len("file://") :]
-    scheme, sep, rest = url.partition("://")
-    if sep and len(scheme) > 1:
-        return f"{scheme.lower()}://{rest.rstrip('/')}"
-    return os.path.abspath(os.path.expanduser(url))
+    url = as_location(place).url
+    protocol = fsspec.core.split_protocol(url)[0]
+    if (protocol or "file") in ("file", "local"):
+        path = fsspec.implementations.local.LocalFileSystem._strip_protocol(url)
+        return os.path.realpath(os.path.expanduser(path))
+    scheme, _, rest = url.partition("://")
+    scheme = scheme.lower()
+    with contextlib.suppress(ImportError, ValueError):  # the file system's own form of its paths
+        stripped = fsspec.get_filesystem_class(scheme)._strip_protocol(f"{scheme}://{rest}")
+        rest = rest if "://" in stripped else stripped
+    return f"{scheme}://{posixpath.normpath(rest) if rest.strip('/') else ''}".rstrip("/")
+
+
+def nesting(inner: Locatable, outer: Locatable) -> str | None:
+    """How location ``inner`` relates to ``outer`` once both are resolved (:func:`location_key`):
+    ``"is"``, ``"lies inside"``, ``"contains"``, or None when they are apart.
+
+    Examples
+    --------
+    >>> nesting("s3://b/emb/en.zarr/res.zarr", "s3://b/emb/en.zarr"), nesting("s3://b/r.zarr", "s3://b/emb")
+    ('lies inside', None)
+    """
+    a, b = location_key(inner), location_key(outer)
+    if a == b:
+        return "is"
+    if a.startswith(b.rstrip("/") + "/"):
+        return "lies inside"
+    if b.startswith(a.rstrip("/") + "/"):
+        return "contains"
+    return None
 
 
 _URL_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")

@@ -244,11 +244,33 @@ def check_replaceable(loc: Locatable, *, language: str | None = None, overwrite:
         raise StoreConflictError(
             f"{display_url(loc.url)} exists and is not a biasdask embedding store: refusing to replace it"
         )
+    _check_nothing_else_inside(loc, fs, path)
     if language is not None and not overwrite and attrs["language"] != language:
         raise StoreConflictError(
             f"{display_url(loc.url)} holds the embedding store of language {attrs['language']!r}: refusing to "
             f"replace it with language {language!r} (pass overwrite=True, or --overwrite, to replace it)"
         )
+
+
+#: what an embedding store's folder holds: its group metadata and its arrays
+_STORE_ENTRIES = frozenset({"zarr.json", *_ARRAYS, NEGATIVE_ZERO})
+
+
+def _check_nothing_else_inside(loc: Location, fs: fsspec.AbstractFileSystem, path: str) -> None:
+    """Raise :class:`StoreConflictError` naming the first entry of the store's folder that is not part
+    of the store (a results store written into it, a user's file): replacing the store would delete it."""
+    root = path.rstrip("/")
+    names = sorted(entry.rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(root, detail=False))
+    foreign = [name for name in names if name not in _STORE_ENTRIES and name != root.rsplit("/", 1)[-1]]
+    if not foreign:
+        return
+    inside = loc.join(foreign[0])
+    attrs = read_group_attrs(inside) if fs.isdir(f"{root}/{foreign[0]}") else None
+    what = "a biasdask results store" if (attrs or {}).get("biasdask_store") == "results" else "not part of the store"
+    raise StoreConflictError(
+        f"{display_url(inside.url)} lies inside the embedding store {display_url(loc.url)} and is {what}: "
+        "refusing to delete it with the store (move it out first)"
+    )
 
 
 def remove_store(loc: Locatable) -> None:
