@@ -93,6 +93,7 @@ from biasdask.io.store import (
     stored_vectors,
     vocabulary_files,
 )
+from biasdask.io.swap import acquire_lock
 from biasdask.lexicon import AttributeTerm, context_words
 from biasdask.progress import progress_bar
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
@@ -158,6 +159,10 @@ def run(
 
     Raises
     ------
+    StoreConflictError
+        Another run (or ingest) is writing to ``output``: the run holds the lock ``<output>.lock``
+        (:class:`biasdask.io.swap.StoreLock`) for its whole life, and a second one stops at once,
+        naming the holder.
     BiasdaskError
         Before the results store is created or changed: an invalid ``n_workers``, an ``output`` that is,
         lies inside or contains an embedding store of the study, a store that is missing, incomplete,
@@ -192,6 +197,14 @@ def run(
     # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
     _check_output_apart(cfg)
+    with acquire_lock(Location(cfg.output, options)):  # one writer per results store, for the run's life
+        return _run_locked(cfg, options, client, scheduler, n_workers, overwrite, update, progress, start_cluster)
+
+
+def _run_locked(
+    cfg: StudyConfig, options: dict, client, scheduler, n_workers, overwrite, update, progress, start_cluster
+) -> xr.Dataset:
+    """:func:`run` once the study is checked, holding the lock of its results store."""
     changes = check_changes(cfg, options, overwrite=overwrite, update=update)
     weak = correction_warning(len(cfg.languages), cfg.n_permutations, correction=cfg.correction, alpha=cfg.alpha)
     if weak:

@@ -782,7 +782,7 @@ def find_words(location: Locatable, words: Sequence[str]) -> np.ndarray:
     loc = as_location(location)
     _, arrays = _verified(loc, None)
     array, words = arrays["word"], list(words)
-    n, chunk = array.shape[0], array.chunks[0]
+    n = array.shape[0]
     if not _ingest_encoded(array):
         return word_positions(pd.Index(_read_words(loc, array), dtype=object), words).astype(np.int64)
     rows = vlen_find((payload for _, payload in _word_payloads(loc, array)), words)

@@ -4,6 +4,7 @@ then swapped in, so that a reader never sees half a store and a failed write lea
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -33,11 +34,19 @@ class StoreLock:
     process dies, so a killed ingest never blocks the next one. Elsewhere (S3, gs...) it is created
     with an exclusive write (``If-None-Match: *`` on S3), which exactly one of two writers wins, and
     deleted on release; one left by a killed process has to be deleted by hand (the error says so).
-    Use :func:`acquire_lock`.
+    Use :func:`acquire_lock`; a context manager that releases it on exit. ``biasdask.ingest`` holds
+    the lock of its destination, ``biasdask.run`` that of its results store, for their whole life.
     """
 
     def __init__(self, loc: Location, fd: int | None) -> None:
         self.location, self._fd = loc, fd
+
+    def __enter__(self) -> StoreLock:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        with contextlib.suppress(Exception):  # a lock that cannot be deleted must not hide the error
+            self.release()
 
     def release(self) -> None:
         """Give the lock up (and delete the lock object)."""
