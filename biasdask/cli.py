@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from biasdask._dask_config import check_settings
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, BiasdaskException
 from biasdask.report import write_plots
@@ -324,15 +325,15 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from biasdask.io.results import open_results
+    from biasdask.io.results import open_results, progress_note
     from biasdask.tables import parse_columns, parse_selection, select
 
     full = open_results(args.results)
     columns = parse_columns(args.columns)
     _print_text(format_table(select(full, parse_selection(args.sel)), args.format, columns=columns))
-    done, total = int(full["done"].values.sum()), int(full["done"].size)
-    if done < total:
-        print(f"{done} of {total} cells done (run the study again to finish the others)", file=sys.stderr)
+    note = progress_note(full, args.results)
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -550,6 +551,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``biasdask`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # at any moment, also while the arguments are parsed
+        print("biasdask: interrupted", file=sys.stderr)
+        _quiet_from_now_on()
+        return 130
+
+
+def _quiet_from_now_on() -> None:
+    """After an interrupt, the command ends with its one line: a local cluster interrupted while it
+    started has half-started workers, whose closing at exit (Dask's atexit hook, asyncio's tasks)
+    would otherwise report their failures with tracebacks."""
+    if os.environ.get("BIASDASK_DEBUG", "").strip().lower() not in ("", "0", "false", "no"):
+        return
+    sys.unraisablehook = lambda unraisable: None
+    for name in ("asyncio", "distributed", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     debug = args.debug or os.environ.get("BIASDASK_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     if not debug:
@@ -563,6 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
+        check_settings("biasdask")  # a setting that is no number, duration or size: named before anything runs
         code = args.func(args)
         sys.stdout.flush()  # a reader that went away (``| head``) is noticed here, not at exit
         return code
@@ -571,9 +593,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # by SIGPIPE would, and keep Python from reporting the pipe again when it flushes at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + 13
-    except KeyboardInterrupt:
-        print("biasdask: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:
         if debug:
             raise

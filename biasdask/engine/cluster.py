@@ -31,8 +31,9 @@ import dask.system
 from dask.callbacks import Callback
 from distributed import Client, LocalCluster, WorkerPlugin
 
-import biasdask._dask_config  # noqa: F401  (registers the "biasdask" namespace)
+from biasdask._dask_config import check_settings, check_temporary_directory
 from biasdask.errors import BiasdaskError, SchedulerError, missing_dependency
+from biasdask.io.fs import one_line
 from biasdask.progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -255,12 +256,18 @@ def get_client(
         return _warmed(_connect(address))
     if os.environ.get("DASK_GATEWAY__ADDRESS"):
         return _warmed(_gateway_client(n_workers))
-    cluster = LocalCluster(
-        n_workers=n_workers or dask.config.get("biasdask.local-cluster.n-workers") or dask.system.CPU_COUNT,
-        threads_per_worker=threads_per_worker or dask.config.get("biasdask.local-cluster.threads-per-worker"),
-        processes=True,
-        dashboard_address=":0",
-    )
+    # what would end each worker process with a traceback of its own, named here in one line
+    check_settings("distributed", "biasdask")
+    check_temporary_directory()
+    try:
+        cluster = LocalCluster(
+            n_workers=n_workers or dask.config.get("biasdask.local-cluster.n-workers") or dask.system.CPU_COUNT,
+            threads_per_worker=threads_per_worker or dask.config.get("biasdask.local-cluster.threads-per-worker"),
+            processes=True,
+            dashboard_address=":0",
+        )
+    except Exception as exc:  # noqa: BLE001 - a worker or the scheduler that did not start
+        raise SchedulerError(f"cannot start a local Dask cluster: {one_line(exc)}") from None
     client = Client(cluster)
     log.info("started a local Dask cluster of %d workers; dashboard: %s", len(cluster.workers), client.dashboard_link)
     return _warmed(client)

@@ -219,9 +219,10 @@ def _run_locked(
         fresh = prepare_update(cfg, options, changes)
         cfg = dataclasses.replace(cfg, output=fresh)
     stores = {lang.code: emb for lang, emb in zip(cfg.languages, embeddings)}
-    failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
-    rs.compact_results(Location(cfg.output, options))
-    _write_adjusted(cfg, options)
+    with rs.run_recorded(Location(cfg.output, options), cfg.canonical_yaml()):  # why a run stopped, in the cube
+        failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
+        rs.compact_results(Location(cfg.output, options))
+        _write_adjusted(cfg, options)
     if fresh is not None:
         rs.replace_results(Location(fresh, options), Location(final, options))
     if failures:

@@ -238,11 +238,9 @@ def http_timeouts() -> tuple[float, float]:
     """Connect and read timeouts (seconds) of http(s) sources: Dask config keys
     ``biasdask.http.connect-timeout`` (default 30) and ``biasdask.http.read-timeout`` (default 120),
     also settable as ``DASK_BIASDASK__HTTP__CONNECT_TIMEOUT`` / ``..._READ_TIMEOUT``."""
-    import dask.config
+    from biasdask._dask_config import number
 
-    connect = float(dask.config.get("biasdask.http.connect-timeout"))
-    read = float(dask.config.get("biasdask.http.read-timeout"))
-    return connect, read
+    return number("biasdask.http.connect-timeout"), number("biasdask.http.read-timeout")
 
 
 def storage_options_for(url: str, storage_options: dict | None) -> dict:

@@ -97,6 +97,35 @@ def acquire_lock(loc: Locatable) -> StoreLock:
         raise BiasdaskError(f"{display_url(loc.url)}: cannot write to the destination: {_os_reason(exc)}") from None
 
 
+def lock_holder(loc: Locatable) -> dict | None:
+    """Who holds the lock of ``loc`` now (``host``, ``pid``, ``created``), None when nobody does.
+
+    On a local disk a lock file whose holder died (its ``flock`` went with it) is free; elsewhere a
+    lock object left by a killed process still counts as held (see :class:`StoreLock`).
+    """
+    loc = as_location(loc)
+    lock = Location(_sibling(loc.url, ".lock"), loc.storage_options)
+    fs, path = url_to_fs(lock)
+    try:
+        if is_local(lock.url):
+            import fcntl
+
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return None  # nobody holds it (the shared lock goes with the descriptor)
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(fd)
+        holder = json.loads(fs.cat_file(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (ValueError, *NETWORK_ERRORS):
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
 def _holder() -> bytes:
     """The lock's content: who holds it, for the message of whoever finds it taken."""
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
