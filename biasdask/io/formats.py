@@ -161,13 +161,13 @@ def _reading(display: str, compression: str | None = None) -> Iterator[None]:
         raise InputFormatError(f"{display}: corrupt xz data ({exc})") from None
     except FileNotFoundError as exc:
         if isinstance(exc.__cause__, TimeoutError):  # fsspec's http reports a timeout so
-            raise timeout_error(display) from None
+            raise timeout_error(display, exc) from None
         cause = f" ({one_line(exc.__cause__)})" if exc.__cause__ else ""
         raise BiasdaskError(f"{display}: no such file or unreachable{cause}") from None
     except PermissionError:
         raise BiasdaskError(f"{display}: permission denied") from None
-    except TimeoutError:
-        raise timeout_error(display) from None
+    except TimeoutError as exc:
+        raise timeout_error(display, exc) from None
     except NETWORK_ERRORS as exc:
         if type(exc) is OSError and str(exc) == "Invalid data stream":  # bz2's error for corrupt data
             raise InputFormatError(f"{display}: corrupt bz2 data") from None

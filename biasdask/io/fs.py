@@ -236,11 +236,59 @@ def redact(text: str) -> str:
 
 def http_timeouts() -> tuple[float, float]:
     """Connect and read timeouts (seconds) of http(s) sources: Dask config keys
-    ``biasdask.http.connect-timeout`` (default 30) and ``biasdask.http.read-timeout`` (default 120),
-    also settable as ``DASK_BIASDASK__HTTP__CONNECT_TIMEOUT`` / ``..._READ_TIMEOUT``."""
+    ``biasdask.http.connect-timeout`` (default 30) and ``biasdask.http.read-timeout`` (default 60),
+    also settable as ``DASK_BIASDASK__HTTP__CONNECT_TIMEOUT`` / ``..._READ_TIMEOUT``.
+
+    Raises
+    ------
+    ConfigError
+        A setting that is no number, named.
+    """
     from biasdask._dask_config import number
 
     return number("biasdask.http.connect-timeout"), number("biasdask.http.read-timeout")
+
+
+# server (scheme://host:port) -> (until when its requests fail at once, the timeout they failed with)
+_SILENT: dict[str, tuple[float, type[BaseException]]] = {}
+_TRACE: list = []
+
+
+def _server(url: Any) -> str:
+    parts = urllib.parse.urlsplit(str(url))
+    return f"{parts.scheme}://{parts.hostname}:{parts.port}"
+
+
+def _silence_tracker():
+    """The aiohttp trace of every http(s) session biasdask opens: a request to a server that has just
+    let one of its requests time out (a silent server) fails at once with the same timeout, for as
+    long as that timeout, instead of waiting for it again. fsspec asks a server for a file's details
+    by HEAD and then by GET, and reading it is a third request: each would wait the whole timeout,
+    and the user twice or thrice the time they set."""
+    if _TRACE:
+        return _TRACE[0]
+    import asyncio
+    import time
+
+    import aiohttp
+
+    async def starting(session, context, params) -> None:
+        silent = _SILENT.get(_server(params.url))
+        if silent is not None and time.monotonic() < silent[0]:
+            raise silent[1](f"{display_url(str(params.url))}: the server let an earlier request time out")
+
+    async def failed(session, context, params) -> None:
+        exc = params.exception
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            connect, read = http_timeouts()
+            waited = connect if isinstance(exc, aiohttp.ConnectionTimeoutError) else read
+            _SILENT[_server(params.url)] = (time.monotonic() + waited, type(exc))
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(starting)
+    trace.on_request_exception.append(failed)
+    _TRACE.append(trace)
+    return trace
 
 
 def storage_options_for(url: str, storage_options: dict | None) -> dict:
@@ -304,6 +352,8 @@ def url_to_fs(place: Locatable) -> tuple[fsspec.AbstractFileSystem, str]:
 
             connect, read = http_timeouts()
             client_kwargs["timeout"] = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read)
+        if "trace_configs" not in client_kwargs:
+            client_kwargs["trace_configs"] = [_silence_tracker()]
         options = {**options, "client_kwargs": client_kwargs}
     try:
         return fsspec.core.url_to_fs(url, **options)
@@ -326,12 +376,23 @@ def files_under(fs: fsspec.AbstractFileSystem, root: str) -> list[str]:
     return list(fs.find(root))
 
 
-def timeout_error(display: str) -> BiasdaskError:
-    """The one-line error of a read of ``display`` that timed out, naming the timeouts and their keys."""
+def timeout_error(display: str, exc: BaseException | None = None) -> BiasdaskError:
+    """The one-line error of a read of ``display`` that timed out (``exc``, or an exception it was
+    raised from), naming the timeout that ran out and the setting that raises it."""
+    import aiohttp
+
     connect, read = http_timeouts()
+    chain = []
+    while exc is not None and len(chain) < 8:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    if any(isinstance(e, aiohttp.ConnectionTimeoutError) for e in chain):
+        what, seconds, key = "connect", connect, "biasdask.http.connect-timeout"
+    else:
+        what, seconds, key = "read", read, "biasdask.http.read-timeout"
     return BiasdaskError(
-        f"{display}: timed out (connect {connect:g} s, read {read:g} s; Dask config "
-        "biasdask.http.connect-timeout / read-timeout)"
+        f"{display}: the server did not answer within the {what} timeout of {seconds:g} s; if it is only slow, "
+        f"raise Dask setting {key} ({'DASK_' + key.upper().replace('.', '__').replace('-', '_')})"
     )
 
 
