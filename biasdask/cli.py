@@ -20,7 +20,7 @@ from biasdask._dask_config import check_settings
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, BiasdaskException
 from biasdask.report import write_plots
-from biasdask.tables import COLUMNS, FORMATS, format_table
+from biasdask.tables import COLUMNS, FORMATS, format_table, visible
 
 
 def _add_quiet(p: argparse.ArgumentParser) -> None:
@@ -106,7 +106,9 @@ def _size(url: str) -> int:
 
 def _run_ingest(args: argparse.Namespace) -> int:
     from biasdask.engine.ingest import PARALLEL_MIN_BYTES, ingest
+    from biasdask.io.fs import check_kept
 
+    check_kept(args.dest, "DEST")
     kwargs = dict(
         format=args.format,
         max_words=args.max_words,
@@ -170,8 +172,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from biasdask.config import load_config
     from biasdask.engine.run import run
+    from biasdask.io.fs import check_kept
 
     cfg = load_config(args.config, output=args.output)
+    check_kept(cfg.output, "output")
     # run checks every store before it finds or starts the cluster: a wrong URL fails in a second
     results = run(
         cfg,
@@ -266,8 +270,9 @@ def _cmd_debias(args: argparse.Namespace) -> int:
 
     from biasdask.engine.alignment import _read_dictionary
     from biasdask.engine.debias import debias
-    from biasdask.io.fs import as_location
+    from biasdask.io.fs import as_location, check_kept
 
+    check_kept(args.dest, "DEST")
     words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
     for key in ("definitional", "equalize"):
         if getattr(args, key):
@@ -608,7 +613,7 @@ def error_line(exc: BaseException) -> str:
     the exception type and points at ``--debug``."""
     from biasdask.io.fs import redact
 
-    text = " ".join(str(exc).split())
+    text = visible(" ".join(str(exc).split()))  # a word's control characters and direction marks as escapes
     if isinstance(exc, BiasdaskException):
         return redact(text)
     if isinstance(exc, KeyError) and len(exc.args) == 1:

@@ -33,6 +33,7 @@ __all__ = [
     "Locatable",
     "Location",
     "as_location",
+    "check_kept",
     "display_url",
     "http_timeouts",
     "location_key",
@@ -394,6 +395,30 @@ def timeout_error(display: str, exc: BaseException | None = None) -> BiasdaskErr
         f"{display}: the server did not answer within the {what} timeout of {seconds:g} s; if it is only slow, "
         f"raise Dask setting {key} ({'DASK_' + key.upper().replace('.', '__').replace('-', '_')})"
     )
+
+
+def check_kept(place: Locatable, what: str) -> None:
+    """Refuse ``place`` as a destination of a command: ``memory://`` lives as long as the process, so
+    what a command wrote there would be gone when it ends (the Python API keeps it).
+
+    Raises
+    ------
+    BiasdaskError
+        ``place`` is (or chains to) ``memory://``, named with ``what``.
+
+    Examples
+    --------
+    >>> check_kept("memory://b/en.zarr", "DEST")
+    Traceback (most recent call last):
+    ...
+    biasdask.errors.BiasdaskError: DEST: memory://b/en.zarr would vanish when the command ends (memory:// lives in the process; it is for the Python API): give a path or a URL that keeps it
+    """
+    url = as_location(place).url
+    if any(fsspec.core.split_protocol(link)[0] == "memory" for link in url.split("::")):
+        raise BiasdaskError(
+            f"{what}: {display_url(url)} would vanish when the command ends (memory:// lives in the process; "
+            "it is for the Python API): give a path or a URL that keeps it"
+        )
 
 
 def source_record(display: str, details: Mapping[str, Any]) -> dict[str, Any]:
