@@ -24,8 +24,21 @@ from biasdask.tables import COLUMNS, FORMATS, format_table, visible
 
 
 def _add_quiet(p: argparse.ArgumentParser) -> None:
-    """The same switch on every long-running subcommand (``--no-progress`` is its other name)."""
-    p.add_argument("--quiet", "--no-progress", dest="quiet", action="store_true", help="no progress bars")
+    """The same switches on every long-running subcommand (``--no-progress`` is ``--quiet``'s other name):
+    progress bars are drawn on a terminal (or in a notebook) unless ``--quiet``, elsewhere (a log, a pipe,
+    CI) only with ``--progress``."""
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", "--no-progress", dest="quiet", action="store_true", help="no progress bars")
+    shown.add_argument(
+        "--progress",
+        action="store_true",
+        help="progress bars on stderr even when it is no terminal (by default: only on a terminal)",
+    )
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    """The ``progress`` argument of the API: True (asked), False (--quiet), None (on a terminal)."""
+    return True if args.progress else False if args.quiet else None
 
 
 def _workers(text: str) -> int:
@@ -113,7 +126,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         format=args.format,
         max_words=args.max_words,
         chunk_words=args.chunk_words,
-        progress=not args.quiet,
+        progress=_progress(args),
         overwrite=args.overwrite,
     )
     if args.workers == 0 and not args.scheduler:
@@ -184,7 +197,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         start_cluster=True,
         overwrite=args.overwrite,
         update=args.update,
-        progress=False if args.quiet else None,
+        progress=_progress(args),
     )
     print(format_table(results))
     print(f"\nresults: {cfg.output}")
@@ -220,7 +233,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         dim=args.dim,
         n_permutations=args.permutations,
         n_workers=args.workers,
-        progress=not args.quiet,
+        progress=_progress(args),
         plots=plots,
     )
     print(format_table(results))
@@ -292,7 +305,7 @@ def _cmd_debias(args: argparse.Namespace) -> int:
     else:
         scope = contextlib.nullcontext(None)
     with scope as client:
-        ds = debias(args.source, args.dest, method=args.method, client=client, progress=not args.quiet, **words)
+        ds = debias(args.source, args.dest, method=args.method, client=client, progress=_progress(args), **words)
     a = ds.attrs
     print(
         f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_method']} debiasing of {a['debias_source']}); "
