@@ -217,7 +217,9 @@ def get_client(
         A scheduler address (``tcp://host:8786``); connect to it (timeout
         ``biasdask.scheduler.connect-timeout``, default Dask's ``distributed.comm.timeouts.connect``).
     n_workers
-        Worker processes of a new ``LocalCluster`` (default ``biasdask.local-cluster.n-workers``, else
+        Worker processes of a new ``LocalCluster`` (whose scheduler and dashboard listen on 127.0.0.1
+        only, unless Dask settings ``biasdask.local-cluster.host`` and ``dashboard-address`` say
+        otherwise; default ``biasdask.local-cluster.n-workers``, else
         ``dask.system.CPU_COUNT``, which respects cgroup limits), or workers to ask a Gateway cluster
         for (default: adaptive within ``biasdask.gateway.minimum-workers``/``maximum-workers``).
     threads_per_worker
@@ -264,7 +266,9 @@ def get_client(
             n_workers=n_workers or dask.config.get("biasdask.local-cluster.n-workers") or dask.system.CPU_COUNT,
             threads_per_worker=threads_per_worker or dask.config.get("biasdask.local-cluster.threads-per-worker"),
             processes=True,
-            dashboard_address=":0",
+            # this machine only, unless asked: the dashboard shows the study's tasks and words
+            host=dask.config.get("biasdask.local-cluster.host"),
+            dashboard_address=dask.config.get("biasdask.local-cluster.dashboard-address"),
         )
     except Exception as exc:  # noqa: BLE001 - a worker or the scheduler that did not start
         raise SchedulerError(f"cannot start a local Dask cluster: {one_line(exc)}") from None
