@@ -518,6 +518,28 @@ def finish_store(loc: Locatable, attrs: dict) -> None:
     group.update_attributes({**attrs, FINGERPRINT_ATTR: fingerprint, COMPLETE_ATTR: True})
 
 
+@quiet_codecs
+def adopt_copy(location: Locatable, *, language: str | None = None) -> None:
+    """Make a copy of a complete store (its files copied, or linked, elsewhere) a store of its own: a
+    new ``store_id`` in the group's and every array's attrs, and the ``language`` given. Its chunks keep
+    their records and the store its fingerprint: its contents are the original's.
+
+    Raises
+    ------
+    CorruptStoreError, IncompleteStoreError, BiasdaskError
+        As :func:`open_embeddings`: the copy must verify as a store first.
+    """
+    loc = as_location(location)
+    _verified(loc, None)
+    store_id = uuid.uuid4().hex
+    group = _group(loc)
+    for name in _array_names(group):
+        zarr_compat.array(group, name).update_attributes({ARRAY_STORE_ATTR: store_id})
+    group.update_attributes(
+        {"store_id": store_id, **({"language": check_language_code(language)} if language is not None else {})}
+    )
+
+
 def _chunk_keys(name: str, node: zarr.Array) -> list[str]:
     """The keys of every chunk of array ``name`` (chunked along its first axis only)."""
     tail = "/0" if node.ndim == 2 else ""
