@@ -383,7 +383,7 @@ def timeout_error(display: str, exc: BaseException | None = None) -> BiasdaskErr
     import aiohttp
 
     connect, read = http_timeouts()
-    chain = []
+    chain: list[BaseException] = []
     while exc is not None and len(chain) < 8:
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__

@@ -501,6 +501,7 @@ def finish_store(loc: Locatable, attrs: dict) -> None:
     store_id = group.attrs.get("store_id")
     fs, path = url_to_fs(loc)
     root = path.rstrip("/")
+    fs.invalidate_cache(root)  # chunks written by other processes since this one last listed it
     sizes = {key[len(root) + 1 :]: info["size"] for key, info in fs.find(root, detail=True).items()}
     records = {}
     for name in _array_names(group):
@@ -1136,10 +1137,11 @@ def _fetch(loc: Location, key: str) -> bytes:
         raise _chunk_error(loc.url, key, exc) from None
 
 
-def _check_place(url: str, key: str, data: bytes, record: list | None, index: int) -> None:
+def _check_place(url: str, key: str, data: bytes, record: object, index: int) -> None:
     """Raise unless the checksum that chunk ``data`` ends with is the one recorded for chunk ``index``
-    of its array (nothing to compare in a store written before such records)."""
-    if record is None:
+    of its array (``record``: the array's attr; nothing to compare in a store written before such
+    records, which :func:`open_embeddings` named)."""
+    if not isinstance(record, list):
         return
     if index >= len(record) or int.from_bytes(bytes(data[-4:]), "little") != record[index]:
         raise CorruptStoreError(

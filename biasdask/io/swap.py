@@ -121,7 +121,9 @@ def lock_holder(loc: Locatable) -> dict | None:
         holder = json.loads(fs.cat_file(path))
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except (ValueError, *NETWORK_ERRORS):
+    except ValueError:  # being written
+        return {}
+    except NETWORK_ERRORS:
         return {}
     return holder if isinstance(holder, dict) else {}
 
