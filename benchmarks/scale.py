@@ -293,7 +293,7 @@ def make_stores(where: Path, codes: list[str], n_words: int, dim: int, chunk: in
     ``biasdask.ingest`` from a generated ``.vec``, the others copies of it relabelled (new ``store_id``).
     Stores already there (complete, same words and chunks) are reused."""
     import biasdask
-    from biasdask.io.store import set_attrs
+    from biasdask.io.store import adopt_copy
 
     where.mkdir(parents=True, exist_ok=True)
     urls = {code: str(where / f"{code}-{n_words}w-{dim}d-c{chunk}.zarr") for code in codes}
@@ -314,7 +314,7 @@ def make_stores(where: Path, codes: list[str], n_words: int, dim: int, chunk: in
     for code in todo:
         shutil.rmtree(urls[code], ignore_errors=True)
         shutil.copytree(source, urls[code])
-        set_attrs(urls[code], {"language": code, "store_id": uuid.uuid4().hex})
+        adopt_copy(urls[code], language=code)
     print(
         f"stores: {len(codes)} x {n_words:,} words x {dim} in chunks of {chunk:,} written in "
         f"{time.perf_counter() - t:.1f} s under {where}"

@@ -50,7 +50,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -422,7 +421,7 @@ def rerun(args, work: Path) -> dict:
     from distributed.utils import key_split
 
     import biasdask
-    from biasdask.io.store import set_attrs
+    from biasdask.io.store import adopt_copy
 
     vec = work / "rerun.vec"
     t = time.perf_counter()
@@ -441,7 +440,7 @@ def rerun(args, work: Path) -> dict:
             root = Path(stores[code]) / "zarr.json"
             root.unlink()  # a file of its own, not a link to the first store's metadata
             shutil.copyfile(Path(stores[CODES[0]]) / "zarr.json", root)
-            set_attrs(stores[code], {"language": code, "store_id": uuid.uuid4().hex})
+            adopt_copy(stores[code], language=code)
         study = {
             "output": str(work / "rerun-results.zarr"),
             "languages": {code: {"store": url, "a": A_WORDS, "b": B_WORDS} for code, url in stores.items()},

@@ -12,6 +12,7 @@ from typing import Any
 
 from biasdask import (
     _dask_config,  # noqa: F401  (registers the "biasdask" namespace of dask.config)
+    _interrupt,  # noqa: F401  (first: Ctrl-C while the command imports the rest is one line)
     _numba_cache,  # noqa: F401  (compiled kernels are cached per user, not in the package)
 )
 from biasdask._version import __version__

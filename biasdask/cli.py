@@ -23,9 +23,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from biasdask._dask_config import check_settings
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, BiasdaskException
-from biasdask.tables import COLUMNS, FORMATS, format_table, format_words, parse_columns, parse_selection, select
+from biasdask.tables import (
+    COLUMNS,
+    FORMATS,
+    format_table,
+    format_words,
+    parse_columns,
+    parse_selection,
+    select,
+    visible,
+)
 
 __all__ = ["build_parser", "error_line", "main"]
 
@@ -33,7 +43,8 @@ __all__ = ["build_parser", "error_line", "main"]
 # -- the grammar every subcommand shares ---------------------------------------------------------------
 #
 # What a subcommand writes goes to -o/--output; --format is the format of what it prints; where its Dask
-# work runs is --scheduler ADDRESS or --workers N (one rule, _where); --quiet turns its progress bars off.
+# work runs is --scheduler ADDRESS or --workers N (one rule, _where); progress bars
+# are drawn on a terminal or in a notebook, elsewhere only with --progress, never with --quiet.
 # The spellings of the last release still work, hidden from --help, with a one-line warning.
 
 OUTPUT = ("-o", "--output")
@@ -82,8 +93,19 @@ def _add_where(p: argparse.ArgumentParser, default: str) -> None:
         metavar="N",
         help=f"run on a local Dask cluster of N worker processes (0: in this process); default: {default}",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", action="store_true", help="no progress bars")
+    shown.add_argument(
+        "--progress",
+        action="store_true",
+        help="progress bars on stderr even when it is no terminal (by default: only on a terminal or in a notebook)",
+    )
     _renamed(p, "--no-progress", "--quiet", "quiet", nargs=0, const=True)
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    """The ``progress`` argument of the API: True (--progress), False (--quiet), None (on a terminal)."""
+    return True if args.progress else False if args.quiet else None
 
 
 def _where(args: argparse.Namespace, *, large: bool) -> dict:
@@ -205,8 +227,10 @@ def _size(url: str) -> int:
 
 def _run_ingest(args: argparse.Namespace) -> int:
     from biasdask.engine.ingest import PARALLEL_MIN_BYTES, ingest
+    from biasdask.io.fs import check_kept
 
     output = _output(args, "store")
+    check_kept(output, "--output")
     large = not args.scheduler and args.workers is None and _size(args.source) >= PARALLEL_MIN_BYTES
     with _client(args, large=large) as client:
         ds = ingest(
@@ -216,7 +240,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
             input_format=args.input_format,
             max_words=args.max_words,
             chunk_words=args.chunk_words,
-            progress=not args.quiet,
+            progress=_progress(args),
             overwrite=args.overwrite,
             client=client,
         )
@@ -257,17 +281,19 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from biasdask.io.fs import check_kept
     from biasdask.study.config import load_config
     from biasdask.study.run import run
 
     cfg = load_config(args.config, output=args.output)
+    check_kept(cfg.output, "output")
     # run checks every store before it finds or starts the cluster: a wrong URL fails in a second
     results = run(
         cfg,
         **_where(args, large=True),
         overwrite=args.overwrite,
         update=args.update,
-        progress=False if args.quiet else None,
+        progress=_progress(args),
     )
     print(format_table(results))
     print(f"\nresults: {cfg.output}")
@@ -303,7 +329,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         client=None if where["start_cluster"] or where["scheduler"] else False,
         scheduler=where["scheduler"],
         n_workers=where["n_workers"],
-        progress=not args.quiet,
+        progress=_progress(args),
         plots=plots,
     )
     print(format_table(results))
@@ -348,9 +374,11 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_debias(args: argparse.Namespace) -> int:
     from biasdask.engine.debias import debias
+    from biasdask.io.fs import check_kept
     from biasdask.io.wordfiles import read_word_pairs, read_words
 
     output = _output(args, "store")
+    check_kept(output, "--output")
     if args.algorithm is None:
         raise BiasdaskError("debias: give the algorithm with --algorithm hard or --algorithm project")
     words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
@@ -360,7 +388,7 @@ def _cmd_debias(args: argparse.Namespace) -> int:
     if args.gender_specific:
         words["gender_specific"] = read_words(args.gender_specific)
     with _client(args, large=False) as client:
-        ds = debias(args.source, output, algorithm=args.algorithm, client=client, progress=not args.quiet, **words)
+        ds = debias(args.source, output, algorithm=args.algorithm, client=client, progress=_progress(args), **words)
     a = ds.attrs
     print(
         f"{output}: {a['n_words']} words x {a['dim']} ({a['debias_algorithm']} debiasing of {a['debias_source']}); "
@@ -398,14 +426,14 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from biasdask.io.results import open_results
+    from biasdask.io.results import open_results, progress_note
 
     full = open_results(args.results)
     columns = parse_columns(args.columns)
     _print_text(format_table(select(full, parse_selection(args.sel)), args.format, columns=columns))
-    done, total = int(full["done"].values.sum()), int(full["done"].size)
-    if done < total:
-        print(f"{done} of {total} cells done (run the study again to finish the others)", file=sys.stderr)
+    note = progress_note(full, args.results)
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -632,6 +660,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``biasdask`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # at any moment, also while the arguments are parsed
+        print("biasdask: interrupted", file=sys.stderr)
+        _quiet_from_now_on()
+        return 130
+
+
+def _quiet_from_now_on() -> None:
+    """After an interrupt, the command ends with its one line: a local cluster interrupted while it
+    started has half-started workers, whose closing at exit (Dask's atexit hook, asyncio's tasks)
+    would otherwise report their failures with tracebacks."""
+    if os.environ.get("BIASDASK_DEBUG", "").strip().lower() not in ("", "0", "false", "no"):
+        return
+    sys.unraisablehook = lambda unraisable: None
+    for name in ("asyncio", "distributed", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     debug = args.debug or os.environ.get("BIASDASK_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     if not debug:
@@ -645,6 +693,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
+        check_settings("biasdask")  # a setting that is no number, duration or size: named before anything runs
         code = args.func(args)
         sys.stdout.flush()  # a reader that went away (``| head``) is noticed here, not at exit
         return code
@@ -653,9 +702,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # by SIGPIPE would, and keep Python from reporting the pipe again when it flushes at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + 13
-    except KeyboardInterrupt:
-        print("biasdask: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:
         if debug:
             raise
@@ -671,7 +717,7 @@ def error_line(exc: BaseException) -> str:
     the exception type and points at ``--debug``."""
     from biasdask.io.fs import redact
 
-    text = " ".join(str(exc).split())
+    text = visible(" ".join(str(exc).split()))  # a word's control characters and direction marks as escapes
     if isinstance(exc, BiasdaskException):
         return redact(text)
     if isinstance(exc, KeyError) and len(exc.args) == 1:

@@ -23,7 +23,7 @@ from biasdask.errors import BiasdaskError, IncompleteStoreError
 from biasdask.io.fs import Locatable, as_location
 from biasdask.io.results import FULL_VOCABULARY_TESTS, open_results, open_scores, read_null, scores_done, split_label
 from biasdask.study.inference import meta_analysis
-from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, word_list_family
+from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, visible, word_list_family
 
 __all__ = [
     "captions",
@@ -594,7 +594,11 @@ def write_report(
     columns, rows = _cube_rows(table)
     legend = "; ".join(f"{c['header']}: {c['title']}" for c in columns[3:] if c["key"] not in ("note",)) + "."
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("biasdask", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+        loader=jinja2.PackageLoader("biasdask", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        # every text shown as itself: a word's control characters and direction marks as escapes
+        finalize=lambda value: visible(value, keep="\n\t") if type(value) is str else value,  # not Markup
     )
     attrs = dict(results.attrs)
     attrs.setdefault("sd_ddof", 1)

@@ -40,6 +40,7 @@ __all__ = [
     "printed_cells",
     "select",
     "spreadsheet_safe",
+    "visible",
     "word_list_family",
     "Format",
     "Kind",
@@ -339,6 +340,25 @@ def p_text(
     return _small(p, latex)
 
 
+def visible(text: str, *, keep: str = "") -> str:
+    r"""``text`` with every character that a terminal or a page would not show as itself (control
+    characters, direction marks and other format characters, line separators, non-breaking spaces...)
+    written as its escape (``\x1b``, ``\u200f``), except those in ``keep``: a word of an embedding
+    can hold any of them, and printed raw one would move the cursor, recolour the terminal or reverse
+    the order of the text around it.
+
+    Examples
+    --------
+    >>> print(visible("abc\u202edef\x1b[31m"))
+    abc\u202edef\x1b[31m
+    >>> visible("mâle"), visible("a\nb", keep="\n")
+    ('mâle', 'a\nb')
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
 def _value_text(value: Any, kind: Kind, latex: bool = False) -> str:
     text = _plain_text(value, kind)
     if latex and kind != "text":
@@ -350,7 +370,7 @@ def _value_text(value: Any, kind: Kind, latex: bool = False) -> str:
 
 def _plain_text(value: Any, kind: Kind) -> str:
     if kind == "text":
-        return "" if value is None else str(value)
+        return "" if value is None else visible(str(value))
     if kind == "flag":
         return "yes" if bool(value) else ""
     if kind == "count":
@@ -401,9 +421,22 @@ def printed_cells(
 # Formats
 
 
+#: characters that Markdown would read as markup in a table cell, written as themselves
+_MARKDOWN_SPECIAL = {
+    **{c: f"\\{c}" for c in "\\`*_[]|~"},
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+}
+
+
 def _markdown(frame: pd.DataFrame) -> str:
+    """A Markdown table; every cell shown as its text: HTML (``<img/src=x/onerror=...>``, which Markdown
+    viewers render) and Markdown markup (links, emphasis, code) escaped, invisible characters written
+    as escapes (:func:`visible`)."""
+
     def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
+        return "".join(_MARKDOWN_SPECIAL.get(c, c) for c in visible(str(v)))
 
     header = [*frame.index.names, *frame.columns]
     rows = [[*(idx if isinstance(idx, tuple) else (idx,)), *row] for idx, row in zip(frame.index, frame.values)]
@@ -535,7 +568,7 @@ def format_table(results: xr.Dataset, fmt: Format = "table", *, columns: Sequenc
         )
         blocks.append(f"test: {test}  ({legend})\n" + readable.to_string())
     if footnotes:
-        blocks.append("notes:\n" + "\n".join(f"[{i}] {text}" for text, i in footnotes.items()))
+        blocks.append("notes:\n" + "\n".join(f"[{i}] {visible(text)}" for text, i in footnotes.items()))
     return "\n\n".join(blocks)
 
 
@@ -579,6 +612,7 @@ def format_words(table: pd.DataFrame, fmt: Format = "table") -> str:
     if fmt == "json":
         return table.to_json(orient="records", force_ascii=False, indent=1)
     shown = table.assign(
+        word=[visible(str(w)) for w in table["word"]],
         weight=[f"{v:.3g}" for v in table["weight"]],
         u=[f"{v:.3g}" for v in table["u"]],
         t=[f"{v:.3g}" for v in table["t"]],

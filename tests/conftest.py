@@ -58,7 +58,7 @@ def dask_client():
     names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL")
     s3_env = {k: os.environ.pop(k) for k in names if k in os.environ}
     try:
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
     finally:
         os.environ.update(s3_env)
     with cluster:

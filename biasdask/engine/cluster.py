@@ -34,10 +34,11 @@ from dask.callbacks import Callback
 from dask.utils import parse_timedelta
 from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 
-import biasdask._dask_config  # noqa: F401  (registers the "biasdask" namespace)
+from biasdask._dask_config import check_settings, check_temporary_directory
 from biasdask.engine.pools import measured_rate
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, SchedulerError, missing_dependency
 from biasdask.io import codecs, formats
+from biasdask.io.fs import one_line
 from biasdask.io.parse import parse_block, row_hashes
 from biasdask.progress import progress_bar
 from biasdask.stats import permutation, permutation_numpy
@@ -245,7 +246,9 @@ def get_client(
         A scheduler address (``tcp://host:8786``); connect to it (timeout
         ``biasdask.scheduler.connect-timeout``, default Dask's ``distributed.comm.timeouts.connect``).
     n_workers
-        Worker processes of a new ``LocalCluster`` (default ``biasdask.local-cluster.n-workers``, else
+        Worker processes of a new ``LocalCluster`` (whose scheduler and dashboard listen on 127.0.0.1
+        only, unless Dask settings ``biasdask.local-cluster.host`` and ``dashboard-address`` say
+        otherwise; default ``biasdask.local-cluster.n-workers``, else
         ``dask.system.CPU_COUNT``, which respects cgroup limits), or workers to ask a Gateway cluster
         for (default: adaptive within ``biasdask.gateway.minimum-workers``/``maximum-workers``).
     threads_per_worker
@@ -284,12 +287,20 @@ def get_client(
         return _warmed(_connect(address))
     if os.environ.get("DASK_GATEWAY__ADDRESS"):
         return _warmed(_gateway_client(n_workers))
-    cluster = LocalCluster(
-        n_workers=n_workers or dask.config.get("biasdask.local-cluster.n-workers") or dask.system.CPU_COUNT,
-        threads_per_worker=threads_per_worker or dask.config.get("biasdask.local-cluster.threads-per-worker"),
-        processes=True,
-        dashboard_address=":0",
-    )
+    # what would end each worker process with a traceback of its own, named here in one line
+    check_settings("distributed", "biasdask")
+    check_temporary_directory()
+    try:
+        cluster = LocalCluster(
+            n_workers=n_workers or dask.config.get("biasdask.local-cluster.n-workers") or dask.system.CPU_COUNT,
+            threads_per_worker=threads_per_worker or dask.config.get("biasdask.local-cluster.threads-per-worker"),
+            processes=True,
+            # this machine only, unless asked: the dashboard shows the study's tasks and words
+            host=dask.config.get("biasdask.local-cluster.host"),
+            dashboard_address=dask.config.get("biasdask.local-cluster.dashboard-address"),
+        )
+    except Exception as exc:  # noqa: BLE001 - a worker or the scheduler that did not start
+        raise SchedulerError(f"cannot start a local Dask cluster: {one_line(exc)}") from None
     client = Client(cluster)
     log.info("started a local Dask cluster of %d workers; dashboard: %s", len(cluster.workers), client.dashboard_link)
     return _warmed(client)

@@ -234,8 +234,9 @@ def ingest(
                     chunk_words=cw,
                     n_words=_planned_words(info, max_words) or 0,
                     vector_encoding=encoding,
+                    source_info=info.record,
                 )
-                job = _Job(info, fresh, cw, max_words, progress)
+                job = _Job(info, fresh, cw, max_words, progress, shown=str(dest))
                 if mode == "sequential" and info.splittable and _protocol(info.url) in ("file", "local"):
                     job.run_ranges(None)  # a local file: parsed in place from its memory map
                 elif mode == "sequential":
@@ -412,9 +413,10 @@ def _window(tasks: Tasks) -> int:
 class _Job:
     """One ingest: feeds blocks to the chosen executor and gathers the chunk summaries."""
 
-    def __init__(self, info: SourceInfo, dest: Location, chunk_words: int, max_words, progress: bool):
+    def __init__(self, info: SourceInfo, dest: Location, chunk_words: int, max_words, progress, shown: str = ""):
         self.info = info
         self.dest = dest
+        self.shown = shown or str(dest)  # the destination as the user named it (dest may be a fresh store)
         self.chunk_words = chunk_words
         self.max_words = max_words
         self.progress = progress
@@ -559,7 +561,7 @@ class _Job:
         if n_shared > SHARED_VECTORS_WARNING * max(n_rows - int(drop.size), 1):
             n_kept = n_rows - int(drop.size)
             warnings.warn(
-                f"{self.dest}: {n_shared} of {n_kept} words ({n_shared / n_kept:.0%}) share a "
+                f"{self.shown}: {n_shared} of {n_kept} words ({n_shared / n_kept:.0%}) share a "
                 "bit-identical vector with an earlier word (a spaCy-style table?), so their scores are not "
                 "independent; consider the study option dedupe_vectors: true",
                 stacklevel=2,

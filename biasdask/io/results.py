@@ -15,7 +15,9 @@ Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)`` and, sub
         target_coverage         float64, fill NaN: share of a classic cell's target words found
         done                    bool, fill False: the cell's completion flag
     attrs: seed, alternative, similarity, sd_ddof, biasdask_version, config (YAML text), config_hash,
-           created, biasdask_store ("results"), store_id (new at every creation)
+           created, biasdask_store ("results"), store_id (new at every creation); while a run
+           writes it, and after one that did not finish, unfinished_run (when it started, on which
+           host and process, and when and why it stopped when it could say)
     <url>/cells/<i>.<j>.<k>/    the record of one cell finished since the last compaction (pending)
     <url>/scores/<language>/    per-word scores: u (word), t (method, word), rank (word), word coordinate
     <url>/null/<language>/<method>/<test>/   the sampled null distribution of one cell (``null``)
@@ -44,15 +46,18 @@ last. Cells not done read back from :func:`open_results` as NaN (floats), -1 (in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
 import re
+import socket
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, NamedTuple, cast
 
 import fsspec
 import numpy as np
@@ -63,9 +68,17 @@ from zarr.errors import GroupNotFoundError, NodeNotFoundError
 
 from biasdask._calls import keyword_api
 from biasdask._version import __version__
-from biasdask.errors import BiasdaskError, ConfigError, IncompleteStoreError, StoreConflictError
+from biasdask.errors import (
+    BiasdaskError,
+    BiasdaskException,
+    BiasdaskOSError,
+    ConfigError,
+    IncompleteStoreError,
+    StorageFullError,
+    StoreConflictError,
+)
 from biasdask.io import zarr_compat
-from biasdask.io.fs import Locatable, Location, as_location, storage_options_for, url_to_fs
+from biasdask.io.fs import Locatable, Location, as_location, one_line, redact, storage_options_for, url_to_fs
 
 __all__ = [
     "CELL_VARIABLES",
@@ -82,8 +95,10 @@ __all__ = [
     "done_cells",
     "open_results",
     "open_scores",
+    "progress_note",
     "read_null",
     "replace_results",
+    "run_recorded",
     "scores_done",
     "split_label",
     "stored_config",
@@ -238,7 +253,9 @@ _DONE = "done"
 _DONE_DESCRIPTION = "completion flag of the cell, written after its values"
 
 _REQUIRED_ATTRS = ("seed", "alternative", "similarity")
-_RESERVED_ATTRS = ("config", "config_hash", "created", "biasdask_store", "store_id")
+_RESERVED_ATTRS = ("config", "config_hash", "created", "biasdask_store", "store_id", "unfinished_run")
+#: root attr of a cube a run is writing, or that a run left unfinished (see :func:`run_recorded`)
+_UNFINISHED = "unfinished_run"
 _STORE_KIND = "results"
 _COMPLETE = "biasdask_complete"
 _SCORES_WORD_CHUNK = 2**18
@@ -466,6 +483,10 @@ def create_results(
                         f"{loc}: results store of the same config but other languages/methods/tests; "
                         f"pass --overwrite to replace it"
                     )
+                target, kw = _target(loc)
+                zarr.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw).update_attributes(
+                    {_UNFINISHED: _run_started()}
+                )  # a resumed run
                 return
         elif _has_contents(loc):
             raise StoreConflictError(
@@ -480,9 +501,98 @@ def create_results(
         **_json_attrs(attrs),
         "config": config_text,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        _UNFINISHED: _run_started(),
     }
     target, kw = _target(loc)
     zarr_compat.run(_create_async(target, kw, labels, attributes, digest))
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _run_started() -> dict[str, Any]:
+    return {"started": _now(), "host": socket.gethostname(), "pid": os.getpid()}
+
+
+#: what the storage under a results store says when it cannot take more: the disk is full, read-only, refused
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_REFUSED = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+@contextlib.contextmanager
+def run_recorded(loc: Locatable, config_text: str) -> Iterator[None]:
+    """Around the part of a run that writes the results store at ``loc`` (of the study ``config_text``),
+    which :func:`create_results` marks as under way (root attr ``unfinished_run``): on success the mark
+    is removed; on a failure the cube records when and why the run stopped (as far as its storage takes
+    it), for :func:`progress_note`, and the failure of a full, read-only or refusing file system is
+    raised as one line naming the results store and what to do.
+
+    Raises
+    ------
+    StorageFullError
+        The storage of the results store is full (or the quota reached).
+    BiasdaskOSError
+        It is read-only, or refuses writes (permissions).
+    """
+    loc = as_location(loc)
+    entered = _now()
+    try:
+        yield
+    except BaseException as exc:
+        fault = _storage_fault(loc, exc)
+        if isinstance(exc, KeyboardInterrupt):
+            why = "interrupted"
+        else:
+            why = fault or (str(exc) if isinstance(exc, BiasdaskException) else one_line(exc))
+        with contextlib.suppress(Exception):  # the storage may take nothing more
+            _record_stop(loc, config_text, entered, why)
+        if fault is not None:
+            raise (StorageFullError if cast(OSError, exc).errno in _FULL else BiasdaskOSError)(fault) from None
+        raise
+    with contextlib.suppress(Exception):
+        root = _writable_root(loc, config_text)
+        if root is not None and _UNFINISHED in root.attrs:
+            del root.attrs[_UNFINISHED]
+
+
+def _writable_root(loc: Location, config_text: str) -> zarr.Group | None:
+    """The root group of the results store at ``loc``, writable, if it is the cube of ``config_text``."""
+    existing = _open_root(loc)
+    if existing is None or existing.attrs.get("config_hash") != config_hash(config_text):
+        return None
+    target, kw = _target(loc)
+    return zarr.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
+
+
+def _record_stop(loc: Location, config_text: str, entered: str, why: str) -> None:
+    """Add when and why the run stopped to the mark that this process's run (entered at ``entered``) left."""
+    root = _writable_root(loc, config_text)
+    mark = root.attrs.get(_UNFINISHED) if root is not None else None
+    if not isinstance(mark, dict) or (mark.get("host"), mark.get("pid")) != (socket.gethostname(), os.getpid()):
+        return
+    if str(mark.get("started", "")) < entered:
+        return  # another run's mark: this one failed before it wrote any
+    cast(zarr.Group, root).update_attributes({_UNFINISHED: {**mark, "stopped": _now(), "reason": why}})
+
+
+def _storage_fault(loc: Location, exc: BaseException) -> str | None:
+    """The one line for a write into the results store that its file system refused (full, read-only,
+    permissions), naming the store and what to do; None for any other error."""
+    if not isinstance(exc, OSError) or isinstance(exc, BiasdaskException) or exc.errno not in (*_FULL, *_REFUSED):
+        return None
+    reason = os.strerror(exc.errno)
+    if exc.errno in _FULL:
+        try:
+            done = f"{len(done_cells(loc))} cells are written"
+        except Exception:  # noqa: BLE001 - only for the message
+            done = "the cells written so far are kept"
+        return (
+            f"{loc}: the disk of the results store is full ({reason}); {done}: free some space "
+            "(or choose another output) and run the study again to go on"
+        )
+    where = f" ({redact(str(exc.filename))})" if exc.filename else ""
+    return f"{loc}: cannot write the results store: {reason}{where}; choose an output you can write (--output)"
 
 
 async def _create_async(
@@ -515,6 +625,30 @@ async def _create_async(
         root.create_group(_CELLS, attributes={"description": "records of cells finished since the last compaction"}),
     )
     await root.update_attributes({"config_hash": digest})  # last: marks the template complete
+
+
+def progress_note(cube: xr.Dataset, location: Locatable) -> str | None:
+    """One line on a cube of ``location`` whose cells are not all done: how many are, and whether a run
+    is writing it now, stopped (when, and why, as recorded by :func:`run_recorded`) or left it
+    without a word (killed); None when every cell is done."""
+    from biasdask.io.swap import lock_holder
+
+    done, total = int(cube[_DONE].values.sum()), int(cube[_DONE].size)
+    if done == total:
+        return None
+    head, again = f"{done} of {total} cells done", "run the study again to finish the others"
+    holder = lock_holder(location)
+    if holder is not None:
+        return f"{head}: a run is writing it (host {holder.get('host')}, pid {holder.get('pid')})"
+    mark = cube.attrs.get(_UNFINISHED)
+    if isinstance(mark, dict) and mark.get("reason"):
+        return f"{head}: the run stopped at {mark.get('stopped')}: {mark['reason']} ({again})"
+    if isinstance(mark, dict):
+        return (
+            f"{head}: the run started at {mark.get('started')} (host {mark.get('host')}, pid {mark.get('pid')}) "
+            f"stopped before it could say why (killed?) ({again})"
+        )
+    return f"{head} ({again})"
 
 
 def _position(labels: dict[str, list[str]], url: str, dim: str, value: str) -> int:

@@ -26,8 +26,9 @@ from biasdask.engine.cluster import active_client, check_n_workers, client_scope
 from biasdask.errors import BiasdaskError, ConfigError
 from biasdask.io import results as rs
 from biasdask.io.embeddings import as_embeddings
-from biasdask.io.fs import Location, display_url, location_key
+from biasdask.io.fs import Location, as_location, display_url, nesting
 from biasdask.io.store import open_vectors
+from biasdask.io.swap import acquire_lock
 from biasdask.progress import progress_bar
 from biasdask.study.config import LanguageSpec, StudyConfig, load_config, parse_config
 from biasdask.study.handlers import Cell
@@ -97,6 +98,10 @@ def run(
 
     Raises
     ------
+    StoreConflictError
+        Another run (or ingest) is writing to ``output``: the run holds the lock ``<output>.lock``
+        (:class:`biasdask.io.swap.StoreLock`) for its whole life, and a second one stops at once,
+        naming the holder.
     BiasdaskError
         Before the results store is created or changed: an invalid ``n_workers``, an ``output`` that is,
         lies inside or contains an embedding store of the study, a store that is missing, incomplete,
@@ -131,6 +136,14 @@ def run(
     # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
     _check_output_apart(cfg)
+    with acquire_lock(Location(cfg.output, options)):  # one writer per results store, for the run's life
+        return _run_locked(cfg, options, client, scheduler, n_workers, overwrite, update, progress, start_cluster)
+
+
+def _run_locked(
+    cfg: StudyConfig, options: dict, client, scheduler, n_workers, overwrite, update, progress, start_cluster
+) -> xr.Dataset:
+    """:func:`run` once the study is checked, holding the lock of its results store."""
     changes = check_changes(cfg, options, overwrite=overwrite, update=update)
     weak = correction_warning(len(cfg.languages), cfg.n_permutations, correction=cfg.correction, alpha=cfg.alpha)
     if weak:
@@ -145,9 +158,10 @@ def run(
         fresh = prepare_update(cfg, options, changes)
         cfg = dataclasses.replace(cfg, output=fresh)
     stores = {lang.code: emb for lang, emb in zip(cfg.languages, embeddings)}
-    failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
-    rs.compact_results(Location(cfg.output, options))
-    _write_adjusted(cfg, options)
+    with rs.run_recorded(Location(cfg.output, options), cfg.canonical_yaml()):  # why a run stopped, in the cube
+        failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
+        rs.compact_results(Location(cfg.output, options))
+        _write_adjusted(cfg, options)
     if fresh is not None:
         rs.replace_results(Location(fresh, options), Location(final, options))
     if failures:
@@ -226,16 +240,14 @@ class CellWriter:
 def _check_output_apart(cfg: StudyConfig) -> None:
     """Refuse a results store that is, lies inside or contains one of the study's embedding stores: its
     writes (and ``overwrite``) would change the user's embeddings."""
-    out = location_key(cfg.output)
     for lang in cfg.languages:
-        if not isinstance(lang.store, (str, os.PathLike)):
+        if not isinstance(lang.store, (str, os.PathLike, Location)):
             continue
-        store = location_key(os.fspath(lang.store))
-        if out == store or out.startswith(store + "/") or store.startswith(out + "/"):
-            where = "is" if out == store else "lies inside" if out.startswith(store + "/") else "contains"
+        where = nesting(cfg.output, lang.store)  # symbolic links, .. and file:// resolved
+        if where:
             raise ConfigError(
                 f"output: {display_url(cfg.output)} {where} the embedding store of {lang.code} "
-                f"({display_url(os.fspath(lang.store))}); choose an output outside the embedding stores"
+                f"({as_location(lang.store)}); choose an output outside the embedding stores"
             )
 
 

@@ -1,6 +1,6 @@
 """Bias directions, DirectBias and IndirectBias on stores (biasdask.engine.directions).
 
-Stores are ingested from small ``.vec`` files (vec_files.py); every oracle reads the same file with numpy
+Stores are ingested from small ``.vec`` files (tests/stores.py); every oracle reads the same file with numpy
 (fields split on b" ") and computes with the stats-level functions, scipy, or a plain Python loop.
 """
 

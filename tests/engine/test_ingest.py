@@ -65,12 +65,15 @@ def _assert_same_as_gensim(ds, kv):
 
 
 def _store_content(root) -> tuple[dict, dict]:
-    """Every file of a local store, byte for byte, and the attrs without the creation time and id."""
+    """Every file of a local store, byte for byte, and the attrs without the creation time and id
+    (which each array's attrs repeat)."""
     root = Path(root)
     files = {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
     attrs = json.loads(files.pop("zarr.json"))["attributes"]
+    store_id = attrs.pop("store_id")
     attrs.pop("created")
-    attrs.pop("store_id")
+    for name in [name for name in files if name.endswith("/zarr.json")]:
+        files[name] = files[name].replace(store_id.encode(), b"")
     return files, attrs
 
 

@@ -78,7 +78,10 @@ def test_a_read_only_results_store_mid_run_is_one_line(tmp_path, cli, on_cluster
 
     monkeypatch.setattr(results, "write_cell", read_only)
     code, _, err = cli("run", study_file(tmp_path, {"en": generated_store(tmp_path, chunk_words=200)}), "--quiet")
-    assert_one_line_error(code, err, "PermissionError", "results.zarr/statistic")
+    assert_one_line_error(
+        code, err, "results.zarr: cannot write the results store: Permission denied", "results.zarr/statistic"
+    )
+    assert code == 2
 
 
 def test_show_says_how_many_cells_are_done(tmp_path, cli, on_cluster):
