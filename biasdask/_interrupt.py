@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import sys
 
+__all__: list[str] = []  # installs its hook when imported
+
 
 def _is_the_command() -> bool:
     multiprocessing = sys.modules.get("multiprocessing")

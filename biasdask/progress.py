@@ -20,7 +20,7 @@ from typing import Any
 from tqdm import tqdm
 from tqdm.std import TqdmWarning
 
-__all__ = ["progress_bar", "wanted"]
+__all__ = ["in_notebook", "progress_bar", "wanted"]
 
 
 # tqdm.auto picks the notebook widget in Jupyter when ipywidgets is installed, else the text bar; without

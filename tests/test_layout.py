@@ -21,7 +21,14 @@ MAX_CLASS, MAX_FUNCTION = 200, 80
 
 #: floors, lowest first: a module may import from its own floor or one below, never above
 FLOORS = (
-    ("biasdask._version", "biasdask.errors", "biasdask._dask_config", "biasdask._numba_cache", "biasdask.progress"),
+    (
+        "biasdask._version",
+        "biasdask._interrupt",
+        "biasdask.errors",
+        "biasdask._dask_config",
+        "biasdask._numba_cache",
+        "biasdask.progress",
+    ),
     ("biasdask._calls", "biasdask.stats", "biasdask.lexicon"),
     ("biasdask.io",),
     ("biasdask.engine",),

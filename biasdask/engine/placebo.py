@@ -63,6 +63,7 @@ __all__ = [
     "frequent_tokens",
     "gendered_words",
     "iat_placebo",
+    "is_spread",
     "placebo_candidates",
     "placebo_test",
     "plan_placebo",

@@ -79,6 +79,7 @@ from biasdask.errors import (
 )
 from biasdask.io import zarr_compat
 from biasdask.io.fs import Locatable, Location, as_location, one_line, redact, storage_options_for, url_to_fs
+from biasdask.io.swap import lock_holder
 
 __all__ = [
     "CELL_VARIABLES",
@@ -631,8 +632,6 @@ def progress_note(cube: xr.Dataset, location: Locatable) -> str | None:
     """One line on a cube of ``location`` whose cells are not all done: how many are, and whether a run
     is writing it now, stopped (when, and why, as recorded by :func:`run_recorded`) or left it
     without a word (killed); None when every cell is done."""
-    from biasdask.io.swap import lock_holder
-
     done, total = int(cube[_DONE].values.sum()), int(cube[_DONE].size)
     if done == total:
         return None

@@ -106,12 +106,13 @@ from biasdask.io.fs import (
 from biasdask.io.vocabulary import word_positions
 
 __all__ = [
-    "CHUNK_BYTES",
-    "COMPLETE_ATTR",
+    "adopt_copy",
     "check_embeddings",
     "check_language_code",
     "check_replaceable",
+    "CHUNK_BYTES",
     "compact_store",
+    "COMPLETE_ATTR",
     "default_chunk_words",
     "find_words",
     "finish_store",
@@ -130,8 +131,10 @@ __all__ = [
     "resize_store",
     "same_language",
     "set_attrs",
+    "store_identity",
     "stored_vectors",
     "StoredVectors",
+    "StoreIdentity",
     "vocabulary_files",
     "write_block",
 ]

@@ -22,7 +22,7 @@ from biasdask.io.store import (
     remove_store,
 )
 
-__all__ = ["acquire_lock", "fresh_location", "remove_leftovers", "StoreLock", "swap_in"]
+__all__ = ["acquire_lock", "fresh_location", "lock_holder", "remove_leftovers", "StoreLock", "swap_in"]
 
 
 def _sibling(url: str, suffix: str) -> str:

@@ -169,6 +169,22 @@ SPREAD_NOTE = (
 )
 
 
+def _cell_arrays(cells: xr.Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """d, SE(d), the interval's bounds and what the interval is (``ci_method``), per language of one test's
+    cells: NaN (or "") where the cube has no such variable."""
+    d = np.asarray(cells["effect_size"].values, dtype=np.float64)
+
+    def numbers(name: str) -> np.ndarray:
+        return np.asarray(cells[name].values, dtype=np.float64) if name in cells else np.full(d.shape, np.nan)
+
+    why = (
+        np.asarray(cells["ci_method"].values, dtype=object)
+        if "ci_method" in cells
+        else np.full(d.shape, "", dtype=object)
+    )
+    return d, numbers("effect_size_se"), numbers("effect_size_ci_low"), numbers("effect_size_ci_high"), why
+
+
 @keyword_api("meta_analysis(results, test=..., method=..., estimator=..., ci_level=...)", renamed={"level": "ci_level"})
 def meta_analysis(
     results: xr.Dataset,
@@ -243,27 +259,7 @@ def meta_analysis(
         raise BiasdaskError(f"meta_analysis: no method {method!r} in the results (has {', '.join(methods)})")
     cells = results.sel({"test": label, "method": method})
     languages = [str(v) for v in cells["language"].values]
-    d = np.asarray(cells["effect_size"].values, dtype=np.float64)
-    se = (
-        np.asarray(cells["effect_size_se"].values, dtype=np.float64)
-        if "effect_size_se" in cells
-        else np.full(d.shape, np.nan)
-    )
-    low = (
-        np.asarray(cells["effect_size_ci_low"].values, dtype=np.float64)
-        if "effect_size_ci_low" in cells
-        else se * np.nan
-    )
-    high = (
-        np.asarray(cells["effect_size_ci_high"].values, dtype=np.float64)
-        if "effect_size_ci_high" in cells
-        else se * np.nan
-    )
-    why = (
-        np.asarray(cells["ci_method"].values, dtype=object)
-        if "ci_method" in cells
-        else np.full(d.shape, "", dtype=object)
-    )
+    d, se, low, high, why = _cell_arrays(cells)
     spread = np.array([is_spread(str(w)) for w in why], dtype=bool)
     keep = np.isfinite(d) & np.isfinite(se) & (se > 0) & (spreads | ~spread)
 

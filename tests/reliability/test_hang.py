@@ -115,7 +115,7 @@ def test_a_silent_server_costs_one_timeout_not_one_per_request(tmp_path, silent_
     # the whole read timeout: 200 s and more with the defaults, 23 s with a read timeout of 5 s
     with dask.config.set({"biasdask.http.connect-timeout": 5, "biasdask.http.read-timeout": 1}):
         code, _, err = cli(
-            "ingest", f"{silent_server}/en.vec", tmp_path / "en.zarr", "--language", "en", "--quiet", *workers
+            "ingest", f"{silent_server}/en.vec", "-o", tmp_path / "en.zarr", "--language", "en", "--quiet", *workers
         )
     assert_one_line_error(
         code,
@@ -126,7 +126,9 @@ def test_a_silent_server_costs_one_timeout_not_one_per_request(tmp_path, silent_
     assert len(silent_server.connections) == 1  # one request waited; the others failed at once
     time.sleep(1.5)  # once the timeout has passed, the server is asked again
     with dask.config.set({"biasdask.http.connect-timeout": 5, "biasdask.http.read-timeout": 0.5}):
-        assert cli("ingest", f"{silent_server}/en.vec", tmp_path / "en.zarr", "--language", "en", "--quiet")[0] == 2
+        assert (
+            cli("ingest", f"{silent_server}/en.vec", "-o", tmp_path / "en.zarr", "--language", "en", "--quiet")[0] == 2
+        )
     assert len(silent_server.connections) == 2
 
 

@@ -111,7 +111,17 @@ def test_ctrl_c_at_any_moment_of_an_ingest_is_one_line(tmp_path, after):
     source = tmp_path / "en.vec"
     source.write_text("3 2\nhe 1 0\nshe 0 1\nthe 0.5 0.5\n" + "".join(f"w{i} 0.1 0.2\n" for i in range(1_000_000)))
     proc = subprocess.Popen(  # -X importtime: the moment biasdask begins to load is on stderr
-        [sys.executable, "-X", "importtime", "-m", "biasdask.cli", "ingest", str(source), str(tmp_path / "en.zarr")]
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "biasdask.cli",
+            "ingest",
+            str(source),
+            "-o",
+            str(tmp_path / "en.zarr"),
+        ]
         + ["--language", "en", "--workers", "0", "--quiet"],
         stderr=subprocess.PIPE,
         stdout=subprocess.PIPE,

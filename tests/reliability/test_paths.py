@@ -65,7 +65,7 @@ def test_ingest_overwrite_never_deletes_a_results_store_inside_the_store(tmp_pat
     before = _tree(store)
     source = tmp_path / "other.vec"
     source.write_text("2 3\nhe 1 0 0\nshe 0 1 0\n")
-    code, _, err = cli("ingest", source, url, "--language", "de", "--overwrite", "--workers", "0", "--quiet")
+    code, _, err = cli("ingest", source, "-o", url, "--language", "de", "--overwrite", "--workers", "0", "--quiet")
     assert_one_line_error(
         code, err, f"{inside} lies inside the embedding store {url} and is a biasdask results store", "move it out"
     )
@@ -82,6 +82,6 @@ def test_ingest_never_deletes_a_users_file_inside_the_store(tmp_path, cli):
     notes.write_text("which vectors these are")
     source = tmp_path / "other.vec"
     source.write_text("2 3\nhe 1 0 0\nshe 0 1 0\n")
-    code, _, err = cli("ingest", source, url, "--language", "en", "--workers", "0", "--quiet")
+    code, _, err = cli("ingest", source, "-o", url, "--language", "en", "--workers", "0", "--quiet")
     assert_one_line_error(code, err, f"{notes} lies inside the embedding store {url} and is not part of the store")
     assert notes.read_text() == "which vectors these are"

@@ -18,7 +18,7 @@ VEC = "he 1 0\nshe 0 1\nthe 0.5 0.5\n" + "".join(f"w{i} {i % 97 / 100} {i % 89 /
 
 def _ingest(tmp_path, *extra: str, stderr=subprocess.PIPE) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "biasdask.cli", "ingest", str(tmp_path / "en.vec"), str(tmp_path / "en.zarr")]
+        [sys.executable, "-m", "biasdask.cli", "ingest", str(tmp_path / "en.vec"), "-o", str(tmp_path / "en.zarr")]
         + ["--language", "en", "--workers", "0", *extra],
         stdout=subprocess.PIPE,
         stderr=stderr,
@@ -41,7 +41,7 @@ def test_no_bar_in_a_log_unless_asked(tmp_path):
     with pytest.raises(SystemExit):  # asked for and refused at once: no such pair
         from biasdask.cli import build_parser
 
-        build_parser().parse_args(["ingest", "a", "b", "--language", "en", "--quiet", "--progress"])
+        build_parser().parse_args(["ingest", "a", "-o", "b", "--language", "en", "--quiet", "--progress"])
 
 
 def test_a_bar_on_a_terminal(tmp_path):

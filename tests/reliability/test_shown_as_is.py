@@ -23,9 +23,9 @@ REVERSED_WORD = "abc\u202edef\u200f"
 @pytest.mark.parametrize(
     "args",
     [
-        ("ingest", "{src}", "memory://b/en.zarr", "--language", "en", "--workers", "0"),
+        ("ingest", "{src}", "-o", "memory://b/en.zarr", "--language", "en", "--workers", "0"),
         ("run", "{study}", "--output", "memory://b/results.zarr"),
-        ("debias", "{store}", "memory://b/en-hard.zarr", "--method", "project"),
+        ("debias", "{store}", "-o", "memory://b/en-hard.zarr", "--algorithm", "project"),
     ],
     ids=["ingest", "run", "debias"],
 )
@@ -37,7 +37,7 @@ def test_a_memory_destination_is_refused_on_the_command_line(tmp_path, cli, args
     study = study_file(tmp_path, {"en": store})
     args = [a.format(src=src, study=study, store=store) for a in args]
     code, _, err = cli(*args, "--quiet")
-    where = args[2] if args[0] != "run" else args[3]
+    where = args[3]
     assert_one_line_error(code, err, f"{where} would vanish when the command ends", "memory://")
     assert code == 2
     assert not (tmp_path / "results.zarr").exists()

@@ -234,13 +234,15 @@ def test_windows_hold_the_ranks_within_the_ratio_or_the_nearest_in_log_rank():
 
 
 def test_candidates_exactly_as_far_in_log_rank_come_more_frequent_first():
-    """c · c' = r² puts c and c' equally far from r in log rank; the tie goes to the more frequent word,
-    whatever the rounding of a logarithm (the distance is compared as the ratio max(c/r, r/c))."""
+    """A window widened to its nearest candidates grows towards the nearer side in log rank; c · c' = r²
+    puts c and c' equally far from r, and the tie goes to the more frequent word, whatever the rounding
+    of a logarithm (the distance is compared as the ratio max(c/r, r/c))."""
     cand = np.array([20, 5, 40, 3, 1250, 800, 2000, 500])
-    assert rank_neighbourhoods([10], cand, 4)[0].tolist() == [1, 0, 3, 2]
-    assert rank_neighbourhoods([1000], cand, 4)[0].tolist() == [5, 4, 7, 6]
+    widened = rank_neighbourhoods([10, 1000], cand, ratio=1.0, min_size=4)
+    assert sorted(widened.members(0).tolist()) == [0, 1, 2, 3]
+    assert sorted(widened.members(1).tolist()) == [4, 5, 6, 7]
     # rank 12: log10(48) - log10(12) rounds below log10(12) - log10(3), yet 3 and 48 are as far
-    assert rank_neighbourhoods([12], [48, 3, 100], 2)[0].tolist() == [1, 0]
+    assert rank_neighbourhoods([12], [48, 3, 100], ratio=1.0, min_size=1).members(0).tolist() == [1]
 
 
 def test_rank_matched_draws_are_distinct_matched_and_reproducible():
