@@ -107,10 +107,12 @@ def full_vocabulary_test(
 
     Examples
     --------
+    >>> import itertools
     >>> import numpy as np
     >>> import biasdask
     >>> rng = np.random.default_rng(0)
-    >>> words = ["he", "she", "man", "woman", *(f"w{i}" for i in range(2000))]
+    >>> filler = ["".join(letters) for letters in itertools.product("bdfgklmn", repeat=4)][:2000]
+    >>> words = ["he", "she", "man", "woman", *filler]
     >>> emb = biasdask.as_embeddings(rng.standard_normal((len(words), 20)), words, language="en")
     >>> res = biasdask.full_vocabulary_test(emb, ["he"], ["she"], method="zipf",
     ...                                     resampling=biasdask.Resampling(n_permutations=999, seed=1))

@@ -473,9 +473,9 @@ def intraclass_correlation(
     alike. A rater that shifts every d by a constant lowers ICC(2,1) (absolute agreement) but not the
     correlations.
 
-    With Y (n × k), row means ȳ_i·, column means ȳ_·j and grand mean ȳ:
-    MSR = k Σ_i (ȳ_i· − ȳ)² / (n − 1), MSC = n Σ_j (ȳ_·j − ȳ)² / (k − 1),
-    MSE = Σ_ij (y_ij − ȳ_i· − ȳ_·j + ȳ)² / ((n − 1)(k − 1)). The interval (McGraw & Wong 1996) is
+    With Y (n × k), row means ``ȳ_i·``, column means ``ȳ_·j`` and grand mean ȳ:
+    ``MSR = k Σ_i (ȳ_i· − ȳ)² / (n − 1)``, ``MSC = n Σ_j (ȳ_·j − ȳ)² / (k − 1)``,
+    ``MSE = Σ_ij (y_ij − ȳ_i· − ȳ_·j + ȳ)² / ((n − 1)(k − 1))``. The interval (McGraw & Wong 1996) is
     [n (MSR − F_L MSE) / (F_L (k MSC + (kn − k − n) MSE) + n MSR),
     n (F_U MSR − MSE) / (k MSC + (kn − k − n) MSE + n F_U MSR)] with
     F_L = F_{1−α/2}(n − 1, ν), F_U = F_{1−α/2}(ν, n − 1), a = k ICC / (n (1 − ICC)),
@@ -952,8 +952,8 @@ def cronbach_alpha(items: ArrayLike | ItemMoments) -> CronbachAlpha:
         vocabulary). For a test's attribute words as items and its target words as cases, item j's
         score for target w is cos(w, a_j) for the words of A and −cos(w, b_j) for those of B; for base
         pairs, the pair's association (e.g. cos(w, a_j) − cos(w, b_j)). A case with a NaN score is
-        left out. α describes the unweighted sum of the items; with |A| ≠ |B| the association
-        mean_A − mean_B weighs them 1/|A| and 1/|B| (:func:`split_half` measures that composite).
+        left out. α describes the unweighted sum of the items; with ``|A| ≠ |B|`` the association
+        ``mean_A − mean_B`` weighs them ``1/|A|`` and ``1/|B|`` (:func:`split_half` measures that composite).
 
     Returns
     -------
@@ -1084,7 +1084,7 @@ def split_half(
 ) -> SplitHalf:
     """Split-half reliability of the attribute sets, Spearman-Brown corrected, averaged over splits.
 
-    Each split divides A into halves A₁, A₂ (sizes ⌊|A|/2⌋ and the rest) and likewise B; each half gives
+    Each split divides A into halves A₁, A₂ (sizes ``⌊|A|/2⌋`` and the rest) and likewise B; each half gives
     every case w the association s_h(w) = mean over A_h of the item scores + mean over B_h (with B's item
     scores −cos(w, b), this is mean_{A_h} cos − mean_{B_h} cos), and r is the correlation of s₁ and s₂
     across the cases. The reliability of the full-length association is the Spearman-Brown correction
@@ -1093,7 +1093,7 @@ def split_half(
     centred cross-products C, r = w₁ᵀCw₂ / √(w₁ᵀCw₁ · w₂ᵀCw₂) with w_h the halves' weights, so a
     vocabulary's :class:`ItemMoments` give it without another pass.
 
-    When there are at most ``n_splits`` distinct splits (C(|A|, ⌊|A|/2⌋) · C(|B|, ⌊|B|/2⌋)), all are
+    When there are at most ``n_splits`` distinct splits (``C(|A|, ⌊|A|/2⌋) · C(|B|, ⌊|B|/2⌋)``), all are
     enumerated (``exact``); otherwise split i draws A₁ and then B₁ (the first ⌊m/2⌋ of a permutation,
     without replacement) from ``numpy.random.default_rng(SeedSequence(seed, spawn_key=(i,)))``, so the
     first splits are the same whatever ``n_splits``. A side of one word is held fixed: its word is in
