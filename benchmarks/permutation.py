@@ -86,9 +86,9 @@ def bench_rows(
 
 def bench_stream_batch(x: np.ndarray, n_permutations: int = 10_000, k: int = 2) -> tuple[int, float, float]:
     """One batch task of a study's stream for ``k`` weightings of x: (permutations per task as
-    :func:`biasdask.engine.permutation.batch_plan` cuts them, seconds the task takes here, seconds the
-    kernel rate measured at start-up (:func:`biasdask.engine.permutation.measured_rate`) predicts)."""
-    from biasdask.engine.permutation import batch_plan, measured_rate, pools_batch, pools_summary, prepare_pools
+    :func:`biasdask.engine.pools.batch_plan` cuts them, seconds the task takes here, seconds the
+    kernel rate measured at start-up (:func:`biasdask.engine.pools.measured_rate`) predicts)."""
+    from biasdask.engine.pools import batch_plan, measured_rate, pools_batch, pools_summary, prepare_pools
 
     rows = np.stack([x] + [(x * np.float32(1.0 / (w + 2))).astype(np.float32) for w in range(k - 1)])
     pools = prepare_pools(rows, x.size, n_permutations, "two-sided", 1)

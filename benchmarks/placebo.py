@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from biasdask import Resampling
-from biasdask.config import DEFAULT_PLACEBO
+from biasdask import Resampling, Vocabulary
+from biasdask.study.config import DEFAULT_PLACEBO
 
 
 def _cpu() -> str:
@@ -39,6 +39,15 @@ def _cpu() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+#: a word is ``w`` and its row's digits as letters (``wba`` for 10): word-like tokens a placebo may draw
+LETTERS = str.maketrans("0123456789", "abcdefghij")
+
+
+def word(i: int) -> str:
+    """The word of row ``i``."""
+    return f"w{i}".translate(LETTERS)
 
 
 def write_store(root: Path, n_words: int, dim: int, seed: int) -> str:
@@ -54,34 +63,36 @@ def write_store(root: Path, n_words: int, dim: int, seed: int) -> str:
         f.write(f"{n_words} {dim}\n".encode())
         for start in range(0, n_words, 50_000):
             block = (mean + rng.normal(size=(min(50_000, n_words - start), dim)) * scale).astype(np.float32)
-            f.write(b"".join(f"w{i} ".encode() + row.tobytes() for i, row in enumerate(block, start)))
+            f.write(b"".join(f"{word(i)} ".encode() + row.tobytes() for i, row in enumerate(block, start)))
     store = str(root / "en.zarr")
-    biasdask.ingest(str(path), store, language="en", format="word2vec-binary", client=False, progress=False)
+    biasdask.ingest(str(path), store, language="en", input_format="word2vec-binary", client=False, progress=False)
     path.unlink()
     return store
 
 
-def calibration(store: str, pairs: int, placebo: int, alpha: float, seed: int) -> tuple[float, float]:
-    """Rejection rates (dummy-language p, placebo p) at ``alpha`` over random single-word pairs."""
+def calibration(store: str, pairs: int, placebo: int, alpha: float, seed: int) -> tuple[float, float, float]:
+    """Rejection rates (dummy-language p, placebo p of d, placebo p of s) at ``alpha`` over random
+    single-word pairs."""
     import biasdask
 
     emb = biasdask.open_embeddings(store)
     n = emb.sizes["word"]
     rng = np.random.default_rng(seed)
-    dummy = placebo_hits = 0
+    dummy = placebo_hits = statistic_hits = 0
     for _ in range(pairs):
         a, b = rng.choice(np.arange(100, n), size=2, replace=False)
         res = biasdask.full_vocabulary_test(
             emb,
-            [f"w{a}"],
-            [f"w{b}"],
+            [word(a)],
+            [word(b)],
             method="zipf",
-            exclude_attributes=True,
             resampling=Resampling(n_permutations=199, seed=int(rng.integers(2**31)), placebo=placebo),
+            vocabulary=Vocabulary(exclude_attributes=True),
         )
-        dummy += res.pvalue <= alpha
+        dummy += res.p_value <= alpha
         placebo_hits += res.p_value_placebo <= alpha
-    return dummy / pairs, placebo_hits / pairs
+        statistic_hits += res.p_value_placebo_statistic <= alpha
+    return dummy / pairs, placebo_hits / pairs, statistic_hits / pairs
 
 
 def study_time(store: str, root: Path, placebo: int, permutations: int, association: str = "cosine") -> float:
@@ -91,7 +102,7 @@ def study_time(store: str, root: Path, placebo: int, permutations: int, associat
 
     study = {
         "output": str(root / f"r-{placebo}-{time.monotonic_ns()}.zarr"),
-        "languages": {"en": {"store": store, "a": ["w10", "w700"], "b": ["w20", "w900"]}},
+        "languages": {"en": {"store": store, "a": [word(10), word(700)], "b": [word(20), word(900)]}},
         "methods": ["uniform", "zipf"],
         "tests": ["gender"],
         "n_permutations": permutations,
@@ -171,11 +182,11 @@ def main() -> None:
         root = Path(tmp)
         (root / "cal").mkdir()
         small = write_store(root / "cal", args.calibration_words, args.dim, seed=1)
-        dummy, placebo = calibration(small, args.pairs, min(args.placebo, 199), args.alpha, seed=2)
+        dummy, placebo, on_s = calibration(small, args.pairs, min(args.placebo, 199), args.alpha, seed=2)
         print(
             f"calibration ({args.pairs} random word pairs as A and B, {args.calibration_words:,} words × {args.dim}, "
-            f"Zipf weighting, alpha {args.alpha:g}): dummy-language p rejects {100 * dummy:.1f} %, placebo p "
-            f"{100 * placebo:.1f} %"
+            f"Zipf weighting, alpha {args.alpha:g}): dummy-language p rejects {100 * dummy:.1f} %, placebo p of d "
+            f"{100 * placebo:.1f} %, placebo p of s {100 * on_s:.1f} %"
         )
         (root / "big").mkdir()
         store = write_store(root / "big", args.words, args.dim, seed=3)

@@ -26,7 +26,7 @@ real study's size, e.g. ``--words 2000000 --languages 26``; the defaults take a 
    durations (scores chunks, attribute rows, pools, permutation batches, scores writes: the functions
    the client's tasks name are swapped inside the worker processes only; a pool is a real one of 64
    words carrying as many bytes as the real pool, so it travels as the real one does, unless
-   ``--no-pool-ballast``); and runs biasdask's real :func:`biasdask.engine.run.run` in a fresh client
+   ``--no-pool-ballast``); and runs biasdask's real :func:`biasdask.study.run.run` in a fresh client
    process (the ``gender`` test, ``uniform`` and ``zipf``, ``--permutations``), which opens the
    stores, finds their words, builds and submits the graphs and writes the cells as it always does
    (without placebo pairs, as the 26-language rerun measured by ``benchmarks/study.py``);
@@ -144,16 +144,17 @@ def install_sleeps(sleeps: dict) -> None:
     The client names them in its tasks as ``biasdask.engine.scores.stored_scores`` and so on (pickled by
     reference), so a worker process that installed them runs the sleeps; the client stays unchanged.
     """
-    from biasdask.engine import run, scores
+    from biasdask.engine import scores
     from biasdask.io import store
+    from biasdask.study import work
 
     _SLEEPS.update(sleeps)
     store.find_words = _sleepy_find
     scores.stored_scores = _sleepy_scores
     scores.stored_rows = _sleepy_rows
-    run._family_pools = _sleepy_pools
-    run._family_batch = _sleepy_batch
-    run._write_scores = _sleepy_write
+    work.family_pools = _sleepy_pools
+    work.family_batch = _sleepy_batch
+    work.write_scores = _sleepy_write
 
 
 def _sleep(kind: str, seconds: float) -> None:
@@ -200,14 +201,14 @@ class _Ballasted(list):
 
 
 def _sleepy_pools(rows, n_permutations, alternative, seed, *pieces):
-    """A family's pool (as ``_family_pools`` returns it: the pools and the weighted effect sizes): its
+    """A family's pool (as ``family_pools`` returns it: the pools and the weighted effect sizes): its
     duration, then a real pool of :data:`POOL_WORDS` of its words (so that its batches and cells run the
     real code, cheaply), with the real pool's bytes as ballast."""
-    from biasdask.engine.permutation import prepare_pools
-    from biasdask.engine.run import _rows, weighted_effect_sizes
+    from biasdask.engine.pools import prepare_pools
+    from biasdask.study.work import FamilyPool, joined_rows, weighted_effect_sizes
 
     _sleep("pool", _SLEEPS["pool"])
-    ut = _rows(pieces[0])[0]  # the first chunk's rows (a piece may be its (rows, moments) pair)
+    ut = joined_rows(pieces[:1])  # the first chunk's rows (a piece may be its (rows, moments) pair)
     u, t = ut[0], ut[1:]
     keep = np.flatnonzero(np.isfinite(u))
     if keep.size == 0:
@@ -221,15 +222,15 @@ def _sleepy_pools(rows, n_permutations, alternative, seed, *pieces):
         if len(_BALLAST.get("bytes", b"")) < size:  # random: a transfer cannot compress it
             _BALLAST["bytes"] = np.random.default_rng(0).bytes(size)
         pools.ballast = np.frombuffer(_BALLAST["bytes"], dtype=np.uint8, count=size)
-    return pools, weighted_effect_sizes(u[keep], t[rows][:, keep])
+    return FamilyPool(pools, weighted_effect_sizes(u[keep], t[rows][:, keep]))
 
 
 def _sleepy_batch(pool, start, stop):
     """Permutations [start, stop): their duration, then the real batch of the stand-in pool."""
-    from biasdask.engine.permutation import pools_batch
+    from biasdask.engine.pools import pools_batch
 
     _sleep("permutation", _SLEEPS["permutation"] * (stop - start))
-    return None if pool is None else pools_batch(pool[0], start, stop)
+    return None if pool is None else pools_batch(pool.pools, start, stop)
 
 
 def _sleepy_write(loc, code, parts, counts, *computed):
@@ -292,7 +293,7 @@ def make_stores(where: Path, codes: list[str], n_words: int, dim: int, chunk: in
     ``biasdask.ingest`` from a generated ``.vec``, the others copies of it relabelled (new ``store_id``).
     Stores already there (complete, same words and chunks) are reused."""
     import biasdask
-    from biasdask.io.store import set_attrs
+    from biasdask.io.store import adopt_copy
 
     where.mkdir(parents=True, exist_ok=True)
     urls = {code: str(where / f"{code}-{n_words}w-{dim}d-c{chunk}.zarr") for code in codes}
@@ -313,7 +314,7 @@ def make_stores(where: Path, codes: list[str], n_words: int, dim: int, chunk: in
     for code in todo:
         shutil.rmtree(urls[code], ignore_errors=True)
         shutil.copytree(source, urls[code])
-        set_attrs(urls[code], {"language": code, "store_id": uuid.uuid4().hex})
+        adopt_copy(urls[code], language=code)
     print(
         f"stores: {len(codes)} x {n_words:,} words x {dim} in chunks of {chunk:,} written in "
         f"{time.perf_counter() - t:.1f} s under {where}"
@@ -346,13 +347,13 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
 
     import dask
 
-    from biasdask.engine.permutation import pools_batch, prepare_pools
-    from biasdask.engine.run import _ScoresPart, _write_scores, weighted_effect_sizes
+    from biasdask.engine.pools import pools_batch, prepare_pools
     from biasdask.engine.scores import attributes_graph, stored_rows, stored_scores
     from biasdask.io import results as rs
     from biasdask.io.fs import Location
     from biasdask.io.store import find_words, open_embeddings, stored_vectors
     from biasdask.stats.weights import zipf_weights
+    from biasdask.study.work import ScoresPart, weighted_effect_sizes, write_scores
 
     out: dict = {}
     emb = open_embeddings(vectors_store)
@@ -402,7 +403,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
         attrs={"seed": 0, "alternative": "two-sided", "similarity": "cosine"},
         config_text="benchmark",
     )
-    part = _ScoresPart(
+    part = ScoresPart(
         methods=METHODS,
         n_words=n_words,
         store=Location(words_store),
@@ -429,7 +430,7 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
         "n_zero_vectors": 0,
     }
     out["write"] = _median_time(
-        lambda: _write_scores(Location(results), "en", [("cosine", part)], [1], stacked, found), 2
+        lambda: write_scores(Location(results), "en", [("cosine", part)], [1], stacked, found), 2
     )
     asked = [*A_WORDS, *B_WORDS, *(f"absent{i}" for i in range(500))]  # about what a language looks up
     out["find"] = _median_time(lambda: find_words(words_store, asked), 2)
@@ -503,7 +504,7 @@ def dask_cluster(
                 "--no-dashboard",
                 "--scheduler-file",
                 str(scheduler_file),
-                *(["--preload", "biasdask.engine.run"] if preload_scheduler else []),
+                *(["--preload", "biasdask.study.run"] if preload_scheduler else []),
             ],
             "scheduler",
         )
@@ -536,7 +537,7 @@ def dask_cluster(
             ]
             # biasdask imported as the worker starts, real or simulated alike (the sleeps' preload imports
             # it): a run's first tasks do not pay for it in one and not the other
-            cmd += ["--preload", str(Path(__file__).resolve()) if sleeps is not None else "biasdask.engine.run"]
+            cmd += ["--preload", str(Path(__file__).resolve()) if sleeps is not None else "biasdask.study.run"]
             workers.append(start(cmd, f"worker-{i}", extra, nice))
         yield {
             "address": address,
@@ -596,17 +597,17 @@ class ClientProfile:
         setattr(owner, name, timed)
 
     def install(self) -> None:
-        from biasdask.engine import run
         from biasdask.io import results as rs
+        from biasdask.study import run, stream
 
         self.wrap(run, "_as_config", "config")
         self.wrap(run, "check_changes", "config")
         self.wrap(run, "_check_language", "check")
-        self.wrap(run._Stream, "_gender_graph", "graph")
-        self.wrap(run._Stream, "_start_family", "submit")
-        self.wrap(run._CellWriter, "__call__", "cells")
-        self.wrap(run._Stream, "_start", "start")
-        self.wrap(run._Stream, "_handle", "loop")
+        self.wrap(stream, "family_graph", "graph")
+        self.wrap(stream.Stream, "start_family", "submit")
+        self.wrap(run.CellWriter, "__call__", "cells")
+        self.wrap(stream.Stream, "start", "start")
+        self.wrap(stream, "handle", "loop")
         for name in ("create_results", "compact_results", "done_cells", "scores_done", "open_results"):
             self.wrap(rs, name, "results")
 
@@ -704,8 +705,8 @@ def client_run(spec: dict) -> dict:
     import psutil
     from distributed import Client, get_task_stream
 
-    from biasdask.engine import run
     from biasdask.engine.cluster import warm_workers
+    from biasdask.study import run
 
     profile = ClientProfile()
     profile.install()

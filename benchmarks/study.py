@@ -50,7 +50,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +58,10 @@ CODES = ("en de fr es it pt nl sv da fi pl cs ru uk tr ar he hi ja ko zh vi id e
 A_WORDS = ["he", "him", "his", "man", "male", "boy", "father", "son"]
 B_WORDS = ["she", "her", "hers", "woman", "female", "girl", "mother", "daughter"]
 SEED_LANGUAGES, SEED_WORDS, SEED_DIM, SEED_PERMUTATIONS, SEED_METHODS = 26, 2_000_000, 300, 10_000, 2
+
+
+#: a filler word is ``w`` and its row's digits as letters (``wba`` for 10): a word-like token a placebo may draw
+LETTERS = str.maketrans("0123456789", "abcdefghij")
 
 
 def generate(path: Path, n_words: int, dim: int, seed: int) -> int:
@@ -72,7 +75,7 @@ def generate(path: Path, n_words: int, dim: int, seed: int) -> int:
             stop = min(n_words, start + 5000)
             idx = np.clip(rng.normal(0, 1500, (stop - start, dim)).astype(np.int64), -10000, 10000) + 10000
             lines = [
-                (words[i] if i < len(words) else f"w{i}").encode() + b" " + b" ".join(row) + b" \n"
+                (words[i] if i < len(words) else f"w{i}".translate(LETTERS)).encode() + b" " + b" ".join(row) + b" \n"
                 for i, row in zip(range(start, stop), table[idx])
             ]
             f.write(b"".join(lines))
@@ -322,7 +325,7 @@ def kernel_at_seed_size(n_words: int = SEED_WORDS, permutations: int = 200) -> d
     """CPU-seconds of the permutation stage per language of the full study, measured at the full study's N in this process
     (one core): one pool of the two weightings (preparation, once per language) and ``permutations``
     of its batch kernel, scaled to 10,000."""
-    from biasdask.engine.permutation import pools_batch, prepare_pools
+    from biasdask.engine.pools import pools_batch, prepare_pools
 
     rng = np.random.default_rng(0)
     u = rng.normal(0, 0.05, n_words).astype(np.float32)
@@ -364,7 +367,7 @@ def scores_write(results_url: str, store_url: str, args) -> dict:
     return {"write": seconds, "write_per_word": seconds / sc.sizes["word"]}
 
 
-def seed_000(results: list[dict], args, kernel: dict) -> None:
+def full_vocabulary_rerun(results: list[dict], args, kernel: dict) -> None:
     """The 26-language rerun on two cores from each stage's measured throughput, with its breakdown."""
     cores = 2
     print(
@@ -418,7 +421,7 @@ def rerun(args, work: Path) -> dict:
     from distributed.utils import key_split
 
     import biasdask
-    from biasdask.io.store import set_attrs
+    from biasdask.io.store import adopt_copy
 
     vec = work / "rerun.vec"
     t = time.perf_counter()
@@ -437,7 +440,7 @@ def rerun(args, work: Path) -> dict:
             root = Path(stores[code]) / "zarr.json"
             root.unlink()  # a file of its own, not a link to the first store's metadata
             shutil.copyfile(Path(stores[CODES[0]]) / "zarr.json", root)
-            set_attrs(stores[code], {"language": code, "store_id": uuid.uuid4().hex})
+            adopt_copy(stores[code], language=code)
         study = {
             "output": str(work / "rerun-results.zarr"),
             "languages": {code: {"store": url, "a": A_WORDS, "b": B_WORDS} for code, url in stores.items()},
@@ -534,7 +537,7 @@ def main(argv=None) -> None:
 
         kernel = kernel_at_seed_size()
         kernel.update(scores_write(results[0]["results"], results[0]["stores"][CODES[0]], args))
-        seed_000(results, args, kernel)
+        full_vocabulary_rerun(results, args, kernel)
 
         if args.rerun:
             r = rerun(args, work)

@@ -12,6 +12,7 @@ from typing import Any
 
 from biasdask import (
     _dask_config,  # noqa: F401  (registers the "biasdask" namespace of dask.config)
+    _interrupt,  # noqa: F401  (first: Ctrl-C while the command imports the rest is one line)
     _numba_cache,  # noqa: F401  (compiled kernels are cached per user, not in the package)
 )
 from biasdask._version import __version__
@@ -22,14 +23,16 @@ _EXPORTS = {
     "as_embeddings": "biasdask.io.embeddings",
     "scores": "biasdask.engine.scores",
     "permutation_test": "biasdask.engine.permutation",
+    "permutation_tests": "biasdask.engine.permutation",
     "full_vocabulary_test": "biasdask.engine.bias_tests",
+    "pairwise_vocabulary_test": "biasdask.engine.bias_tests",
     "attribute_sensitivity": "biasdask.engine.robustness",
     "weat": "biasdask.engine.weat",
     "career_family_test": "biasdask.engine.weat",
     "align": "biasdask.engine.alignment",
     "debias": "biasdask.engine.debias",
     "set_metric_test": "biasdask.engine.setmetrics",
-    "run": "biasdask.engine.run",
+    "run": "biasdask.study.run",
     "open_results": "biasdask.io.results",
     "open_scores": "biasdask.io.results",
     "top_words": "biasdask.report",
@@ -38,9 +41,10 @@ _EXPORTS = {
     "direct_bias": "biasdask.engine.directions",
     "indirect_bias": "biasdask.engine.directions",
     "frequency_profile": "biasdask.engine.frequency",
-    "load_config": "biasdask.config",
-    "meta_analysis": "biasdask.engine.inference",
+    "load_config": "biasdask.study.config",
+    "meta_analysis": "biasdask.study.inference",
     "Resampling": "biasdask.stats.resampling",
+    "Vocabulary": "biasdask.lexicon.vocabulary",
     "WordSets": "biasdask.lexicon",
     "Location": "biasdask.io.fs",
 }

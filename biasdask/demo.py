@@ -9,7 +9,10 @@ figures (``plots/``) and the HTML report (``report/index.html``) are written.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import sys
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +23,27 @@ import yaml
 from distributed import Client
 from tqdm import tqdm
 
+from biasdask.engine.cluster import client_scope
+from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError
+from biasdask.lexicon import languages as catalog
+from biasdask.lexicon.scripts import char_script
+from biasdask.progress import wanted
+from biasdask.report import write_report
 from biasdask.stats.elementary import log
 from biasdask.stats.linalg import dot
+from biasdask.study.run import run
+
+__all__ = [
+    "MIN_WORDS",
+    "demo",
+    "DemoLanguage",
+    "filler_words",
+    "generate",
+    "has_plot_extra",
+    "planted_strengths",
+    "write_language",
+]
 
 _LN10 = 2.302585092994045684  # the generated lengths use this package's log: the same bits on every CPU
 
@@ -44,13 +65,56 @@ def planted_strengths(codes: list[str], seed: int = 7) -> dict[str, float]:
     return {c: float(v) for c, v in zip(codes, values)}
 
 
-def write_language(path: Path, male: str, female: str, strength: float, n_words: int, dim: int, seed: int) -> None:
+def filler_words(male: str, female: str, n: int) -> list[str]:
+    """``n`` distinct made-up words in the script of ``male`` and ``female``, none of them either: strings
+    of letters near theirs in Unicode, all of one length (``male``, ``female`` give ``aaaa``, ``aaab``...
+    for 20,000 words; 男, 女 nearby ideographs), so that they are word-like tokens a placebo may draw
+    (:mod:`biasdask.lexicon.scripts`).
+
+    Examples
+    --------
+    >>> filler_words("male", "female", 3), filler_words("male", "female", 20_000)[:2]
+    (['a', 'b', 'c'], ['aaaa', 'aaab'])
+    """
+    alphabet: list[str] = []
+    for char in sorted({c for c in male + female if unicodedata.category(c)[0] == "L"}):
+        for code in range(max(ord(char) - 12, 0), ord(char) + 13):
+            near = chr(code)
+            same = unicodedata.category(near) == unicodedata.category(char) and char_script(near) == char_script(char)
+            if same and near not in alphabet:
+                alphabet.append(near)
+    alphabet.sort()
+    length = 1
+    while len(alphabet) ** length < n + 2:
+        length += 1
+    words = []
+    for i in itertools.count():
+        digits = [(i // len(alphabet) ** k) % len(alphabet) for k in reversed(range(length))]
+        word = "".join(alphabet[d] for d in digits)
+        if word not in (male, female):
+            words.append(word)
+        if len(words) == n:
+            return words
+    raise AssertionError("unreachable")
+
+
+def write_language(
+    path: Path,
+    male: str,
+    female: str,
+    strength: float,
+    n_words: int,
+    dim: int,
+    seed: int,
+    words: Sequence[str] | None = None,
+) -> None:
     """Write one synthetic language as a word2vec binary file.
 
     Every word vector is isotropic noise plus ``strength`` times a hidden unit direction g; the
     attribute words (the language's *male* and *female*) sit near +g and -g at ranks 40 and 41, so
     the expected association of a word grows with ``strength``. Vector lengths shrink slowly with rank,
-    as in real embeddings, where the norm carries frequency.
+    as in real embeddings, where the norm carries frequency. ``words``: the vocabulary, in rank order
+    (default :func:`filler_words`); its rows 40 and 41 become ``male`` and ``female``.
     """
     rng = np.random.default_rng(seed)
     g = rng.standard_normal(dim)
@@ -59,7 +123,7 @@ def write_language(path: Path, male: str, female: str, strength: float, n_words:
     vectors[40] = 2.0 * g + 0.3 * rng.standard_normal(dim) / np.sqrt(dim)
     vectors[41] = -2.0 * g + 0.3 * rng.standard_normal(dim) / np.sqrt(dim)
     vectors *= (1.5 - 0.1 * log(np.arange(1.0, n_words + 1.0)) / _LN10)[:, None]
-    words = [f"w{i:06d}" for i in range(n_words)]
+    words = list(words) if words is not None else filler_words(male, female, n_words)
     words[40], words[41] = male, female
     body = b"".join(w.encode("utf-8") + b" " + v.tobytes() for w, v in zip(words, vectors.astype("<f4")))
     path.write_bytes(f"{n_words} {dim}\n".encode() + body)
@@ -70,8 +134,6 @@ def generate(
 ) -> list[DemoLanguage]:
     """Generate the 26 catalog languages into ``out_dir`` (one ``XX.bin`` each), or only ``languages``
     (catalog codes), each with the file and planted strength it has among all 26."""
-    from biasdask.lexicon import languages as catalog
-
     table = catalog()
     codes = list(table["code"])
     unknown = sorted(set(languages or ()) - set(codes))
@@ -109,7 +171,8 @@ def demo(
     dim: int = 50,
     n_permutations: int = 9999,
     seed: int = 7,
-    client: Client | None = None,
+    client: Client | bool | None = None,
+    scheduler: str | None = None,
     n_workers: int | None = None,
     progress: bool | None = None,
     plots: bool | None = None,
@@ -125,8 +188,10 @@ def demo(
         Size of each generated language.
     n_permutations, seed
         Of the permutation tests.
-    client, n_workers
-        Where to run (default: a new ``LocalCluster``).
+    client, scheduler, n_workers
+        Where to run: a client, or ``False`` for Dask's threads in this process; by default a cluster
+        found or started (:func:`biasdask.get_client`: the ``scheduler`` address, else a configured one,
+        else a new ``LocalCluster`` of ``n_workers``).
     progress
         Show progress bars.
     plots
@@ -137,14 +202,11 @@ def demo(
         raise BiasdaskError(f"demo: --words must be at least {MIN_WORDS} (the attribute words sit at ranks 41 and 42)")
     if dim < 2:
         raise BiasdaskError(f"demo: --dim must be at least 2, got {dim}")
-    from biasdask.engine.cluster import client_scope
-    from biasdask.engine.ingest import ingest
-    from biasdask.engine.run import run
-    from biasdask.progress import wanted
 
     out = Path(output).resolve()
     raw_dir, emb_dir = out / "raw", out / "emb"
-    with client_scope(client, n_workers=n_workers) as c:
+    scope = contextlib.nullcontext(None) if client is False else client_scope(client, scheduler, n_workers)
+    with scope as c:
         print(f"biasdask demo: generating 26 languages x {n_words} words x {dim} dims in {raw_dir}", file=sys.stderr)
         langs = generate(raw_dir, n_words, dim, seed)
         for lang in tqdm(langs, desc="ingest", unit="language", disable=not wanted(progress), file=sys.stderr):
@@ -165,7 +227,5 @@ def demo(
     if plots is None:
         plots = has_plot_extra()
     if plots:
-        from biasdask.report import write_report
-
         write_report(str(out / "results.zarr"), out / "report", plots_dir=out / "plots")
     return results

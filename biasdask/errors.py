@@ -10,6 +10,24 @@ went wrong around it, never both; every class pickles as it is, to and from Dask
 
 from __future__ import annotations
 
+__all__ = [
+    "BiasdaskError",
+    "BiasdaskException",
+    "BiasdaskOSError",
+    "BiasdaskTypeError",
+    "ConfigError",
+    "CorruptStoreError",
+    "IncompleteStoreError",
+    "InputFormatError",
+    "missing_dependency",
+    "MissingDependencyError",
+    "MissingWordsError",
+    "PlaceboUnavailableError",
+    "SchedulerError",
+    "StorageFullError",
+    "StoreConflictError",
+]
+
 
 class BiasdaskException(Exception):
     """Base class of every error biasdask raises on purpose (the CLI prints these in one line)."""

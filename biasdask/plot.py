@@ -16,9 +16,11 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from numpy.typing import ArrayLike
+from scipy import stats
 
-from biasdask.config import FULL_VOCABULARY_TESTS, split_label
+from biasdask.engine.frequency import profile_for_plot
 from biasdask.errors import missing_dependency
+from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
 from biasdask.stats.frequency import BinProfile
 from biasdask.tables import empty_reason, leaning, word_list_family
 
@@ -41,6 +43,7 @@ __all__ = [
     "plot_gender_form_bias",
     "plot_null_distribution",
     "plot_overview",
+    "plot_pvalue_calibration",
 ]
 
 _VARIABLE_LABELS = {
@@ -551,8 +554,6 @@ def plot_frequency_profile(
     if not profiles:
         raise ValueError("no profiles to plot")
     if any(isinstance(p, xr.Dataset) for p in profiles.values()):
-        from biasdask.engine.frequency import profile_for_plot  # the engine (dask) only when needed
-
         profiles = {k: profile_for_plot(p, score) if isinstance(p, xr.Dataset) else p for k, p in profiles.items()}
     if score_label is None:
         score_label = "u (cosine difference)" if score == "u" else f"t ({score.removeprefix('t_')} weight × u)"
@@ -683,7 +684,7 @@ def plot_gender_form_bias(results: Mapping[str, Any], *, title: str = "") -> Fig
         axis_name = _FORM_BIAS_AXIS.get(test, "masculine − feminine score")
         ax.set_xlabel(f"{axis_name}\n(> 0: masculine bias, < 0: feminine)", fontsize=8)
         ax.set_title(
-            f"{name}  ({len(values)} targets)\npaired t = {res.t_statistic:.3g}, p = {res.pvalue:.2g}; "
+            f"{name}  ({len(values)} targets)\npaired t = {res.t_statistic:.3g}, p = {res.p_value:.2g}; "
             f"{test.upper()} statistic = {res.statistic:.3g}",
             fontsize=9,
         )
@@ -781,12 +782,17 @@ def plot_attribute_sensitivity(sensitivity: xr.Dataset, *, alpha: float = 0.05, 
 
 
 def plot_forest(meta: Any, *, title: str = "") -> Figure:
-    """Forest plot of a pooled effect size across languages (:func:`biasdask.meta_analysis`).
+    """Forest plot of a pooled effect size across languages (:func:`biasdask.meta_analysis`), drawn as
+    metafor's ``forest()`` draws one.
 
-    One row per language: its d (a square sized by its weight in the pooled estimate) and its interval;
-    below them the pooled estimate as a diamond spanning its confidence interval, and the prediction
-    interval (where a new language's d would fall) as a line through it. τ², I² and Cochran's Q are
-    written under the axis. Languages are sorted by d.
+    One row per language: its d as a square whose area is proportional to its weight in the pooled
+    estimate (the heaviest at half the row spacing, so no square reaches the next row), and its interval
+    drawn over the square, with end ticks, so that an interval shorter than its square still shows. An
+    attribute-word spread (one attribute word a side: how far d moves when the attribute words are
+    replaced by random words of their frequencies, not a confidence interval) is dashed. Below them the
+    pooled estimate as a diamond spanning its confidence interval, and the prediction interval (where a
+    new language's d would fall) as a line through it. τ², I² and Cochran's Q are written under the
+    axis, and the meta-analysis's ``note`` under them. Languages are sorted by d.
 
     Parameters
     ----------
@@ -798,35 +804,125 @@ def plot_forest(meta: Any, *, title: str = "") -> Figure:
     studies = meta.studies.sort_values("effect_size")
     pooled = meta.pooled
     n = len(studies)
-    fig = Figure(figsize=(7.5, 1.9 + 0.3 * (n + 2)), layout="constrained")
+    note = textwrap.fill(f"Note: {meta.note}.", 120) if getattr(meta, "note", "") else ""
+    height = 1.9 + 0.3 * (n + 2) + 0.15 * note.count("\n") + (0.3 if note else 0.0)
+    fig = Figure(figsize=(7.5, height), layout="constrained")
     ax = fig.subplots()
     y = np.arange(n, 0, -1, dtype=float) + 1.5
-    low = np.where(np.isfinite(studies["ci_low"]), studies["ci_low"], studies["effect_size"] - 1.96 * studies["se"])
-    high = np.where(np.isfinite(studies["ci_high"]), studies["ci_high"], studies["effect_size"] + 1.96 * studies["se"])
-    ax.hlines(y, low, high, color="#4d4d4d", lw=1.2)
-    sizes = 30 + 400 * studies["weight"].to_numpy() / max(float(studies["weight"].max()), 1e-12)
-    ax.scatter(
-        studies["effect_size"], y, s=sizes, marker="s", color="#2166ac", zorder=3, label="language: d and its interval"
+    d = studies["effect_size"].to_numpy(dtype=float)
+    low = np.where(np.isfinite(studies["ci_low"]), studies["ci_low"], d - 1.96 * studies["se"])
+    high = np.where(np.isfinite(studies["ci_high"]), studies["ci_high"], d + 1.96 * studies["se"])
+    spread = (
+        studies["variance"].to_numpy() == "attribute-word spread" if "variance" in studies else np.zeros(n, dtype=bool)
     )
+    # the axis spans the languages' intervals and the pooled CI; a prediction interval beyond it (with few
+    # languages its t has few degrees of freedom) is cut at the axis and ends in an arrow, as in metafor
+    x_low, x_high = _forest_limits(np.r_[low, high, d, pooled.ci_low, pooled.ci_high])
     if np.isfinite(pooled.pi_low) and np.isfinite(pooled.pi_high):
-        ax.hlines(0.5, pooled.pi_low, pooled.pi_high, color="#b2182b", lw=1.2, label="prediction interval")
+        left, right = max(pooled.pi_low, x_low), min(pooled.pi_high, x_high)
+        ax.hlines(0.5, left, right, color="#b2182b", lw=1.2, label="prediction interval")
+        for end, cut, marker in ((left, pooled.pi_low < x_low, "<"), (right, pooled.pi_high > x_high, ">")):
+            if cut:
+                ax.plot([end], [0.5], marker=marker, ms=5, color="#b2182b", clip_on=False)
     diamond = np.array([[pooled.ci_low, 0.5], [pooled.estimate, 0.85], [pooled.ci_high, 0.5], [pooled.estimate, 0.15]])
     ax.add_patch(mpl.patches.Polygon(diamond, closed=True, color="#b2182b", zorder=4, label="pooled d and its CI"))
     ax.axvline(0, color="#888888", lw=0.8, ls="--")
     ax.set_yticks([*y, 0.5], [*studies.index, "pooled"], fontsize=8)
     ax.set_ylim(-0.2, n + 2.3)
+    ax.set_xlim(x_low, x_high)
     ax.set_xlabel(
-        f"effect size d ({100 * pooled.level:.0f} % intervals)\n"
+        f"effect size d ({100 * pooled.ci_level:.0f} % intervals)\n"
         f"pooled d = {pooled.estimate:.2f} [{pooled.ci_low:.2f}, {pooled.ci_high:.2f}], "
+        f"prediction interval [{pooled.pi_low:.2f}, {pooled.pi_high:.2f}], "
         f"τ² = {pooled.tau2:.3g}, I² = {100 * pooled.i2:.0f} %, Q = {pooled.q:.1f} (df {pooled.df}, "
-        f"p = {pooled.q_p_value:.2g})",
+        f"p = {pooled.q_p_value:.2g})" + (f"\n{note}" if note else ""),
         fontsize=8,
     )
     ax.tick_params(axis="x", labelsize=8)
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=3, frameon=False, markerscale=0.4)
-    model = f"{pooled.method}" + (", Hartung-Knapp" if pooled.hartung_knapp else "")
+    model = f"{pooled.estimator}" + (", Hartung-Knapp" if pooled.hartung_knapp else "")
     ax.set_title(
         title or f"Test '{meta.test}' ({meta.method}): d per language and pooled (random effects, {model})", fontsize=10
     )
+    handles, labels = ax.get_legend_handles_labels()
+    handles.insert(
+        0,
+        Line2D(
+            [],
+            [],
+            color="#252525",
+            lw=1.1,
+            marker="s",
+            markerfacecolor="#92c5de",
+            markeredgecolor="#2166ac",
+            label="language: d (area ∝ weight) and its interval",
+        ),
+    )
+    if spread.any():
+        handles.insert(1, Line2D([], [], color="#252525", lw=1.1, ls="--", label="attribute-word spread"))
+    fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncols=4, frameon=False)
+    # the squares' sizes in points need the axes' final height: lay the figure out first
+    fig.draw_without_rendering()
+    row_points = abs(ax.transData.transform((0, 1))[1] - ax.transData.transform((0, 0))[1]) * 72.0 / fig.dpi
+    weight = studies["weight"].to_numpy(dtype=float)
+    side = 0.5 * row_points * np.sqrt(weight / max(float(weight.max()), 1e-12))  # area ∝ weight
+    side = np.maximum(side, 2.5)
+    ax.scatter(d, y, s=side**2, marker="s", color="#92c5de", edgecolors="#2166ac", linewidths=0.6, zorder=2)
+    for kind, rows in (("interval", ~spread), ("attribute-word spread", spread)):
+        if rows.any():
+            style = "--" if kind != "interval" else "-"
+            ax.hlines(y[rows], low[rows], high[rows], color="#252525", lw=1.1, linestyles=style, zorder=3)
+            tick = 0.35 * row_points
+            ends = np.r_[low[rows], high[rows]]
+            ax.plot(ends, np.r_[y[rows], y[rows]], ls="", marker="|", ms=tick, color="#252525", zorder=3)
+    return fig
+
+
+def _forest_limits(values: np.ndarray) -> tuple[float, float]:
+    """x limits holding every finite value with a margin of 5 %."""
+    finite = values[np.isfinite(values)]
+    lo, hi = float(finite.min()), float(finite.max())
+    margin = 0.05 * (hi - lo or 1.0)
+    return lo - margin, hi + margin
+
+
+def plot_pvalue_calibration(pvalues: Mapping[str, ArrayLike], *, alpha: float = 0.05, title: str = "") -> Figure:
+    """How p-values computed where the null hypothesis holds are distributed: the share of them at or below
+    each level, against the level itself (a calibrated test follows the diagonal), over [0, 1] and over
+    [0, 4α], with each series' rejection rate at ``alpha`` and the band a calibrated test's rate falls in
+    (95 %, binomial) drawn at ``alpha``.
+
+    Parameters
+    ----------
+    pvalues : mapping of str to array_like
+        Label -> p-values of tests of true nulls (NaN left out), e.g. of random word pairs as A and B.
+    alpha : float
+        The level whose rejection rate is written in the legend.
+    title : str
+        Figure title.
+    """
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    whole, zoom = fig.subplots(1, 2)
+    colours = mpl.colormaps["tab10"].colors
+    sizes = []
+    for (label, values), colour in zip(pvalues.items(), colours):
+        p = np.sort(np.asarray(values, dtype=np.float64))
+        p = p[np.isfinite(p)]
+        sizes.append(p.size)
+        share = np.arange(1, p.size + 1) / p.size
+        rate = float(np.mean(p <= alpha))
+        for ax in (whole, zoom):
+            ax.step(np.r_[0.0, p], np.r_[0.0, share], where="post", color=colour, lw=1.3, label=f"{label}: {rate:.1%}")
+    for ax, top in ((whole, 1.0), (zoom, 4 * alpha)):
+        ax.plot([0, top], [0, top], color="#888888", lw=0.8, ls="--")
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top if ax is zoom else 1.0)
+        ax.set_xlabel("level", fontsize=8)
+        ax.tick_params(labelsize=8)
+    if sizes:
+        low, high = stats.binom.interval(0.95, max(sizes), alpha)
+        zoom.vlines(alpha, low / max(sizes), high / max(sizes), color="#252525", lw=3, alpha=0.4)
+    whole.set_ylabel("share of p-values at or below the level", fontsize=8)
+    zoom.set_title(f"below {4 * alpha:g} (bar: where a calibrated test's rate falls at {alpha:g})", fontsize=8)
+    whole.legend(fontsize=7, title=f"rejected at {alpha:g}", title_fontsize=7, loc="lower right")
+    fig.suptitle(title or "p-values of tests whose null hypothesis holds", fontsize=10)
     return fig

@@ -1,9 +1,11 @@
 """Progress bars and logging that behave in terminals, notebooks and batch logs alike.
 
-Bars are shown on a terminal, or when asked (``progress=True``); in Jupyter an asked-for bar is one
-widget per long step (``tqdm.auto``: the notebook widget when ``ipywidgets`` is installed, else a text
-bar, without tqdm's warning about the missing widgets). While a bar
-is open, warnings and log records are written above it rather than glued to its line.
+Bars are drawn where someone watches: on a terminal (stderr is one) or in a Jupyter notebook, where a
+bar is one widget per long step (``tqdm.auto``: the notebook widget when ``ipywidgets`` is installed,
+else a text bar, without tqdm's warning about the missing widgets). Elsewhere (a log file, a pipe, CI)
+only when asked: ``progress=True`` in Python, ``--progress`` on the command line; ``progress=False``
+(``--quiet``) never. While a bar is open, warnings and log records are written above it rather than
+glued to its line; a step that fails takes its bar away (on a terminal), leaving its error alone.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from typing import Any
 from tqdm import tqdm
 from tqdm.std import TqdmWarning
 
+__all__ = ["in_notebook", "progress_bar", "wanted"]
+
+
 # tqdm.auto picks the notebook widget in Jupyter when ipywidgets is installed, else the text bar; without
 # ipywidgets it warns "IProgress not found" at import (tqdm.contrib imports it too): a text bar is what
 # such a notebook gets, and nothing to warn about.
@@ -30,11 +35,19 @@ log = logging.getLogger("biasdask")
 
 
 def wanted(progress: bool | None) -> bool:
-    """Whether to show progress: ``progress`` if given, else whether stderr is a terminal."""
+    """Whether to show progress: ``progress`` if given, else whether stderr is a terminal or this runs
+    in a Jupyter kernel."""
     if progress is None:
         isatty = getattr(sys.stderr, "isatty", None)
-        return bool(isatty and isatty())
+        return bool(isatty and isatty()) or in_notebook()
     return bool(progress)
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (IPython's kernel shell is running)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 @contextlib.contextmanager
@@ -60,6 +73,10 @@ def progress_bar(progress: bool | None, **kwargs: Any) -> Iterator[tqdm]:
     warnings.showwarning = above_bar
     try:
         with logging_redirect_tqdm([logging.root, log]), contextlib.closing(bar):
-            yield bar
+            try:
+                yield bar
+            except BaseException:
+                bar.leave = False  # closed, it is erased: the error is what the user reads
+                raise
     finally:
         warnings.showwarning = saved

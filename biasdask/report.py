@@ -9,17 +9,21 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
+import jinja2
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.stats import kstest
 
 from biasdask._calls import keyword_api
-from biasdask.config import FULL_VOCABULARY_TESTS, split_label
-from biasdask.errors import BiasdaskError
+from biasdask.engine.frequency import frequency_profile, frequency_profiles
+from biasdask.errors import BiasdaskError, IncompleteStoreError
 from biasdask.io.fs import Locatable, as_location
-from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, word_list_family
+from biasdask.io.results import FULL_VOCABULARY_TESTS, open_results, open_scores, read_null, scores_done, split_label
+from biasdask.study.inference import meta_analysis
+from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, visible, word_list_family
 
 __all__ = [
     "captions",
@@ -30,20 +34,17 @@ __all__ = [
     "top_words",
     "write_plots",
     "write_report",
+    "LeastNormalCell",
 ]
 
 
 def _scores_source(results: Locatable | xr.Dataset, language: str) -> xr.Dataset:
-    from biasdask.io.results import open_scores
-
     if isinstance(results, xr.Dataset):
         return results
     return open_scores(results, language=language)
 
 
 def _attribute_words(results: Locatable, language: str) -> set[str]:
-    from biasdask.io.results import open_results
-
     cube = open_results(results)
     if "gender" not in cube["test"].values:
         return set()
@@ -169,18 +170,22 @@ def top_words(
     return table
 
 
-def least_normal_cell(results: Locatable) -> tuple[tuple[str, str, str], float] | None:
+class LeastNormalCell(NamedTuple):
+    """The cell whose null is furthest from a normal one (:func:`least_normal_cell`)."""
+
+    cell: tuple[str, str, str]
+    """(language, method, test)."""
+    distance: float
+    """The Kolmogorov-Smirnov statistic against N(0, 1)."""
+
+
+def least_normal_cell(results: Locatable) -> LeastNormalCell | None:
     """The cell whose stored null distribution is furthest from a normal one, and that distance.
 
     The distance is the Kolmogorov-Smirnov statistic between the standardised null (its own mean
     and sample SD) and N(0, 1): the normal approximation (z, p_normal) is least trustworthy there.
     None when no cell has a stored null.
     """
-    from scipy.stats import kstest
-
-    from biasdask.errors import IncompleteStoreError
-    from biasdask.io.results import open_results, read_null
-
     loc = as_location(results)
     cube = open_results(loc)
     best = None
@@ -197,7 +202,7 @@ def least_normal_cell(results: Locatable) -> tuple[tuple[str, str, str], float] 
                 sd = null.std(ddof=1) if null.size > 1 else 0.0
                 distance = 1.0 if sd == 0 else float(kstest((null - null.mean()) / sd, "norm").statistic)
                 if best is None or distance > best[1]:
-                    best = (cell, distance)
+                    best = LeastNormalCell(cell, distance)
     return best
 
 
@@ -211,10 +216,7 @@ def figures(
     ``frequency_profile_...``), as matplotlib Figures. See :func:`write_plots`; ``profiles``: the
     languages' frequency profiles when already computed (default:
     :func:`biasdask.engine.frequency.frequency_profiles` of the store)."""
-    from biasdask import plot
-    from biasdask.engine.frequency import frequency_profiles
-    from biasdask.errors import IncompleteStoreError
-    from biasdask.io.results import open_results, read_null
+    from biasdask import plot  # needs matplotlib, the plot extra
 
     loc = as_location(location)
     results = open_results(loc)
@@ -272,8 +274,7 @@ def figures(
 
 def _forests(results: xr.Dataset) -> dict[str, Any]:
     """A forest plot of every test whose effect size has an interval in at least two languages."""
-    from biasdask import plot
-    from biasdask.engine.inference import meta_analysis
+    from biasdask import plot  # needs matplotlib, the plot extra
 
     out: dict[str, Any] = {}
     if "effect_size_se" not in results:
@@ -391,7 +392,7 @@ def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
         part = table.xs(test, level="test")
         lean = leaning(test)
         methods = list(dict.fromkeys(part.index.get_level_values("method")))
-        if "weighting" in part and set(part["weighting"]) == {"none"}:
+        if "t_method" in part and set(part["t_method"]) == {"none"}:
             methods = methods[:1]  # a classic test: the same values under every weighting
         for method in methods:
             cell = part.xs(method, level="method")
@@ -424,7 +425,7 @@ def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
             if "p_placebo" in cell and np.isfinite(cell["p_placebo"].to_numpy(dtype=float)[ok]).any():
                 pp = cell["p_placebo"].to_numpy(dtype=float)[ok]
                 text += (
-                    f"; against random word pairs of the same frequencies (placebo) p < {alpha:g} in "
+                    f"; d against that of random word pairs of the same frequencies (placebo) p < {alpha:g} in "
                     f"{int((pp[np.isfinite(pp)] < alpha).sum())} of {int(np.isfinite(pp).sum())}"
                 )
             lines.append(text + ".")
@@ -488,9 +489,11 @@ def captions(results: xr.Dataset, names: Sequence[str]) -> dict[str, str]:
             )
         elif name.startswith("forest_"):
             out[name] = (
-                f"Forest plot of test {name.removeprefix('forest_')}: each language's effect size d with its interval "
-                "(square sized by its weight), and the random-effects pooled d (diamond: its confidence interval; "
-                "line: the prediction interval for another language), with τ², I² and Q."
+                f"Forest plot of test {name.removeprefix('forest_')}: each language's effect size d (the square's area "
+                "proportional to its weight) with its interval drawn over it (dashed: the attribute-word spread, how "
+                "far d moves when one attribute word a side is replaced by random words of its frequency, which is "
+                "no confidence interval), and the random-effects pooled d (diamond: its confidence interval; line: "
+                "the prediction interval for another language), with τ², I² and Q."
             )
         elif name.startswith("null_"):
             out[name] = (
@@ -561,11 +564,6 @@ def write_report(
     Path
         The page.
     """
-    import jinja2
-
-    from biasdask.engine.frequency import frequency_profile
-    from biasdask.io.results import open_results, open_scores, scores_done
-
     loc = as_location(location)
     results = open_results(loc)
     methods = [str(m) for m in results["method"].values]
@@ -596,7 +594,11 @@ def write_report(
     columns, rows = _cube_rows(table)
     legend = "; ".join(f"{c['header']}: {c['title']}" for c in columns[3:] if c["key"] not in ("note",)) + "."
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("biasdask", "templates"), autoescape=True, undefined=jinja2.StrictUndefined
+        loader=jinja2.PackageLoader("biasdask", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        # every text shown as itself: a word's control characters and direction marks as escapes
+        finalize=lambda value: visible(value, keep="\n\t") if type(value) is str else value,  # not Markup
     )
     attrs = dict(results.attrs)
     attrs.setdefault("sd_ddof", 1)

@@ -5,6 +5,9 @@ booktabs rules, JSON).
 Numbers keep their full precision in ``csv`` and ``json``; the printed formats round them for reading
 (d to two decimals, z to one, p to two significant digits) and write a sampled p-value at its floor
 1/(m + 1) as a bound (``≤ 1e-4``): no p-value below it can be observed with m permutations.
+
+The normal tail of a printed p imports scipy.stats when it is first needed: its import takes seconds,
+which every ``biasdask`` command (this module gives the CLI its formats and columns) would wait for.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from biasdask.engine.placebo import is_spread
 from biasdask.errors import BiasdaskError
 
 __all__ = [
@@ -36,7 +40,10 @@ __all__ = [
     "printed_cells",
     "select",
     "spreadsheet_safe",
+    "visible",
     "word_list_family",
+    "Format",
+    "Kind",
 ]
 
 Format = Literal["table", "csv", "markdown", "latex", "json"]
@@ -76,11 +83,26 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     Column("s", "statistic", "s", "number", "statistic"),
     Column("d", "effect_size", "d", "d", "effect size (sample SD, ddof 1)"),
-    Column("d_ci", "", "d CI", "text", "interval of d at ci_level (classic tests: bootstrap of the target words)"),
-    Column("ci_low", "effect_size_ci_low", "d low", "d", "lower end of d's interval", printed=False),
-    Column("ci_high", "effect_size_ci_high", "d high", "d", "upper end of d's interval", printed=False),
-    Column("se", "effect_size_se", "SE(d)", "number", "standard error of d", printed=False),
-    Column("ci_level", "ci_level", "level", "number", "confidence level of d's interval", printed=False),
+    Column(
+        "d_ci",
+        "",
+        "d CI",
+        "text",
+        "confidence interval of d at ci_level (a bootstrap: of the target words' scores, or of the attribute words)",
+    ),
+    Column(
+        "d_spread",
+        "",
+        "d spread",
+        "text",
+        "attribute-word spread of d at ci_level (one attribute word a side): how far d moves when the attribute "
+        "words are replaced by random words of their frequencies; not a confidence interval",
+    ),
+    Column("ci_low", "effect_size_ci_low", "d low", "d", "lower end of d's interval (CI or spread)", printed=False),
+    Column("ci_high", "effect_size_ci_high", "d high", "d", "upper end of d's interval (CI or spread)", printed=False),
+    Column("se", "effect_size_se", "SE(d)", "number", "standard error of d (or the spread's SD)", printed=False),
+    Column("ci_level", "ci_level", "level", "number", "level of d's interval", printed=False),
+    Column("ci_method", "ci_method", "interval", "text", "how d's interval was made", printed=False),
     Column(
         "d_w",
         "effect_size_weighted",
@@ -96,10 +118,21 @@ COLUMNS: tuple[Column, ...] = (
         "p_value_placebo",
         "p (placebo)",
         "p",
-        "p against random word pairs of the attribute words' frequencies",
+        "placebo p: d against the d of random word pairs of the attribute words' frequencies",
     ),
     Column("p_placebo_adj", "p_value_placebo_adjusted", "p (placebo, adj.)", "p", "the placebo p, corrected like p"),
-    Column("z_placebo", "z_placebo", "z (placebo)", "z", "s in SDs of its placebo distribution"),
+    Column("z_placebo", "z_placebo", "z (placebo)", "z", "d in SDs of the placebo pairs' d"),
+    Column(
+        "p_placebo_s",
+        "p_value_placebo_statistic",
+        "p (placebo, s)",
+        "p",
+        "s against the placebo pairs' s (s grows with the distance between the attribute words)",
+        printed=False,
+    ),
+    Column(
+        "z_placebo_s", "z_placebo_statistic", "z (placebo, s)", "z", "s in SDs of the placebo pairs' s", printed=False
+    ),
     Column(
         "d_percentile",
         "effect_size_placebo_percentile",
@@ -108,6 +141,17 @@ COLUMNS: tuple[Column, ...] = (
         "d's percentile among the placebo pairs' d",
     ),
     Column("n_placebo", "n_placebo", "P", "count", "placebo pairs drawn", printed=False),
+    Column(
+        "rank_ratio",
+        "placebo_rank_ratio",
+        "rank ratio",
+        "number",
+        "largest factor between a placebo word's frequency rank and its attribute word's",
+        printed=False,
+    ),
+    Column(
+        "windows", "placebo_windows", "placebo windows", "text", "each attribute word's window of ranks", printed=False
+    ),
     Column("exact", "exact", "exact", "flag", "every split was enumerated", printed=False),
     Column("p_normal", "p_value_normal", "p(normal)", "p", "p of z, normal approximation"),
     Column(
@@ -122,7 +166,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("N_y", "n_y", "N_y", "count", "words in Y", printed=False),
     Column("permutations", "n_permutations", "m", "count", "permutations drawn or enumerated", printed=False),
     Column("alternative", "alternative", "alternative", "text", "alternative hypothesis"),
-    Column("weighting", "weighting", "weighting", "text", "word weights of t", printed=False),
+    Column("t_method", "t_method", "t method", "text", "method weighting t (none for classic tests)", printed=False),
     Column("association", "u_association", "association", "text", "per-word association u", printed=False),
     Column("sets", "word_sets", "word sets", "text", "source of the word sets (weat7, xweat7:de, iat:...)"),
     Column("coverage", "target_coverage", "coverage", "share", "target words found"),
@@ -135,6 +179,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("note", "note", "note", "text", "why a cell is empty, or a warning"),
 )
 _BY_KEY = {c.key: c for c in COLUMNS}
+_INTERVALS = ("d_ci", "d_spread")  # text columns whose meaning the legends state
 _TRUNCATE = 32  # characters of a word list in the aligned text table
 
 
@@ -181,11 +226,19 @@ def cube_table(results: xr.Dataset) -> pd.DataFrame:
                 z = cube["z_score"].values.ravel()
                 alt = cube["alternative"].values.ravel()
                 frame[col.key] = [_log10_tail(float(v), str(a)) for v, a in zip(z, alt)]
-        elif col.key == "d_ci":
+        elif col.key in ("d_ci", "d_spread"):
             if "effect_size_ci_low" in cube:
                 bounds = zip(cube["effect_size_ci_low"].values.ravel(), cube["effect_size_ci_high"].values.ravel())
+                kinds = (
+                    [is_spread(str(m)) for m in cube["ci_method"].values.ravel()]
+                    if "ci_method" in cube
+                    else [False] * cube["effect_size_ci_low"].size
+                )
                 frame[col.key] = [
-                    f"[{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "" for lo, hi in bounds
+                    f"[{lo:.2f}, {hi:.2f}]"
+                    if np.isfinite(lo) and np.isfinite(hi) and spread == (col.key == "d_spread")
+                    else ""
+                    for (lo, hi), spread in zip(bounds, kinds)
                 ]
         elif col.variable in cube:
             values = cube[col.variable].values.ravel()
@@ -287,6 +340,25 @@ def p_text(
     return _small(p, latex)
 
 
+def visible(text: str, *, keep: str = "") -> str:
+    r"""``text`` with every character that a terminal or a page would not show as itself (control
+    characters, direction marks and other format characters, line separators, non-breaking spaces...)
+    written as its escape (``\x1b``, ``\u200f``), except those in ``keep``: a word of an embedding
+    can hold any of them, and printed raw one would move the cursor, recolour the terminal or reverse
+    the order of the text around it.
+
+    Examples
+    --------
+    >>> print(visible("abc\u202edef\x1b[31m"))
+    abc\u202edef\x1b[31m
+    >>> visible("mâle"), visible("a\nb", keep="\n")
+    ('mâle', 'a\nb')
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
 def _value_text(value: Any, kind: Kind, latex: bool = False) -> str:
     text = _plain_text(value, kind)
     if latex and kind != "text":
@@ -298,7 +370,7 @@ def _value_text(value: Any, kind: Kind, latex: bool = False) -> str:
 
 def _plain_text(value: Any, kind: Kind) -> str:
     if kind == "text":
-        return "" if value is None else str(value)
+        return "" if value is None else visible(str(value))
     if kind == "flag":
         return "yes" if bool(value) else ""
     if kind == "count":
@@ -349,9 +421,22 @@ def printed_cells(
 # Formats
 
 
+#: characters that Markdown would read as markup in a table cell, written as themselves
+_MARKDOWN_SPECIAL = {
+    **{c: f"\\{c}" for c in "\\`*_[]|~"},
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+}
+
+
 def _markdown(frame: pd.DataFrame) -> str:
+    """A Markdown table; every cell shown as its text: HTML (``<img/src=x/onerror=...>``, which Markdown
+    viewers render) and Markdown markup (links, emphasis, code) escaped, invisible characters written
+    as escapes (:func:`visible`)."""
+
     def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
+        return "".join(_MARKDOWN_SPECIAL.get(c, c) for c in visible(str(v)))
 
     header = [*frame.index.names, *frame.columns]
     rows = [[*(idx if isinstance(idx, tuple) else (idx,)), *row] for idx, row in zip(frame.index, frame.values)]
@@ -395,7 +480,7 @@ _LATEX_SPECIAL = {
 
 def _latex_caption(frame: pd.DataFrame, attrs: Mapping[str, Any]) -> str:
     """The table's caption: what each numeric column holds, and the study's seed and alternative."""
-    shown = {c.header: c.description for c in COLUMNS if c.kind != "text"}
+    shown = {c.header: c.description for c in COLUMNS if c.kind != "text" or c.key in _INTERVALS}
     parts = [f"{h}: {shown[h]}" for h in frame.columns if h in shown]
     text = f"biasdask results, seed {attrs.get('seed', '')}" + (f" ({'; '.join(parts)})." if parts else ".")
     escaped = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
@@ -477,11 +562,13 @@ def format_table(results: xr.Dataset, fmt: Format = "table", *, columns: Sequenc
             if any(marks):
                 readable["note"] = marks
         legend = "; ".join(
-            f"{c.header}: {c.description}" for c in COLUMNS if c.header in readable.columns and c.kind != "text"
+            f"{c.header}: {c.description}"
+            for c in COLUMNS
+            if c.header in readable.columns and (c.kind != "text" or c.key in _INTERVALS)
         )
         blocks.append(f"test: {test}  ({legend})\n" + readable.to_string())
     if footnotes:
-        blocks.append("notes:\n" + "\n".join(f"[{i}] {text}" for text, i in footnotes.items()))
+        blocks.append("notes:\n" + "\n".join(f"[{i}] {visible(text)}" for text, i in footnotes.items()))
     return "\n\n".join(blocks)
 
 
@@ -525,6 +612,7 @@ def format_words(table: pd.DataFrame, fmt: Format = "table") -> str:
     if fmt == "json":
         return table.to_json(orient="records", force_ascii=False, indent=1)
     shown = table.assign(
+        word=[visible(str(w)) for w in table["word"]],
         weight=[f"{v:.3g}" for v in table["weight"]],
         u=[f"{v:.3g}" for v in table["u"]],
         t=[f"{v:.3g}" for v in table["t"]],

@@ -1,9 +1,11 @@
 """Regenerate the figures the README and the documentation show (docs/img/*.png).
 
 Runs ``biasdask demo`` (or reuses a finished demo directory) for the overview (d beside z per
-weighting), the least normal null distribution, the Zipf-weighted frequency profile and a screenshot
-of the HTML report (headless Chromium), and the BAD test and MWEAT on the Spanish Common Crawl IAT
-vectors of the reference data (``$BIASDASK_SHARED/data``) for the masculine/feminine form figure::
+weighting), the least normal null distribution, the Zipf-weighted frequency profile, the forest plot of
+the pooled d and a screenshot of the HTML report (headless Chromium); the BAD test and MWEAT on the
+Spanish Common Crawl IAT vectors of the reference data (``$BIASDASK_SHARED/data``) for the
+masculine/feminine form figure; and the calibration of the placebo p-values (of d and of s) over random
+word pairs of the reference data's GloVe vectors::
 
     python docs/make_figures.py [--demo biasdask-demo] [--shared ../shared]
 """
@@ -24,7 +26,7 @@ IMG = Path(__file__).resolve().parent / "img"
 
 def demo_figures(demo_dir: Path) -> None:
     """The overview and the least normal null of a demo run, t (zipf) by rank for 8 languages, the report."""
-    from biasdask import plot
+    from biasdask import meta_analysis, plot
     from biasdask.engine.frequency import frequency_profiles
     from biasdask.io.results import open_results, read_null
     from biasdask.report import least_normal_cell, write_report
@@ -48,6 +50,7 @@ def demo_figures(demo_dir: Path) -> None:
         some, score="t_zipf", title="Demo: Zipf-weighted bias t by frequency rank (8 of 26 languages)"
     )
     fig.savefig(IMG / "frequency_profile.png", dpi=90)
+    plot.plot_forest(meta_analysis(results, test="gender")).savefig(IMG / "forest.png", dpi=90)
     page = write_report(url, demo_dir / "report")
     screenshot(page, IMG / "report.png")
 
@@ -109,6 +112,45 @@ def sensitivity_figure(shared: Path, workdir: Path) -> None:
     fig.savefig(IMG / "attribute_sensitivity.png", dpi=100)
 
 
+def calibration_figures(shared: Path, workdir: Path, pairs: int = 200) -> None:
+    """The placebo p of d and of s over ``pairs`` random pairs of non-gendered GloVe words as A and B (true
+    nulls: nothing sets them apart but chance), beside the dummy-language p, for both weightings."""
+    import numpy as np
+
+    import biasdask
+    from biasdask import plot
+    from biasdask.engine.placebo import gendered_words
+
+    store = str(workdir / "glove.zarr")
+    source = shared / "data" / "embeddings" / "glove840B_weat1_weat7_wefat1.txt"
+    biasdask.ingest(str(source), store, language="en", client=False, progress=False)
+    emb = biasdask.open_embeddings(store)
+    neutral = [str(w) for w in emb["word"].values if str(w) not in gendered_words("en")]
+    rng = np.random.default_rng(2024)
+    found: dict[tuple[str, str], list[float]] = {}
+    for method in ("uniform", "zipf"):
+        for _ in range(pairs):
+            a, b = rng.choice(neutral, size=2, replace=False)
+            options = Resampling(n_permutations=199, seed=int(rng.integers(2**31)), placebo=199)
+            res = biasdask.full_vocabulary_test(
+                emb, [a], [b], method=method, exclude_attributes=True, resampling=options
+            )
+            for kind, p in (("dummy", res.pvalue), ("d", res.p_value_placebo), ("s", res.p_value_placebo_statistic)):
+                found.setdefault((kind, method), []).append(p)
+    for kind in ("d", "s"):
+        series = {
+            f"{label}, {name}": found[(key, method)]
+            for key, label in (("dummy", "dummy language"), (kind, f"placebo p of {kind}"))
+            for method, name in (("uniform", "uniform"), ("zipf", "Zipf"))
+        }
+        fig = plot.plot_pvalue_calibration(
+            series,
+            title=f"Placebo p of {kind}: {pairs} random pairs of non-gendered words as A and B "
+            f"(GloVe 840B reference vectors, {emb.sizes['word']} words)",
+        )
+        fig.savefig(IMG / f"placebo_calibration_{kind}.png", dpi=90)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--demo", type=Path, help="a finished `biasdask demo` output directory (default: run one)")
@@ -125,6 +167,7 @@ def main() -> None:
         demo_figures(demo_dir)
         gender_form_figure(args.shared, Path(tmp))
         sensitivity_figure(args.shared, Path(tmp))
+        calibration_figures(args.shared, Path(tmp))
     print(f"figures written to {IMG}")
 
 

@@ -35,8 +35,7 @@ def shared_data() -> Path:
 @pytest.fixture(autouse=True)
 def _no_default_client_left_behind():
     """Close a default ``distributed`` client that a test left behind: once its cluster is gone, every
-    later Dask computation of this xdist worker on the default scheduler would wait for it (seen once:
-    a fresh-clone run hung in test_coercion's ``.values``)."""
+    later Dask computation of this xdist worker on the default scheduler would wait for it."""
     yield
     from distributed.client import _get_global_client
 
@@ -59,7 +58,7 @@ def dask_client():
     names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL")
     s3_env = {k: os.environ.pop(k) for k in names if k in os.environ}
     try:
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
     finally:
         os.environ.update(s3_env)
     with cluster:
@@ -121,6 +120,71 @@ def http_server(tmp_path):
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - signature fixed by http.server
         pass
+
+
+@pytest.fixture()
+def cli(capsys):
+    """Run ``biasdask ARGS`` in this process; returns ``(exit code, stdout, stderr)``."""
+    from biasdask.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse
+            code = exc.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture()
+def on_cluster(dask_client, monkeypatch):
+    """Make ``biasdask run`` use the session's LocalCluster (worker processes) via DASK_SCHEDULER_ADDRESS."""
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", dask_client.scheduler.address)
+    return dask_client
+
+
+# --------------------------------------------------------------------------------------------------
+# Real embeddings of ../shared/data, ingested once per session.
+
+GLOVE = "embeddings/glove840B_weat1_weat7_wefat1.txt"
+
+
+@pytest.fixture(scope="session")
+def glove_store(shared_data, tmp_path_factory) -> str:
+    """The URL of a store of the GloVe 840B vectors of the WEAT 1 and 7 words."""
+    from biasdask.engine.ingest import ingest
+
+    dest = str(tmp_path_factory.mktemp("glove") / "glove.zarr")
+    ingest(str(shared_data / GLOVE), dest, language="en", input_format="glove", client=False, progress=False)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def glove_text(shared_data):
+    """The same GloVe vectors read by an independent float64 reader."""
+    from tests.stores import read_text_vectors
+
+    return read_text_vectors(shared_data / GLOVE, header=False)
+
+
+@pytest.fixture(scope="session")
+def iat_store(shared_data, tmp_path_factory):
+    """``get(language)``: the URL of a store of the fastText Common Crawl vectors of the IAT words of a
+    language (ingested at the first call)."""
+    from biasdask.engine.ingest import ingest
+
+    root = tmp_path_factory.mktemp("iat")
+
+    def get(language: str) -> str:
+        dest = root / f"{language}.zarr"
+        if not dest.exists():
+            source = str(shared_data / "iat" / "cc" / f"{language}.vec")
+            ingest(source, str(dest), language=language, input_format="vec", client=False, progress=False)
+        return str(dest)
+
+    return get
 
 
 # --------------------------------------------------------------------------------------------------

@@ -154,14 +154,14 @@ def api(work: Path, stores: dict[str, str], words: dict[str, list[str]], cube: s
     record(
         out,
         "full_vocabulary_test.pairwise",
-        biasdask.full_vocabulary_test(
+        biasdask.pairwise_vocabulary_test(
             en,
+            de,
             a,
             b,
-            other=de,
             other_a=["männlich"],
             other_b=["weiblich"],
-            max_words=800,
+            vocabulary=biasdask.Vocabulary(max_words=800),
             resampling=biasdask.Resampling(n_permutations=299, seed=SEED),
         ),
     )
@@ -185,13 +185,15 @@ def api(work: Path, stores: dict[str, str], words: dict[str, list[str]], cube: s
     pairs = [p for p in lexicon.bolukbasi().definitional_pairs if all(w in words["en"] for w in p)]
     g = {}
     for method in ("pca", "sum", "pair"):
-        g[method] = biasdask.direction(en, pairs[:1] if method == "pair" else pairs, method=method)
+        g[method] = biasdask.direction(en, pairs[:1] if method == "pair" else pairs, algorithm=method)
         out[f"direction.{method}"] = digest(g[method])
     professions = [p.word for p in lexicon.bolukbasi().professions[:40] if p.word in words["en"]]
     out["direct_bias"] = digest(biasdask.direct_bias(en, g["pca"], professions, c=0.8))
     out["indirect_bias"] = digest(biasdask.indirect_bias(en, g["pca"], professions[0], professions[1]))
     for method in ("hard", "project"):
-        record(out, f"debias.{method}", biasdask.debias(en, str(work / f"debias-{method}.zarr"), method=method).load())
+        record(
+            out, f"debias.{method}", biasdask.debias(en, str(work / f"debias-{method}.zarr"), algorithm=method).load()
+        )
     dictionary = list(zip(words["de"][200:600], words["es"][200:600]))
     record(out, "align", biasdask.align(de, es, dictionary, str(work / "aligned.zarr")).load())
     record(out, "frequency_profile.rank", biasdask.frequency_profile(rs.open_scores(cube, language="en"), bins=0.5))

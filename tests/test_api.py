@@ -8,22 +8,24 @@ import numpy as np
 import pytest
 
 import biasdask
-from biasdask import Location, Resampling, WordSets
+from biasdask import Location, Resampling, Vocabulary, WordSets
 from biasdask.lexicon import weat_test
 
 #: public name -> its data parameters (positional); every other parameter is keyword-only
 DATA = {
-    "ingest": ["source", "dest"],
+    "ingest": ["source", "output"],
     "open_embeddings": ["location"],
     "as_embeddings": ["vectors", "words"],
     "scores": ["emb", "a", "b"],
     "permutation_test": ["x", "y"],
+    "permutation_tests": ["x", "y"],
     "full_vocabulary_test": ["emb", "a", "b"],
+    "pairwise_vocabulary_test": ["emb", "other", "a", "b"],
     "attribute_sensitivity": ["emb", "a", "b"],
     "weat": ["emb", "sets"],
     "career_family_test": ["emb"],
-    "align": ["source", "target", "dictionary", "dest"],
-    "debias": ["emb", "dest"],
+    "align": ["source", "target", "dictionary", "output"],
+    "debias": ["emb", "output"],
     "set_metric_test": ["emb", "sets"],
     "run": ["config"],
     "open_results": ["location"],
@@ -39,7 +41,9 @@ DATA = {
 }
 TESTS = [
     "permutation_test",
+    "permutation_tests",
     "full_vocabulary_test",
+    "pairwise_vocabulary_test",
     "attribute_sensitivity",
     "weat",
     "career_family_test",
@@ -56,7 +60,17 @@ def test_data_positional_everything_else_keyword_only(name):
 
 
 def test_every_function_is_exported_and_listed():
-    assert set(DATA) | {"Resampling", "WordSets", "Location"} == set(biasdask.__all__) - {"__version__"}
+    assert set(DATA) | {"Resampling", "Vocabulary", "WordSets", "Location"} == set(biasdask.__all__) - {"__version__"}
+
+
+def test_every_public_name_is_in_the_api_reference():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "api.rst").read_text(encoding="utf-8")
+    listed = {line.strip() for line in page.splitlines()} | {
+        line.split("::", 1)[1].strip() for line in page.splitlines() if line.startswith(".. auto")
+    }
+    assert set(biasdask.__all__) <= listed, sorted(set(biasdask.__all__) - listed)
 
 
 @pytest.mark.parametrize("name", TESTS)
@@ -82,7 +96,7 @@ def emb():
         (lambda e: biasdask.weat(e, ["a", "b"]), r"the word sets go in one WordSets"),
         (
             lambda e: biasdask.full_vocabulary_test(e, ["he"], ["she"], "zipf", 999),
-            r"full_vocabulary_test\(emb, a, b, method=\.\.\., resampling=Resampling",
+            r"full_vocabulary_test\(emb, a, b, method=\.\.\., resampling=Resampling\(\.\.\.\), vocabulary=Vocabulary",
         ),
         (
             lambda e: biasdask.full_vocabulary_test(e, ["he"], ["she"], seed=1, placebo=10),
@@ -101,7 +115,8 @@ def emb():
             lambda e: biasdask.set_metric_test(e, "rnd", ["a"], ["b"], ["c"]),
             r"set_metric_test\(emb, WordSets\(x=s, a=a, b=b\), metric=",
         ),
-        (lambda e: biasdask.ingest("a.vec", "a.zarr", "en"), r"ingest\(source, dest, language=\.\.\."),
+        (lambda e: biasdask.ingest("a.vec", "a.zarr", "en"), r"ingest\(source, output, language=\.\.\."),
+        (lambda e: biasdask.scores(e, ["he"], ["she"], vocabulary={"max_words": 9}), r"must be a biasdask.Vocabulary"),
         (lambda e: biasdask.permutation_test([1.0], [2.0], resampling={"seed": 1}), r"must be a biasdask.Resampling"),
     ],
 )
@@ -117,7 +132,7 @@ def test_the_new_forms_give_what_the_old_ones_did(emb):
     options = Resampling(n_permutations=199, seed=4)
     by_name = biasdask.weat(emb, test="weat7", resampling=options, progress=False)
     by_sets = biasdask.weat(emb, WordSets(t.x, t.y, t.a, t.b, test="weat7"), resampling=options, progress=False)
-    assert (by_name.statistic, by_name.pvalue, by_name.test) == (by_sets.statistic, by_sets.pvalue, by_sets.test)
+    assert (by_name.statistic, by_name.p_value, by_name.test) == (by_sets.statistic, by_sets.p_value, by_sets.test)
     url = "memory://api/loc/en.zarr"
     with fsspec.open("memory://api/loc/en.vec", "w") as f:
         f.write("2 3\nhe 0.1 0.2 0.3\nshe 0.3 0.2 0.1\n")
@@ -141,6 +156,84 @@ def test_the_new_forms_give_what_the_old_ones_did(emb):
 def test_resampling_checks_its_settings_when_made(bad, error):
     with pytest.raises(error):
         Resampling(**bad)
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (dict(max_words=0), ValueError),
+        (dict(max_words=9.5), TypeError),
+        (dict(exclude_attributes="yes"), TypeError),
+        (dict(exclude_words="gender_neutral"), ValueError),
+        (dict(exclude_words=["he", 3]), TypeError),
+    ],
+)
+def test_vocabulary_checks_its_settings_when_made(bad, error):
+    with pytest.raises(error):
+        Vocabulary(**bad)
+
+
+def _deprecated(call, says: str):
+    """What ``call()`` returns, checking that it warns once, naming the new spelling ``says``, at the
+    caller's line (where the old spelling is to be changed)."""
+    with pytest.warns(DeprecationWarning, match=says) as caught:
+        out = call()
+    warned = [w for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert len(warned) == 1 and warned[0].filename == __file__
+    return out
+
+
+def test_the_spellings_of_the_last_release_warn_and_give_what_the_new_ones_give(emb):
+    """For one release the old keywords still work: each names its new spelling in a DeprecationWarning."""
+    a, b = ["he", "man"], ["she", "woman"]
+    options = Resampling(n_permutations=199, seed=4)
+    new = biasdask.scores(emb, a, b, methods=["zipf"], vocabulary=Vocabulary(max_words=200, exclude_attributes=True))
+    old = _deprecated(
+        lambda: biasdask.scores(emb, a, b, methods=["zipf"], max_words=200, exclude_attributes=True),
+        r"max_words=, exclude_attributes= deprecated; use vocabulary=Vocabulary\(max_words=\.\.\., exclude_attributes",
+    )
+    np.testing.assert_array_equal(old["t"].values, new["t"].values)
+    res = biasdask.full_vocabulary_test(emb, a, b, resampling=options)
+    assert _deprecated(lambda: res.pvalue, r"\.pvalue is deprecated; use \.p_value") == res.p_value
+    pairwise = biasdask.pairwise_vocabulary_test(emb, emb, a, b, resampling=options)
+    via_other = _deprecated(
+        lambda: biasdask.full_vocabulary_test(emb, a, b, other=emb, resampling=options),
+        r"use pairwise_vocabulary_test\(emb, other, a, b",
+    )
+    assert (via_other.statistic, via_other.p_value) == (pairwise.statistic, pairwise.p_value)
+    x = np.stack([np.arange(1.0, 31.0), np.arange(30.0, 0.0, -1.0)])
+    rows = _deprecated(lambda: biasdask.permutation_test(x, 30, resampling=options), r"use permutation_tests\(x, y")
+    assert [r.p_value for r in rows] == [r.p_value for r in biasdask.permutation_tests(x, 30, resampling=options)]
+    assert biasdask.permutation_test(x[0], 30, resampling=options).p_value == rows[0].p_value
+    g = _deprecated(
+        lambda: biasdask.direction(emb, [("he", "she")], method="pair"), r"method= is deprecated; use algorithm="
+    )
+    np.testing.assert_array_equal(g, biasdask.direction(emb, [("he", "she")], algorithm="pair"))
+
+
+def test_the_renamed_options_of_a_meta_analysis_and_its_results_warn():
+    from biasdask.stats.meta import random_effects
+
+    effects, variances = [0.9, 1.3, 0.4, 1.1], [0.09, 0.12, 0.06, 0.16]
+    new = random_effects(effects, variances, estimator="REML", ci_level=0.9)
+    old = _deprecated(lambda: random_effects(effects, variances, method="REML", ci_level=0.9), "use estimator=")
+    assert (old.estimate, old.tau2, old.ci_high) == (new.estimate, new.tau2, new.ci_high)
+    assert _deprecated(lambda: new.level, r"\.level is deprecated; use \.ci_level") == new.ci_level == 0.9
+    assert _deprecated(lambda: new.method, r"\.method is deprecated; use \.estimator") == "REML"
+
+
+def test_the_renamed_options_of_a_bootstrap_interval_and_its_results_warn():
+    from biasdask.stats.bootstrap import bootstrap_effect_size
+
+    x, y = [0.9, 1.4, 0.2, 1.1, 0.8], [0.1, -0.3, 0.4, 0.0, -0.2]
+    new = bootstrap_effect_size(x, y, seed=1, n_resamples=199, ci_level=0.9, ci_method="percentile")
+    old = _deprecated(
+        lambda: bootstrap_effect_size(x, y, seed=1, n_resamples=199, level=0.9, ci_method="percentile"),
+        r"level= is deprecated; use ci_level=",
+    )
+    assert (old.ci_low, old.ci_high, old.ci_level) == (new.ci_low, new.ci_high, 0.9)
+    assert _deprecated(lambda: new.level, r"\.level is deprecated; use \.ci_level") == 0.9
+    assert _deprecated(lambda: new.method, r"\.method is deprecated; use \.ci_method") == "percentile"
 
 
 def test_a_location_never_prints_its_secrets():

@@ -7,6 +7,7 @@ small generated languages ingested once per module. A failure must end in one li
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -17,14 +18,16 @@ import yaml
 
 from biasdask.cli import main
 from biasdask.lexicon import weat_test
+from tests.stores import write_vec
 
 ATTRIBUTES = {"a": ["male", "man"], "b": ["female", "woman"]}
 
 
 def _write_vec(path: Path, words: list[str], seed: int, dim: int = 12) -> None:
-    rng = np.random.default_rng(seed)
-    lines = [f"{w} " + " ".join(f"{x:.4f}" for x in rng.standard_normal(dim)) for w in words]
-    path.write_text(f"{len(words)} {dim}\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    write_vec(path, words, np.random.default_rng(seed).standard_normal((len(words), dim)))
+
+
+LETTERS = str.maketrans("0123456789", "abcdefghij")
 
 
 def _one_error_line(err: str) -> str:
@@ -40,11 +43,12 @@ def study(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("cli")
     w7 = weat_test(7)
     common = [*ATTRIBUTES["a"], *ATTRIBUTES["b"]]
-    en_words = list(dict.fromkeys([*common, *w7.x, *w7.y, *w7.a, *w7.b, *(f"w{i}" for i in range(600))]))
+    filler = [f"w{i}".translate(LETTERS) for i in range(600)]  # word-like: a placebo may draw them
+    en_words = list(dict.fromkeys([*common, *w7.x, *w7.y, *w7.a, *w7.b, *filler]))
     _write_vec(root / "en.vec", en_words, seed=1)
-    _write_vec(root / "de.vec", [*common, *(f"w{i}" for i in range(600))], seed=2)
+    _write_vec(root / "de.vec", [*common, *filler], seed=2)
     for code in ("en", "de"):
-        assert main(["ingest", str(root / f"{code}.vec"), str(root / f"{code}.zarr"), "--language", code]) == 0
+        assert main(["ingest", str(root / f"{code}.vec"), "-o", str(root / f"{code}.zarr"), "--language", code]) == 0
     config = {
         "output": str(root / "results.zarr"),
         "languages": {code: {"store": str(root / f"{code}.zarr"), **ATTRIBUTES} for code in ("en", "de")},
@@ -91,7 +95,7 @@ def test_ingest_writes_a_store(study):
 
 
 def test_ingest_of_a_missing_file_names_it(tmp_path, capsys):
-    assert main(["ingest", str(tmp_path / "absent.vec"), str(tmp_path / "x.zarr"), "--language", "en"]) == 2
+    assert main(["ingest", str(tmp_path / "absent.vec"), "-o", str(tmp_path / "x.zarr"), "--language", "en"]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert "absent.vec" in line
     assert not (tmp_path / "x.zarr").exists()
@@ -145,31 +149,31 @@ def test_words_of_a_language_not_in_the_study(study, capsys):
 
 
 def test_plot_writes_figures(study, tmp_path, capsys):
-    assert main(["plot", str(study["results"]), "--out", str(tmp_path / "figures")]) == 0
+    assert main(["plot", str(study["results"]), "--output", str(tmp_path / "figures")]) == 0
     written = sorted(p.name for p in (tmp_path / "figures").glob("*.png"))
     assert "overview.png" in written
     assert all((tmp_path / "figures" / name).stat().st_size > 1000 for name in written)
 
 
 def test_plot_of_a_cell_not_in_the_study(study, tmp_path, capsys):
-    assert main(["plot", str(study["results"]), "--out", str(tmp_path), "--cell", "fr,zipf,gender"]) == 2
+    assert main(["plot", str(study["results"]), "--output", str(tmp_path), "--cell", "fr,zipf,gender"]) == 2
     assert "fr" in _one_error_line(capsys.readouterr().err)
 
 
 def test_report_writes_one_page(study, tmp_path, capsys):
-    assert main(["report", str(study["results"]), "--out", str(tmp_path / "site")]) == 0
+    assert main(["report", str(study["results"]), "--output", str(tmp_path / "site")]) == 0
     page = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert "<table" in page and "gender" in page
 
 
 def test_report_of_a_missing_store(tmp_path, capsys):
-    assert main(["report", str(tmp_path / "none.zarr"), "--out", str(tmp_path / "site")]) == 2
+    assert main(["report", str(tmp_path / "none.zarr"), "--output", str(tmp_path / "site")]) == 2
     assert "none.zarr" in _one_error_line(capsys.readouterr().err)
     assert not (tmp_path / "site" / "index.html").exists()
 
 
 def test_meta_pools_the_languages(study, tmp_path, capsys):
-    assert main(["meta", str(study["results"]), "--test", "gender", "--plot", str(tmp_path / "forest.png")]) == 0
+    assert main(["meta", str(study["results"]), "--test", "gender", "--output", str(tmp_path / "forest.png")]) == 0
     out = capsys.readouterr().out
     assert "de" in out and "en" in out
     assert (tmp_path / "forest.png").stat().st_size > 1000
@@ -182,7 +186,18 @@ def test_meta_of_an_unknown_test(study, capsys):
 
 def test_debias_writes_a_new_store(study, tmp_path, capsys):
     dest = tmp_path / "en-proj.zarr"
-    args = ["debias", str(study["en"]), str(dest), "--method", "project", "--a", "male,man", "--b", "female,woman"]
+    args = [
+        "debias",
+        str(study["en"]),
+        "-o",
+        str(dest),
+        "--algorithm",
+        "project",
+        "--a",
+        "male,man",
+        "--b",
+        "female,woman",
+    ]
     assert main(args) == 0
     after = xr.open_zarr(dest, consolidated=False)
     g = np.asarray(after.attrs["debias_direction"])
@@ -190,7 +205,18 @@ def test_debias_writes_a_new_store(study, tmp_path, capsys):
 
 
 def test_debias_onto_its_own_source_is_refused(study, capsys):
-    args = ["debias", str(study["en"]), str(study["en"]), "--method", "project", "--a", "male", "--b", "female"]
+    args = [
+        "debias",
+        str(study["en"]),
+        "-o",
+        str(study["en"]),
+        "--algorithm",
+        "project",
+        "--a",
+        "male",
+        "--b",
+        "female",
+    ]
     assert main(args) == 2
     _one_error_line(capsys.readouterr().err)
     assert xr.open_zarr(study["en"], consolidated=False).sizes["word"] == study["n_en"]  # untouched
@@ -223,12 +249,101 @@ def test_demo_with_no_words(tmp_path, capsys):
     assert "--words" in _one_error_line(capsys.readouterr().err)
 
 
-@pytest.mark.parametrize("command", ["ingest", "run", "demo", "debias"])
-@pytest.mark.parametrize("switch", ["--quiet", "--no-progress"])
-def test_every_long_step_takes_the_same_quiet_switch(command, switch):
+SUBCOMMANDS = ("ingest", "run", "demo", "debias", "show", "words", "plot", "report", "meta", "languages")
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
     from biasdask.cli import build_parser
 
-    positional = {"ingest": ["src.vec", "dest.zarr", "--language", "en"], "run": ["study.yaml"], "demo": []}
-    positional["debias"] = ["emb.zarr", "out.zarr", "--method", "hard"]
-    args = build_parser().parse_args([command, *positional[command], switch])
-    assert args.quiet is True
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
+def _options(command: str) -> dict[str, str]:
+    """Every option a subcommand's --help shows: its flags -> its help text."""
+    return {
+        ", ".join(a.option_strings): a.help or ""
+        for a in _parser(command)._actions
+        if a.option_strings and a.help != argparse.SUPPRESS
+    }
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_subcommand_speaks_the_one_grammar(command):
+    """What a subcommand writes goes to -o/--output; --format is the format of what it prints; --scheduler
+    ADDRESS, --workers N and --quiet come together, with the same words, and nothing else names them."""
+    options, text = _options(command), " ".join(_parser(command).format_help().split())
+    flags = {flag for key in options for flag in key.split(", ")}
+    assert not flags & {"--out", "--plot", "--dest", "--no-progress"} and "DEST" not in text
+    assert command != "debias" or "--method" not in flags  # debias takes an --algorithm; --method is a weighting
+    if "--output" in flags:
+        assert "-o, --output" in options
+    if "--format" in flags:  # the format of what is printed, one of the table formats
+        assert options["--format"].startswith("output format")
+    where = {"--scheduler", "--workers", "--quiet"}
+    if flags & where:
+        assert where <= flags and "[--scheduler ADDRESS | --workers N]" in text
+        assert options["--scheduler"] == "run on the Dask scheduler at ADDRESS, e.g. tcp://10.0.0.5:8786"
+        assert options["--quiet"] == "no progress bars"
+        assert options["--workers"].startswith("run on a local Dask cluster of N worker processes (0: in this process)")
+
+
+def test_the_grammar_test_sees_every_subcommand_and_a_shared_option_reads_the_same_everywhere():
+    """A flag or positional of several subcommands has one metavar (-o/--output's names what is written);
+    the words of the vocabulary (a results store, a weighting, an association, where work runs) also mean
+    the same, but for their defaults."""
+    from biasdask.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(sub.choices) == sorted(SUBCOMMANDS)
+    metavars: dict[str, set[str]] = {}
+    meanings: dict[str, set[str]] = {}
+    for command in SUBCOMMANDS:
+        for a in _parser(command)._actions:
+            if a.help == argparse.SUPPRESS or "--output" in a.option_strings or "--help" in a.option_strings:
+                continue
+            key = ", ".join(a.option_strings) or str(a.metavar)
+            metavars.setdefault(key, set()).add(str(a.metavar))
+            meanings.setdefault(key, set()).add((a.help or "").split(" (")[0].split("; default")[0])
+    assert not {key: m for key, m in metavars.items() if len(m) > 1}
+    vocabulary = ("RESULTS", "--method", "--association", "--format", "--scheduler", "--workers", "--quiet")
+    assert all(len(metavars[key]) for key in vocabulary)
+    assert not {key: meanings[key] for key in vocabulary if len(meanings[key]) > 1}
+
+
+def test_the_subcommands_that_compute_say_where_and_those_that_write_say_where_to():
+    assert [c for c in SUBCOMMANDS if "--workers" in _options(c)] == ["ingest", "run", "demo", "debias"]
+    writes = ["ingest", "run", "demo", "debias", "plot", "report", "meta"]
+    assert [c for c in SUBCOMMANDS if "-o, --output" in _options(c)] == writes
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        (["plot", "R.zarr", "--out", "png"], {"output": "png"}),
+        (["report", "R.zarr", "--out", "site"], {"output": "site"}),
+        (["meta", "R.zarr", "--test", "gender", "--plot", "f.png"], {"output": "f.png"}),
+        (["ingest", "en.vec", "--language", "en", "--format", "glove"], {"input_format": "glove"}),
+        (
+            ["debias", "en.zarr", "-o", "x.zarr", "--method", "hard", "--no-progress"],
+            {"algorithm": "hard", "quiet": True},
+        ),
+    ],
+)
+def test_the_flags_of_the_last_release_still_parse_with_a_warning(old, new, capsys):
+    from biasdask.cli import build_parser
+
+    args = build_parser().parse_args(old)
+    assert {k: getattr(args, k) for k in new} == new
+    err = capsys.readouterr().err
+    assert err.count("is deprecated; use --") == len(new) and "Traceback" not in err
+
+
+def test_a_positional_output_of_the_last_release_warns_and_is_used(tmp_path, capsys):
+    src = tmp_path / "en.vec"
+    _write_vec(src, ["male", "female", *(f"w{i}" for i in range(30))], seed=1)
+    assert main(["ingest", str(src), str(tmp_path / "en.zarr"), "--language", "en", "--quiet", "--workers", "0"]) == 0
+    assert "the positional STORE is deprecated; use --output" in capsys.readouterr().err
+    assert xr.open_zarr(tmp_path / "en.zarr", consolidated=False).sizes["word"] == 32
+    assert main(["ingest", str(src), "--language", "en", "--quiet"]) == 2
+    assert "give the store to write with --output" in _one_error_line(capsys.readouterr().err)

@@ -622,7 +622,7 @@ def test_manifest_commands_exist_in_the_cli(monkeypatch, capsys):
 
 def test_study_config_is_a_valid_study(monkeypatch):
     """The ConfigMap's study.yaml passes biasdask's own validation, on s3 with the Secret's variables."""
-    from biasdask.config import parse_config
+    from biasdask.study.config import parse_config
 
     configmaps, secrets = _references()
     (secret,) = secrets.values()

@@ -105,7 +105,7 @@ def test_the_in_memory_path_runs_on_the_core(core_env, tmp_path):
         res = biasdask.weat(emb, test="weat7", resampling=biasdask.Resampling(seed=1))
         options = biasdask.Resampling(n_permutations=99, seed=1)
         full = biasdask.full_vocabulary_test(emb, list(t.a), list(t.b), method="zipf", resampling=options)
-        print(np.isfinite(res.effect_size), np.isfinite(full.pvalue))
+        print(np.isfinite(res.effect_size), np.isfinite(full.p_value))
         """,
         core_env,
         tmp_path,
@@ -144,7 +144,7 @@ def test_a_feature_of_a_missing_extra_names_it(core_env, tmp_path, code, extra):
 
 def test_the_cli_names_the_extra_in_one_line(core_env, tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "biasdask.cli", "plot", str(tmp_path / "results.zarr"), "--out", str(tmp_path)],
+        [sys.executable, "-m", "biasdask.cli", "plot", str(tmp_path / "results.zarr"), "--output", str(tmp_path)],
         env=core_env,
         cwd=tmp_path,
         capture_output=True,

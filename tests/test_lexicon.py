@@ -184,7 +184,7 @@ def test_languages_match_csv_and_seed_table(shared_data):
     assert rows == table[["name", "family", "branch", "male", "female"]].values.tolist()
 
 
-def test_context_words_match_seed_003(shared_data):
+def test_context_words_match_valentini_et_al_2022(shared_data):
     words = lexicon.context_words()
     assert len(words.female) == len(words.male) == 8
     seed = next((shared_data.parent / "seeds").glob("003_*.txt"), None)
@@ -196,3 +196,28 @@ def test_context_words_match_seed_003(shared_data):
     assert list(words.male) == [w.strip() for w in b.split(",")]
     counts = {w: int(c.replace(",", "")) for w, c in re.findall(r"^\| (\w+)\s*\| ([\d,]+) \|$", text, re.M)}
     assert words.wikipedia_frequency == {w: counts[w] for w in words.female + words.male}
+
+
+# ----------------------------------------------------------------------------------------------
+# Word-like tokens (the placebo's candidates)
+
+
+def test_word_like_tokens_are_letters_of_the_attribute_words_scripts():
+    from biasdask.lexicon.scripts import scripts_of, word_like
+
+    catalog = lexicon.languages()
+    for _, row in catalog.iterrows():  # every catalog translation is word-like in its own script
+        pair = [str(row["male"]), str(row["female"])]
+        assert word_like(pair, scripts_of(pair)).all(), pair
+    latin = scripts_of(["he", "she"])
+    tokens = ["the", "(", ")", "-", '"', ":", "'", "$", ";", "_", "1990", "a1", "e-mail", "don't", "", " ", "naïve"]
+    assert word_like(tokens, latin).tolist() == [True, *[False] * 15, True]
+    # another script's words, a mixed token, and decomposed accents (a combining mark goes with any letter)
+    assert word_like(["мама", "mамa", "cafe\u0301", "\u0301"], latin).tolist() == [False, False, True, False]
+    hindi = scripts_of(["पुरुष", "महिला"])  # vowel signs are marks of Devanagari
+    assert hindi == {"DEVANAGARI"} and word_like(["लड़का", "१९९०", "boy"], hindi).tolist() == [True, False, False]
+    japanese = scripts_of(["男性", "彼の"])
+    assert japanese == {"CJK", "HIRAGANA"}
+    assert word_like(["人々", "ひと", "コーヒー", "東京2020"], japanese).tolist() == [True, True, False, False]
+    assert word_like(["コーヒー"], scripts_of(["カタカナ"])).tolist() == [True]  # ー is of both kana
+    assert word_like(["abc", "мама", "1"], ()).tolist() == [True, True, False]  # no scripts: any letters

@@ -53,14 +53,14 @@ if Path(VEC).parent == Path(WORKDIR.name):  # the notebook's own file goes away 
 print("BIASDASK-PROBE " + json.dumps({
     "vec": str(VEC),
     "workdir": WORKDIR.name,
-    "in_memory": {"weat": {k: float(getattr(iat_in_memory, k)) for k in ("effect_size", "pvalue", "statistic")},
+    "in_memory": {"weat": {k: float(getattr(iat_in_memory, k)) for k in ("effect_size", "p_value", "statistic")},
                   "full": _r(vocabulary_in_memory)},
     "n_words": int(emb.sizes["word"]),
     "top_male": words.nlargest(5, "u").index.tolist(),
     "top_female": words.nsmallest(5, "u").index.tolist(),
     "full": {m: _r(r) for m, r in full.items()},
     "iat": _r(res),
-    "weat": {"effect_size": float(same.effect_size), "pvalue": float(same.pvalue), "statistic": float(same.statistic)},
+    "weat": {"effect_size": float(same.effect_size), "p_value": float(same.p_value), "statistic": float(same.statistic)},
 }))
 """
 
@@ -205,14 +205,14 @@ def check_quickstart(nb, probe: dict, vec: Path) -> None:
         assert r["effect_size"] == pytest.approx(oracle["d"], rel=1e-4)  # the same d for both weightings
         assert r["n_permutations"] == N_PERMUTATIONS and not r["exact"]
         assert r["n_x"] == r["n_y"] == len(words)
-        assert 1 / (N_PERMUTATIONS + 1) <= r["pvalue"] <= 1
+        assert 1 / (N_PERMUTATIONS + 1) <= r["p_value"] <= 1
         assert math.isfinite(r["z_score"])
     iat = probe["iat"]
     # 8 + 8 words: all C(16, 8) splits enumerated, as the notebook says
     assert iat["exact"] and iat["n_permutations"] == math.comb(16, 8) and iat["n_x"] == iat["n_y"] == 8
-    assert 0 < iat["pvalue"] <= 1
+    assert 0 < iat["p_value"] <= 1
     assert probe["weat"]["effect_size"] == pytest.approx(iat["effect_size"], rel=1e-5)
-    assert probe["weat"]["pvalue"] == pytest.approx(iat["pvalue"], rel=1e-9)
+    assert probe["weat"]["p_value"] == pytest.approx(iat["p_value"], rel=1e-9)
 
     result = tagged(nb, "result")
     assert "p-value = " in stream_text(result) and "exact, all 12,870 splits" in stream_text(result)
@@ -256,11 +256,11 @@ def test_quickstart(request, dask_client, tmp_path, notebook_env, kernel_spec_ma
     assert not [o for c in nb.cells for o in c.get("outputs", []) if "IProgress" in o.get("text", "")]
     # the in-memory path (a gensim KeyedVectors, no client yet) found the planted career/family bias
     in_memory = probe["in_memory"]
-    assert in_memory["weat"]["effect_size"] > 1 and in_memory["weat"]["pvalue"] < 0.01
+    assert in_memory["weat"]["effect_size"] > 1 and in_memory["weat"]["p_value"] < 0.01
     assert in_memory["full"]["n_x"] > 5000 and in_memory["full"]["n_permutations"] == N_PERMUTATIONS
     if real is None:  # the same vectors in memory and in the store: the same bits
         assert in_memory["full"]["statistic"] == probe["full"]["zipf"]["statistic"]
-        assert in_memory["full"]["pvalue"] == probe["full"]["zipf"]["pvalue"]
+        assert in_memory["full"]["p_value"] == probe["full"]["zipf"]["p_value"]
         assert in_memory["weat"]["statistic"] == pytest.approx(probe["weat"]["statistic"], rel=1e-12)
     if real is not None:
         published = pd.read_csv(real.parents[1] / "published_effect_sizes.csv").set_index("language_code")
@@ -268,7 +268,7 @@ def test_quickstart(request, dask_client, tmp_path, notebook_env, kernel_spec_ma
         assert set(probe["top_male"][:3]) <= {"he", "his", "him", "man"}
         assert set(probe["top_female"][:3]) <= {"she", "her", "woman", "hers"}
     else:  # male words were planted towards career, female words towards family
-        assert probe["iat"]["effect_size"] > 1 and probe["iat"]["pvalue"] < 0.01
+        assert probe["iat"]["effect_size"] > 1 and probe["iat"]["p_value"] < 0.01
 
 
 def test_quickstart_writes_its_own_file(tmp_path, notebook_env, kernel_spec_manager):

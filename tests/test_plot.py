@@ -301,3 +301,46 @@ def test_frequency_profile_panels_of_both_bin_kinds_each_name_their_axis():
     fig = plot.plot_frequency_profile({"en": by_rank, "de": by_freq})
     top, bottom = [ax for ax in fig.axes if ax.get_visible()]
     assert top.get_xlabel().startswith("frequency rank bin") and bottom.get_xlabel() == "observed frequency bin (log10)"
+
+
+@pytest.mark.parametrize("n_languages", [3, 26])
+def test_forest_squares_are_sized_by_weight_under_a_cap_and_every_interval_shows(tmp_path, n_languages):
+    """As metafor's forest(): a square's area is proportional to its weight, the heaviest half a row high
+    (so no square reaches the next row however τ² evens the weights), and each interval is drawn over
+    its square with end ticks, so an interval shorter than its square (zh, ru in the demo) still shows."""
+    import biasdask
+
+    rng = np.random.default_rng(3)
+    codes = [f"l{i:02d}" for i in range(n_languages)]
+    d = rng.normal(0.5, 0.8, n_languages)
+    se = rng.uniform(0.005, 0.3, n_languages)  # some intervals far shorter than any square
+    dims = ("language", "method", "test")
+    cube = xr.Dataset(
+        {
+            "effect_size": (dims, d[:, None, None]),
+            "effect_size_se": (dims, se[:, None, None]),
+            "effect_size_ci_low": (dims, (d - 1.96 * se)[:, None, None]),
+            "effect_size_ci_high": (dims, (d + 1.96 * se)[:, None, None]),
+        },
+        coords={"language": codes, "method": ["uniform"], "test": ["gender"]},
+    )
+    meta = biasdask.meta_analysis(cube, test="gender")
+    fig = plot.plot_forest(meta)
+    _save(fig, tmp_path / "forest.png")
+    ax = fig.axes[0]
+    from matplotlib.collections import LineCollection, PathCollection
+
+    squares = next(c for c in ax.collections if isinstance(c, PathCollection))
+    side = np.sqrt(squares.get_sizes())  # points
+    row = abs(ax.transData.transform((0, 1))[1] - ax.transData.transform((0, 0))[1]) * 72 / fig.dpi
+    assert 0.49 * row <= side.max() <= 0.51 * row  # the cap: half the row spacing (as laid out when saved)
+    order = np.argsort(meta.studies["effect_size"].to_numpy(), kind="stable")
+    weight = meta.studies["weight"].to_numpy()[order]
+    free = side > 2.5 + 1e-9  # the smallest squares are kept visible at 2.5 points
+    np.testing.assert_allclose(side[free] ** 2 / side[free].max() ** 2, weight[free] / weight.max(), rtol=1e-9)
+    intervals = [c for c in ax.collections if isinstance(c, LineCollection) and c.get_zorder() > squares.get_zorder()]
+    drawn = np.concatenate([np.asarray(seg)[:, :, 0] for c in intervals for seg in [c.get_segments()]])
+    assert len(drawn) == n_languages  # every language's interval, over the squares
+    lows = np.sort(drawn.min(axis=1))
+    np.testing.assert_allclose(lows, np.sort(meta.studies["ci_low"].to_numpy()), rtol=1e-12)
+    plt.close(fig)

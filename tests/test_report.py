@@ -73,7 +73,7 @@ def store(tmp_path_factory):
                     "n_y": 400_000 + i,
                     "n_permutations": 9999,
                     "alternative": "two-sided",
-                    "weighting": m,
+                    "t_method": m,
                     "attribute_words_a": "man, he",
                     "attribute_words_b": "woman, she",
                     "missing_attribute_words": "A: mann" if lang == "fr" else "",
@@ -94,9 +94,9 @@ def store(tmp_path_factory):
                 "weat7",
                 {"note": "not applicable: test weat7 has no word lists for language " + lang}
                 if lang != "en"
-                else {"note": "coverage: X (Math) 2/8 found", "weighting": "none"},
+                else {"note": "coverage: X (Math) 2/8 found", "t_method": "none"},
             )
-    R.write_cell(url, "eu", "uniform", "gender", {"note": "missing attribute words: A: gizona", "weighting": "uniform"})
+    R.write_cell(url, "eu", "uniform", "gender", {"note": "missing attribute words: A: gizona", "t_method": "uniform"})
     R.write_scores(url, "en", _scores())
     R.compact_results(url)
     return url
@@ -303,7 +303,7 @@ class _Cube(HTMLParser):
 
 def test_report_renders_sorts_and_sends_no_request(store, tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "biasdask.cli", "report", store, "--out", str(tmp_path / "site")],
+        [sys.executable, "-m", "biasdask.cli", "report", store, "--output", str(tmp_path / "site")],
         capture_output=True,
         text=True,
         check=True,
@@ -534,3 +534,30 @@ def test_show_latex_is_a_booktabs_table_that_compiles(mixed_study, tmp_path, cap
     )
     assert out.returncode == 0, out.stdout[-3000:]
     assert (tmp_path / "t.pdf").stat().st_size > 1000
+
+
+def test_show_names_the_attribute_word_spread_apart_from_confidence_intervals():
+    import xarray as xr
+
+    dims = ("language", "method", "test")
+    cube = xr.Dataset(
+        {
+            "statistic": (dims, [[[1.0]], [[2.0]]]),
+            "effect_size": (dims, [[[-0.88]], [[1.06]]]),
+            "effect_size_ci_low": (dims, [[[-1.67]], [[0.11]]]),
+            "effect_size_ci_high": (dims, [[[-0.13]], [[1.50]]]),
+            "ci_method": (
+                dims,
+                [
+                    [["attribute-word spread: d minus the quantiles of the centred d of 1999 placebo pairs"]],
+                    [["studentized bootstrap of the target words' scores (9999 resamples)"]],
+                ],
+            ),
+        },
+        coords={"language": ["en", "fr"], "method": ["uniform"], "test": ["gender"]},
+    )
+    table = cube_table(cube)
+    assert table["d_spread"].tolist() == ["[-1.67, -0.13]", ""] and table["d_ci"].tolist() == ["", "[0.11, 1.50]"]
+    text = format_table(cube)
+    assert "d spread" in text and "d CI" in text and "not a confidence interval" in text
+    assert "d spread" not in format_table(cube.sel(language=["fr"]))  # an empty column is left out

@@ -1,1 +1,3 @@
-"""The Dask layer: graphs and task streams over the numeric core (studies, tests, ingest, debiasing)."""
+"""The Dask layer: each measure as Dask graphs and tasks over the numeric core, and where the tasks run."""
+
+__all__: list[str] = []

@@ -23,10 +23,10 @@ from distributed import Client, as_completed
 from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client
 from biasdask.engine.scores import read_rows
-from biasdask.engine.words import _language
-from biasdask.errors import BiasdaskError, InputFormatError, MissingWordsError
+from biasdask.engine.words import store_language
+from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
-from biasdask.io.fs import Locatable, Location, as_location, url_to_fs
+from biasdask.io.fs import Locatable, Location, as_location
 from biasdask.io.store import (
     check_replaceable,
     finish_store,
@@ -35,6 +35,7 @@ from biasdask.io.store import (
     remove_store,
     write_block,
 )
+from biasdask.io.wordfiles import read_word_pairs
 from biasdask.progress import progress_bar
 from biasdask.stats.procrustes import apply_map, procrustes_map
 
@@ -63,36 +64,9 @@ class Alignment:
     unit_length: bool
 
 
-def _read_dictionary(loc: Location) -> list[tuple[str, str]]:
-    """Pairs of a two-column dictionary file: tab-separated, or else separated by ASCII spaces."""
-    shown = str(loc)
-    try:
-        fs, path = url_to_fs(loc)
-        with fs.open(path, "rb", compression=fsspec.utils.infer_compression(path)) as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InputFormatError(f"{shown}: no such dictionary file") from None
-    pairs = []
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        line = raw.rstrip(b"\r")
-        if not line.strip(b" \t"):
-            continue
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputFormatError(f"{shown}:{lineno}: not valid UTF-8") from None
-        fields = text.split("\t") if "\t" in text else [f for f in text.split(" ") if f]
-        if len(fields) != 2 or not all(fields):
-            raise InputFormatError(f"{shown}:{lineno}: expected two words (source, target), got {len(fields)} field(s)")
-        pairs.append((fields[0], fields[1]))
-    if not pairs:
-        raise InputFormatError(f"{shown}: the dictionary holds no word pairs")
-    return pairs
-
-
 def _dictionary_pairs(dictionary: Iterable[tuple[str, str]] | Locatable):
     if isinstance(dictionary, (str, os.PathLike, Location, fsspec.FSMap)):
-        return _read_dictionary(as_location(dictionary))
+        return read_word_pairs(dictionary)
     pairs = [tuple(p) for p in dictionary]
     bad = [p for p in pairs if len(p) != 2]
     if bad or not pairs:
@@ -154,7 +128,7 @@ def _fit(
     missing = tuple(p for p in pairs if p not in used_set)
     if not used:
         raise MissingWordsError(
-            f"dictionary: no pair has both words in the stores ({_language(src)} -> {_language(tgt)}); "
+            f"dictionary: no pair has both words in the stores ({store_language(src)} -> {store_language(tgt)}); "
             f"first pairs: {pairs[:5]}"
         )
     xs = np.array([sv[s] for s, _ in used])
@@ -173,12 +147,12 @@ def _write_aligned_block(dest: Location, start: int, words: np.ndarray, block: n
     return int(np.count_nonzero(norms == 0))
 
 
-@keyword_api("align(source, target, dictionary, dest, unit_length=...)")
+@keyword_api("align(source, target, dictionary, output, unit_length=...)", renamed={"dest": "output"})
 def align(
     source: Embeddings,
     target: Embeddings,
     dictionary: Iterable[tuple[str, str]] | Locatable,
-    dest: Locatable,
+    output: Locatable,
     *,
     unit_length: bool = True,
     client: Client | None | bool = None,
@@ -187,7 +161,7 @@ def align(
     """Align the source store to the target space by orthogonal Procrustes and write it as a new store.
 
     W is learnt by :func:`fit_alignment` over the dictionary pairs found in both stores; every chunk of
-    source vectors v becomes ``v @ W.T`` in one Dask task that writes the matching chunk of ``dest``
+    source vectors v becomes ``v @ W.T`` in one Dask task that writes the matching chunk of ``output``
     (the store layout, chunked as the source). Words, ranks and the source's attrs are kept;
     ``norm`` is the length of the aligned vector (the source's length, as W is orthogonal). The attrs
     gain ``aligned_to`` (the target's language), ``aligned_to_source``, ``alignment_pairs`` and
@@ -201,7 +175,7 @@ def align(
     dictionary
         (source word, target word) pairs, or the path/URL of a two-column file (see
         :func:`fit_alignment`).
-    dest
+    output
         Where to write the aligned store: a path, fsspec URL, :class:`~biasdask.Location` or fsspec
         mapper; an existing biasdask store there is replaced.
     unit_length
@@ -222,7 +196,7 @@ def align(
     MissingWordsError
         No dictionary pair is in both stores.
     StoreConflictError
-        ``dest`` holds something that is not a biasdask store.
+        ``output`` holds something that is not a biasdask store.
 
     Examples
     --------
@@ -245,7 +219,7 @@ def align(
     src = as_embeddings(source)
     tgt = as_embeddings(target)
     pairs = _dictionary_pairs(dictionary)
-    loc = as_location(dest, "dest").absolute()  # absolute, for workers elsewhere in the file tree
+    loc = as_location(output, "output").absolute()  # absolute, for workers elsewhere in the file tree
     check_replaceable(loc)
     if client is False or fsspec.core.split_protocol(loc.url)[0] == "memory":
         return _align(src, tgt, pairs, loc, unit_length, None, progress)
@@ -263,7 +237,7 @@ def _align(src, tgt, pairs, dest: Location, unit_length, client, progress) -> xr
     n_words = int(src.sizes["word"])
     prepare_store(
         dest,
-        language=_language(src),
+        language=store_language(src),
         source=str(src.attrs.get("source", "")),
         format=str(src.attrs.get("format", "")),
         dim=int(w.shape[0]),
@@ -294,7 +268,7 @@ def _align(src, tgt, pairs, dest: Location, unit_length, client, progress) -> xr
                 **{k: src.attrs[k] for k in ("n_duplicates", "n_invalid_utf8") if k in src.attrs},
                 "n_words": n_words,
                 "n_zero_vectors": int(sum(zeros)),
-                "aligned_to": _language(tgt),
+                "aligned_to": store_language(tgt),
                 "aligned_to_source": str(tgt.attrs.get("source", "")),
                 "alignment_pairs": len(alignment.pairs),
                 "alignment_method": (

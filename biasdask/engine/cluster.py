@@ -28,12 +28,38 @@ from typing import Any
 
 import dask
 import dask.system
+import fsspec
+import numpy as np
 from dask.callbacks import Callback
-from distributed import Client, LocalCluster, WorkerPlugin
+from dask.utils import parse_timedelta
+from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 
-import biasdask._dask_config  # noqa: F401  (registers the "biasdask" namespace)
-from biasdask.errors import BiasdaskError, SchedulerError, missing_dependency
+from biasdask._dask_config import check_settings, check_temporary_directory
+from biasdask.engine.pools import measured_rate
+from biasdask.errors import BiasdaskError, BiasdaskTypeError, SchedulerError, missing_dependency
+from biasdask.io import codecs, formats
+from biasdask.io.fs import one_line
+from biasdask.io.parse import parse_block, row_hashes
 from biasdask.progress import progress_bar
+from biasdask.stats import permutation, permutation_numpy
+from biasdask.stats.association import association
+
+__all__ = [
+    "MAX_LOCAL_WORKERS",
+    "active_client",
+    "check_n_workers",
+    "client_scope",
+    "compute",
+    "connect_timeout",
+    "get_client",
+    "keep_freed_memory",
+    "n_slots",
+    "warm_kernels",
+    "warm_workers",
+    "WarmKernels",
+    "workers_keep_freed_memory",
+]
+
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +88,6 @@ def _gateway_client(n_workers: int | None) -> Client:
         raise missing_dependency(
             "dask-gateway", "gateway", "a Dask Gateway cluster: DASK_GATEWAY__ADDRESS is set"
         ) from None
-    from dask.utils import parse_timedelta
-
     gateway = Gateway()
     options = gateway.cluster_options()
     idle = parse_timedelta(dask.config.get("biasdask.gateway.idle-timeout"), default="seconds")
@@ -87,8 +111,8 @@ def warm_kernels() -> dict[str, float]:
     """Load every compiled kernel of biasdask for the argument types it is called with.
 
     Each kernel comes from numba's on-disk cache (``NUMBA_CACHE_DIR``, else ``__pycache__`` next to
-    the sources) or is compiled and written there. The first one also pays numba's own start-up
-    (~0.5 s of CPU), which a process otherwise pays during its first task. Inputs are tiny, but large
+    the sources) or is compiled and written there. The first one also pays numba's own start-up, which a
+    process otherwise pays during its first task. Inputs are tiny, but large
     enough that the permutation functions take their compiled path (small tests run in numpy until a
     kernel is loaded, see :mod:`biasdask.stats.permutation_numpy`).
 
@@ -103,14 +127,6 @@ def warm_kernels() -> dict[str, float]:
 
         RUN python -c "from biasdask.engine.cluster import warm_kernels; warm_kernels()"
     """
-    import fsspec
-    import numpy as np
-
-    from biasdask.io import codecs, formats
-    from biasdask.io.parse import parse_block, row_hashes
-    from biasdask.stats import permutation, permutation_numpy
-    from biasdask.stats.association import association
-
     seconds = {}
 
     def timed(name, fn) -> None:
@@ -163,7 +179,7 @@ def warm_kernels() -> dict[str, float]:
 
 class WarmKernels(WorkerPlugin):
     """Worker plugin: :func:`warm_kernels` when a worker joins, before it takes its first task, then
-    :func:`~biasdask.engine.permutation.measured_rate` (the kernel rate that sizes permutation batches).
+    :func:`~biasdask.engine.pools.measured_rate` (the kernel rate that sizes permutation batches).
 
     Distributed runs a plugin's ``setup`` as a worker registers (and on the workers present when the
     plugin is registered) and hands the worker tasks only afterwards; the loading runs in a thread so
@@ -182,8 +198,6 @@ class WarmKernels(WorkerPlugin):
         self.seconds: dict[str, float] | None = None
 
     async def setup(self, worker) -> None:
-        from biasdask.engine.permutation import measured_rate
-
         start = time.perf_counter()
         self.seconds = await asyncio.get_running_loop().run_in_executor(None, warm_kernels)
         await asyncio.get_running_loop().run_in_executor(None, measured_rate)
@@ -193,10 +207,26 @@ class WarmKernels(WorkerPlugin):
 def warm_workers(client: Client) -> None:
     """Register :class:`WarmKernels` on ``client``'s cluster: present and future workers load the kernels.
 
-    Returns once the present workers are done (~0.5 s of CPU with numba's cache filled, longer the
-    first time, when the kernels are compiled into the cache).
+    Returns once the present workers are done (longer the first time, when the kernels are compiled
+    into numba's cache).
     """
     client.register_plugin(WarmKernels(), name=WarmKernels.name)
+
+
+#: the most worker processes a local cluster may be asked for
+MAX_LOCAL_WORKERS = 4 * dask.system.CPU_COUNT
+
+
+def check_n_workers(n_workers: int | None) -> None:
+    """Raise unless ``n_workers`` is None or 0 to :data:`MAX_LOCAL_WORKERS` (4 per core)."""
+    if n_workers is None:
+        return
+    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)):
+        raise BiasdaskTypeError(f"n_workers: expected an integer, got {n_workers!r}")
+    if not 0 <= n_workers <= MAX_LOCAL_WORKERS:
+        raise BiasdaskError(
+            f"n_workers: expected 0 to {MAX_LOCAL_WORKERS} (4 per core of this machine), got {n_workers}"
+        )
 
 
 def get_client(
@@ -216,7 +246,9 @@ def get_client(
         A scheduler address (``tcp://host:8786``); connect to it (timeout
         ``biasdask.scheduler.connect-timeout``, default Dask's ``distributed.comm.timeouts.connect``).
     n_workers
-        Worker processes of a new ``LocalCluster`` (default ``biasdask.local-cluster.n-workers``, else
+        Worker processes of a new ``LocalCluster`` (whose scheduler and dashboard listen on 127.0.0.1
+        only, unless Dask settings ``biasdask.local-cluster.host`` and ``dashboard-address`` say
+        otherwise; default ``biasdask.local-cluster.n-workers``, else
         ``dask.system.CPU_COUNT``, which respects cgroup limits), or workers to ask a Gateway cluster
         for (default: adaptive within ``biasdask.gateway.minimum-workers``/``maximum-workers``).
     threads_per_worker
@@ -255,12 +287,20 @@ def get_client(
         return _warmed(_connect(address))
     if os.environ.get("DASK_GATEWAY__ADDRESS"):
         return _warmed(_gateway_client(n_workers))
-    cluster = LocalCluster(
-        n_workers=n_workers or dask.config.get("biasdask.local-cluster.n-workers") or dask.system.CPU_COUNT,
-        threads_per_worker=threads_per_worker or dask.config.get("biasdask.local-cluster.threads-per-worker"),
-        processes=True,
-        dashboard_address=":0",
-    )
+    # what would end each worker process with a traceback of its own, named here in one line
+    check_settings("distributed", "biasdask")
+    check_temporary_directory()
+    try:
+        cluster = LocalCluster(
+            n_workers=n_workers or dask.config.get("biasdask.local-cluster.n-workers") or dask.system.CPU_COUNT,
+            threads_per_worker=threads_per_worker or dask.config.get("biasdask.local-cluster.threads-per-worker"),
+            processes=True,
+            # this machine only, unless asked: the dashboard shows the study's tasks and words
+            host=dask.config.get("biasdask.local-cluster.host"),
+            dashboard_address=dask.config.get("biasdask.local-cluster.dashboard-address"),
+        )
+    except Exception as exc:  # noqa: BLE001 - a worker or the scheduler that did not start
+        raise SchedulerError(f"cannot start a local Dask cluster: {one_line(exc)}") from None
     client = Client(cluster)
     log.info("started a local Dask cluster of %d workers; dashboard: %s", len(cluster.workers), client.dashboard_link)
     return _warmed(client)
@@ -339,8 +379,6 @@ def compute(*collections: Any, client: Client | None = None, progress: bool | No
     if c is not None:
         futures = c.compute(list(collections))
         with progress_bar(progress, total=len(futures), desc=desc, unit="task") as bar:
-            from distributed import as_completed
-
             for _ in as_completed(futures, loop=c.loop):
                 bar.update(1)
             return tuple(c.gather(futures))
@@ -377,10 +415,9 @@ def keep_freed_memory(keep: bool) -> None:
 
     Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which also fixes glibc's mmap
     threshold at 128 KiB: every chunk-sized buffer (the parser's arrays, zarr's compression buffers,
-    a chunk read for u) is then a fresh mapping whose pages the kernel zeroes on first touch. Measured:
-    2.5x the minor page faults of the same ingest in one process; reading a stored chunk for u took
-    2-3x its time in one process (0.5-0.7 s against 0.25 s for 8 chunks of 25,000 x 300). While
-    biasdask works, freed buffers stay in the heap for the next chunk; after the last user the
+    a chunk read for u) is then a fresh mapping whose pages the kernel zeroes on first touch, which
+    makes reading a stored chunk for u several times slower than in one process (docs/benchmarks.md).
+    While biasdask works, freed buffers stay in the heap for the next chunk; after the last user the
     worker's settings are restored and the memory is given back (``malloc_trim``). Nothing happens on
     other C libraries, or without that variable (glibc then adapts its thresholds by itself).
     """

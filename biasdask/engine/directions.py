@@ -18,8 +18,8 @@ import numpy as np
 import xarray as xr
 from numpy.typing import ArrayLike, NDArray
 
-from biasdask._calls import keyword_api
-from biasdask.engine.words import _language, _read, _require, _warn_missing, pair_list, word_list
+from biasdask._calls import keyword_api, pair_list, word_list
+from biasdask.engine.words import read_forms, require_words, store_language, warn_missing
 from biasdask.errors import BiasdaskError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import bolukbasi
@@ -35,14 +35,17 @@ def _check_dim(g: ArrayLike, emb: xr.Dataset) -> NDArray[np.float64]:
     return g
 
 
-@keyword_api("direction(emb, pairs, method=...) or direction(emb, a=..., b=..., method=...)")
+@keyword_api(
+    "direction(emb, pairs, algorithm=...) or direction(emb, a=..., b=..., algorithm=...)",
+    renamed={"method": "algorithm"},
+)
 def direction(
     emb: Embeddings,
     pairs: Sequence[tuple[str, str]] | None = None,
     *,
     a: Sequence[str] | str | None = None,
     b: Sequence[str] | str | None = None,
-    method: Literal["pair", "sum", "pca"] = "pca",
+    algorithm: Literal["pair", "sum", "pca"] = "pca",
 ) -> NDArray[np.float64]:
     """A unit bias direction in the store's space, from the first ends towards the second ends.
 
@@ -58,7 +61,7 @@ def direction(
     a, b
         Instead of ``pairs``: the two ends as word lists (``"sum"``: any sizes, each missing word
         skipped; ``"pca"``: aligned lists, row i of each forming pair i; ``"pair"``: one word each).
-    method
+    algorithm
         ``"pca"`` (Bolukbasi: first principal component of the pair-centred pairs, oriented so that the
         first words project positively on average), ``"sum"`` (unit vector along mean_a â - mean_b b̂,
         WEAT's d_AB up to its length) or ``"pair"`` (``(â - b̂) / |â - b̂|``).
@@ -80,7 +83,7 @@ def direction(
         Nothing usable is left at one end; names the words.
     BiasdaskError
         Inconsistent arguments (both ``pairs`` and ``a``/``b``, unequal aligned lists, several pairs for
-        ``"pair"``, an unknown method).
+        ``"pair"``, an unknown algorithm).
 
     Examples
     --------
@@ -89,12 +92,12 @@ def direction(
     >>> rng = np.random.default_rng(0)
     >>> words = ["he", "she", "man", "woman", *(f"w{i}" for i in range(2000))]
     >>> emb = biasdask.as_embeddings(rng.standard_normal((len(words), 20)), words, language="en")
-    >>> g = biasdask.direction(emb, pairs=[("he", "she"), ("man", "woman")], method="pca")
+    >>> g = biasdask.direction(emb, pairs=[("he", "she"), ("man", "woman")], algorithm="pca")
     >>> g.shape, round(float(np.linalg.norm(g)), 6)
     ((20,), 1.0)
     """
-    if method not in sd.DIRECTION_METHODS:
-        raise BiasdaskError(f"unknown direction method {method!r}; choose from {list(sd.DIRECTION_METHODS)}")
+    if algorithm not in sd.DIRECTION_ALGORITHMS:
+        raise BiasdaskError(f"unknown direction algorithm {algorithm!r}; choose from {list(sd.DIRECTION_ALGORITHMS)}")
     if pairs is not None and (a is not None or b is not None):
         raise BiasdaskError("direction: give either pairs or a and b, not both")
     if (a is None) != (b is None):
@@ -102,36 +105,36 @@ def direction(
     emb = as_embeddings(emb)
     if a is not None:
         a_words, b_words = word_list(a, "a", one_word=True), word_list(b, "b", one_word=True)
-        if method == "sum":
-            vec = _read(emb, [*a_words, *b_words])
+        if algorithm == "sum":
+            vec = read_forms(emb, [*a_words, *b_words])
             ends = []
             for name, words in (("A", a_words), ("B", b_words)):
                 found = [w for w in dict.fromkeys(words) if w in vec]
                 missing = [w for w in dict.fromkeys(words) if w not in vec]
-                _require(f"direction, set {name}", len(found), missing, emb)
-                _warn_missing(f"direction, set {name}", missing, emb)
+                require_words(f"direction, set {name}", len(found), missing, emb)
+                warn_missing(f"direction, set {name}", missing, emb)
                 ends.append(np.array([vec[w] for w in found]))
             return sd.sets_direction(*ends)
         if len(a_words) != len(b_words):
             raise BiasdaskError(
-                f"direction {method!r}: a and b must be aligned lists, got {len(a_words)} and {len(b_words)} words"
+                f"direction {algorithm!r}: a and b must be aligned lists, got {len(a_words)} and {len(b_words)} words"
             )
         pairs = list(zip(a_words, b_words))
     elif pairs is None:
-        if method == "pair":
+        if algorithm == "pair":
             raise BiasdaskError("direction 'pair': give one pair, e.g. pairs=[('she', 'he')]")
         pairs = bolukbasi().definitional_pairs
     pairs = pair_list(pairs, "pairs")
-    if method == "pair" and len(pairs) != 1:
+    if algorithm == "pair" and len(pairs) != 1:
         raise BiasdaskError(f"direction 'pair' takes exactly one pair, got {len(pairs)}")
-    vec = _read(emb, [w for p in pairs for w in p])
+    vec = read_forms(emb, [w for p in pairs for w in p])
     kept = [p for p in dict.fromkeys(pairs) if p[0] in vec and p[1] in vec]
     dropped = [f"{p[0]}/{p[1]}" for p in dict.fromkeys(pairs) if p not in kept]
-    _require("direction, pairs", len(kept), dropped, emb)
-    _warn_missing("direction, pairs", dropped, emb)
+    require_words("direction, pairs", len(kept), dropped, emb)
+    warn_missing("direction, pairs", dropped, emb)
     first = np.array([vec[p[0]] for p in kept])
     second = np.array([vec[p[1]] for p in kept])
-    return sd.direction(first, second, method)
+    return sd.direction(first, second, algorithm)
 
 
 def neutral_professions() -> tuple[str, ...]:
@@ -194,10 +197,10 @@ def direct_bias(
     words = list(
         dict.fromkeys(neutral_professions() if neutral_words is None else word_list(neutral_words, "neutral_words"))
     )
-    vec = _read(emb, words)
+    vec = read_forms(emb, words)
     missing = [w for w in words if w not in vec]
-    _require("direct_bias, neutral words", len(vec), missing, emb)
-    _warn_missing("direct_bias, neutral words", missing, emb)
+    require_words("direct_bias, neutral words", len(vec), missing, emb)
+    warn_missing("direct_bias, neutral words", missing, emb)
     return sd.direct_bias(np.array([vec[w] for w in words if w in vec]), g, c)
 
 
@@ -243,10 +246,10 @@ def indirect_bias(
     """
     emb = as_embeddings(emb)
     g = _check_dim(direction, emb)
-    vec = _read(emb, [w, v])
+    vec = read_forms(emb, [w, v])
     missing = [x for x in (w, v) if x not in vec]
     if missing:
         raise MissingWordsError(
-            f"indirect_bias: {', '.join(missing)} not in language {_language(emb)!r} (absent or zero vector)"
+            f"indirect_bias: {', '.join(missing)} not in language {store_language(emb)!r} (absent or zero vector)"
         )
     return float(sd.indirect_bias(vec[w], vec[v], g, normalized=normalized))

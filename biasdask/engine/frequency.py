@@ -24,12 +24,14 @@ from numpy.typing import ArrayLike
 
 from biasdask._calls import keyword_api
 from biasdask.engine.bias_tests import full_vocabulary_test
-from biasdask.engine.scores import Method, _observed_frequencies, check_frequency_language, scores
+from biasdask.engine.scores import Method, check_frequency_language, observed_frequencies, scores
 from biasdask.engine.scores import scores as _scores
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.io.fs import Locatable, as_location
+from biasdask.io.results import open_results, open_scores, scores_done
 from biasdask.lexicon import context_words
+from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.stats.association import Association
 from biasdask.stats.frequency import BinProfile, bin_profile, frequency_bin_edges, rank_bin_edges
 from biasdask.stats.permutation import PermutationTestResult
@@ -122,7 +124,6 @@ def frequency_profile(
     elif not isinstance(scores, xr.Dataset):
         if language is None:
             raise BiasdaskError("frequency_profile: give the language of the scores to open from a results store")
-        from biasdask.io.results import open_scores
 
         scores = open_scores(scores, language=language)
     missing = [v for v in ("u", "rank") if v not in scores.variables]
@@ -149,7 +150,7 @@ def frequency_profile(
             raise BiasdaskError("frequency_profile by frequency: the scores have no language attribute; pass language=")
         words = np.asarray(loaded["word"].values).astype(object)
         check_frequency_language(lang, words[np.isfinite(values["u"])])
-        keys = _observed_frequencies(words, lang)
+        keys = observed_frequencies(words, lang)
         edges = bins if explicit else frequency_bin_edges(keys, 0.5 if bins is None else float(bins))
         keys = np.where(keys > 0, keys, np.nan)
         closed = "right"
@@ -207,8 +208,6 @@ def frequency_profiles(
         Language -> profile Dataset, in the store's language order; ready for
         :func:`biasdask.plot.plot_frequency_profile`.
     """
-    from biasdask.io.results import open_results, scores_done
-
     loc = as_location(results)
     if languages is None:
         cube = open_results(loc)
@@ -244,7 +243,7 @@ def profile_for_plot(profile: xr.Dataset, score: str = "u") -> BinProfile:
 
 
 # --------------------------------------------------------------------------------------------------
-# Seed 003's context words as a test
+# Valentini et al. 2022's context words as a test
 
 
 def _context_words(exclude_context: bool) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -286,8 +285,7 @@ def context_scores(
         female,
         male,
         methods=methods,
-        max_words=max_words,
-        exclude_words=excluded,
+        vocabulary=Vocabulary(max_words=max_words, exclude_words=excluded),
         association=association,
     )
 
@@ -338,8 +336,7 @@ def context_test(
         male,
         method=method,
         resampling=resampling,
-        max_words=max_words,
-        exclude_words=excluded,
+        vocabulary=Vocabulary(max_words=max_words, exclude_words=excluded),
         client=client,
         return_null=return_null,
         progress=progress,

@@ -16,7 +16,8 @@ import numpy as np
 import xarray as xr
 from numpy.typing import NDArray
 
-from biasdask.engine.words import Form, _label, _language, _read, _require, _warn_missing, pair_list, word_list
+from biasdask._calls import PValueAlias, pair_list, word_list
+from biasdask.engine.words import Form, form_label, read_forms, require_words, store_language, warn_missing
 from biasdask.errors import MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import iat_categories, iat_words, source, xweat_translations
@@ -51,7 +52,7 @@ class GenderForms:
         *su* = his/her): they mark no gender.
     unpaired
         Target translations with only one gendered form, left out (``"category:word:translation_id"``).
-    language, model, source
+    language, iat_model, source
         Where the forms come from.
     """
 
@@ -62,7 +63,7 @@ class GenderForms:
     ambiguous: tuple[Form, ...]
     unpaired: tuple[str, ...]
     language: str
-    model: str
+    iat_model: str
     source: str
 
 
@@ -74,7 +75,9 @@ def _unambiguous(words: Sequence[str], by_word: Mapping[str, list[Form]], ambigu
     return tuple(dict.fromkeys(f for w in words for f in by_word.get(w, []) if f not in ambiguous))
 
 
-def iat_gender_forms(language: str, model: str = "cc", categories: Sequence[str] = ("career", "family")) -> GenderForms:
+def iat_gender_forms(
+    language: str, iat_model: str = "cc", categories: Sequence[str] = ("career", "family")
+) -> GenderForms:
     """Masculine/feminine target forms and male/female attribute words of the career/family IAT.
 
     From Lewis & Lupyan 2020's translations (:func:`biasdask.lexicon.iat_words`): every translation of a
@@ -86,14 +89,14 @@ def iat_gender_forms(language: str, model: str = "cc", categories: Sequence[str]
     Parameters
     ----------
     language
-        Language code with IAT translations for ``model``.
-    model
+        Language code with IAT translations for ``iat_model``.
+    iat_model
         ``"cc"``, ``"wiki"`` or ``"subt"`` (the fastText model whose tokens were chosen).
     categories
         Categories of the targets.
     """
     categories = word_list(categories, "categories")
-    words = iat_words(model, language)
+    words = iat_words(iat_model, language)
     groups: dict[tuple[str, str, str], dict[str, Form]] = defaultdict(dict)
     for t in words:
         if t.category in categories:
@@ -128,10 +131,10 @@ def iat_gender_forms(language: str, model: str = "cc", categories: Sequence[str]
         attributes=tuple(dict.fromkeys(attributes)),
         male=_unambiguous(cats["male"], by_word, ambiguous),
         female=_unambiguous(cats["female"], by_word, ambiguous),
-        ambiguous=tuple(sorted(ambiguous, key=_label)),
+        ambiguous=tuple(sorted(ambiguous, key=form_label)),
         unpaired=tuple(unpaired),
         language=language,
-        model=model,
+        iat_model=iat_model,
         source=source("iat.json")["paper"],
     )
 
@@ -168,7 +171,7 @@ def xweat_gender_pairs(language: str, words: Iterable[str] | None = None) -> tup
 
 
 @dataclass(frozen=True)
-class GenderFormsResult:
+class GenderFormsResult(PValueAlias):
     """The BAD test or MWEAT on a store, with its paired t-test and the forms it used.
 
     Attributes
@@ -180,7 +183,7 @@ class GenderFormsResult:
     statistic
         BAD: eq. 4, sum_i s(x_i, A) - sum_i s(y_i, B) (positive: masculine bias). MWEAT: eq. 3,
         | |sum_x s(x, A, B)| - |sum_y s(y, A, B)| |.
-    t_statistic, pvalue
+    t_statistic, p_value
         Paired t-test of ``masculine`` vs ``feminine`` (:func:`scipy.stats.ttest_rel`).
     effect_size
         mean / SD (ddof = 1) of the per-target differences (d_z).
@@ -201,7 +204,7 @@ class GenderFormsResult:
     language: str
     statistic: float
     t_statistic: float
-    pvalue: float
+    p_value: float
     effect_size: float
     alternative: str
     masculine: NDArray[np.float64]
@@ -219,7 +222,7 @@ class GenderFormsResult:
     @property
     def target_labels(self) -> list[str]:
         """``"masculine/feminine"`` labels of the targets (one form when both are the same)."""
-        return [_label(m) if m == f else f"{_label(m)}/{_label(f)}" for m, f in self.targets]
+        return [form_label(m) if m == f else f"{form_label(m)}/{form_label(f)}" for m, f in self.targets]
 
     @property
     def n_x(self) -> int:
@@ -244,23 +247,23 @@ def _pairs_found(
 ) -> tuple[list[tuple[Form, Form]], list[str]]:
     pairs = list(dict.fromkeys((p[0], p[1]) for p in pairs))
     kept = [p for p in pairs if p[0] in vec and p[1] in vec]
-    dropped = [f"{_label(m)}/{_label(f)}" for m, f in pairs if (m, f) not in kept]
+    dropped = [f"{form_label(m)}/{form_label(f)}" for m, f in pairs if (m, f) not in kept]
     if len(kept) < minimum:
         raise MissingWordsError(
-            f"{what}: {len(kept)} pair(s) with both forms in language {_language(emb)!r}, need {minimum}; "
+            f"{what}: {len(kept)} pair(s) with both forms in language {store_language(emb)!r}, need {minimum}; "
             f"missing: {', '.join(dropped) or '-'}"
         )
-    _warn_missing(what, dropped, emb)
+    warn_missing(what, dropped, emb)
     return kept, dropped
 
 
 def _gender_result(test: str, res, emb, targets, a, b, dropped) -> GenderFormsResult:
     return GenderFormsResult(
         test=test,
-        language=_language(emb),
+        language=store_language(emb),
         statistic=res.statistic,
         t_statistic=res.t_statistic,
-        pvalue=res.pvalue,
+        p_value=res.p_value,
         effect_size=res.effect_size,
         alternative=res.alternative,
         masculine=res.masculine,
@@ -310,7 +313,7 @@ def bad_test(
     """
     targets, attributes = pair_list(targets, "targets"), pair_list(attributes, "attributes")
     emb = as_embeddings(emb)
-    vec = _read(emb, [f for p in (*targets, *attributes) for f in p])
+    vec = read_forms(emb, [f for p in (*targets, *attributes) for f in p])
     kept_t, dropped_t = _pairs_found("bad_test, targets", targets, vec, emb, 2)
     kept_a, dropped_a = _pairs_found("bad_test, attributes", attributes, vec, emb, 1)
     x, y = (np.array([vec[p[i]] for p in kept_t]) for i in (0, 1))
@@ -358,15 +361,15 @@ def mweat_test(
     """
     targets, a, b = pair_list(targets, "targets"), word_list(a, "a"), word_list(b, "b")
     emb = as_embeddings(emb)
-    vec = _read(emb, [*(f for p in targets for f in p), *a, *b])
+    vec = read_forms(emb, [*(f for p in targets for f in p), *a, *b])
     kept_t, dropped = _pairs_found("mweat_test, targets", targets, vec, emb, 2)
     ends = []
     for name, words in (("A", a), ("B", b)):
         words = list(dict.fromkeys(words))
-        missing = [_label(w) for w in words if w not in vec]
+        missing = [form_label(w) for w in words if w not in vec]
         found = [w for w in words if w in vec]
-        _require(f"mweat_test, attributes {name}", len(found), missing, emb)
-        _warn_missing(f"mweat_test, attributes {name}", missing, emb)
+        require_words(f"mweat_test, attributes {name}", len(found), missing, emb)
+        warn_missing(f"mweat_test, attributes {name}", missing, emb)
         ends.append(found)
         dropped += missing
     x, y = (np.array([vec[p[i]] for p in kept_t]) for i in (0, 1))

@@ -63,7 +63,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from biasdask._calls import keyword_api
-from biasdask.engine.cluster import active_client, workers_keep_freed_memory
+from biasdask.engine.cluster import active_client, client_scope, workers_keep_freed_memory
 from biasdask.engine.tasks import Tasks, windowed
 from biasdask.errors import BiasdaskError, InputFormatError, StorageFullError
 from biasdask.io import formats
@@ -87,6 +87,16 @@ from biasdask.io.store import (
 from biasdask.io.swap import acquire_lock, fresh_location, remove_leftovers, swap_in
 from biasdask.progress import progress_bar
 
+__all__ = [
+    "ENCODING_SAMPLE_WORDS",
+    "PARALLEL_MIN_BYTES",
+    "SHARED_VECTORS_WARNING",
+    "ChunkResult",
+    "ingest",
+    "plan_ranges",
+]
+
+
 #: inputs at least this large (as stored) are ingested on a Dask cluster when no client is given
 PARALLEL_MIN_BYTES = 256 * 2**20
 _MIN_BLOCK_BYTES = 64 * 2**10
@@ -109,13 +119,16 @@ class ChunkResult:
     vector_hashes: np.ndarray | None = None  # row_hashes of the chunk's rows (shared vectors)
 
 
-@keyword_api("ingest(source, dest, language=..., format=..., max_words=...)")
+@keyword_api(
+    "ingest(source, output, language=..., input_format=..., max_words=...)",
+    renamed={"dest": "output", "format": "input_format"},
+)
 def ingest(
     source: Locatable,
-    dest: Locatable,
+    output: Locatable,
     *,
     language: str,
-    format: str = "auto",
+    input_format: str = "auto",
     max_words: int | None = None,
     client=None,
     chunk_words: int | None = None,
@@ -129,16 +142,16 @@ def ingest(
     source
         Path, fsspec URL, :class:`~biasdask.Location` (URL and storage options) or fsspec mapper (local, ``http(s)://``, ``s3://``, ``gs://``...) of a fastText/word2vec text
         (``.vec``), GloVe text or word2vec binary file, optionally gzip-, bz2- or xz-compressed. Read as a stream.
-    dest
+    output
         Path, fsspec URL, :class:`~biasdask.Location` or fsspec mapper of the store. An existing biasdask store there (complete or not) is replaced
-        once the new one is completely written (at a fresh location next to it, ``<dest>.ingest-<id>``,
+        once the new one is completely written (at a fresh location next to it, ``<output>.ingest-<id>``,
         then moved); bad input leaves it untouched; anything else there is refused. While the ingest
-        runs it holds the lock ``<dest>.lock`` (:class:`biasdask.io.swap.StoreLock`, on local disks
-        and object stores): a second ingest into the same ``dest`` fails at once. Invalid arguments (language code, counts)
+        runs it holds the lock ``<output>.lock`` (:class:`biasdask.io.swap.StoreLock`, on local disks
+        and object stores): a second ingest into the same ``output`` fails at once. Invalid arguments (language code, counts)
         are refused before anything is touched.
     language
         Language code recorded in the store (see :func:`biasdask.io.store.check_language_code`).
-    format
+    input_format
         ``"auto"``, ``"vec"``, ``"glove"`` or ``"word2vec-binary"``.
     max_words
         Keep only the first ``max_words`` lines (the most frequent words); later lines are not read.
@@ -152,20 +165,20 @@ def ingest(
     progress
         Show a progress bar (bytes) on stderr (default: only when stderr is a terminal).
     overwrite
-        Replace a store at ``dest`` that holds another language than ``language`` (refused otherwise:
+        Replace a store at ``output`` that holds another language than ``language`` (refused otherwise:
         ingesting ``fr`` over ``en.zarr`` is more often a typo than an intent).
 
     Returns
     -------
     xarray.Dataset
-        ``open_embeddings(dest)``.
+        ``open_embeddings(output)``.
 
     Raises
     ------
     InputFormatError
-        Bad input, with the file and line (or word) at fault; ``dest`` is left as it was.
+        Bad input, with the file and line (or word) at fault; ``output`` is left as it was.
     StoreConflictError
-        Another ingest into ``dest`` holds its lock, or ``dest`` holds something else than a biasdask
+        Another ingest into ``output`` holds its lock, or ``output`` holds something else than a biasdask
         embedding store, or the store of another language (without ``overwrite``).
     StorageFullError
         The destination's disk is full (or its quota reached); nothing is left behind.
@@ -198,10 +211,10 @@ def ingest(
         raise BiasdaskError(f"max_words must be a positive integer, not {max_words!r}")
     if chunk_words is not None and (int(chunk_words) != chunk_words or chunk_words < 1):
         raise BiasdaskError(f"chunk_words must be a positive integer, not {chunk_words!r}")
-    src, dst = as_location(source, "source"), as_location(dest, "dest")
+    src, dst = as_location(source, "source"), as_location(output, "output")
     dest = dst.absolute()  # workers may run elsewhere in the file tree
     check_replaceable(dest, language=language, overwrite=overwrite)
-    info = formats.sniff_source(src.absolute(), format)
+    info = formats.sniff_source(src.absolute(), input_format)
     cw = int(chunk_words or ingest_chunk_words(info.dim, _planned_words(info, max_words)))
     mode = _choose_mode(info, dest, client)
     lock = acquire_lock(dest)
@@ -221,15 +234,14 @@ def ingest(
                     chunk_words=cw,
                     n_words=_planned_words(info, max_words) or 0,
                     vector_encoding=encoding,
+                    source_info=info.record,
                 )
-                job = _Job(info, fresh, cw, max_words, progress)
+                job = _Job(info, fresh, cw, max_words, progress, shown=str(dest))
                 if mode == "sequential" and info.splittable and _protocol(info.url) in ("file", "local"):
                     job.run_ranges(None)  # a local file: parsed in place from its memory map
                 elif mode == "sequential":
                     job.run_sequential()
                 else:
-                    from biasdask.engine.cluster import client_scope
-
                     with client_scope(client) as c:
                         if mode == "ranges":
                             job.run_ranges(c)
@@ -401,9 +413,10 @@ def _window(tasks: Tasks) -> int:
 class _Job:
     """One ingest: feeds blocks to the chosen executor and gathers the chunk summaries."""
 
-    def __init__(self, info: SourceInfo, dest: Location, chunk_words: int, max_words, progress: bool):
+    def __init__(self, info: SourceInfo, dest: Location, chunk_words: int, max_words, progress, shown: str = ""):
         self.info = info
         self.dest = dest
+        self.shown = shown or str(dest)  # the destination as the user named it (dest may be a fresh store)
         self.chunk_words = chunk_words
         self.max_words = max_words
         self.progress = progress
@@ -548,7 +561,7 @@ class _Job:
         if n_shared > SHARED_VECTORS_WARNING * max(n_rows - int(drop.size), 1):
             n_kept = n_rows - int(drop.size)
             warnings.warn(
-                f"{self.dest}: {n_shared} of {n_kept} words ({n_shared / n_kept:.0%}) share a "
+                f"{self.shown}: {n_shared} of {n_kept} words ({n_shared / n_kept:.0%}) share a "
                 "bit-identical vector with an earlier word (a spaCy-style table?), so their scores are not "
                 "independent; consider the study option dedupe_vectors: true",
                 stacklevel=2,
@@ -574,7 +587,7 @@ def _shared_vectors(results: list[ChunkResult], drop: np.ndarray) -> int:
     """Nonzero rows (repeated words dropped) whose vector hash occurred in an earlier row."""
     hashes = np.concatenate([r.vector_hashes for r in results])
     hashes = np.delete(hashes, drop)
-    hashes = np.sort(hashes[hashes != 0])  # a sort: numpy's hash-based unique is 20-40x slower here
+    hashes = np.sort(hashes[hashes != 0])  # a sort: faster here than numpy's hash-based unique
     return int(np.count_nonzero(hashes[1:] == hashes[:-1]))
 
 

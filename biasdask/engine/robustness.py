@@ -15,10 +15,11 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
-from biasdask._calls import keyword_api
+from biasdask._calls import keyword_api, word_list
 from biasdask.engine.cluster import compute
 from biasdask.engine.permutation import permutation_test
 from biasdask.engine.scores import (
+    VOCABULARY_KEYWORDS,
     as_terms,
     attribute_set,
     excluded_targets,
@@ -26,10 +27,11 @@ from biasdask.engine.scores import (
     scores,
     vector_hashes,
 )
-from biasdask.engine.words import word_list
 from biasdask.errors import MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import AttributeTerm
+from biasdask.lexicon.vocabulary import Vocabulary
+from biasdask.lexicon.vocabulary import vocabulary as vocabulary_options
 from biasdask.stats.permutation import resolve_seed
 from biasdask.stats.resampling import Resampling
 from biasdask.stats.resampling import resampling as resampling_options
@@ -37,7 +39,10 @@ from biasdask.stats.resampling import resampling as resampling_options
 __all__ = ["attribute_sensitivity"]
 
 
-@keyword_api("attribute_sensitivity(emb, a, b, method=..., resampling=Resampling(...))")
+@keyword_api(
+    "attribute_sensitivity(emb, a, b, method=..., resampling=Resampling(...), vocabulary=Vocabulary(...))",
+    gathered=VOCABULARY_KEYWORDS,
+)
 def attribute_sensitivity(
     emb: Embeddings,
     a: Sequence[str | AttributeTerm],
@@ -45,10 +50,7 @@ def attribute_sensitivity(
     *,
     method: str = "uniform",
     resampling: Resampling | None = None,
-    max_words: int | None = None,
-    exclude_attributes: bool = False,
-    exclude_words: str | Sequence[str] = (),
-    dedupe_vectors: bool = False,
+    vocabulary: Vocabulary | None = None,
     client: Client | None = None,
     progress: bool = True,
 ) -> xr.Dataset:
@@ -69,7 +71,7 @@ def attribute_sensitivity(
         As for :func:`biasdask.full_vocabulary_test` (its ``placebo`` is not used); every row uses the
         same seed. A seed of ``None`` (the default) draws a fresh seed, recorded in the result's ``seed``
         attr: pass it back to reproduce the result bit for bit.
-    max_words, exclude_attributes, exclude_words, dedupe_vectors
+    vocabulary
         As for :func:`biasdask.scores`. With ``exclude_attributes`` a left-out word is still excluded
         from the targets, so the targets are the same in every row.
     client
@@ -102,19 +104,20 @@ def attribute_sensitivity(
     ``biasdask.plot.plot_attribute_sensitivity(sens)`` draws the rows.
     """
     options = resampling_options(resampling)
+    words = vocabulary_options(vocabulary)
     terms_a, terms_b = as_terms(word_list(a, "a")), as_terms(word_list(b, "b"))
     emb = as_embeddings(emb)
     used_a, used_b = attribute_set(emb, terms_a, "A").used, attribute_set(emb, terms_b, "B").used
     # The same targets in every row: with exclude_attributes all the attribute words are excluded, and
     # the words sharing an earlier word's vector are found once (one hashing pass, not one per row).
-    base_excluded = sorted(excluded_targets(terms_a, terms_b, exclude_attributes, exclude_words))
-    if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0:
+    base_excluded = sorted(excluded_targets(terms_a, terms_b, words))
+    if words.dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0:
         shared = ~first_of_each_vector(vector_hashes(emb).compute())
         base_excluded += [str(w) for w in np.asarray(emb["word"].values)[shared]]
     variants: list[tuple[str, str, list[AttributeTerm], list[AttributeTerm]]] = [("", "", terms_a, terms_b)]
     variants += [(w, "A", [t for t in terms_a if t.label != w], terms_b) for w in used_a]
     variants += [(w, "B", terms_a, [t for t in terms_b if t.label != w]) for w in used_b]
-    opts = dict(methods=[method], max_words=max_words, exclude_words=base_excluded)
+    opts = dict(methods=[method], vocabulary=Vocabulary(max_words=words.max_words, exclude_words=base_excluded))
     graphs: list[xr.Dataset | None] = []
     for _, _, va, vb in variants:
         try:
@@ -140,7 +143,7 @@ def attribute_sensitivity(
             progress=progress,
         )
         out["statistic"][i], out["effect_size"][i] = res.statistic, res.effect_size
-        out["z_score"][i], out["p_value"][i] = res.z_score, res.pvalue
+        out["z_score"][i], out["p_value"][i] = res.z_score, res.p_value
         n_a[i], n_b[i] = graphs[i].attrs["n_a"], graphs[i].attrs["n_b"]
     ds = xr.Dataset(
         {**{k: ("left_out", v) for k, v in out.items()}, "n_a": ("left_out", n_a), "n_b": ("left_out", n_b)},

@@ -10,7 +10,7 @@ import functools
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import dask
 import dask.array as da
@@ -21,18 +21,66 @@ from dask.delayed import Delayed
 from dask.utils import parse_bytes
 from distributed import Client
 
-from biasdask._calls import keyword_api
-from biasdask.engine.words import word_list
+from biasdask._calls import keyword_api, word_list
+from biasdask.engine.cluster import compute
 from biasdask.errors import BiasdaskError, MissingWordsError, missing_dependency
 from biasdask.io.codecs import decode_scaled
-from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal, word_positions
+from biasdask.io.embeddings import Embeddings, as_embeddings, shortest_decimal
 from biasdask.io.fs import Locatable, Location, as_location
+from biasdask.io.parse import row_hashes
 from biasdask.io.store import StoredVectors, default_chunk_words, read_chunk, read_stored_vectors, stored_vectors
+from biasdask.io.vocabulary import word_positions
 from biasdask.lexicon import AttributeTerm, named_word_list
+from biasdask.lexicon.vocabulary import Vocabulary
+from biasdask.lexicon.vocabulary import vocabulary as vocabulary_options
 from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
 from biasdask.stats.elementary import exp10
-from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step
+from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step, merge_moments
 from biasdask.stats.weights import METHODS, zipf_weights
+
+__all__ = [
+    "VOCABULARY_KEYWORDS",
+    "as_terms",
+    "attribute_rows",
+    "attribute_set",
+    "attribute_set_from_rows",
+    "attribute_vectors",
+    "Attributes",
+    "attributes_graph",
+    "AttributeSet",
+    "AttributeVectors",
+    "check_frequency_language",
+    "excluded_targets",
+    "excluded_words",
+    "first_of_each_vector",
+    "forget_words",
+    "found_words",
+    "frequency_unavailable",
+    "Method",
+    "nfc",
+    "observed_frequencies",
+    "positions",
+    "read_rows",
+    "score_rows",
+    "score_weights",
+    "scores",
+    "scores_and_moments",
+    "scores_graph",
+    "ScoresAndMoments",
+    "ScoresGraph",
+    "stored_association",
+    "stored_rows",
+    "stored_scores",
+    "TermRows",
+    "vector_hashes",
+    "word_index",
+]
+
+
+#: The filters of the targets that :class:`~biasdask.Vocabulary` gathers, once keywords of their own.
+VOCABULARY_KEYWORDS = {
+    "vocabulary": (Vocabulary, ("max_words", "exclude_attributes", "exclude_words", "dedupe_vectors"))
+}
 
 #: The weightings of t.
 Method = Literal["uniform", "zipf", "frequency"]
@@ -63,7 +111,7 @@ def positions(emb: xr.Dataset, words: Sequence[str]) -> np.ndarray:
     """Row of each of ``words`` in the vocabulary (its first occurrence), -1 where absent.
 
     A scan of the ``word`` index the first time; a hash table of it, built once per index, from the
-    second (the first for an in-memory model): see :func:`biasdask.io.embeddings.word_positions`. A
+    second (the first for an in-memory model): see :func:`biasdask.io.vocabulary.word_positions`. A
     store opened without its words answers from the words looked up for it (:func:`found_words`).
 
     Raises
@@ -116,6 +164,55 @@ class AttributeSet:
     tokens: list[str]
 
 
+class Attributes(NamedTuple):
+    """The attribute sets A and B as found in an embedding, and the association's axes built from them
+    (:func:`attributes_graph`)."""
+
+    axes: np.ndarray
+    a: AttributeSet
+    b: AttributeSet
+
+
+class TermRows(NamedTuple):
+    """The vocabulary tokens of some terms that an embedding holds, and their rows (:func:`attribute_rows`)."""
+
+    tokens: list[str]
+    rows: np.ndarray | Delayed | da.Array
+
+
+class AttributeVectors(NamedTuple):
+    """The vectors an association is built from (:func:`attribute_vectors`)."""
+
+    a: np.ndarray
+    b: np.ndarray
+
+
+class ScoresAndMoments(NamedTuple):
+    """:func:`scores_and_moments`: the computed scores, and the placebo moments of their words."""
+
+    scores: xr.Dataset
+    moments: LinearMoments | VocabularySample
+
+
+class ScoresGraph(NamedTuple):
+    """:func:`scores_graph`: the scores as a graph, nothing read yet."""
+
+    scores: xr.Dataset
+    """The lazy Dataset of :func:`scores`, with the attributes known without reading vectors
+    (``language``, ``n_words``, ``n_excluded``, ``association``)."""
+    stacked: da.Array
+    """The one array (rows u, t(method)..., words) whose rows the Dataset's ``u`` and ``t`` are:
+    computing it runs one task per few chunks of a store (``u`` and ``t`` given apart would each be
+    computed by tasks of their own)."""
+    found: Delayed
+    """The other attributes of :func:`scores` (``n_a``... ``n_zero_vectors``, ``n_duplicate_vectors``),
+    delayed; its computation raises :class:`MissingWordsError` when A or B has no usable word."""
+    moments: list[Delayed] | None
+    """With ``moments``, one delayed pair per chunk of its rows (u stacked on t) and its placebo moments
+    (:class:`LinearMoments`, or a sample; merged in chunk order by
+    :func:`biasdask.stats.placebo.merge_moments`): the task that computes the rows. Else None."""
+
+
 def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: str) -> AttributeSet:
     """Vectors of an attribute set, looked up in the whole vocabulary of ``emb``.
 
@@ -133,9 +230,7 @@ def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: 
     return attribute_set_from_rows(terms, found, rows, label, str(emb.attrs.get("language", "?")))
 
 
-def attribute_rows(
-    emb: xr.Dataset, terms: Sequence[AttributeTerm]
-) -> tuple[list[str], np.ndarray | Delayed | da.Array]:
+def attribute_rows(emb: xr.Dataset, terms: Sequence[AttributeTerm]) -> TermRows:
     """The vocabulary tokens of ``terms`` that ``emb`` holds (in row order) and their float32 rows,
     not read: for a store, one task reading the chunks that hold them; for an in-memory model, the
     rows themselves."""
@@ -153,7 +248,7 @@ def attribute_rows(
         (rows,) = dask.optimize(vectors[rows])  # culled: only the chunks that hold the rows
     else:
         rows = np.asarray(vectors[rows])
-    return [found[i] for i in order], rows
+    return TermRows([found[i] for i in order], rows)
 
 
 def stored_rows(loc: Locatable, chunk: int, rows: np.ndarray, dim: int) -> np.ndarray:
@@ -372,8 +467,7 @@ def _mask_block(excluded: np.ndarray, block_info=None) -> np.ndarray:
 def _task_chunks(emb: xr.Dataset, stored: StoredVectors, chunks: tuple[int, ...]) -> tuple[int, ...]:
     """The store's chunks (``chunks``, cut at ``max_words``) merged into runs of whole chunks of about
     ``biasdask.scores-task-bytes`` of stored vectors each (at least one chunk): one scores task each.
-    A chunk of 27,778 words x 300 in int16 takes ~15 ms, a task per chunk mostly the scheduler's
-    overhead on a large cluster."""
+    A task per chunk would be mostly the scheduler's overhead on a large cluster (docs/benchmarks.md)."""
     itemsize = 2 if emb.attrs.get("vector_encoding") == "int16" else 4
     target = parse_bytes(dask.config.get("biasdask.scores-task-bytes"))
     per_task = max(1, target // max(1, stored.chunk * emb.sizes["dim"] * itemsize))
@@ -434,7 +528,7 @@ def _frequency_table(language: str) -> dict[str, float]:
     return table
 
 
-def _observed_frequencies(words: np.ndarray, language: str) -> np.ndarray:
+def observed_frequencies(words: np.ndarray, language: str) -> np.ndarray:
     table = _frequency_table(language)
     return np.array([table.get(str(w), np.nan) for w in words], dtype=np.float64)
 
@@ -447,7 +541,7 @@ def _stored_frequencies(loc: Location, chunk: int, language: str, block_info=Non
         read_chunk(loc, "word", k)[: min(stop, (k + 1) * chunk) - k * chunk]
         for k in range(start // chunk, -(-stop // chunk))
     ]
-    return _observed_frequencies(np.concatenate(words), language)
+    return observed_frequencies(np.concatenate(words), language)
 
 
 def _positive_frequencies(frequencies: np.ndarray) -> np.ndarray:
@@ -501,15 +595,12 @@ def excluded_words(exclude_words: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def excluded_targets(
-    a: Iterable[str | AttributeTerm],
-    b: Iterable[str | AttributeTerm],
-    exclude_attributes: bool,
-    exclude_words: str | Iterable[str],
+    a: Iterable[str | AttributeTerm], b: Iterable[str | AttributeTerm], vocabulary: Vocabulary
 ) -> set[str]:
-    """The words left out of the targets: ``exclude_words`` (see :func:`excluded_words`) and, with
-    ``exclude_attributes``, every token of the attribute words ``a`` and ``b``."""
-    excluded = set(excluded_words(exclude_words))
-    if exclude_attributes:
+    """The words ``vocabulary`` leaves out of the targets: its ``exclude_words`` (see :func:`excluded_words`)
+    and, with ``exclude_attributes``, every token of the attribute words ``a`` and ``b``."""
+    excluded = set(excluded_words(vocabulary.exclude_words))
+    if vocabulary.exclude_attributes:
         excluded |= {t for term in as_terms([*a, *b]) for t in term.tokens}
     return excluded
 
@@ -517,8 +608,6 @@ def excluded_targets(
 def vector_hashes(emb: xr.Dataset) -> da.Array:
     """A 64-bit hash of every stored vector's bits (0 for zero vectors), lazily: one task per chunk of
     the vectors when computed (on the current Dask client if there is one)."""
-    from biasdask.io.parse import row_hashes
-
     return da.asarray(emb["vectors"].data).map_blocks(row_hashes, drop_axis=1, dtype=np.uint64)
 
 
@@ -532,17 +621,14 @@ def first_of_each_vector(hashes: np.ndarray) -> np.ndarray:
     return keep
 
 
-@keyword_api("scores(emb, a, b, methods=..., ...)")
+@keyword_api("scores(emb, a, b, methods=..., vocabulary=Vocabulary(...))", gathered=VOCABULARY_KEYWORDS)
 def scores(
     emb: Embeddings,
     a: Sequence[str | AttributeTerm],
     b: Sequence[str | AttributeTerm],
     *,
     methods: Iterable[Method] = ("uniform", "zipf"),
-    max_words: int | None = None,
-    exclude_attributes: bool = False,
-    exclude_words: str | Iterable[str] = (),
-    dedupe_vectors: bool = False,
+    vocabulary: Vocabulary | None = None,
     frequency_language: str | None = None,
     association: Association = "cosine",
 ) -> xr.Dataset:
@@ -561,18 +647,11 @@ def scores(
         in ``attrs["missing_a"]``, ``attrs["zero_a"]`` (and ``_b``); a set left empty is an error.
     methods
         Any of ``"uniform"``, ``"zipf"``, ``"frequency"``.
-    max_words
-        Use only the ``max_words`` most frequent words (the top of the file) as targets; N is then
-        ``max_words``.
-    exclude_attributes
-        Exclude the attribute words themselves (all their tokens) from the targets (their u becomes
-        NaN).
-    exclude_words
-        Further words to exclude from the targets, or the name of a package list:
-        ``"gender_specific"`` (Bolukbasi et al.'s gender-specific words, English).
-    dedupe_vectors
-        Score each distinct vector once: a word whose vector is bit-identical to an earlier (more
-        frequent) word's is excluded (one extra pass over the store hashes the rows, skipped when the
+    vocabulary
+        :class:`~biasdask.Vocabulary` (default ``Vocabulary()``): the targets' filters, ``max_words``
+        (the most frequent words only; N is then ``max_words``), ``exclude_attributes`` and
+        ``exclude_words`` (left out of the targets: their u and t are NaN), ``dedupe_vectors`` (each
+        distinct vector scored once: one extra pass over the store hashes its rows, skipped when the
         store's ``n_duplicate_vectors`` is 0).
     frequency_language
         wordfreq language code for ``"frequency"`` (default: the store's ``language`` attribute).
@@ -593,7 +672,7 @@ def scores(
         weights sum to 1 over the words tested. Attributes: ``language``, ``n_words``, ``n_a``,
         ``n_b`` (attribute words used), ``used_a``, ``used_b`` (their labels), ``tokens_a``, ``tokens_b`` (the vocabulary tokens used), ``missing_a``, ``missing_b``, ``zero_a``, ``zero_b``,
         ``n_zero_vectors`` (in the words used), ``n_excluded``, ``n_duplicate_vectors`` (excluded by
-        ``dedupe_vectors``), ``association``.
+        ``vocabulary.dedupe_vectors``), ``association``.
 
     Raises
     ------
@@ -615,10 +694,7 @@ def scores(
         a,
         b,
         methods=methods,
-        max_words=max_words,
-        exclude_attributes=exclude_attributes,
-        exclude_words=exclude_words,
-        dedupe_vectors=dedupe_vectors,
+        vocabulary=vocabulary,
         frequency_language=frequency_language,
         association=association,
     )
@@ -633,20 +709,17 @@ def scores_graph(
     b: Sequence[str | AttributeTerm],
     *,
     methods: Iterable[Method] = ("uniform", "zipf"),
-    max_words: int | None = None,
-    exclude_attributes: bool = False,
-    exclude_words: str | Iterable[str] = (),
-    dedupe_vectors: bool = False,
+    vocabulary: Vocabulary | None = None,
     frequency_language: str | None = None,
     association: Association = "cosine",
-    attributes: tuple[np.ndarray, AttributeSet, AttributeSet] | None = None,
+    attributes: Attributes | None = None,
     moments: bool = False,
-) -> tuple[xr.Dataset, da.Array, Delayed, list[Delayed] | None]:
+) -> ScoresGraph:
     """:func:`scores` as a graph only: nothing of the vectors is read in this process (nor of the words,
     for a store opened without them: ``dedupe_vectors``' hashes and ``frequency``'s weights are tasks).
 
     The attribute rows are read, and the association's axes computed from them, by a task on which
-    every chunk's task depends; so a study's client only submits (:mod:`biasdask.engine.run`).
+    every chunk's task depends; so a study's client only submits (:mod:`biasdask.study.stream`).
     Parameters as in :func:`scores`, ``attributes``, the computed :func:`attributes_graph` of
     ``emb``, ``a``, ``b`` and ``association`` (default: that graph, computed with the scores), and
     ``moments``: also gather the placebo moments of the words in use
@@ -655,21 +728,13 @@ def scores_graph(
 
     Returns
     -------
-    tuple
-        The lazy Dataset of :func:`scores`, with the attributes known without reading vectors
-        (``language``, ``n_words``, ``n_excluded``, ``association``); the one
-        array (rows u, t(method)..., words) whose rows its ``u`` and ``t`` are: computing it runs one
-        task per few chunks of a store (``u`` and ``t`` given apart would each be computed by tasks of
-        their own); and a ``dask.delayed`` dict of the other attributes (``n_a``... ``n_zero_vectors``,
-        ``n_duplicate_vectors``),
-        whose computation raises :class:`MissingWordsError` when A or B has no usable word (so do
-        ``u`` and ``t``'s); with ``moments``, one ``dask.delayed`` pair per chunk, of its rows (u stacked on
-        t) and its :class:`LinearMoments` (or sample; to be merged in chunk order,
-        :func:`biasdask.stats.placebo.merge_moments`): the task that computes the rows, which a study
-        takes directly (no task to take the pair apart); else None.
+    ScoresGraph
+        The lazy scores, the array they are rows of, the attributes found (delayed) and, with
+        ``moments``, the chunks' (rows, moments) pairs.
     """
     emb = as_embeddings(emb)
     a, b = word_list(a, "a"), word_list(b, "b")
+    options = vocabulary_options(vocabulary)
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -681,12 +746,10 @@ def scores_graph(
     axes, attr_a, attr_b = attributes
     # A store whose ingest counted no shared vector needs no hashing pass; otherwise tasks hash its rows
     # (the whole store, before max_words: a repeat's first row may lie beyond it)
-    hashes = vector_hashes(emb) if dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
+    hashes = vector_hashes(emb) if options.dedupe_vectors and emb.attrs.get("n_duplicate_vectors") != 0 else None
     stored = stored_vectors(emb["vectors"].data)
-    if max_words is not None:
-        if max_words < 1:
-            raise BiasdaskError(f"max_words must be positive, got {max_words}")
-        emb = emb.isel(word=slice(0, max_words))
+    if options.max_words is not None:
+        emb = emb.isel(word=slice(0, options.max_words))
     n = emb.sizes["word"]
     language = str(emb.attrs.get("language", ""))
     vectors = emb["vectors"]
@@ -696,7 +759,7 @@ def scores_graph(
         v = da.from_array(v, chunks=(default_chunk_words(v.shape[1]), -1), name=False)
     chunks = v.chunks[0] if stored is None else _task_chunks(emb, stored, v.chunks[0])
     norm = da.asarray(emb["norm"].data).rechunk(chunks)
-    excluded = excluded_targets(a, b, exclude_attributes, exclude_words)
+    excluded = excluded_targets(a, b, options)
     excl_pos = positions(emb, sorted(excluded))
     excl_pos = np.unique(excl_pos[excl_pos >= 0])
     n_duplicates: int | Delayed = 0
@@ -718,7 +781,7 @@ def scores_graph(
         check_frequency_language(lang)
         if "word" in emb.coords:
             words = da.from_array(np.asarray(emb["word"].values).astype(object), chunks=chunks)
-            freq = words.map_blocks(_observed_frequencies, lang, dtype=np.float64)
+            freq = words.map_blocks(observed_frequencies, lang, dtype=np.float64)
         else:  # a store opened without its words: each block's task reads its words
             assert stored is not None
             freq = da.map_blocks(
@@ -800,7 +863,7 @@ def scores_graph(
     )
     # A store whose ingest found no zero vector has none among the words used: no pass over the norms.
     n_zero = 0 if stored is not None and emb.attrs.get("n_zero_vectors") == 0 else (norm == 0).sum()
-    return out, ut, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, n_zero, n_duplicates), parts
+    return ScoresGraph(out, ut, dask.delayed(_found_attrs, pure=True)(attr_a, attr_b, n_zero, n_duplicates), parts)
 
 
 def scores_and_moments(
@@ -811,7 +874,7 @@ def scores_and_moments(
     methods: Iterable[Method] = ("uniform", "zipf"),
     client: Client | None = None,
     **options: Any,
-) -> tuple[xr.Dataset, LinearMoments | VocabularySample]:
+) -> ScoresAndMoments:
     """:func:`scores`, computed, and the placebo moments of the words in use gathered in the same pass
     (:class:`biasdask.stats.placebo.MomentAccumulator`; for ``euclidean`` a sample of the words): what
     :func:`biasdask.engine.placebo.placebo_test` takes.
@@ -829,9 +892,6 @@ def scores_and_moments(
     >>> moments.n, int(np.isfinite(sc["u"].values).sum())
     (502, 502)
     """
-    from biasdask.engine.cluster import compute
-    from biasdask.stats.placebo import merge_moments
-
     out, _, meta, pairs = scores_graph(emb, a, b, methods=methods, moments=True, **options)
     computed_pairs, found = compute(pairs, meta, client=client)  # each chunk's rows and moments, one read
     computed = np.concatenate([rows for rows, _ in computed_pairs], axis=1)
@@ -840,15 +900,15 @@ def scores_and_moments(
     out["u"] = ("word",), computed[0]
     out["t"] = ("method", "word"), computed[1:]
     out.attrs.update(found)
-    return out, merge_moments(*moments)
+    return ScoresAndMoments(out, merge_moments(*moments))
 
 
 def attributes_graph(
     emb: xr.Dataset, a: Sequence[str | AttributeTerm], b: Sequence[str | AttributeTerm], association: Association
 ) -> Delayed:
-    """The attribute sets A and B of ``emb`` and the ``association``'s axes, as one delayed tuple
-    ``(axes, set_a, set_b)`` (:class:`AttributeSet`): a task reads the rows (the client only looks the
-    words up). Its computation raises :class:`MissingWordsError` when A or B has no usable word."""
+    """The attribute sets A and B of ``emb`` and the ``association``'s axes, delayed
+    (:class:`Attributes`): a task reads the rows (the client only looks the words up). Its computation
+    raises :class:`MissingWordsError` when A or B has no usable word."""
     terms_a, terms_b = as_terms(a), as_terms(b)
     # one read for both sets: they usually lie in the same (first) chunks
     return dask.delayed(_attributes, pure=True, nout=3)(
@@ -864,8 +924,8 @@ def _attributes(association, terms_a, terms_b, found, rows, language):
     """Task: the attribute sets A and B from the rows of their tokens, and the association's axes."""
     attr_a = attribute_set_from_rows(terms_a, found, rows, "A", language)
     attr_b = attribute_set_from_rows(terms_b, found, rows, "B", language)
-    return (
-        association_axes(association, *_attribute_vectors(association, terms_a, terms_b, attr_a, attr_b, language)),
+    return Attributes(
+        association_axes(association, *attribute_vectors(association, terms_a, terms_b, attr_a, attr_b, language)),
         attr_a,
         attr_b,
     )
@@ -899,13 +959,13 @@ def _found_attrs(attr_a: AttributeSet, attr_b: AttributeSet, n_zero_vectors, n_d
     )
 
 
-def _attribute_vectors(
+def attribute_vectors(
     association: str, terms_a: list, terms_b: list, attr_a: AttributeSet, attr_b: AttributeSet, language: str
-) -> tuple[np.ndarray, np.ndarray]:
+) -> AttributeVectors:
     """The attribute vectors an association is built from: RIPA's aligned pairs (a[i], b[i]) whose two
     words are found and differ, else the two sets as found."""
     if association != "ripa":
-        return attr_a.vectors, attr_b.vectors
+        return AttributeVectors(attr_a.vectors, attr_b.vectors)
     if len(terms_a) != len(terms_b):
         raise BiasdaskError(
             f"association 'ripa' pairs the i-th attribute word of A with the i-th of B: A has {len(terms_a)} "
@@ -922,4 +982,4 @@ def _attribute_vectors(
             f"association 'ripa': no pair of attribute words (a[i], b[i]) has two distinct usable vectors in "
             f"language {language!r}"
         )
-    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    return AttributeVectors(np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))

@@ -31,16 +31,17 @@ from distributed import Client
 
 from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client, compute, n_slots
+from biasdask.engine.placebo import attribute_placebo, iat_placebo
 from biasdask.engine.scores import read_rows
 from biasdask.engine.weat import (
     DEFAULT_MIN_COVERAGE,
     ClassicTestResult,
-    _check_coverage,
-    _coverage,
+    check_coverage,
     iat_coverage,
+    set_coverage,
     word_sets,
 )
-from biasdask.engine.words import _language
+from biasdask.engine.words import store_language
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import (
@@ -56,7 +57,7 @@ from biasdask.stats import setmetrics as sm
 from biasdask.stats.permutation import normal_pvalue, permutation_pvalue, resolve_seed
 from biasdask.stats.resampling import Resampling
 from biasdask.stats.resampling import resampling as resampling_options
-from biasdask.stats.weat import _word_vectors
+from biasdask.stats.weat import word_vectors
 
 __all__ = ["SET_METRICS", "run_set_cell", "set_metric_sets", "set_metric_test"]
 
@@ -142,7 +143,7 @@ def _test(
         m = int(null.size)
     return ClassicTestResult(
         statistic=statistic,
-        pvalue=pvalue,
+        p_value=pvalue,
         effect_size=math.nan,
         n_permutations=m,
         exact=exact,
@@ -235,7 +236,7 @@ def set_metric_test(
     >>> words = [*w.x, *w.a, *w.b]
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
     >>> res = biasdask.set_metric_test(emb, w, metric="rnd", resampling=biasdask.Resampling(n_permutations=999, seed=1))
-    >>> res.n_x, res.n_permutations, bool(0 < res.pvalue <= 1)
+    >>> res.n_x, res.n_permutations, bool(0 < res.p_value <= 1)
     (8, 999, True)
     """
     _check_metric(metric)
@@ -243,14 +244,14 @@ def set_metric_test(
     emb = as_embeddings(emb)
     sets = word_sets("set_metric_test", sets, test, emb, roles="xab")
     s, a, b = sets.x, sets.a, sets.b
-    language = _language(emb)
+    language = store_language(emb)
     labels = (sets.x_name, sets.a_name, sets.b_name)
     test = metric
     with contextlib.nullcontext(active_client(client)) as c:
         vectors = read_rows(emb, [*s, *a, *b], c)
         sets = dict(zip(_ROLES, (s, a, b)))
-        coverage = {role: _coverage(role, label, sets[role], vectors) for role, label in zip(_ROLES, labels)}
-        _check_coverage(coverage, min_coverage, test, language)
+        coverage = {role: set_coverage(role, label, sets[role], vectors) for role, label in zip(_ROLES, labels)}
+        check_coverage(coverage, min_coverage, test, language)
         matrices = {r: np.array([vectors[w] for w in coverage[r].found]) for r in _ROLES}
         res = _test(
             metric,
@@ -265,7 +266,6 @@ def set_metric_test(
         )
     if not options.placebo:
         return res
-    from biasdask.engine.placebo import attribute_placebo
 
     def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
         return _value(metric, {"x": matrices["x"], "a": a_rows, "b": b_rows}), math.nan
@@ -280,26 +280,26 @@ def set_metric_test(
         seed=res.seed,
         alternative=res.alternative,
         exclude=options.placebo_exclude,
+        match=options.placebo_match,
     )
     return _with_placebo(res, found)
 
 
-def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> ClassicTestResult:
-    entries = iat_words(model, language)
+def _iat_set_metric_test(emb, metric, language, iat_model, min_coverage, common) -> ClassicTestResult:
+    entries = iat_words(iat_model, language)
     categories = iat_categories()
     with contextlib.nullcontext(active_client(common["client"])) as c:
         vectors = read_rows(emb, [t for e in entries for t in e.tokens], c)
-        wv = _word_vectors(entries, vectors)
+        wv = word_vectors(entries, vectors)
         coverage, matrices = {}, {}
         for role, category in zip(_ROLES, ("career", "male", "female")):
             coverage[role] = iat_coverage(role, category, categories[category], entries, vectors)
             matrices[role] = np.array([wv[(category, w)] for w in coverage[role].found])
-        _check_coverage(coverage, min_coverage, metric, language)
+        check_coverage(coverage, min_coverage, metric, language)
         res = _test(metric, matrices, coverage, **{**common, "client": c}, test=metric, language=language)
     options = common["resampling"]
     if not options.placebo:
         return res
-    from biasdask.engine.placebo import iat_placebo
 
     def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
         return _value(metric, {"x": matrices["x"], "a": a_rows, "b": b_rows}), math.nan
@@ -314,19 +314,20 @@ def _iat_set_metric_test(emb, metric, language, model, min_coverage, common) -> 
         seed=res.seed,
         alternative=res.alternative,
         exclude=options.placebo_exclude,
+        match=options.placebo_match,
     )
     return _with_placebo(res, found)
 
 
-def set_metric_sets(language: str, model: str = "cc") -> str | None:
+def set_metric_sets(language: str, iat_model: str = "cc") -> str | None:
     """Which word sets the set metrics use in ``language``: ``"weat7"`` (English), ``"xweat7"`` (de, es,
-    hr, it, ru, tr), ``"career_family"`` (other languages with IAT translations for ``model``), or None."""
+    hr, it, ru, tr), ``"career_family"`` (other languages with IAT translations for ``iat_model``), or None."""
     tests = available_tests()
     if language in tests["weat7"]:
         return "weat7"
     if language in tests["xweat7"]:
         return "xweat7"
-    if language in iat_languages(model):
+    if language in iat_languages(iat_model):
         return "career_family"
     return None
 
@@ -339,7 +340,7 @@ def run_set_cell(
     resampling: Resampling | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
-    model: Literal["cc", "wiki", "subt"] = "cc",
+    iat_model: Literal["cc", "wiki", "subt"] = "cc",
     return_null: bool = False,
     progress: bool = False,
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
@@ -347,8 +348,8 @@ def run_set_cell(
     """Run the study test ``rnd``, ``rnsb``, ``mac``, ``ect`` or ``nas`` on ``language``'s gender word sets.
 
     The sets are the study's ``set_metric_words`` (S, A, B) when given, else :func:`set_metric_sets`'s;
-    ``model`` chooses the IAT translations where those are used. Other parameters
-    as in :func:`biasdask.engine.cells.run_cell`.
+    ``iat_model`` chooses the IAT translations where those are used. Other parameters
+    as in :func:`biasdask.study.cells.run_cell`.
 
     Raises
     ------
@@ -364,17 +365,16 @@ def run_set_cell(
         s, a, b = set_metric_words
         sets = WordSets(s, (), a, b, x_name="S")
         return set_metric_test(emb, sets, metric=test, min_coverage=min_coverage, **common)
-    sets = set_metric_sets(language, model)
+    sets = set_metric_sets(language, iat_model)
     if sets is None:
         raise BiasdaskError(f"test {test!r}: no gender word sets for language {language!r}")
     if sets == "career_family":
-        return _iat_set_metric_test(emb, test, language, model, min_coverage, common)
+        return _iat_set_metric_test(emb, test, language, iat_model, min_coverage, common)
     ws = weat_test(7) if sets == "weat7" else xweat_test(language, 7)
     return set_metric_test(emb, ws, metric=test, min_coverage=min_coverage, **common)
 
 
 def _with_placebo(res, found):
-    """``res`` with the placebo comparison of its one statistic (a set-level metric has no effect size)."""
-    return dataclasses.replace(
-        res, p_value_placebo=float(found.p_value[0]), z_placebo=float(found.z[0]), n_placebo=found.n
-    )
+    """``res`` with the placebo comparison of its one statistic (a set-level metric has no effect size, so
+    its placebo p is its statistic's)."""
+    return dataclasses.replace(res, **found.fields())

@@ -42,14 +42,16 @@ import numpy as np
 import xarray as xr
 from distributed import Client
 
-from biasdask._calls import keyword_api
+from biasdask._calls import keyword_api, word_list
 from biasdask.engine.cluster import active_client
 from biasdask.engine.permutation import permutation_test
+from biasdask.engine.placebo import attribute_placebo, iat_placebo
 from biasdask.engine.scores import read_rows
-from biasdask.engine.words import _language, word_list
+from biasdask.engine.words import store_language
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import WordSets, iat_categories, iat_words, weat_test, xweat_test
+from biasdask.stats.bootstrap import bootstrap_effect_size
 from biasdask.stats.permutation import PermutationTestResult
 from biasdask.stats.resampling import Resampling
 from biasdask.stats.resampling import resampling as resampling_options
@@ -65,6 +67,10 @@ __all__ = [
     "cross_lingual_weat",
     "weat",
     "word_sets",
+    "CI_RESAMPLES",
+    "check_coverage",
+    "iat_coverage",
+    "set_coverage",
 ]
 
 DEFAULT_MIN_COVERAGE = 0.8
@@ -205,7 +211,8 @@ class ClassicTestResult(PermutationTestResult):
 
     The interval fields (``effect_size_ci_low``...) hold a bootstrap interval of d over the target
     words X and Y, resampled apart with replacement, the attribute words fixed
-    (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`, BCa, seeded by the test's ``seed``).
+    (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`: a studentized bootstrap of a normal model of
+    each set's scores, seeded by the test's ``seed``).
     """
 
     n_a: int
@@ -229,33 +236,31 @@ CI_RESAMPLES = 9999
 
 
 def effect_size_interval(
-    s_x: np.ndarray, s_y: np.ndarray, *, seed: int, level: float | None, effect_size: float | None = None
+    s_x: np.ndarray, s_y: np.ndarray, *, seed: int, ci_level: float | None, effect_size: float | None = None
 ) -> dict[str, float | str]:
     """The interval fields of a :class:`ClassicTestResult` from its per-word scores (nothing for
-    ``level`` None). ``effect_size``: the test's own d, when it is not d of ``s_x``, ``s_y`` (Lewis &
+    ``ci_level`` None). ``effect_size``: the test's own d, when it is not d of ``s_x``, ``s_y`` (Lewis &
     Lupyan's two-run d of a language with grammatical gender): then no interval, saying why."""
-    from biasdask.stats.bootstrap import bootstrap_effect_size
-
-    if level is None:
+    if ci_level is None:
         return {}
-    interval = bootstrap_effect_size(s_x, s_y, seed=seed, level=level, n_resamples=CI_RESAMPLES)
+    interval = bootstrap_effect_size(s_x, s_y, seed=seed, ci_level=ci_level, n_resamples=CI_RESAMPLES)
     if effect_size is not None and not math.isclose(interval.effect_size, effect_size, rel_tol=1e-12, abs_tol=1e-15):
         return {
-            "ci_level": float(level),
+            "ci_level": float(ci_level),
             "ci_method": "none: the effect size of two runs (grammatical gender) is not resampled",
         }
     if interval.note:
-        return {"ci_level": float(level), "ci_method": f"none: {interval.note}"}
+        return {"ci_level": float(ci_level), "ci_method": f"none: {interval.note}"}
     return {
         "effect_size_ci_low": interval.ci_low,
         "effect_size_ci_high": interval.ci_high,
         "effect_size_se": interval.se,
-        "ci_level": float(level),
-        "ci_method": f"{interval.method} bootstrap of the target words ({interval.n_resamples} resamples)",
+        "ci_level": float(ci_level),
+        "ci_method": f"{interval.ci_method} bootstrap of the target words' scores ({interval.n_resamples} resamples)",
     }
 
 
-def _check_coverage(coverage: dict[str, SetCoverage], min_coverage: float, test: str, language: str) -> None:
+def check_coverage(coverage: dict[str, SetCoverage], min_coverage: float, test: str, language: str) -> None:
     if not 0.0 <= min_coverage <= 1.0:
         raise BiasdaskError(f"min_coverage must be between 0 and 1, got {min_coverage}")
     low = [c for c in coverage.values() if c.fraction < min_coverage or not c.found]
@@ -274,7 +279,7 @@ def _check_coverage(coverage: dict[str, SetCoverage], min_coverage: float, test:
 # Reading the rows a test needs
 
 
-def _coverage(role: str, name: str, words: Sequence[str], vectors: Mapping[str, np.ndarray]) -> SetCoverage:
+def set_coverage(role: str, name: str, words: Sequence[str], vectors: Mapping[str, np.ndarray]) -> SetCoverage:
     requested = tuple(dict.fromkeys(words))
     return SetCoverage(
         role=role,
@@ -317,7 +322,7 @@ def word_sets(function: str, sets: WordSets | None, test: str | None, emb: xr.Da
     if sets is not None and test is not None:
         raise BiasdaskError(f"{function}: give the word sets or the name of a lexicon test (test=), not both")
     if test is not None:
-        sets = weat_test(test) if str(test).startswith("weat") else xweat_test(_language(emb), test)
+        sets = weat_test(test) if str(test).startswith("weat") else xweat_test(store_language(emb), test)
     if not isinstance(sets, WordSets):
         raise BiasdaskTypeError(
             f"{function}: the word sets go in one WordSets: {function}(emb, WordSets(x, y, a, b)), "
@@ -373,10 +378,11 @@ def weat(
         enumerated when there are at most this many), ``alternative`` (``"two-sided"`` by default;
         ``"auto"`` takes the side of s after seeing it, type-I rate about 2α), ``seed`` (bit-identical
         results on any scheduler; ``None`` draws one, recorded in the result's ``seed``),
-        ``batch_size``, and ``placebo``: also compare s with P = ``placebo`` WEATs whose attribute words
-        are replaced by random words of about the same frequency ranks (never a test word, a known
-        gendered word or a word of ``placebo_exclude``; :func:`biasdask.engine.placebo.attribute_placebo`):
-        ``p_value_placebo``, ``z_placebo``, ``effect_size_placebo_percentile`` of the result. A
+        ``batch_size``, and ``placebo``: also compare d with that of P = ``placebo`` WEATs whose attribute
+        words are replaced by random words of about the same frequency ranks (never a test word, a known
+        gendered word or a word of ``placebo_exclude``; word-like tokens as ``placebo_words`` says;
+        :func:`biasdask.engine.placebo.attribute_placebo`): ``p_value_placebo``, ``z_placebo``,
+        ``effect_size_placebo_percentile`` of the result, and s's ``p_value_placebo_statistic``. A
         cross-lingual test draws its placebo words from the attributes' store (``attributes_from``).
     client
         Dask client (default: the current ``distributed`` client, else Dask's default scheduler; no
@@ -393,7 +399,7 @@ def weat(
         Show a progress bar for the permutations.
     ci_level
         Confidence level of the effect size's bootstrap interval (``effect_size_ci_low``,
-        ``effect_size_ci_high``: X and Y resampled apart, BCa, seeded by the result's ``seed``); None
+        ``effect_size_ci_high``: a studentized bootstrap of X and Y, seeded by the result's ``seed``); None
         for none.
 
     Returns
@@ -443,9 +449,9 @@ def weat(
             f"attributes_from has dimension {attr_emb.sizes['dim']}, the target store {emb.sizes['dim']}: "
             "the spaces must be aligned (biasdask.align)"
         )
-    language = _language(emb)
+    language = store_language(emb)
     if attributes_from is not None:
-        language = f"{language}->{_language(attr_emb)}"
+        language = f"{language}->{store_language(attr_emb)}"
     with contextlib.nullcontext(active_client(client)) as c:
         if attributes_from is None:
             tv = av = read_rows(emb, [*x, *y, *a, *b], c)
@@ -453,15 +459,15 @@ def weat(
             tv, av = read_rows(emb, [*x, *y], c), read_rows(attr_emb, [*a, *b], c)
         sets = dict(zip(_ROLES, (x, y, a, b)))
         coverage = {
-            role: _coverage(role, label, sets[role], tv if role in "xy" else av) for role, label in zip(_ROLES, labels)
+            role: set_coverage(role, label, sets[role], tv if role in "xy" else av)
+            for role, label in zip(_ROLES, labels)
         }
-        _check_coverage(coverage, min_coverage, test, language)
+        check_coverage(coverage, min_coverage, test, language)
         matrices = {r: np.array([(tv if r in "xy" else av)[w] for w in coverage[r].found]) for r in _ROLES}
         s_x, s_y = weat_scores(matrices["x"], matrices["y"], matrices["a"], matrices["b"], similarity)
         res = permutation_test(s_x, s_y, resampling=options, client=c, return_null=return_null, progress=progress)
     extra = {}
     if options.placebo:  # placebo attribute words from the attributes' language (cross-lingual: attributes_from)
-        from biasdask.engine.placebo import attribute_placebo
 
         def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
             px, py = weat_scores(matrices["x"], matrices["y"], a_rows, b_rows, similarity)
@@ -477,13 +483,9 @@ def weat(
             seed=res.seed,
             alternative=res.alternative,
             exclude=options.placebo_exclude,
+            match=options.placebo_match,
         )
-        extra = dict(
-            p_value_placebo=float(found.p_value[0]),
-            z_placebo=float(found.z[0]),
-            effect_size_placebo_percentile=found.effect_size_percentile,
-            n_placebo=found.n,
-        )
+        extra = found.fields()
     return _result(
         res,
         coverage,
@@ -491,7 +493,7 @@ def weat(
         language=language,
         similarity=similarity,
         convention=_CONVENTIONS[similarity],
-        **effect_size_interval(s_x, s_y, seed=res.seed, level=ci_level),
+        **effect_size_interval(s_x, s_y, seed=res.seed, ci_level=ci_level),
         **extra,
     )
 
@@ -512,12 +514,14 @@ def cross_lingual_weat(
 # Career/family IAT (Lewis & Lupyan 2020)
 
 
-@keyword_api("career_family_test(emb, language=..., model=..., resampling=Resampling(...))")
+@keyword_api(
+    "career_family_test(emb, language=..., iat_model=..., resampling=Resampling(...))", renamed={"model": "iat_model"}
+)
 def career_family_test(
     emb: Embeddings,
     *,
     language: str | None = None,
-    model: Literal["cc", "wiki", "subt"] = "cc",
+    iat_model: Literal["cc", "wiki", "subt"] = "cc",
     resampling: Resampling | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
@@ -543,7 +547,7 @@ def career_family_test(
         Embedding Dataset or store URL; only the rows of the translation tokens are read.
     language
         Language code of the translations (default: the store's ``language`` attribute).
-    model
+    iat_model
         Which translation lists: ``"cc"`` (fastText Common Crawl, Grave et al. 2018), ``"wiki"``
         or ``"subt"``; Lewis & Lupyan chose tokens per model.
     resampling, client, return_null, progress, ci_level
@@ -568,7 +572,7 @@ def career_family_test(
     CoverageError
         A category below ``min_coverage``.
     BiasdaskError
-        No translations for ``language`` with ``model``.
+        No translations for ``language`` with ``iat_model``.
 
     Examples
     --------
@@ -586,8 +590,8 @@ def career_family_test(
     """
     options = resampling_options(resampling)
     emb = as_embeddings(emb)
-    language = language or _language(emb)
-    entries = iat_words(model, language)
+    language = language or store_language(emb)
+    entries = iat_words(iat_model, language)
     categories = iat_categories()
     with contextlib.nullcontext(active_client(client)) as c:
         vectors = read_rows(emb, [t for e in entries for t in e.tokens], c)
@@ -595,16 +599,14 @@ def career_family_test(
             role: iat_coverage(role, category, categories[category], entries, vectors)
             for role, category in zip(_ROLES, ("male", "female", "career", "family"))
         }
-        _check_coverage(coverage, min_coverage, "career_family", language)
+        check_coverage(coverage, min_coverage, "career_family", language)
         effect = career_family_effect(entries, vectors)
         res = permutation_test(
             effect.s_x, effect.s_y, resampling=options, client=c, return_null=return_null, progress=progress
         )
     extra = {}
     if options.placebo:
-        extra = _career_family_placebo(
-            emb, entries, coverage, vectors, effect, res, options.placebo, options.placebo_exclude
-        )
+        extra = _career_family_placebo(emb, entries, coverage, vectors, effect, res, options)
     return _result(
         res,
         coverage,
@@ -614,14 +616,14 @@ def career_family_test(
         language=language,
         similarity="cosine",
         convention=_CAREER_FAMILY_CONVENTION,
-        **effect_size_interval(effect.s_x, effect.s_y, seed=res.seed, level=ci_level, effect_size=effect.effect_size),
+        **effect_size_interval(
+            effect.s_x, effect.s_y, seed=res.seed, ci_level=ci_level, effect_size=effect.effect_size
+        ),
     )
 
 
-def _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo, exclude) -> dict:
+def _career_family_placebo(emb, entries, coverage, vectors, effect, res, options: Resampling) -> dict:
     """The placebo fields of a career/family test: its career and family terms replaced by random words."""
-    from biasdask.engine.placebo import iat_placebo
-
     targets = [tuple(e) for e in entries if e.category in ("male", "female")]
 
     def statistic(a_rows: np.ndarray, b_rows: np.ndarray) -> tuple[float, float]:
@@ -637,14 +639,10 @@ def _career_family_placebo(emb, entries, coverage, vectors, effect, res, placebo
         coverage,
         statistic,
         (weat_statistic(effect.s_x, effect.s_y), effect.effect_size),
-        n=int(placebo),
+        n=int(options.placebo),
         seed=res.seed,
         alternative=res.alternative,
-        exclude=exclude,
+        exclude=options.placebo_exclude,
+        match=options.placebo_match,
     )
-    return dict(
-        p_value_placebo=float(found.p_value[0]),
-        z_placebo=float(found.z[0]),
-        effect_size_placebo_percentile=found.effect_size_percentile,
-        n_placebo=found.n,
-    )
+    return found.fields()

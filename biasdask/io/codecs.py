@@ -22,10 +22,28 @@ from zarr.codecs.numcodecs import FixedScaleOffset
 
 from biasdask.io import zarr_compat
 
+__all__ = [
+    "ENCODING_LIMITS",
+    "NEGATIVE_ZERO",
+    "OTHER_COMPRESSORS",
+    "SCALE",
+    "VECTOR_COMPRESSORS",
+    "decode_scaled",
+    "encode_scaled",
+    "EncodingError",
+    "fitting_encoding",
+    "quiet_codecs",
+    "raw_vectors",
+    "vector_codecs",
+    "vector_encoding",
+    "VectorEncoding",
+    "vlen_find",
+]
+
+
 #: compression of ``vectors``: embedding floats hardly compress, and reading (decoding) the store is
-#: the whole cost of the scores. On GloVe 840B vectors blosc lz4 over bit-shuffled floats keeps 87 %
-#: of the bytes (zstd level 1: 93 %, level 3: 92 %) and a 500,000 x 300 store is read 13 % faster
-#: than with zstd level 1.
+#: the whole cost of the scores: blosc lz4 over bit-shuffled floats keeps fewer bytes than zstd and
+#: reads faster (the figures on GloVe 840B vectors are in docs/benchmarks.md).
 VECTOR_COMPRESSORS = (
     zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle", typesize=4),
     zarr.codecs.Crc32cCodec(),
@@ -206,8 +224,7 @@ def _vlen_hashes(buf):
 def vlen_find(payloads: Iterable[bytes], words: Sequence[str]) -> np.ndarray:
     """Index of the first item equal to each of ``words`` among the items of numcodecs ``VLenUTF8``
     buffers taken one after another, -1 where absent: the items are hashed where they lie and only the
-    candidates compared, so a vocabulary is searched without making a ``str`` of every word (ten times
-    faster than decoding and looking up, for a test's words).
+    candidates compared, so a vocabulary is searched without making a ``str`` of every word.
 
     Examples
     --------

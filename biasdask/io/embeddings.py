@@ -27,14 +27,16 @@ from typing import Any, Union
 import dask.array as da
 import fsspec
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from biasdask._calls import keyword_api
 from biasdask.errors import BiasdaskError, BiasdaskTypeError
 from biasdask.io.fs import Location
+from biasdask.io.parse import row_norms
+from biasdask.io.store import default_chunk_words, open_embeddings, stored_vectors
+from biasdask.io.vocabulary import mark_looked_up
 
-__all__ = ["Embeddings", "as_embeddings", "shortest_decimal", "word_positions"]
+__all__ = ["Embeddings", "as_embeddings", "shortest_decimal", "UNDETERMINED"]
 
 #: The language of an in-memory model that names none (ISO 639-2 "undetermined").
 UNDETERMINED = "und"
@@ -92,8 +94,6 @@ def as_embeddings(
     (('word', 'dim'), 3)
     """
     if isinstance(vectors, (str, os.PathLike, Location, fsspec.FSMap)):
-        from biasdask.io.store import open_embeddings
-
         ds = open_embeddings(vectors)
         return ds if language is None else ds.assign_attrs(language=language)
     if isinstance(vectors, xr.Dataset):
@@ -134,7 +134,7 @@ def _cached(obj: Any, language: str | None) -> xr.Dataset:
         except TypeError:  # not weak-referenceable: no caching
             return ds
         _WRAPPED[id(obj)] = (data, n, language, ds)
-        _seen(ds.indexes["word"])  # a notebook looks words up in it again and again: table at once
+        mark_looked_up(ds.indexes["word"])  # a notebook looks words up in it again and again: table at once
     return ds
 
 
@@ -154,8 +154,6 @@ def _from_dataset(ds: xr.Dataset, language: str | None) -> xr.Dataset:
 
 def _without_words(ds: xr.Dataset) -> bool:
     """Whether ``ds`` is a store opened without its words (:func:`biasdask.io.store.open_vectors`)."""
-    from biasdask.io.store import stored_vectors
-
     return stored_vectors(ds["vectors"].data) is not None
 
 
@@ -174,9 +172,6 @@ def _from_dataarray(arr: xr.DataArray, language: str | None) -> xr.Dataset:
 
 
 def _build(vectors: Any, words: Sequence[str] | np.ndarray, language: str | None, kind: str) -> xr.Dataset:
-    from biasdask.io.parse import _row_norms
-    from biasdask.io.store import default_chunk_words
-
     if not isinstance(vectors, da.Array):
         vectors = np.asarray(vectors)
     if vectors.ndim != 2:
@@ -195,7 +190,7 @@ def _build(vectors: Any, words: Sequence[str] | np.ndarray, language: str | None
         # lazy graph over chunks of it. name=False: no hashing of the whole array.
         v = vectors.astype(np.float32, copy=False)
         lazy = da.from_array(v, chunks=chunks, name=False)
-    norm = lazy.map_blocks(_row_norms, drop_axis=1, dtype=np.float32, meta=np.empty((0,), np.float32))
+    norm = lazy.map_blocks(row_norms, drop_axis=1, dtype=np.float32, meta=np.empty((0,), np.float32))
     word = np.asarray(words, dtype=object)
     ds = xr.Dataset(
         {"vectors": (("word", "dim"), v), "norm": (("word",), norm)},
@@ -203,66 +198,6 @@ def _build(vectors: Any, words: Sequence[str] | np.ndarray, language: str | None
     )
     ds.attrs.update(language=str(language or UNDETERMINED), n_words=int(n), dim=int(dim), source=f"in-memory {kind}")
     return ds
-
-
-class _WordTable:
-    """Word -> first row of a vocabulary: the words' Python hashes, sorted once; a lookup is a binary
-    search plus a comparison of the few candidates (equal hashes)."""
-
-    def __init__(self, words: np.ndarray):
-        self.words = words
-        hashes = np.fromiter(map(hash, words), np.int64, len(words))
-        self.order = np.argsort(hashes)
-        self.sorted = hashes[self.order]
-
-    def rows(self, words: list[str]) -> np.ndarray:
-        h = np.fromiter(map(hash, words), np.int64, len(words))
-        lo, hi = np.searchsorted(self.sorted, h, "left"), np.searchsorted(self.sorted, h, "right")
-        out = np.full(len(words), -1, dtype=np.intp)
-        for i, (w, a, b) in enumerate(zip(words, lo.tolist(), hi.tolist())):
-            match = [r for r in self.order[a:b].tolist() if self.words[r] == w]
-            if match:
-                out[i] = min(match)
-        return out
-
-
-# Word tables by id() of a vocabulary's pandas Index (immutable, and shared by the Datasets derived
-# from one another by attrs or variable changes); None: looked up once, no table yet. A table costs
-# about two scans of the vocabulary, so an in-memory model gets one at its first lookup and any other
-# vocabulary at its second; an entry goes with its Index.
-_TABLES: dict[int, _WordTable | None] = {}
-
-
-def _seen(index: pd.Index) -> None:
-    """Record ``index`` as looked up (nothing is kept for an index that is not weak-referenceable)."""
-    if id(index) not in _TABLES:
-        try:
-            weakref.finalize(index, _TABLES.pop, id(index), None)
-        except TypeError:
-            return
-        _TABLES[id(index)] = None
-
-
-def word_positions(index: pd.Index, words: list[str]) -> np.ndarray:
-    """Row of each of ``words`` in the vocabulary ``index`` (its first occurrence), -1 where absent.
-
-    The first lookup in a vocabulary is one vectorised scan (``isin``) for the words asked for; from
-    the second on (the first for an in-memory model), a hash table of the vocabulary built once
-    answers in microseconds. Building it costs about two scans: seconds at 2,000,000 words.
-    """
-    if not words:
-        return np.empty(0, np.intp)
-    table = _TABLES.get(id(index))
-    if table is None and id(index) in _TABLES:
-        table = _TABLES[id(index)] = _WordTable(np.asarray(index, dtype=object))
-    if table is not None:
-        return table.rows(words)
-    _seen(index)
-    rows = np.flatnonzero(index.isin(words))
-    found: dict[str, int] = {}
-    for word, row in zip(index[rows], rows):
-        found.setdefault(str(word), int(row))
-    return np.array([found.get(w, -1) for w in words], dtype=np.intp)
 
 
 # 10**k for k = 0..22: exactly representable in float64.

@@ -46,10 +46,27 @@ from biasdask.io.fs import (
     as_location,
     display_url,
     one_line,
+    source_record,
     timeout_error,
     url_to_fs,
 )
 from biasdask.io.parse import WHITESPACE, find_units, tabs_hint
+
+__all__ = [
+    "FORMATS",
+    "PIECE_BYTES",
+    "Block",
+    "check_only_whitespace_after",
+    "count_newlines",
+    "head_block",
+    "iter_blocks",
+    "read_range",
+    "skip_lines",
+    "sniff_source",
+    "SourceInfo",
+    "view_range",
+]
+
 
 FORMATS = ("vec", "glove", "word2vec-binary")
 #: bytes read from a stream at a time (decompressed bytes for gzip)
@@ -101,6 +118,8 @@ class SourceInfo:
         Size in bytes of the file as stored (compressed size for a compressed file), None when unknown.
     splittable
         True when the file can be read as independent byte ranges (uncompressed text).
+    record
+        Where it comes from, as the store records it (:func:`biasdask.io.fs.source_record`).
     """
 
     location: Location
@@ -112,6 +131,7 @@ class SourceInfo:
     body_offset: int
     size: int | None
     splittable: bool
+    record: dict = dataclasses.field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -157,13 +177,13 @@ def _reading(display: str, compression: str | None = None) -> Iterator[None]:
         raise InputFormatError(f"{display}: corrupt xz data ({exc})") from None
     except FileNotFoundError as exc:
         if isinstance(exc.__cause__, TimeoutError):  # fsspec's http reports a timeout so
-            raise timeout_error(display) from None
+            raise timeout_error(display, exc) from None
         cause = f" ({one_line(exc.__cause__)})" if exc.__cause__ else ""
         raise BiasdaskError(f"{display}: no such file or unreachable{cause}") from None
     except PermissionError:
         raise BiasdaskError(f"{display}: permission denied") from None
-    except TimeoutError:
-        raise timeout_error(display) from None
+    except TimeoutError as exc:
+        raise timeout_error(display, exc) from None
     except NETWORK_ERRORS as exc:
         if type(exc) is OSError and str(exc) == "Invalid data stream":  # bz2's error for corrupt data
             raise InputFormatError(f"{display}: corrupt bz2 data") from None
@@ -261,11 +281,13 @@ def sniff_source(source: Locatable, format: str = "auto") -> SourceInfo:
     fs, path = url_to_fs(loc)
     with _reading(display):
         try:
-            size = fs.size(path)
+            details = fs.info(path)
         except FileNotFoundError:
             raise
         except Exception:  # noqa: BLE001 - some servers do not tell the size; it is only for progress
-            size = None
+            details = {}
+    record = source_record(display, details)
+    size = record.get("size")
     with _Stream(loc, display) as stream:
         head = b""
         while len(head) < _SNIFF_BYTES:
@@ -322,6 +344,7 @@ def sniff_source(source: Locatable, format: str = "auto") -> SourceInfo:
         body_offset=body_offset,
         size=size,
         splittable=splittable,
+        record=record,
     )
 
 

@@ -14,9 +14,13 @@ third-party error text through :func:`redact`, so no credential reaches a log or
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import datetime
 import os
+import posixpath
 import re
+import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +29,7 @@ from typing import Any, Union
 import fsspec
 import fsspec.implementations.local
 
+from biasdask._dask_config import number
 from biasdask.errors import BiasdaskError
 
 __all__ = [
@@ -32,14 +37,18 @@ __all__ = [
     "Locatable",
     "Location",
     "as_location",
+    "check_kept",
     "display_url",
     "http_timeouts",
     "location_key",
+    "nesting",
     "one_line",
     "redact",
+    "source_record",
     "storage_options_for",
     "timeout_error",
     "url_to_fs",
+    "files_under",
 ]
 
 #: protocols that take no flat storage options (a flat dict is meant for object stores)
@@ -166,23 +175,47 @@ def as_location(place: Locatable, what: str = "location") -> Location:
     )
 
 
-def location_key(url: str) -> str:
-    """A comparable form of a store location: a local path made absolute (``file://`` stripped), a URL
-    with its scheme lower-cased; no trailing ``/``. ``a`` lies inside ``b`` when
-    ``location_key(a).startswith(location_key(b) + "/")``.
+def location_key(place: Locatable) -> str:
+    """A comparable form of a store location: a local path made absolute with every symbolic link and
+    ``..`` resolved (``file://`` or ``local://`` stripped), so that two spellings of one folder give one
+    key; a URL with its scheme lower-cased and its ``.``/``..`` segments resolved; no trailing ``/``.
+    ``a`` lies inside ``b`` when ``location_key(a).startswith(location_key(b) + "/")``.
 
     Examples
     --------
-    >>> location_key("S3://bucket/emb/en.zarr/")
-    's3://bucket/emb/en.zarr'
+    >>> location_key("S3://bucket/emb/../en.zarr/")
+    's3://bucket/en.zarr'
     """
-    url = str(url)
-    if url.startswith("file://"):
-        url = url[len("file://") :]
-    scheme, sep, rest = url.partition("://")
-    if sep and len(scheme) > 1:
-        return f"{scheme.lower()}://{rest.rstrip('/')}"
-    return os.path.abspath(os.path.expanduser(url))
+    url = as_location(place).url
+    protocol = fsspec.core.split_protocol(url)[0]
+    if (protocol or "file") in ("file", "local"):
+        path = fsspec.implementations.local.LocalFileSystem._strip_protocol(url)
+        return os.path.realpath(os.path.expanduser(path))
+    scheme, _, rest = url.partition("://")
+    scheme = scheme.lower()
+    with contextlib.suppress(ImportError, ValueError):  # the file system's own form of its paths
+        stripped = fsspec.get_filesystem_class(scheme)._strip_protocol(f"{scheme}://{rest}")
+        rest = rest if "://" in stripped else stripped
+    return f"{scheme}://{posixpath.normpath(rest) if rest.strip('/') else ''}".rstrip("/")
+
+
+def nesting(inner: Locatable, outer: Locatable) -> str | None:
+    """How location ``inner`` relates to ``outer`` once both are resolved (:func:`location_key`):
+    ``"is"``, ``"lies inside"``, ``"contains"``, or None when they are apart.
+
+    Examples
+    --------
+    >>> nesting("s3://b/emb/en.zarr/res.zarr", "s3://b/emb/en.zarr"), nesting("s3://b/r.zarr", "s3://b/emb")
+    ('lies inside', None)
+    """
+    a, b = location_key(inner), location_key(outer)
+    if a == b:
+        return "is"
+    if a.startswith(b.rstrip("/") + "/"):
+        return "lies inside"
+    if b.startswith(a.rstrip("/") + "/"):
+        return "contains"
+    return None
 
 
 _URL_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")
@@ -209,13 +242,54 @@ def redact(text: str) -> str:
 
 def http_timeouts() -> tuple[float, float]:
     """Connect and read timeouts (seconds) of http(s) sources: Dask config keys
-    ``biasdask.http.connect-timeout`` (default 30) and ``biasdask.http.read-timeout`` (default 120),
-    also settable as ``DASK_BIASDASK__HTTP__CONNECT_TIMEOUT`` / ``..._READ_TIMEOUT``."""
-    import dask.config
+    ``biasdask.http.connect-timeout`` (default 30) and ``biasdask.http.read-timeout`` (default 60),
+    also settable as ``DASK_BIASDASK__HTTP__CONNECT_TIMEOUT`` / ``..._READ_TIMEOUT``.
 
-    connect = float(dask.config.get("biasdask.http.connect-timeout"))
-    read = float(dask.config.get("biasdask.http.read-timeout"))
-    return connect, read
+    Raises
+    ------
+    ConfigError
+        A setting that is no number, named.
+    """
+    return number("biasdask.http.connect-timeout"), number("biasdask.http.read-timeout")
+
+
+# server (scheme://host:port) -> (until when its requests fail at once, the timeout they failed with)
+_SILENT: dict[str, tuple[float, type[BaseException]]] = {}
+_TRACE: list = []
+
+
+def _server(url: Any) -> str:
+    parts = urllib.parse.urlsplit(str(url))
+    return f"{parts.scheme}://{parts.hostname}:{parts.port}"
+
+
+def _silence_tracker():
+    """The aiohttp trace of every http(s) session biasdask opens: a request to a server that has just
+    let one of its requests time out (a silent server) fails at once with the same timeout, for as
+    long as that timeout, instead of waiting for it again. fsspec asks a server for a file's details
+    by HEAD and then by GET, and reading it is a third request: each would wait the whole timeout,
+    and the user twice or thrice the time they set."""
+    if _TRACE:
+        return _TRACE[0]
+    import aiohttp
+
+    async def starting(session, context, params) -> None:
+        silent = _SILENT.get(_server(params.url))
+        if silent is not None and time.monotonic() < silent[0]:
+            raise silent[1](f"{display_url(str(params.url))}: the server let an earlier request time out")
+
+    async def failed(session, context, params) -> None:
+        exc = params.exception
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            connect, read = http_timeouts()
+            waited = connect if isinstance(exc, aiohttp.ConnectionTimeoutError) else read
+            _SILENT[_server(params.url)] = (time.monotonic() + waited, type(exc))
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(starting)
+    trace.on_request_exception.append(failed)
+    _TRACE.append(trace)
+    return trace
 
 
 def storage_options_for(url: str, storage_options: dict | None) -> dict:
@@ -279,6 +353,8 @@ def url_to_fs(place: Locatable) -> tuple[fsspec.AbstractFileSystem, str]:
 
             connect, read = http_timeouts()
             client_kwargs["timeout"] = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read)
+        if "trace_configs" not in client_kwargs:
+            client_kwargs["trace_configs"] = [_silence_tracker()]
         options = {**options, "client_kwargs": client_kwargs}
     try:
         return fsspec.core.url_to_fs(url, **options)
@@ -288,9 +364,8 @@ def url_to_fs(place: Locatable) -> tuple[fsspec.AbstractFileSystem, str]:
 
 def files_under(fs: fsspec.AbstractFileSystem, root: str) -> list[str]:
     """Paths of every file under ``root`` of ``fs``, as ``fs.find`` gives them. On a local disk
-    ``os.walk``'s listing replaces fsspec's, which asks for each entry's details: 2 ms instead of
-    5-14 ms for a store of 366 files, which a study lists for each of its languages before it starts.
-    It follows links to folders, as zarr reads through them (``find`` lists such a link as a file)."""
+    ``os.walk``'s listing replaces fsspec's, which asks for each entry's details (a study lists every
+    language's store before it starts). It follows links to folders, as zarr reads through them (``find`` lists such a link as a file)."""
     if isinstance(fs, fsspec.implementations.local.LocalFileSystem):
         top = root.rstrip("/") or "/"
         return [
@@ -301,13 +376,73 @@ def files_under(fs: fsspec.AbstractFileSystem, root: str) -> list[str]:
     return list(fs.find(root))
 
 
-def timeout_error(display: str) -> BiasdaskError:
-    """The one-line error of a read of ``display`` that timed out, naming the timeouts and their keys."""
+def timeout_error(display: str, exc: BaseException | None = None) -> BiasdaskError:
+    """The one-line error of a read of ``display`` that timed out (``exc``, or an exception it was
+    raised from), naming the timeout that ran out and the setting that raises it."""
+    import aiohttp
+
     connect, read = http_timeouts()
+    chain: list[BaseException] = []
+    while exc is not None and len(chain) < 8:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    if any(isinstance(e, aiohttp.ConnectionTimeoutError) for e in chain):
+        what, seconds, key = "connect", connect, "biasdask.http.connect-timeout"
+    else:
+        what, seconds, key = "read", read, "biasdask.http.read-timeout"
     return BiasdaskError(
-        f"{display}: timed out (connect {connect:g} s, read {read:g} s; Dask config "
-        "biasdask.http.connect-timeout / read-timeout)"
+        f"{display}: the server did not answer within the {what} timeout of {seconds:g} s; if it is only slow, "
+        f"raise Dask setting {key} ({'DASK_' + key.upper().replace('.', '__').replace('-', '_')})"
     )
+
+
+def check_kept(place: Locatable, what: str) -> None:
+    """Refuse ``place`` as a destination of a command: ``memory://`` lives as long as the process, so
+    what a command wrote there would be gone when it ends (the Python API keeps it).
+
+    Raises
+    ------
+    BiasdaskError
+        ``place`` is (or chains to) ``memory://``, named with ``what``.
+
+    Examples
+    --------
+    >>> check_kept("memory://b/en.zarr", "DEST")
+    Traceback (most recent call last):
+    ...
+    biasdask.errors.BiasdaskError: DEST: memory://b/en.zarr would vanish when the command ends (memory:// lives in the process; it is for the Python API): give a path or a URL that keeps it
+    """
+    url = as_location(place).url
+    if any(fsspec.core.split_protocol(link)[0] == "memory" for link in url.split("::")):
+        raise BiasdaskError(
+            f"{what}: {display_url(url)} would vanish when the command ends (memory:// lives in the process; "
+            "it is for the Python API): give a path or a URL that keeps it"
+        )
+
+
+def source_record(display: str, details: Mapping[str, Any]) -> dict[str, Any]:
+    """What an embedding store records of the file it was made from: its URL without credentials,
+    and, from the file system's ``info`` of it (``details``), its size and whichever of ETag,
+    Last-Modified (http, S3, gs) and modification time (local) the protocol gives, as JSON values.
+
+    Examples
+    --------
+    >>> source_record("https://example.org/cc.en.300.vec.gz", {"size": 10, "ETag": '"5f2b"', "type": "file"})
+    {'url': 'https://example.org/cc.en.300.vec.gz', 'size': 10, 'etag': '"5f2b"'}
+    """
+    record: dict[str, Any] = {"url": display}
+    if isinstance(details.get("size"), int):
+        record["size"] = details["size"]
+    etag = details.get("ETag", details.get("etag"))
+    if etag:
+        record["etag"] = str(etag)
+    modified = details.get("Last-Modified", details.get("LastModified", details.get("updated")))
+    if modified:
+        record["last_modified"] = modified.isoformat() if isinstance(modified, datetime.datetime) else str(modified)
+    mtime = details.get("mtime")
+    if isinstance(mtime, (int, float)):
+        record["mtime"] = datetime.datetime.fromtimestamp(mtime, datetime.timezone.utc).isoformat()
+    return record
 
 
 def one_line(exc: BaseException) -> str:

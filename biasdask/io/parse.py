@@ -18,15 +18,39 @@ from __future__ import annotations
 
 import dataclasses
 import unicodedata
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numba
 import numpy as np
 
 from biasdask.errors import InputFormatError
 
-if TYPE_CHECKING:
-    from biasdask.io.formats import SourceInfo
+__all__ = [
+    "WHITESPACE",
+    "find_units",
+    "parse_block",
+    "ParsedBlock",
+    "row_hashes",
+    "row_norms",
+    "Source",
+    "tabs_hint",
+    "word_hash",
+]
+
+
+class Source(Protocol):
+    """What the parser needs to know of a source (:class:`biasdask.io.formats.SourceInfo` is one)."""
+
+    @property
+    def format(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def where(self, index: int) -> str:
+        """Name the place of the word at 0-based position ``index`` of the body, for messages."""
+        ...
+
 
 #: the ASCII whitespace a line may end with (ignored, as gensim's ``line.rstrip()`` does)
 WHITESPACE = b" \t\r\n\x0b\x0c"
@@ -141,7 +165,7 @@ def _parse_text_kernel(buf, pos, n_lines, dim, vectors, norms, word_start, word_
             ts = p
             if p + 20 <= size:
                 # Fast path for the common token: [-]digits[.digits], at most 18 bytes, followed by a
-                # space or newline (4 decimals: 1.4x the general loop below). Anything else (a sign
+                # space or newline (what fastText and GloVe write). Anything else (a sign
                 # "+", an exponent, "\r", a longer token...) is left to the general path.
                 q = p + (buf[p] == 45)
                 lim = p + 19
@@ -339,7 +363,7 @@ def _fnv1a(buf):
 
 
 @numba.njit(nogil=True, cache=True)
-def _row_norms(vectors):
+def row_norms(vectors):
     n, d = vectors.shape
     out = np.empty(n, dtype=np.float32)
     for i in range(n):
@@ -417,7 +441,7 @@ class ParsedBlock:
     normalised: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
-def parse_block(data: bytes, n: int, info: SourceInfo, first: int, offset: int = 0) -> ParsedBlock:
+def parse_block(data: bytes, n: int, info: Source, first: int, offset: int = 0) -> ParsedBlock:
     """Parse the ``n`` words that start at byte ``offset`` of ``data``.
 
     Parameters
@@ -457,7 +481,7 @@ def parse_block(data: bytes, n: int, info: SourceInfo, first: int, offset: int =
                 f"{info.where(first + status[1])}: a word holding a newline: the records are out of step "
                 "(a word containing a space, which word2vec binary cannot store, or not word2vec binary data)"
             )
-        norms = _row_norms(vectors)
+        norms = row_norms(vectors)
         bad = ~np.isfinite(vectors)
         if bad.any():
             row, col = map(int, np.argwhere(bad)[0])
@@ -480,7 +504,7 @@ def parse_block(data: bytes, n: int, info: SourceInfo, first: int, offset: int =
             )
         if status[5]:
             rows = np.unique(slow[: status[5], 0])
-            norms[rows] = _row_norms(vectors[rows])
+            norms[rows] = row_norms(vectors[rows])
     words, hashes, n_invalid, normalised = _decode_words(buf, word_start, word_end, hashes)
     return ParsedBlock(
         words=words,
@@ -550,7 +574,7 @@ def _slow_value(buf, row, col, ts, te, info, first, word_start, word_end) -> np.
     return value
 
 
-def _raise_text_error(buf, status, info: SourceInfo, first: int, word_start, word_end) -> None:
+def _raise_text_error(buf, status, info: Source, first: int, word_start, word_end) -> None:
     code, row, col, ts, te = (int(x) for x in status[:5])
     where = info.where(first + row)
     if code == _MISSING:

@@ -15,7 +15,9 @@ Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)`` and, sub
         target_coverage         float64, fill NaN: share of a classic cell's target words found
         done                    bool, fill False: the cell's completion flag
     attrs: seed, alternative, similarity, sd_ddof, biasdask_version, config (YAML text), config_hash,
-           created, biasdask_store ("results"), store_id (new at every creation)
+           created, biasdask_store ("results"), store_id (new at every creation); while a run
+           writes it, and after one that did not finish, unfinished_run (when it started, on which
+           host and process, and when and why it stopped when it could say)
     <url>/cells/<i>.<j>.<k>/    the record of one cell finished since the last compaction (pending)
     <url>/scores/<language>/    per-word scores: u (word), t (method, word), rank (word), word coordinate
     <url>/null/<language>/<method>/<test>/   the sampled null distribution of one cell (``null``)
@@ -44,15 +46,18 @@ last. Cells not done read back from :func:`open_results` as NaN (floats), -1 (in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
 import re
+import socket
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, NamedTuple, cast
 
 import fsspec
 import numpy as np
@@ -63,32 +68,81 @@ from zarr.errors import GroupNotFoundError, NodeNotFoundError
 
 from biasdask._calls import keyword_api
 from biasdask._version import __version__
-from biasdask.errors import BiasdaskError, ConfigError, IncompleteStoreError, StoreConflictError
+from biasdask.errors import (
+    BiasdaskError,
+    BiasdaskException,
+    BiasdaskOSError,
+    ConfigError,
+    IncompleteStoreError,
+    StorageFullError,
+    StoreConflictError,
+)
 from biasdask.io import zarr_compat
-from biasdask.io.fs import Locatable, Location, as_location, storage_options_for
+from biasdask.io.fs import Locatable, Location, as_location, one_line, redact, storage_options_for, url_to_fs
+from biasdask.io.swap import lock_holder
 
 __all__ = [
-    "DERIVED_VARIABLES",
     "CELL_VARIABLES",
+    "DERIVED_VARIABLES",
     "DIMS",
+    "FORMER_NAMES",
+    "FULL_VOCABULARY_TESTS",
+    "TestLabel",
     "config_hash",
     "copy_cells",
-    "create_results",
     "compact_results",
+    "create_results",
+    "cube_label",
     "done_cells",
     "open_results",
     "open_scores",
+    "progress_note",
     "read_null",
     "replace_results",
+    "run_recorded",
     "scores_done",
+    "split_label",
     "stored_config",
     "write_cell",
     "write_cube_variable",
     "write_null",
     "write_scores",
+    "NOT_RUN",
+    "root_metadata",
 ]
 
 DIMS: tuple[str, str, str] = ("language", "method", "test")
+
+#: The tests over a whole vocabulary: the ones a study's ``associations`` apply to.
+FULL_VOCABULARY_TESTS = ("gender", "context")
+
+
+def cube_label(test: str, association: str) -> str:
+    """The cube's label of a full-vocabulary test run with ``association`` (``gender``, ``gender.ripa``)."""
+    return test if association == "cosine" else f"{test}.{association}"
+
+
+class TestLabel(NamedTuple):
+    """A cube test label taken apart (:func:`split_label`)."""
+
+    test: str
+    association: str
+    """``"none"`` for the tests associations do not apply to."""
+
+
+def split_label(label: str) -> TestLabel:
+    """The test and association of a cube test label (``gender.ripa``: ``gender``, ``ripa``).
+
+    Examples
+    --------
+    >>> split_label("gender"), split_label("gender.ripa").association, split_label("weat7").association
+    (TestLabel(test='gender', association='cosine'), 'ripa', 'none')
+    """
+    test, _, association = label.partition(".")
+    if test not in FULL_VOCABULARY_TESTS:
+        return TestLabel(label, "none")
+    return TestLabel(test, association or "cosine")
+
 
 _FLOAT = np.dtype("float64")
 _INT = np.dtype("int64")
@@ -115,7 +169,7 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "n_a": (_INT, -1, "attribute words of A found in the embedding"),
     "n_b": (_INT, -1, "attribute words of B found in the embedding"),
     "alternative": (str, "", "alternative hypothesis as resolved for the cell: greater, less or two-sided"),
-    "weighting": (str, "", "word weights of t = weight x u: uniform, zipf or frequency; none for classic tests"),
+    "t_method": (str, "", "method weighting t = weight x u: uniform, zipf or frequency; none for classic tests"),
     "attribute_words_a": (str, "", "attribute words of A found and used, comma-separated"),
     "attribute_words_b": (str, "", "attribute words of B found and used, comma-separated"),
     "missing_attribute_words": (str, "", "attribute words asked for but absent, e.g. 'A: foo; B: bar'"),
@@ -138,19 +192,49 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "effect_size_ci_low": (
         _FLOAT,
         np.nan,
-        "lower end of the effect size's interval at ci_level (classic tests: a bootstrap of the target words)",
+        "lower end of the effect size's interval at ci_level, centred on d: a bootstrap confidence interval, or for a "
+        "full-vocabulary test with one attribute word a side the attribute-word spread (how far d moves when the "
+        "attribute words are replaced by random words of their frequencies; not a confidence interval); ci_method "
+        "says which",
     ),
-    "effect_size_ci_high": (_FLOAT, np.nan, "upper end of the effect size's interval at ci_level"),
-    "effect_size_se": (_FLOAT, np.nan, "standard error of the effect size (the bootstrap distribution's SD)"),
-    "ci_level": (_FLOAT, np.nan, "confidence level of the effect size's interval"),
-    "ci_method": (str, "", "how the effect size's interval was made, or why there is none"),
+    "effect_size_ci_high": (
+        _FLOAT,
+        np.nan,
+        "upper end of the effect size's interval at ci_level (see effect_size_ci_low)",
+    ),
+    "effect_size_se": (
+        _FLOAT,
+        np.nan,
+        "standard error of the effect size: the bootstrap distribution's SD, or the SD of the placebo pairs' d for an "
+        "attribute-word spread",
+    ),
+    "ci_level": (_FLOAT, np.nan, "level of the effect size's interval"),
+    "ci_method": (
+        str,
+        "",
+        "how the effect size's interval was made (a bootstrap, or the attribute-word spread), or why there is none",
+    ),
     "p_value_placebo": (
         _FLOAT,
         np.nan,
-        "p of s against its placebo distribution (random attribute pairs of the same word frequencies)",
+        "p of d against the d of random attribute pairs of the same word frequencies (placebo pairs); a set-level "
+        "metric's: of its value",
     ),
-    "z_placebo": (_FLOAT, np.nan, "(s - mean) / SD of the placebo statistics"),
+    "z_placebo": (_FLOAT, np.nan, "(d - mean) / SD of the placebo pairs' d"),
     "effect_size_placebo_percentile": (_FLOAT, np.nan, "percentile of d among the placebo pairs' d"),
+    "p_value_placebo_statistic": (
+        _FLOAT,
+        np.nan,
+        "p of s against the placebo pairs' s (s grows with the distance between the attribute words; d does not)",
+    ),
+    "z_placebo_statistic": (_FLOAT, np.nan, "(s - mean) / SD of the placebo pairs' s"),
+    "placebo_rank_ratio": (
+        _FLOAT,
+        np.nan,
+        "largest factor between a placebo word's frequency rank and its attribute word's that the windows allowed "
+        "(the study's rank_ratio unless a window was widened to hold min_candidates)",
+    ),
+    "placebo_windows": (str, "", "each attribute word's window of frequency ranks, e.g. 'he (rank 17): ranks 5-98'"),
     "n_placebo": (_INT, -1, "placebo pairs drawn"),
     "p_value_adjusted": (
         _FLOAT,
@@ -161,12 +245,18 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
 }
 #: variables computed from the whole cube at the end of a run (:func:`write_cube_variable`), not by a cell
 DERIVED_VARIABLES: tuple[str, ...] = ("p_value_adjusted", "p_value_placebo_adjusted")
+
+#: cube variables renamed since earlier releases -> their name there: a store written then is read (and
+#: resumed) under the new name, and :func:`open_results` still shows the old one, for one release
+FORMER_NAMES: dict[str, str] = {"t_method": "weighting"}
 NOT_RUN = "not run (the run has not reached this cell, or stopped before it)"
 _DONE = "done"
 _DONE_DESCRIPTION = "completion flag of the cell, written after its values"
 
 _REQUIRED_ATTRS = ("seed", "alternative", "similarity")
-_RESERVED_ATTRS = ("config", "config_hash", "created", "biasdask_store", "store_id")
+_RESERVED_ATTRS = ("config", "config_hash", "created", "biasdask_store", "store_id", "unfinished_run")
+#: root attr of a cube a run is writing, or that a run left unfinished (see :func:`run_recorded`)
+_UNFINISHED = "unfinished_run"
 _STORE_KIND = "results"
 _COMPLETE = "biasdask_complete"
 _SCORES_WORD_CHUNK = 2**18
@@ -201,11 +291,9 @@ def root_metadata(loc: Locatable) -> bytes | None:
     Two processes that read the same bytes see the same store: a study's workers write into it only
     then (a local path on another machine, or ``memory://`` in another process, is another store).
     """
-    loc = as_location(loc)
-    target, kw = _target(loc)
+    fs, path = _fs(loc)
     try:
-        with fsspec.open(f"{target.rstrip('/')}/zarr.json", "rb", **kw.get("storage_options", {})) as f:
-            return f.read()
+        return fs.cat_file(f"{path.rstrip('/')}/zarr.json")
     except (FileNotFoundError, NotADirectoryError):
         return None
 
@@ -302,10 +390,11 @@ def _labels(group: zarr.Group) -> dict[str, list[str]]:
 
 
 def _fs(loc: Locatable) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The filesystem and path of the results store, with :func:`_target`'s options."""
-    loc = as_location(loc)
-    target, kw = _target(loc)
-    return fsspec.core.url_to_fs(target, **kw.get("storage_options", {}))
+    """The filesystem and path of the results store, with :func:`_target`'s options, opened by
+    :func:`biasdask.io.fs.url_to_fs` (and so with its timeouts)."""
+    target, kw = _target(as_location(loc))
+    protocol = fsspec.core.split_protocol(target)[0] or "file"
+    return url_to_fs(Location(target, {protocol: kw["storage_options"]} if kw else {}))
 
 
 def _has_contents(loc: Locatable) -> bool:
@@ -395,6 +484,10 @@ def create_results(
                         f"{loc}: results store of the same config but other languages/methods/tests; "
                         f"pass --overwrite to replace it"
                     )
+                target, kw = _target(loc)
+                zarr.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw).update_attributes(
+                    {_UNFINISHED: _run_started()}
+                )  # a resumed run
                 return
         elif _has_contents(loc):
             raise StoreConflictError(
@@ -409,9 +502,98 @@ def create_results(
         **_json_attrs(attrs),
         "config": config_text,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        _UNFINISHED: _run_started(),
     }
     target, kw = _target(loc)
     zarr_compat.run(_create_async(target, kw, labels, attributes, digest))
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _run_started() -> dict[str, Any]:
+    return {"started": _now(), "host": socket.gethostname(), "pid": os.getpid()}
+
+
+#: what the storage under a results store says when it cannot take more: the disk is full, read-only, refused
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_REFUSED = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+@contextlib.contextmanager
+def run_recorded(loc: Locatable, config_text: str) -> Iterator[None]:
+    """Around the part of a run that writes the results store at ``loc`` (of the study ``config_text``),
+    which :func:`create_results` marks as under way (root attr ``unfinished_run``): on success the mark
+    is removed; on a failure the cube records when and why the run stopped (as far as its storage takes
+    it), for :func:`progress_note`, and the failure of a full, read-only or refusing file system is
+    raised as one line naming the results store and what to do.
+
+    Raises
+    ------
+    StorageFullError
+        The storage of the results store is full (or the quota reached).
+    BiasdaskOSError
+        It is read-only, or refuses writes (permissions).
+    """
+    loc = as_location(loc)
+    entered = _now()
+    try:
+        yield
+    except BaseException as exc:
+        fault = _storage_fault(loc, exc)
+        if isinstance(exc, KeyboardInterrupt):
+            why = "interrupted"
+        else:
+            why = fault or (str(exc) if isinstance(exc, BiasdaskException) else one_line(exc))
+        with contextlib.suppress(Exception):  # the storage may take nothing more
+            _record_stop(loc, config_text, entered, why)
+        if fault is not None:
+            raise (StorageFullError if cast(OSError, exc).errno in _FULL else BiasdaskOSError)(fault) from None
+        raise
+    with contextlib.suppress(Exception):
+        root = _writable_root(loc, config_text)
+        if root is not None and _UNFINISHED in root.attrs:
+            del root.attrs[_UNFINISHED]
+
+
+def _writable_root(loc: Location, config_text: str) -> zarr.Group | None:
+    """The root group of the results store at ``loc``, writable, if it is the cube of ``config_text``."""
+    existing = _open_root(loc)
+    if existing is None or existing.attrs.get("config_hash") != config_hash(config_text):
+        return None
+    target, kw = _target(loc)
+    return zarr.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
+
+
+def _record_stop(loc: Location, config_text: str, entered: str, why: str) -> None:
+    """Add when and why the run stopped to the mark that this process's run (entered at ``entered``) left."""
+    root = _writable_root(loc, config_text)
+    mark = root.attrs.get(_UNFINISHED) if root is not None else None
+    if not isinstance(mark, dict) or (mark.get("host"), mark.get("pid")) != (socket.gethostname(), os.getpid()):
+        return
+    if str(mark.get("started", "")) < entered:
+        return  # another run's mark: this one failed before it wrote any
+    cast(zarr.Group, root).update_attributes({_UNFINISHED: {**mark, "stopped": _now(), "reason": why}})
+
+
+def _storage_fault(loc: Location, exc: BaseException) -> str | None:
+    """The one line for a write into the results store that its file system refused (full, read-only,
+    permissions), naming the store and what to do; None for any other error."""
+    if not isinstance(exc, OSError) or isinstance(exc, BiasdaskException) or exc.errno not in (*_FULL, *_REFUSED):
+        return None
+    reason = os.strerror(exc.errno)
+    if exc.errno in _FULL:
+        try:
+            done = f"{len(done_cells(loc))} cells are written"
+        except Exception:  # noqa: BLE001 - only for the message
+            done = "the cells written so far are kept"
+        return (
+            f"{loc}: the disk of the results store is full ({reason}); {done}: free some space "
+            "(or choose another output) and run the study again to go on"
+        )
+    where = f" ({redact(str(exc.filename))})" if exc.filename else ""
+    return f"{loc}: cannot write the results store: {reason}{where}; choose an output you can write (--output)"
 
 
 async def _create_async(
@@ -444,6 +626,28 @@ async def _create_async(
         root.create_group(_CELLS, attributes={"description": "records of cells finished since the last compaction"}),
     )
     await root.update_attributes({"config_hash": digest})  # last: marks the template complete
+
+
+def progress_note(cube: xr.Dataset, location: Locatable) -> str | None:
+    """One line on a cube of ``location`` whose cells are not all done: how many are, and whether a run
+    is writing it now, stopped (when, and why, as recorded by :func:`run_recorded`) or left it
+    without a word (killed); None when every cell is done."""
+    done, total = int(cube[_DONE].values.sum()), int(cube[_DONE].size)
+    if done == total:
+        return None
+    head, again = f"{done} of {total} cells done", "run the study again to finish the others"
+    holder = lock_holder(location)
+    if holder is not None:
+        return f"{head}: a run is writing it (host {holder.get('host')}, pid {holder.get('pid')})"
+    mark = cube.attrs.get(_UNFINISHED)
+    if isinstance(mark, dict) and mark.get("reason"):
+        return f"{head}: the run stopped at {mark.get('stopped')}: {mark['reason']} ({again})"
+    if isinstance(mark, dict):
+        return (
+            f"{head}: the run started at {mark.get('started')} (host {mark.get('host')}, pid {mark.get('pid')}) "
+            f"stopped before it could say why (killed?) ({again})"
+        )
+    return f"{head} ({again})"
 
 
 def _position(labels: dict[str, list[str]], url: str, dim: str, value: str) -> int:
@@ -586,7 +790,10 @@ async def _read_records_async(root: Any, url: str, labels: dict[str, list[str]])
         idx = tuple(int(x) for x in name.split("."))
         if rec.get("store_id") != store_id or any(labels[d][i] != rec[d] for d, i in zip(DIMS, idx)):
             raise IncompleteStoreError(f"{url}: cell record {_CELLS}/{name} does not belong to this results store")
-        out[idx] = {n: _cell_value(n, rec["values"].get(n)) for n in CELL_VARIABLES}
+        values = rec["values"]
+        out[idx] = {
+            n: _cell_value(n, values[n] if n in values else values.get(FORMER_NAMES.get(n, n))) for n in CELL_VARIABLES
+        }
     return out
 
 
@@ -607,13 +814,16 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
             f"{url}: results store whose creation never finished (no config_hash); run again to recreate it"
         )
     variables = {**CELL_VARIABLES, _DONE: (_BOOL, False, "")}
-    names = [*DIMS, *variables]
+    names = [*DIMS, *variables, *FORMER_NAMES.values()]
     found = await asyncio.gather(*(root.getitem(n) for n in names), return_exceptions=True)
     for name, node in zip(names, found):
         if isinstance(node, BaseException) and (name in DIMS or name == _DONE or not isinstance(node, KeyError)):
             raise node
     # a store of an older biasdask may lack a variable added since: read as its fill value
     arrays = {n: a for n, a in zip(names, found) if isinstance(a, zarr_compat.AsyncArray)}
+    for name, former in FORMER_NAMES.items():  # ... or hold it under its former name
+        if name not in arrays and former in arrays:
+            arrays[name] = arrays.pop(former)
     data = dict(zip(arrays, await asyncio.gather(*(a.getitem(...) for a in arrays.values()))))
     labels = {d: [str(x) for x in np.asarray(data[d])] for d in DIMS}
     records = await _read_records_async(root, url, labels)
@@ -661,8 +871,12 @@ def compact_results(loc: Locatable) -> int:
 
     async def fold() -> None:
         root = await zarr_async.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw)
-        held = [n for n in CELL_VARIABLES if await root.contains(n)]  # an older store may lack some
-        arrays = await asyncio.gather(*(zarr_compat.async_array(root, n) for n in held))
+        held = {}  # variable -> its array's name in the store: an older store may lack some, or name it otherwise
+        for n in CELL_VARIABLES:
+            for stored in (n, FORMER_NAMES.get(n)):
+                if stored is not None and n not in held and await root.contains(stored):
+                    held[n] = stored
+        arrays = await asyncio.gather(*(zarr_compat.async_array(root, stored) for stored in held.values()))
         await asyncio.gather(*(a.setitem(..., cube[n]) for a, n in zip(arrays, held)))
         await (await zarr_compat.async_array(root, _DONE)).setitem(..., cube[_DONE])
         store = root.store_path.store
@@ -783,6 +997,8 @@ def open_results(location: Locatable) -> xr.Dataset:
         values = np.where(done, cube[name], fill).astype(object if dtype is str else dtype)
         data_vars[name] = (DIMS, values, attrs[name])
     data_vars[_DONE] = (DIMS, done, attrs[_DONE])
+    for name, former in FORMER_NAMES.items():
+        data_vars[former] = (DIMS, data_vars[name][1], {"description": f"deprecated name of {name}, for one release"})
     coords: dict[str, Any] = {dim: np.array(labels[dim], dtype=object) for dim in DIMS}
     by_test = root.attrs.get("test_associations")
     if isinstance(by_test, dict):  # which association each test label measures (studies since the option)

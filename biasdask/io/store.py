@@ -15,10 +15,14 @@ Layout, as ``xarray.open_zarr(url, consolidated=False)`` shows it:
   equal number);
 - coordinates ``word`` (variable-length UTF-8 strings) and ``rank`` (int64, 1..N in file order);
 - ``norm`` float32 (word): the raw L2 length of each vector (0 for zero vectors);
-- attrs ``language``, ``source``, ``format``, ``dim``, ``created``, ``biasdask_version``, ``store_id``
-  (new at every creation), and, once every chunk is written, ``n_words``, ``n_duplicates``,
-  ``n_nfc_merged``, ``n_invalid_utf8``, ``n_zero_vectors``, ``n_duplicate_vectors`` (words whose vector
-  is bit-identical to an earlier word's) and last of all the completion marker ``biasdask_complete: true``.
+- attrs ``language``, ``source``, ``source_info`` (where the data came from: URL or path, size, and the
+  ETag, Last-Modified or modification time its file system gives), ``format``, ``dim``, ``created``,
+  ``biasdask_version``, ``store_id`` (new at every creation), and, once every chunk is written,
+  ``n_words``, ``n_duplicates``, ``n_nfc_merged``, ``n_invalid_utf8``, ``n_zero_vectors``,
+  ``n_duplicate_vectors`` (words whose vector is bit-identical to an earlier word's), ``fingerprint``
+  and last of all the completion marker ``biasdask_complete: true``;
+- attrs of every array, once every chunk is written: ``biasdask_store_id`` (the group's ``store_id``)
+  and ``biasdask_chunk_crc32c``, the CRC-32C each of its chunks ends with, in chunk order.
 
 Stores are verified, not trusted. Every chunk of every array ends with a CRC-32C checksum (zarr's
 ``crc32c`` codec) and every chunk is written, even one that equals the fill value, so that
@@ -27,6 +31,19 @@ reads a missing chunk as fill values) and that the attrs agree with the arrays; 
 are read chunk by chunk through :func:`read_chunk`, which fetches a chunk encoded as ingest encodes it
 with one request and decodes it with numcodecs (any other through zarr), and names the store and the
 chunk of any chunk that is missing, fails its checksum or cannot be decoded.
+
+A chunk is only valid in its place. Its own checksum proves its bytes intact, not that they belong
+where they lie: a chunk copied from another store, two chunks swapped, or a ``vectors`` chunk replaced
+without its ``norm`` would pass it. So when a store is finished (:func:`finish_store`) the checksum each
+chunk ends with is recorded in its array's attrs, in chunk order, with the store's ``store_id``
+(the last 4 bytes of each chunk: nothing is read twice), and the store's ``fingerprint`` is a SHA-256
+over those records. A reader compares each chunk's checksum with the record of its array at its
+index (the array's metadata, which it fetches anyway: no extra request), and :func:`open_embeddings`
+checks that every array belongs to the store and that the records give the fingerprint. The norms of
+chunk ``k`` are thereby tied to its vectors: both must be the ones that ingest wrote together. Stores
+written before these records existed open with a warning naming them: each chunk's checksum is
+verified, its place cannot be; ingesting them again records it. :func:`store_identity` reads the
+fingerprint and the source of a store from its group metadata alone.
 
 Writers fill whole chunks only (:func:`write_block`), so concurrent writers never touch the same
 object. The group's attrs are written first, so that even a store whose writing was killed at once is
@@ -38,7 +55,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import json
+import logging
 import re
 import sys
 import threading
@@ -84,8 +103,53 @@ from biasdask.io.fs import (
     storage_options_for,
     url_to_fs,
 )
+from biasdask.io.vocabulary import word_positions
+
+__all__ = [
+    "adopt_copy",
+    "check_embeddings",
+    "check_language_code",
+    "check_replaceable",
+    "CHUNK_BYTES",
+    "compact_store",
+    "COMPLETE_ATTR",
+    "default_chunk_words",
+    "find_words",
+    "finish_store",
+    "ingest_chunk_words",
+    "is_embedding_store",
+    "is_local",
+    "open_embeddings",
+    "open_vectors",
+    "prepare_store",
+    "read_chunk",
+    "read_group_attrs",
+    "read_stored_vectors",
+    "read_vectors",
+    "read_words",
+    "remove_store",
+    "resize_store",
+    "same_language",
+    "set_attrs",
+    "store_identity",
+    "stored_vectors",
+    "StoredVectors",
+    "StoreIdentity",
+    "vocabulary_files",
+    "write_block",
+]
+
 
 COMPLETE_ATTR = "biasdask_complete"
+#: group attr: SHA-256 over the records of the chunks of every array (see the module docstring)
+FINGERPRINT_ATTR = "fingerprint"
+#: group attr: where the store's data came from (:func:`biasdask.io.fs.source_record`)
+SOURCE_INFO_ATTR = "source_info"
+#: array attrs of a finished store: the ``store_id`` of the store it belongs to, and the CRC-32C each
+#: of its chunks ends with, in chunk order
+ARRAY_STORE_ATTR = "biasdask_store_id"
+ARRAY_CHUNKS_ATTR = "biasdask_chunk_crc32c"
+log = logging.getLogger(__name__)
 _LANGUAGE_RE = re.compile(r"[a-z]{2,3}([_-][A-Za-z0-9]{2,8})*")
 _MAX_LANGUAGE_CODE = 35  # BCP 47's practical maximum; longer codes are typos or attacks
 _ARRAYS = ("vectors", "norm", "rank", "word")
@@ -216,11 +280,33 @@ def check_replaceable(loc: Locatable, *, language: str | None = None, overwrite:
         raise StoreConflictError(
             f"{display_url(loc.url)} exists and is not a biasdask embedding store: refusing to replace it"
         )
+    _check_nothing_else_inside(loc, fs, path)
     if language is not None and not overwrite and attrs["language"] != language:
         raise StoreConflictError(
             f"{display_url(loc.url)} holds the embedding store of language {attrs['language']!r}: refusing to "
             f"replace it with language {language!r} (pass overwrite=True, or --overwrite, to replace it)"
         )
+
+
+#: what an embedding store's folder holds: its group metadata and its arrays
+_STORE_ENTRIES = frozenset({"zarr.json", *_ARRAYS, NEGATIVE_ZERO})
+
+
+def _check_nothing_else_inside(loc: Location, fs: fsspec.AbstractFileSystem, path: str) -> None:
+    """Raise :class:`StoreConflictError` naming the first entry of the store's folder that is not part
+    of the store (a results store written into it, a user's file): replacing the store would delete it."""
+    root = path.rstrip("/")
+    names = sorted(entry.rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(root, detail=False))
+    foreign = [name for name in names if name not in _STORE_ENTRIES and name != root.rsplit("/", 1)[-1]]
+    if not foreign:
+        return
+    inside = loc.join(foreign[0])
+    attrs = read_group_attrs(inside) if fs.isdir(f"{root}/{foreign[0]}") else None
+    what = "a biasdask results store" if (attrs or {}).get("biasdask_store") == "results" else "not part of the store"
+    raise StoreConflictError(
+        f"{display_url(inside.url)} lies inside the embedding store {display_url(loc.url)} and is {what}: "
+        "refusing to delete it with the store (move it out first)"
+    )
 
 
 def remove_store(loc: Locatable) -> None:
@@ -242,6 +328,7 @@ def prepare_store(
     chunk_words: int,
     n_words: int = 0,
     vector_encoding: VectorEncoding = "float32",
+    source_info: dict | None = None,
 ) -> None:
     """Replace whatever biasdask store is at ``loc`` by an empty, incomplete one with ``n_words`` rows.
 
@@ -258,6 +345,9 @@ def prepare_store(
     vector_encoding
         ``float32``, or ``int16``/``int32`` (scaled integers, see the module docstring): then
         :func:`write_block` refuses (:class:`EncodingError`) vectors that do not fit.
+    source_info
+        Where the data comes from (:func:`biasdask.io.fs.source_record`: URL, size, ETag...), recorded
+        as attr ``source_info``.
     """
     loc = as_location(loc)
     check_replaceable(loc)
@@ -272,6 +362,8 @@ def prepare_store(
         "store_id": uuid.uuid4().hex,
         "vector_encoding": vector_encoding,
     }
+    if source_info is not None:
+        attrs[SOURCE_INFO_ATTR] = dict(source_info)
     if vector_encoding != "float32":
         attrs["vector_scale"] = SCALE
     group = zarr.open_group(_zarr_store(loc, read_only=False), mode="w", zarr_format=3, attributes=attrs)
@@ -426,10 +518,87 @@ def set_attrs(loc: Locatable, attrs: dict) -> None:
     _group(loc).update_attributes(attrs)  # attrs.update would write once per key
 
 
+@quiet_codecs
 def finish_store(loc: Locatable, attrs: dict) -> None:
-    """Add ``attrs`` and the completion marker to the group's attrs, in one final metadata write."""
+    """Record the checksum of every chunk in its array's attrs (with the store's ``store_id``), then
+    add ``attrs``, the ``fingerprint`` over those records and the completion marker to the group's
+    attrs, in one final metadata write.
+
+    The checksums are the last 4 bytes of each chunk as stored (zarr's ``crc32c`` codec), read without
+    the chunks themselves.
+
+    Raises
+    ------
+    CorruptStoreError
+        A chunk the arrays' shapes call for is missing.
+    """
     loc = as_location(loc)
-    _group(loc).update_attributes({**attrs, COMPLETE_ATTR: True})
+    group = _group(loc)
+    store_id = group.attrs.get("store_id")
+    fs, path = url_to_fs(loc)
+    root = path.rstrip("/")
+    fs.invalidate_cache(root)  # chunks written by other processes since this one last listed it
+    sizes = {key[len(root) + 1 :]: info["size"] for key, info in fs.find(root, detail=True).items()}
+    records = {}
+    for name in _array_names(group):
+        node = zarr_compat.array(group, name)
+        keys = _chunk_keys(name, node)
+        missing = [key for key in keys if key not in sizes]
+        if missing:
+            raise CorruptStoreError(f"{display_url(loc.url)}: chunk {missing[0]} is missing")
+        starts = [int(sizes[key]) - 4 for key in keys]
+        tails = fs.cat_ranges([f"{root}/{key}" for key in keys], starts, [s + 4 for s in starts]) if keys else []
+        records[name] = [int.from_bytes(tail, "little") for tail in tails]
+        node.update_attributes({ARRAY_STORE_ATTR: store_id, ARRAY_CHUNKS_ATTR: records[name]})
+    arrays = {name: zarr_compat.array(group, name) for name in records}
+    fingerprint = _fingerprint({**group.attrs, **attrs}, arrays)
+    group.update_attributes({**attrs, FINGERPRINT_ATTR: fingerprint, COMPLETE_ATTR: True})
+
+
+@quiet_codecs
+def adopt_copy(location: Locatable, *, language: str | None = None) -> None:
+    """Make a copy of a complete store (its files copied, or linked, elsewhere) a store of its own: a
+    new ``store_id`` in the group's and every array's attrs, and the ``language`` given. Its chunks keep
+    their records and the store its fingerprint: its contents are the original's.
+
+    Raises
+    ------
+    CorruptStoreError, IncompleteStoreError, BiasdaskError
+        As :func:`open_embeddings`: the copy must verify as a store first.
+    """
+    loc = as_location(location)
+    _verified(loc, None)
+    store_id = uuid.uuid4().hex
+    group = _group(loc)
+    for name in _array_names(group):
+        zarr_compat.array(group, name).update_attributes({ARRAY_STORE_ATTR: store_id})
+    group.update_attributes(
+        {"store_id": store_id, **({"language": check_language_code(language)} if language is not None else {})}
+    )
+
+
+def _chunk_keys(name: str, node: zarr.Array) -> list[str]:
+    """The keys of every chunk of array ``name`` (chunked along its first axis only)."""
+    tail = "/0" if node.ndim == 2 else ""
+    return [f"{name}/c/{k}{tail}" for k in range(-(-node.shape[0] // node.chunks[0]))]
+
+
+def _fingerprint(attrs: dict, arrays: dict[str, zarr.Array]) -> str:
+    """SHA-256 over each array's shape, chunk shape and chunk checksums, and the vectors' encoding: the
+    same for the same stored values (a store ingested twice from one file), different for any other."""
+    body = {
+        "vector_encoding": attrs.get("vector_encoding", "float32"),
+        "vector_scale": attrs.get("vector_scale"),
+        "arrays": {
+            name: {
+                "shape": list(node.shape),
+                "chunks": list(node.chunks),
+                "crc32c": node.attrs.get(ARRAY_CHUNKS_ATTR),
+            }
+            for name, node in sorted(arrays.items())
+        },
+    }
+    return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 @quiet_codecs
@@ -450,7 +619,86 @@ def check_embeddings(loc: Locatable, language: str | None = None) -> dict:
     return _verified(loc, language)[0]
 
 
-def _verified(loc: Location, language: str | None) -> tuple[dict, dict[str, zarr.Array]]:
+@dataclasses.dataclass(frozen=True)
+class StoreIdentity:
+    """Which embedding store, with which contents, a reader reads (:func:`store_identity`).
+
+    Attributes
+    ----------
+    url
+        The store's URL, without credentials.
+    language
+        Its ``language`` attr.
+    fingerprint
+        SHA-256 over the checksums of all its chunks as written (``"sha256:<hex>"``): equal for equal
+        contents (one file ingested twice the same way), different after any change of the stored
+        values; None for a store written before biasdask recorded it.
+    store_id
+        New at every creation (any ingest, even of the same file; debias, align).
+    created
+        When it was created (ISO 8601, UTC).
+    n_words
+        Its number of words.
+    source
+        Where its data came from (``url``, and where known ``size``, ``etag``, ``last_modified``,
+        ``mtime``), as ingest recorded it; ``{"url": <attr source>}`` for an older store.
+    """
+
+    url: str
+    language: str
+    fingerprint: str | None
+    store_id: str | None
+    created: str | None
+    n_words: int
+    source: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-serialisable dict (to record beside what was computed from the store)."""
+        return dataclasses.asdict(self)
+
+
+def store_identity(location: Locatable, *, language: str | None = None) -> StoreIdentity:
+    """The identity of the complete embedding store at ``location``, read from its group metadata
+    alone (one request): its ``fingerprint``, ``store_id`` and source (:class:`StoreIdentity`).
+
+    The fingerprint is written by :func:`finish_store` and checked against the chunks' records by
+    :func:`open_embeddings`, whose readers check every chunk against those records: what a reader of
+    the store computed came from exactly the store with this fingerprint. Stable across re-opening;
+    any re-ingest, debias or overwrite that changes a stored value changes it (and always ``store_id``).
+
+    Raises
+    ------
+    IncompleteStoreError, BiasdaskError
+        As :func:`open_embeddings`: no embedding store there, an incomplete one, another language.
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> import biasdask
+    >>> with fsspec.open("memory://examples/identity/tiny.vec", "w") as f:
+    ...     _ = f.write("2 3\\nhe 0.1 0.2 0.3\\nshe 0.3 0.2 0.1\\n")
+    >>> _ = biasdask.ingest("memory://examples/identity/tiny.vec", "memory://examples/identity/en.zarr",
+    ...                     language="en", progress=False)
+    >>> identity = store_identity("memory://examples/identity/en.zarr")
+    >>> identity.fingerprint[:7], identity.source["url"], identity.source["size"]
+    ('sha256:', 'memory://examples/identity/tiny.vec', 35)
+    """
+    loc = as_location(location)
+    attrs = _complete_attrs(loc, language)
+    source = attrs.get(SOURCE_INFO_ATTR)
+    return StoreIdentity(
+        url=display_url(loc.url),
+        language=str(attrs.get("language")),
+        fingerprint=attrs.get(FINGERPRINT_ATTR),
+        store_id=attrs.get("store_id"),
+        created=attrs.get("created"),
+        n_words=int(attrs.get("n_words", 0)),
+        source=dict(source) if isinstance(source, dict) else {"url": attrs.get("source")},
+    )
+
+
+def _complete_attrs(loc: Location, language: str | None) -> dict:
+    """The group attrs of the complete embedding store (of ``language``) at ``loc``."""
     shown = display_url(loc.url)
     try:
         attrs = read_group_attrs(loc)
@@ -465,13 +713,57 @@ def _verified(loc: Location, language: str | None) -> tuple[dict, dict[str, zarr
         )
     if language is not None and not same_language(language, attrs.get("language")):
         raise BiasdaskError(f"{shown}: the store holds language {attrs.get('language')!r}, not {language!r}")
+    return attrs
+
+
+def _verified(loc: Location, language: str | None) -> tuple[dict, dict[str, zarr.Array]]:
+    shown = display_url(loc.url)
+    attrs = _complete_attrs(loc, language)
     try:
         group = _group(loc, mode="r")
         arrays = {name: zarr_compat.array(group, name) for name in _array_names(group)}
     except _METADATA_ERRORS as exc:
         raise CorruptStoreError(f"{shown}: unreadable store metadata: {redact(' '.join(str(exc).split()))}") from None
     _check_layout(loc, attrs, arrays)
+    _check_records(loc, attrs, arrays)
     return attrs, arrays
+
+
+# stores without chunk records already named in this process (one warning each)
+_UNRECORDED: set[tuple[str, str]] = set()
+
+
+def _check_records(loc: Location, attrs: dict, arrays: dict[str, zarr.Array]) -> None:
+    """Raise :class:`CorruptStoreError` unless every array records the checksums of all its chunks as
+    written for this store (``store_id``) and those records give the store's ``fingerprint``; warn
+    (once) of a store written before such records existed, whose chunks' places cannot be verified."""
+    shown = display_url(loc.url)
+    recorded = {name: node.attrs.get(ARRAY_CHUNKS_ATTR) for name, node in arrays.items()}
+    if all(record is None for record in recorded.values()) and FINGERPRINT_ATTR not in attrs:
+        key = (shown, str(attrs.get("store_id")))
+        if key not in _UNRECORDED:
+            _UNRECORDED.add(key)
+            log.warning(
+                "%s: written by biasdask %s, which kept no record of its chunks: each chunk's checksum is "
+                "verified, not that it lies in its place; ingest the store again to have that checked",
+                shown,
+                attrs.get("biasdask_version"),
+            )
+        return
+    for name, node in arrays.items():
+        record, owner = recorded[name], node.attrs.get(ARRAY_STORE_ATTR)
+        if record is None or owner != attrs.get("store_id"):
+            raise CorruptStoreError(
+                f"{shown}: array {name} was not written with this store (it has "
+                f"{'no record of its chunks' if record is None else f'the records of store {owner}'}); "
+                "ingest the store again"
+            )
+        if not isinstance(record, list) or len(record) != len(_chunk_keys(name, node)):
+            raise CorruptStoreError(f"{shown}: array {name}: its record of chunks does not fit its shape")
+    if _fingerprint(attrs, arrays) != attrs.get(FINGERPRINT_ATTR):
+        raise CorruptStoreError(
+            f"{shown}: the records of the chunks disagree with attr {FINGERPRINT_ATTR}; ingest the store again"
+        )
 
 
 @quiet_codecs
@@ -530,8 +822,7 @@ def open_vectors(location: Locatable, *, language: str | None = None) -> xr.Data
 def find_words(location: Locatable, words: Sequence[str]) -> np.ndarray:
     """Row of each of ``words`` in the store (its first occurrence), -1 where absent: the store's words
     are searched here (a task on a worker, for a client that holds no vocabulary), checksums verified,
-    without making a ``str`` of each (:func:`biasdask.io.codecs.vlen_find`): 0.04-0.07 s for 2,000,000
-    words (20 to 500 asked), against 0.26 s decoded and looked up.
+    without making a ``str`` of each (:func:`biasdask.io.codecs.vlen_find`).
 
     Examples
     --------
@@ -544,15 +835,13 @@ def find_words(location: Locatable, words: Sequence[str]) -> np.ndarray:
     >>> find_words("memory://examples/find/en.zarr", ["she", "it", "he"]).tolist()
     [1, -1, 0]
     """
-    from biasdask.io.embeddings import word_positions
-
     loc = as_location(location)
     _, arrays = _verified(loc, None)
     array, words = arrays["word"], list(words)
-    n, chunk = array.shape[0], array.chunks[0]
+    n = array.shape[0]
     if not _ingest_encoded(array):
         return word_positions(pd.Index(_read_words(loc, array), dtype=object), words).astype(np.int64)
-    rows = vlen_find((payload for _, payload in _word_payloads(loc, n, chunk)), words)
+    rows = vlen_find((payload for _, payload in _word_payloads(loc, array)), words)
     return np.where(rows < n, rows, -1)  # not the last chunk's padding
 
 
@@ -610,26 +899,27 @@ def _read_words(loc: Location, array: zarr.Array) -> np.ndarray:
     """Every word of the store (an object array of ``str``), checksums verified.
 
     Chunks encoded as ingest encodes them are fetched together (``fs.cat``: concurrently on object
-    stores) and decoded by numcodecs straight into ``str`` objects: 0.35 s for 2,000,000 words here,
-    where zarr's read (into numpy's ``StringDType``) and the conversion back took 1.0 s. Any other
-    encoding is read through zarr.
+    stores) and decoded by numcodecs straight into ``str`` objects, without zarr's read into numpy's
+    ``StringDType`` and the conversion back. Any other encoding is read through zarr.
     """
     n, chunk = array.shape[0], array.chunks[0]
     words = np.empty(n, dtype=object)
     if not _ingest_encoded(array):
-        for start in range(0, n, chunk):
-            rows = slice(start, min(start + chunk, n))
-            words[rows] = _read_verified(loc, array, "word", rows).astype(object)
+        for index, start in enumerate(range(0, n, chunk)):
+            words[start : start + chunk] = _read_chunk(loc, array, "word", index).astype(object)
         return words
     decode = numcodecs.VLenUTF8().decode
-    for start, payload in _word_payloads(loc, n, chunk):
+    for start, payload in _word_payloads(loc, array):
         words[start : start + chunk] = decode(payload)[: n - start]
     return words
 
 
-def _word_payloads(loc: Location, n: int, chunk: int) -> Iterator[tuple[int, bytes]]:
+def _word_payloads(loc: Location, array: zarr.Array) -> Iterator[tuple[int, bytes]]:
     """(first row, the chunk's ``VLenUTF8`` bytes) of each chunk of a ``word`` array encoded as ingest
-    encodes it, fetched together, checksums verified and decompressed."""
+    encodes it, fetched together, checksums verified (and compared with the array's record) and
+    decompressed."""
+    n, chunk = array.shape[0], array.chunks[0]
+    record = array.attrs.get(ARRAY_CHUNKS_ATTR)
     fs, path = url_to_fs(loc)
     keys = [f"word/c/{k}" for k in range(-(-n // chunk))]
     paths = [fs._strip_protocol(f"{path.rstrip('/')}/{key}") for key in keys]
@@ -642,6 +932,7 @@ def _word_payloads(loc: Location, n: int, chunk: int) -> Iterator[tuple[int, byt
             payload = cast(bytes, _unpacked(data, "zstd"))  # no buffer given: new bytes
         except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
             raise _chunk_error(loc.url, key, exc) from None
+        _check_place(loc.url, key, data, record, index)
         yield index * chunk, payload
 
 
@@ -655,20 +946,23 @@ def vocabulary_files(loc: Locatable, n: int) -> Iterator[tuple[str, bytes]]:
     Raises
     ------
     CorruptStoreError
-        Naming the store and the chunk key when a chunk is missing.
+        Naming the store and the chunk key when a chunk is missing or is not the one recorded in its
+        place (its checksum is verified by whoever reads the copy).
     """
     loc = as_location(loc)
     fs, path = url_to_fs(loc)
     root = path.rstrip("/") + "/word"
     meta = json.loads(fs.cat_file(root + "/zarr.json"))
     meta["shape"] = [n]
+    attributes = meta.get("attributes") or {}
+    record = attributes.get(ARRAY_CHUNKS_ATTR)
+    # the copy is another array (fewer rows, another store): the records of this one are not its own
+    meta["attributes"] = {k: v for k, v in attributes.items() if k not in (ARRAY_CHUNKS_ATTR, ARRAY_STORE_ATTR)}
     yield "zarr.json", json.dumps(meta, indent=2).encode()
     chunk = meta["chunk_grid"]["configuration"]["chunk_shape"][0]
     for index in range(-(-n // chunk)):
-        try:
-            data = fs.cat_file(f"{root}/c/{index}")
-        except FileNotFoundError:
-            raise CorruptStoreError(f"{display_url(loc.url)}: chunk word/c/{index} is missing") from None
+        data = _fetch(loc, f"word/c/{index}")
+        _check_place(loc.url, f"word/c/{index}", data, record, index)
         yield f"c/{index}", data
 
 
@@ -806,8 +1100,7 @@ def _reused_buffer(array: zarr.Array) -> np.ndarray:
     """This thread's reused buffer, at least one chunk of ``array`` long.
 
     zarr decodes each chunk into a new array: for a 32 MiB chunk the fresh pages cost more than the
-    decompression (a chunk of 27,962 × 300 float32 here: 71-97 ms through zarr, 28 ms into a buffer
-    that is already mapped).
+    decompression into a buffer that is already mapped.
     """
     nbytes = int(np.prod(array.chunks)) * array.dtype.itemsize
     buffer = getattr(_REUSED, "buffer", None)
@@ -819,16 +1112,18 @@ def _reused_buffer(array: zarr.Array) -> np.ndarray:
 def _read_chunk(
     loc: Location, array: zarr.Array, name: str, index: int, buffer: np.ndarray | None = None
 ) -> np.ndarray:
-    """The rows of chunk ``index`` of ``array`` (array ``name`` of the store), checksum verified.
+    """The rows of chunk ``index`` of ``array`` (array ``name`` of the store), checksum verified, and
+    compared with the array's record of the chunk written there (when it has one).
 
     A chunk encoded as ingest encodes it (``bytes`` in this machine's byte order, blosc or zstd,
-    ``crc32c``) is fetched with one request and decoded here by numcodecs, into ``buffer`` (bytes, one
-    chunk long) when given: through zarr, the chunk's metadata, existence and bytes took eight trips
-    through its event loop, about half the time of a stored vectors chunk. Any other encoding is read
-    through zarr.
+    ``crc32c``; or the words' ``vlen-utf8``, zstd, ``crc32c``) is fetched with one request and decoded
+    here by numcodecs, numbers into ``buffer`` (bytes, one chunk long) when given, rather than through
+    zarr, whose event loop the chunk's metadata, existence and bytes would each cross. Any other encoding
+    is read through zarr.
     """
     codecs = _codecs(array)
     names = tuple(c["name"] for c in codecs)
+    words = names == _WORD_CODECS
     direct = (
         len(names) == 3
         and names[0] == "bytes"
@@ -838,21 +1133,52 @@ def _read_chunk(
     )
     key = f"{name}/c/{index}" + ("/0" if array.ndim == 2 else "")
     rows = _chunk_rows(array, index)
-    if not direct:
-        if not zarr_compat.run(array.store_path.store.exists(key)):
-            raise CorruptStoreError(f"{display_url(loc.url)}: chunk {key} is missing")
+    record = array.attrs.get(ARRAY_CHUNKS_ATTR)
+    if not (direct or words):
+        if record is None:
+            if not zarr_compat.run(array.store_path.store.exists(key)):
+                raise CorruptStoreError(f"{display_url(loc.url)}: chunk {key} is missing")
+        else:
+            _check_place(loc.url, key, _fetch(loc, key), record, index)
         return _read_verified(loc, array, name, rows)
-    shape: tuple[int, ...] = array.chunks
-    if buffer is None:
-        buffer = np.empty(int(np.prod(shape)) * array.dtype.itemsize, dtype=np.uint8)
+    data = _fetch(loc, key)
+    try:
+        if words:
+            values = numcodecs.VLenUTF8().decode(_unpacked(data, "zstd"))
+        else:
+            shape: tuple[int, ...] = array.chunks
+            if buffer is None:
+                buffer = np.empty(int(np.prod(shape)) * array.dtype.itemsize, dtype=np.uint8)
+            _unpacked(data, names[1], buffer)
+            values = buffer.view(array.dtype).reshape(shape)
+    except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
+        raise _chunk_error(loc.url, key, exc) from None
+    _check_place(loc.url, key, data, record, index)
+    return values[: rows.stop - rows.start]
+
+
+def _fetch(loc: Location, key: str) -> bytes:
+    """The stored bytes of chunk ``key`` of the store at ``loc`` (one request)."""
     fs, path = url_to_fs(loc)
     try:
-        _unpacked(fs.cat_file(f"{path.rstrip('/')}/{key}"), names[1], buffer)
+        return fs.cat_file(f"{path.rstrip('/')}/{key}")
     except FileNotFoundError:
         raise CorruptStoreError(f"{display_url(loc.url)}: chunk {key} is missing") from None
     except Exception as exc:  # noqa: BLE001 - named as _read_verified names it
         raise _chunk_error(loc.url, key, exc) from None
-    return buffer.view(array.dtype).reshape(shape)[: rows.stop - rows.start]
+
+
+def _check_place(url: str, key: str, data: bytes, record: object, index: int) -> None:
+    """Raise unless the checksum that chunk ``data`` ends with is the one recorded for chunk ``index``
+    of its array (``record``: the array's attr; nothing to compare in a store written before such
+    records, which :func:`open_embeddings` named)."""
+    if not isinstance(record, list):
+        return
+    if index >= len(record) or int.from_bytes(bytes(data[-4:]), "little") != record[index]:
+        raise CorruptStoreError(
+            f"{display_url(url)}: chunk {key}: not the chunk written in this place (one copied from another "
+            "store, or moved within this one); ingest the store again"
+        )
 
 
 def _unpacked(data: bytes, compressor: str, out: np.ndarray | None = None) -> bytes | np.ndarray:

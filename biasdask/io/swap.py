@@ -4,6 +4,7 @@ then swapped in, so that a reader never sees half a store and a failed write lea
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -21,6 +22,8 @@ from biasdask.io.store import (
     remove_store,
 )
 
+__all__ = ["acquire_lock", "fresh_location", "lock_holder", "remove_leftovers", "StoreLock", "swap_in"]
+
 
 def _sibling(url: str, suffix: str) -> str:
     return str(url).rstrip("/") + suffix
@@ -33,11 +36,19 @@ class StoreLock:
     process dies, so a killed ingest never blocks the next one. Elsewhere (S3, gs...) it is created
     with an exclusive write (``If-None-Match: *`` on S3), which exactly one of two writers wins, and
     deleted on release; one left by a killed process has to be deleted by hand (the error says so).
-    Use :func:`acquire_lock`.
+    Use :func:`acquire_lock`; a context manager that releases it on exit. ``biasdask.ingest`` holds
+    the lock of its destination, ``biasdask.run`` that of its results store, for their whole life.
     """
 
     def __init__(self, loc: Location, fd: int | None) -> None:
         self.location, self._fd = loc, fd
+
+    def __enter__(self) -> StoreLock:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        with contextlib.suppress(Exception):  # a lock that cannot be deleted must not hide the error
+            self.release()
 
     def release(self) -> None:
         """Give the lock up (and delete the lock object)."""
@@ -86,6 +97,37 @@ def acquire_lock(loc: Locatable) -> StoreLock:
         raise BiasdaskError(f"{display_url(loc.url)}: cannot create the destination: {_os_reason(exc)}") from None
     except NETWORK_ERRORS as exc:
         raise BiasdaskError(f"{display_url(loc.url)}: cannot write to the destination: {_os_reason(exc)}") from None
+
+
+def lock_holder(loc: Locatable) -> dict | None:
+    """Who holds the lock of ``loc`` now (``host``, ``pid``, ``created``), None when nobody does.
+
+    On a local disk a lock file whose holder died (its ``flock`` went with it) is free; elsewhere a
+    lock object left by a killed process still counts as held (see :class:`StoreLock`).
+    """
+    loc = as_location(loc)
+    lock = Location(_sibling(loc.url, ".lock"), loc.storage_options)
+    fs, path = url_to_fs(lock)
+    try:
+        if is_local(lock.url):
+            import fcntl
+
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return None  # nobody holds it (the shared lock goes with the descriptor)
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(fd)
+        holder = json.loads(fs.cat_file(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except ValueError:  # being written
+        return {}
+    except NETWORK_ERRORS:
+        return {}
+    return holder if isinstance(holder, dict) else {}
 
 
 def _holder() -> bytes:

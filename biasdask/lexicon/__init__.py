@@ -54,6 +54,8 @@ __all__ = [
     "weat_test",
     "xweat_test",
     "xweat_translations",
+    "DATA_FILES",
+    "AttributeTerms",
 ]
 
 XWEAT_LANGUAGES: tuple[str, ...] = ("de", "es", "hr", "it", "ru", "tr")
@@ -395,7 +397,14 @@ class AttributeTerm:
         return tuple(dict.fromkeys(t for tr in self.translations for t in tr))
 
 
-def iat_attribute_terms(model: str, language: str) -> tuple[tuple[AttributeTerm, ...], tuple[AttributeTerm, ...]]:
+class AttributeTerms(NamedTuple):
+    """The male and female terms of the IAT in one language (:func:`iat_attribute_terms`)."""
+
+    a: tuple[AttributeTerm, ...]
+    b: tuple[AttributeTerm, ...]
+
+
+def iat_attribute_terms(model: str, language: str) -> AttributeTerms:
     """The IAT's male and female terms (Lewis & Lupyan 2020: male, man, boy, brother, he, him, his, son
     and female, woman, girl, sister, she, her, hers, daughter) in one language, as attribute sets.
 
@@ -421,7 +430,7 @@ def iat_attribute_terms(model: str, language: str) -> tuple[tuple[AttributeTerm,
                 per_word.setdefault(e.word, {})[e.translation_id] = e.tokens
         order = [w for w in iat_categories()[category] if w in per_word]
         out.append(tuple(AttributeTerm(w, tuple(per_word[w].values())) for w in order))
-    return out[0], out[1]
+    return AttributeTerms(out[0], out[1])
 
 
 class Profession(NamedTuple):
@@ -484,7 +493,8 @@ def named_word_list(name: str) -> tuple[str, ...]:
 
 
 def languages() -> pd.DataFrame:
-    """Seed 000's 26 languages.
+    """The 26 languages of the full-vocabulary study of Grave et al. 2018's fastText embeddings (one or two
+    per language family), with their translations of *male* and *female*.
 
     Returns
     -------
@@ -498,7 +508,7 @@ def languages() -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ContextWords:
-    """Seed 003's gendered context words (female = A, male = B).
+    """Valentini et al. 2022's gendered context words (female = A, male = B).
 
     Attributes
     ----------

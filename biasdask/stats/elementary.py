@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["exp", "exp10", "log", "log10", "power"]
+__all__ = ["exp", "exp10", "exp_scalar", "log", "log10", "log_scalar", "power"]
 
 _LN2_HI = 6.93147180369123816490e-01  # ln 2 rounded to 32 bits: k · _LN2_HI is exact for |k| < 2^20
 _LN2_LO = 1.90821492927058770002e-10  # ln 2 - _LN2_HI

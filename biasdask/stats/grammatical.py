@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from biasdask._calls import PValueAlias
 from biasdask.stats.linalg import matvec
 
 __all__ = [
@@ -63,7 +64,7 @@ def _same_size(p: NDArray, q: NDArray, names: str) -> None:
 
 
 def group_association(w: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:
-    """Seed 004 eq. 5: s(w, G) = 1/|G| sum_{g in G} cos(w, g), for each row w.
+    """The BAD study's eq. 5: s(w, G) = 1/|G| sum_{g in G} cos(w, g), for each row w.
 
     Parameters
     ----------
@@ -79,7 +80,8 @@ def group_association(w: ArrayLike, g: ArrayLike) -> NDArray[np.float64]:
 
 
 def weat_association(w: ArrayLike, a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
-    """Seed 004 eq. 2: s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b), for each row w."""
+    """WEAT's s(w, A, B) = mean_a cos(w, a) - mean_b cos(w, b) (Caliskan et al. 2017; the BAD study's eq. 2),
+    for each row w."""
     return group_association(w, a) - group_association(w, b)
 
 
@@ -107,7 +109,7 @@ def _paired_effect_size(diff: NDArray[np.float64]) -> float:
 
 
 @dataclass(frozen=True)
-class BADResult:
+class BADResult(PValueAlias):
     """The BAD test (the BAD study's eq. 4-5) with its paired t-test.
 
     Attributes
@@ -116,7 +118,7 @@ class BADResult:
         Eq. 4: sum_i s(x_i, A) - sum_i s(y_i, B). Positive: masculine bias.
     masculine, feminine : ndarray, shape (n,)
         Per-target scores s(x_i, A) and s(y_i, B) (eq. 5).
-    t_statistic, pvalue : float
+    t_statistic, p_value : float
         Paired t-test of ``masculine`` vs ``feminine`` (:func:`scipy.stats.ttest_rel`).
     effect_size : float
         mean / SD (ddof = 1) of the per-target differences (Cohen's d_z of the paired design; not in the
@@ -129,7 +131,7 @@ class BADResult:
     masculine: NDArray[np.float64]
     feminine: NDArray[np.float64]
     t_statistic: float
-    pvalue: float
+    p_value: float
     effect_size: float
     alternative: str
 
@@ -151,7 +153,7 @@ def _bad_scores(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> tuple
 
 
 def bad_statistic(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
-    """Seed 004 eq. 4: s(X, Y, A, B) = sum_{x in X} s(x, A) - sum_{y in Y} s(y, B).
+    """The BAD test (the BAD study's eq. 4): s(X, Y, A, B) = sum_{x in X} s(x, A) - sum_{y in Y} s(y, B).
 
     X, Y (targets) and A, B (attributes) are paired masculine/feminine forms of equal sizes.
     """
@@ -179,14 +181,14 @@ def bad_test(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike, *, alternat
         masculine=masc,
         feminine=fem,
         t_statistic=t,
-        pvalue=p,
+        p_value=p,
         effect_size=_paired_effect_size(masc - fem),
         alternative=alternative,
     )
 
 
 @dataclass(frozen=True)
-class MWEATResult:
+class MWEATResult(PValueAlias):
     """MWEAT (Zhou et al. 2019) with the paired t-test of the two forms.
 
     Attributes
@@ -195,7 +197,7 @@ class MWEATResult:
         Eq. 3: | |sum_x s(x, A, B)| - |sum_y s(y, A, B)| |, always >= 0.
     masculine, feminine : ndarray, shape (n,)
         Per-target WEAT associations s(x_i, A, B) and s(y_i, A, B) (eq. 2).
-    t_statistic, pvalue : float
+    t_statistic, p_value : float
         Paired t-test of ``masculine`` vs ``feminine`` (:func:`scipy.stats.ttest_rel`).
     effect_size : float
         mean / SD (ddof = 1) of the per-target differences (d_z; not in the BAD paper).
@@ -206,13 +208,13 @@ class MWEATResult:
     masculine: NDArray[np.float64]
     feminine: NDArray[np.float64]
     t_statistic: float
-    pvalue: float
+    p_value: float
     effect_size: float
     alternative: str
 
 
 def mweat_statistic(x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
-    """Seed 004 eq. 3: | |sum_{x in X} s(x, A, B)| - |sum_{y in Y} s(y, A, B)| |.
+    """MWEAT (Zhou et al. 2019; the BAD study's eq. 3): | |sum_{x in X} s(x, A, B)| - |sum_{y in Y} s(y, A, B)| |.
 
     Unlike :func:`mweat_test`, the sets need not be paired (|X| may differ from |Y|).
     """
@@ -244,7 +246,7 @@ def mweat_test(
         masculine=masc,
         feminine=fem,
         t_statistic=t,
-        pvalue=p,
+        p_value=p,
         effect_size=_paired_effect_size(masc - fem),
         alternative=alternative,
     )

@@ -38,7 +38,21 @@ from numpy.typing import ArrayLike, NDArray
 from biasdask.stats.elementary import log_scalar
 from biasdask.stats.simd import dot_tile, gram_tile
 
-__all__ = ["dot", "gram", "inv", "matmul", "matrix_rank", "matvec", "rowdot", "slogdet", "solve", "svd"]
+__all__ = [
+    "NUMPY_TERMS",
+    "dot",
+    "gram",
+    "inv",
+    "lane_dot",
+    "matmul",
+    "matmul_t",
+    "matrix_rank",
+    "matvec",
+    "rowdot",
+    "slogdet",
+    "solve",
+    "svd",
+]
 
 _LANES = 8
 NUMPY_TERMS = 2**18

@@ -11,8 +11,10 @@ The numbers follow R's metafor (Viechtbauer 2010), which this module reproduces 
       (for p = 1: (Q − (k − 1)) / (Σw − Σw²/Σw)).
     - ``"REML"``: restricted maximum likelihood (Viechtbauer 2005), by Fisher scoring as metafor
       does: started at the Hedges (HE) estimate, step
-      Δ = (yᵀPPy − tr P) / tr(PP) with P = W − WX(XᵀWX)⁻¹XᵀW, W = diag(1/(v_i + τ²)), halved while it
-      would make τ² negative; iterated until |Δ| ≤ 1e-5, metafor's threshold, so that τ̂² is
+      Δ = (yᵀPPy − tr P) / tr(PP) with P = W − WX(XᵀWX)⁻¹XᵀW, W = diag(1/(v_i + τ²)); a step that
+      would make τ² negative stops at 0 (τ² is truncated there, as metafor truncates it), and a step
+      that would lower the restricted likelihood (an overshoot past its maximum) is halved until it
+      does not; iterated until |Δ| ≤ 1e-5, metafor's threshold, so that τ̂² is
       metafor's to the last digit (0.313243325980895 on the BCG data); the exact root of the REML
       equation differs by less than the threshold (on BCG with latitude: τ̂² 0.076355 against
       0.076348, QM 16.3571 against 16.3582). As in metafor, τ² = 0 is taken when the restricted
@@ -60,13 +62,42 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
+from biasdask._calls import deprecated, keyword_api
 from biasdask.stats.elementary import log
 from biasdask.stats.linalg import dot, inv, matmul, matrix_rank, matvec, slogdet, solve
 
-__all__ = ["METHODS", "MetaRegressionResult", "RandomEffectsResult", "meta_regression", "random_effects"]
+__all__ = [
+    "METHODS",
+    "EstimatorAliases",
+    "MetaRegressionResult",
+    "RandomEffectsResult",
+    "meta_regression",
+    "random_effects",
+    "Method",
+]
 
 Method = Literal["DL", "REML", "PM"]
 METHODS: tuple[str, ...] = ("DL", "REML", "PM")
+#: the keywords of the estimator and the confidence level in earlier releases
+_RENAMED = {"method": "estimator", "level": "ci_level"}
+
+
+class EstimatorAliases:
+    """Gives a result the deprecated attributes ``method`` and ``level``: its ``estimator`` and ``ci_level``."""
+
+    @property
+    def method(self) -> str:
+        """Deprecated: :attr:`estimator`."""
+        deprecated(f"{type(self).__name__}.method is deprecated; use .estimator")
+        return self.estimator  # type: ignore[attr-defined]
+
+    @property
+    def level(self) -> float:
+        """Deprecated: :attr:`ci_level`."""
+        deprecated(f"{type(self).__name__}.level is deprecated; use .ci_level")
+        return self.ci_level  # type: ignore[attr-defined]
+
+
 """The τ² estimators: DerSimonian-Laird, restricted maximum likelihood, Paule-Mandel."""
 
 _REML_TOL = 1e-5  # metafor's control$threshold
@@ -75,7 +106,7 @@ _PM_RTOL = 1e-12
 
 
 @dataclass(frozen=True)
-class RandomEffectsResult:
+class RandomEffectsResult(EstimatorAliases):
     """A random-effects meta-analysis (:func:`random_effects`).
 
     Attributes
@@ -102,11 +133,11 @@ class RandomEffectsResult:
     weights : ndarray
         The random-effects weights 1/(v_i + τ̂²) normalised to sum 1, in input order, NaN for
         dropped studies.
-    method : str
-        ``"DL"``, ``"REML"`` or ``"PM"``.
+    estimator : str
+        The τ² estimator: ``"DL"``, ``"REML"`` or ``"PM"``.
     hartung_knapp : bool
         Whether the Hartung-Knapp-Sidik-Jonkman variance and t distribution were used.
-    level : float
+    ci_level : float
         Confidence level of both intervals.
     """
 
@@ -127,13 +158,13 @@ class RandomEffectsResult:
     df: int
     n_dropped: int
     weights: np.ndarray
-    method: str
+    estimator: str
     hartung_knapp: bool
-    level: float
+    ci_level: float
 
 
 @dataclass(frozen=True)
-class MetaRegressionResult:
+class MetaRegressionResult(EstimatorAliases):
     """A mixed-effects meta-regression (:func:`meta_regression`).
 
     Attributes
@@ -165,7 +196,7 @@ class MetaRegressionResult:
         Studies used, coefficients, and k − p.
     n_dropped : int
         Studies dropped for a NaN effect, variance or covariate.
-    method, hartung_knapp, level
+    estimator, hartung_knapp, ci_level
         As in :class:`RandomEffectsResult`.
     """
 
@@ -190,9 +221,9 @@ class MetaRegressionResult:
     p: int
     df: int
     n_dropped: int
-    method: str
+    estimator: str
     hartung_knapp: bool
-    level: float
+    ci_level: float
 
 
 # ----------------------------------------------------------------------------------------------
@@ -210,13 +241,13 @@ def _vector(values: ArrayLike, name: str) -> NDArray[np.float64]:
 
 def _check_options(method: str, hartung_knapp: bool, level: float) -> None:
     if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+        raise ValueError(f"estimator must be one of {', '.join(METHODS)}; got {method!r}")
     if not isinstance(hartung_knapp, (bool, np.bool_)):
         raise TypeError(f"hartung_knapp must be True or False, got {hartung_knapp!r}")
     if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, float, np.floating, np.integer)):
-        raise TypeError(f"level must be a number in (0, 1), got {level!r}")
+        raise TypeError(f"ci_level must be a number in (0, 1), got {level!r}")
     if not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+        raise ValueError(f"ci_level must lie strictly between 0 and 1, got {level}")
 
 
 def _check_studies(y: NDArray, v: NDArray) -> None:
@@ -299,7 +330,7 @@ def _tau2_reml(y: NDArray, v: NDArray, x: NDArray) -> float:
             break
     else:
         raise ValueError(
-            f"REML: Fisher scoring did not converge in {_REML_MAX_ITER} iterations; try method='PM' or 'DL'"
+            f"REML: Fisher scoring did not converge in {_REML_MAX_ITER} iterations; try estimator='PM' or 'DL'"
         )
     if tau2 > 0.0 and _reml_loglik(0.0, y, v, x) > _reml_loglik(tau2, y, v, x):
         return 0.0
@@ -346,13 +377,14 @@ def _two_sided(statistic: NDArray | float, hartung_knapp: bool, df: int) -> NDAr
     return 2.0 * (stats.t.sf(z, df) if hartung_knapp else stats.norm.sf(z))
 
 
+@keyword_api("random_effects(effects, variances, estimator=..., ci_level=...)", renamed=_RENAMED)
 def random_effects(
     effects: ArrayLike,
     variances: ArrayLike,
     *,
-    method: Method = "DL",
+    estimator: Method = "DL",
     hartung_knapp: bool = False,
-    level: float = 0.95,
+    ci_level: float = 0.95,
 ) -> RandomEffectsResult:
     """Pool per-study effects with a random-effects model.
 
@@ -363,13 +395,13 @@ def random_effects(
     variances
         Their sampling variances (squared standard errors), same length, positive; NaN drops the
         study.
-    method
+    estimator
         τ² estimator: ``"DL"`` (DerSimonian & Laird 1986), ``"REML"`` (Viechtbauer 2005) or ``"PM"``
         (Paule & Mandel 1982); see the module docstring.
     hartung_knapp
         Use the Hartung-Knapp-Sidik-Jonkman variance (not truncated at the Wald one) and Student's t
         with k − 1 degrees of freedom for the test and the confidence interval.
-    level
+    ci_level
         Confidence level of the confidence and prediction intervals.
 
     Returns
@@ -397,6 +429,7 @@ def random_effects(
     >>> res.ci_low < res.estimate < res.ci_high
     True
     """
+    method, level = estimator, ci_level
     _check_options(method, hartung_knapp, level)
     y_all, v_all = _vector(effects, "effects"), _vector(variances, "variances")
     if y_all.size != v_all.size:
@@ -437,9 +470,9 @@ def random_effects(
         df=k - 1,
         n_dropped=int(y_all.size - k),
         weights=weights,
-        method=method,
+        estimator=method,
         hartung_knapp=bool(hartung_knapp),
-        level=level,
+        ci_level=level,
     )
 
 
@@ -495,14 +528,15 @@ def _design(columns: list[tuple[str, np.ndarray]], keep: NDArray) -> tuple[NDArr
     return np.column_stack(parts), tuple(names)
 
 
+@keyword_api("meta_regression(effects, variances, covariates, estimator=..., ci_level=...)", renamed=_RENAMED)
 def meta_regression(
     effects: ArrayLike,
     variances: ArrayLike,
     covariates: ArrayLike | Mapping[str, ArrayLike],
     *,
-    method: Method = "DL",
+    estimator: Method = "DL",
     hartung_knapp: bool = False,
-    level: float = 0.95,
+    ci_level: float = 0.95,
 ) -> MetaRegressionResult:
     """Mixed-effects meta-regression: per-study effects on one or more study-level moderators.
 
@@ -516,12 +550,12 @@ def meta_regression(
         A numeric column enters as it is (NaN drops the study); a column of strings (or other
         objects) is categorical: one 0/1 indicator per level except the first in sorted order, the
         reference (None or NaN drops the study). An intercept is always added.
-    method
+    estimator
         τ² estimator: ``"DL"`` (the default, as for :func:`random_effects`; metafor's is REML),
         ``"REML"`` or ``"PM"``, each generalised to moderators (see the module docstring).
     hartung_knapp
         Scale Var β̂ by the Hartung-Knapp factor; t(k − p) tests and intervals, F(m, k − p) for QM.
-    level
+    ci_level
         Confidence level of the coefficients' intervals.
 
     Returns
@@ -539,12 +573,13 @@ def meta_regression(
     Examples
     --------
     >>> res = meta_regression([0.1, 0.3, 0.2, 0.6, 0.5], [0.01, 0.02, 0.015, 0.01, 0.02],
-    ...                       {"latitude": [10.0, 20.0, 15.0, 40.0, 35.0]}, method="DL")
+    ...                       {"latitude": [10.0, 20.0, 15.0, 40.0, 35.0]}, estimator="DL")
     >>> res.names
     ('intercept', 'latitude')
     >>> round(float(res.coefficients[1]), 4), res.tau2
     (0.0162, 0.0)
     """
+    method, level = estimator, ci_level
     _check_options(method, hartung_knapp, level)
     y_all, v_all = _vector(effects, "effects"), _vector(variances, "variances")
     if y_all.size != v_all.size:
@@ -603,7 +638,7 @@ def meta_regression(
         p=p,
         df=k - p,
         n_dropped=int(y_all.size - k),
-        method=method,
+        estimator=method,
         hartung_knapp=hk,
-        level=level,
+        ci_level=level,
     )

@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["CORRECTIONS", "adjust_pvalues", "first_threshold", "min_permutations"]
+__all__ = ["CORRECTIONS", "adjust_pvalues", "first_threshold", "min_permutations", "Correction"]
 
 Correction = Literal["holm", "bh", "by"]
 CORRECTIONS: tuple[str, ...] = ("holm", "bh", "by")

@@ -53,18 +53,14 @@ Several weightings
 
 Speed
     Thirty-two permutations share each pass over a block of 4096 pool values (converted to float64
-    once per block and kept in L1), so the pool is read from memory once per 32 permutations: at
-    N = 2·10⁶ (two rows of 8 MB, masks of 250 kB) 32 gave 1.13-1.28× the throughput of 16 on one
-    core and 1.15× with two processes sharing the memory, 48 no more. Eight lanes at a time are added
-    by a merge-masked vector add driven by a byte of the mask (:mod:`biasdask.stats.simd`); hot loops
-    index with uint64, which spares numba's negative-index fix-up. Zeros cost nothing. With k rows a pass costs about k single-row passes less the shared draw of
-    the split (measured: 1.7-2.2× for 2 rows, 2.6-3.1× for 3): each row must add its values in its
-    own fixed order to stay bit-identical to a single-row run, so its masked adds cannot be shared.
-    Two alternatives were measured and kept out: subset-sum tables (the 256 sums of each 8 items, one
-    lookup per byte of the mask) need ≥ 256 permutations per table to pay for building it, and gained
-    at most 1.2x a whole pass (N = 2·10⁶, 512 permutations per table: 128 MB of masks per thread),
-    with each row still doing its own lookups; fusing two rows in one loop, sharing the bit tests,
-    saved < 5 %.
+    once per block and kept in L1), so the pool is read from memory once per 32 permutations. Eight
+    lanes at a time are added by a merge-masked vector add driven by a byte of the mask
+    (:mod:`biasdask.stats.simd`); hot loops index with uint64, which spares numba's negative-index
+    fix-up. Zeros cost nothing. With k rows a pass costs about k single-row passes less the shared draw
+    of the split: each row must add its values in its own fixed order to stay bit-identical to a
+    single-row run, so its masked adds cannot be shared. The measurements behind these choices, and
+    the alternatives they ruled out (subset-sum tables, rows fused in one loop), are in
+    docs/benchmarks.md.
 
 p-values
     Exact (when C(M, |X|) ≤ n_permutations and C(M, |X|) ≤ :data:`MAX_EXACT_SPLITS`, the bound that
@@ -90,9 +86,17 @@ from numba import njit
 from numpy.typing import ArrayLike
 from scipy.special import ndtr
 
+from biasdask._calls import PValueAlias
+from biasdask.stats import permutation_numpy
 from biasdask.stats.effect import effect_size, null_moments
 from biasdask.stats.resampling import ALTERNATIVES
-from biasdask.stats.rng import _POOL_SIZE, _U, _bounded, _next, _rotl, _seed_state, _use_floyd
+from biasdask.stats.rng import POOL_SIZE as _POOL_SIZE
+from biasdask.stats.rng import U64 as _U
+from biasdask.stats.rng import bounded as _bounded
+from biasdask.stats.rng import next_u64 as _next
+from biasdask.stats.rng import rotl as _rotl
+from biasdask.stats.rng import seed_state as _seed_state
+from biasdask.stats.rng import use_floyd as _use_floyd
 from biasdask.stats.simd import merge_add_block
 
 __all__ = [
@@ -112,6 +116,7 @@ __all__ = [
     "prepare_test",
     "resolve_seed",
     "shared_split_groups",
+    "MAX_PERMUTATIONS",
 ]
 
 #: the most permutations a test may ask for: p-values resolve 1e-8, and a null distribution of this
@@ -130,14 +135,14 @@ samples ``n_permutations`` splits even when asked for more than there are."""
 
 
 @dataclass(frozen=True)
-class PermutationTestResult:
+class PermutationTestResult(PValueAlias):
     """Outcome of a permutation test (names follow ``scipy.stats.permutation_test``).
 
     Attributes
     ----------
     statistic : float
         s = Σ_X t - Σ_Y t.
-    pvalue : float
+    p_value : float
         Permutation p-value for ``alternative`` (exact or sampled, see ``exact``).
     effect_size : float
         (mean u_X - mean u_Y) / sd_{X∪Y} u, sample SD (ddof = 1).
@@ -161,15 +166,22 @@ class PermutationTestResult:
         when exact (grouped by the number of nonzero items in X_i, combinations in lexicographic
         order, each repeated once per placement of the zeros).
     p_value_placebo, z_placebo, effect_size_placebo_percentile : float
-        Against random attribute pairs of the same word frequencies (a full-vocabulary test with
-        ``placebo``): (1 + #placebo statistics at least as extreme)/(P + 1), (s - mean)/SD of the
-        placebo statistics, and d's percentile among the placebo pairs' d; NaN without a placebo.
+        d against the d of random attribute pairs of the same word frequencies (with ``placebo``):
+        (1 + #placebo d at least as extreme)/(P + 1), (d - mean)/SD of the placebo d, and d's
+        percentile among them; NaN without a placebo. d is scale-free, so this is the placebo answer a
+        claim rests on (a test without an effect size, a set-level metric: its statistic's).
+    p_value_placebo_statistic, z_placebo_statistic : float
+        The same for the statistic s, which grows with the distance between the two attribute sets.
     n_placebo : int
         P, the placebo pairs (0 without).
+    placebo_rank_ratio : float
+        The largest factor between a placebo word's frequency rank and its attribute word's that the
+        draws' windows allowed; ``placebo_windows`` each attribute word's window of ranks.
     effect_size_ci_low, effect_size_ci_high, effect_size_se : float
         An interval of d at ``ci_level`` and its standard error (classic tests: a bootstrap of the
-        target words; a full-vocabulary test with ``placebo``: of the attribute words); NaN where there
-        is none (``ci_method`` says why).
+        target words; a full-vocabulary test with ``placebo``: of the attribute words, or with one word a
+        side the attribute-word spread, which is no confidence interval); NaN where there is none
+        (``ci_method`` says which, or why none).
     ci_level : float
         The interval's confidence level (NaN when none was made).
     ci_method : str
@@ -177,7 +189,7 @@ class PermutationTestResult:
     """
 
     statistic: float
-    pvalue: float
+    p_value: float
     effect_size: float
     z_score: float
     p_value_normal: float
@@ -193,7 +205,11 @@ class PermutationTestResult:
     p_value_placebo: float = float("nan")
     z_placebo: float = float("nan")
     effect_size_placebo_percentile: float = float("nan")
+    p_value_placebo_statistic: float = float("nan")
+    z_placebo_statistic: float = float("nan")
     n_placebo: int = 0
+    placebo_rank_ratio: float = float("nan")
+    placebo_windows: str = ""
     effect_size_ci_low: float = float("nan")
     effect_size_ci_high: float = float("nan")
     effect_size_se: float = float("nan")
@@ -269,7 +285,7 @@ class PreparedTest:
 
 # ----------------------------------------------------------------------------------------------
 # Compiled pieces. Hot loops index with uint64: numba then emits no negative-index fix-up, which
-# would otherwise keep LLVM from vectorising them (a 10x difference).
+# would otherwise keep LLVM from vectorising them.
 
 
 @njit(cache=True)
@@ -358,9 +374,9 @@ def _masked_sums(values, masks, count, out):
     not depend on the other rows.
 
     Eight lanes at a time take their bits as one byte of the mask word and add by a merge-masked vector
-    add, the 64 lanes held in registers over the block (:func:`biasdask.stats.simd.merge_add_block`):
-    about 2x the throughput of a loop that moves each bit to the sign of the word for a masked load, on
-    AVX-512 and AVX2 alike, with the same values added in the same order (benchmarks/permutation.py).
+    add, the 64 lanes held in registers over the block (:func:`biasdask.stats.simd.merge_add_block`),
+    on AVX-512 and AVX2 alike, with the same values added in the same order as a loop that moves each bit
+    to the sign of the word for a masked load (benchmarks/permutation.py compares them).
     """
     n_rows = values.shape[0]
     n_words = values.shape[1] // 64
@@ -658,10 +674,8 @@ def _prepare_row(
 def _numpy_kernels(n_values: int, n_sums: int, kernel):
     """:mod:`biasdask.stats.permutation_numpy` for a small job while ``kernel`` is not loaded, else None.
 
-    Small tests then skip numba's start-up (~0.5 s per process); the sums are bit-identical.
+    Small tests then skip numba's start-up, paid once per process; the sums are bit-identical.
     """
-    from biasdask.stats import permutation_numpy
-
     return permutation_numpy if permutation_numpy.use_numpy(n_values, n_sums, kernel) else None
 
 
@@ -909,7 +923,7 @@ def finish_test(
         distribution = None
     return PermutationTestResult(
         statistic=prep.statistic,
-        pvalue=pvalue,
+        p_value=pvalue,
         effect_size=prep.effect_size,
         z_score=z,
         p_value_normal=p_normal,

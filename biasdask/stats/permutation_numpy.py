@@ -1,9 +1,9 @@
 """The permutation kernels of :mod:`biasdask.stats.permutation` in plain numpy, for small pools.
 
-A process pays numba about 0.4-0.5 s the first time it dispatches to any compiled kernel, even when
-the machine code comes from numba's on-disk cache (numba then imports and registers its typing and
-lowering tables). For a WEAT of a few dozen words and ~10,000 permutations that is 50x the work
-itself, so until a kernel has been loaded such tests run here instead: the same algorithm vectorised
+A process pays numba's start-up the first time it dispatches to any compiled kernel, even when the
+machine code comes from numba's on-disk cache (numba then imports and registers its typing and
+lowering tables). For a WEAT of a few dozen words that start-up is many times the work itself
+(docs/benchmarks.md), so until a kernel has been loaded such tests run here instead: the same algorithm vectorised
 across permutations, giving **bit-identical** results (tests compare both on random inputs, both
 subset-drawing branches, random k and exact enumeration).
 
@@ -23,16 +23,19 @@ import numpy as np
 
 from biasdask.stats import rng as _k
 
+__all__ = ["MAX_SUMS", "MAX_VALUES", "bits_of", "exact_sums", "masked_sums", "null_sums", "use_numpy"]
+
+
 _U = np.uint64
 _M32 = np.uint64(0xFFFFFFFF)
 
-_hashmix = _k._hashmix.py_func
-_mix = _k._mix.py_func
-_rotl = _k._rotl.py_func
-_use_floyd = _k._use_floyd.py_func
+_hashmix = _k.hashmix.py_func
+_mix = _k.mix.py_func
+_rotl = _k.rotl.py_func
+_use_floyd = _k.use_floyd.py_func
 
-#: Largest pool (nonzero items) and number of sums the numpy path takes. Its CPU cost is ~1.2 µs per
-#: permutation at 16 items and ~2.4 µs at 128 (the compiled kernel: ~0.2 µs, after its start-up).
+#: Largest pool (nonzero items) and number of sums the numpy path takes: beyond them the compiled
+#: kernel's start-up pays for itself (docs/benchmarks.md).
 MAX_VALUES = 128
 MAX_SUMS = 2**15
 
@@ -80,25 +83,25 @@ def _seed_states(entropy: np.ndarray, index: np.ndarray) -> np.ndarray:
     """States (4, m) of ``SeedSequence(entropy, spawn_key=(i,)).generate_state(4, np.uint64)``, i < 2**32."""
     m = index.shape[0]
     words = [np.full(m, w, dtype=np.uint64) for w in entropy] + [index & _M32]
-    hash_const = _k._INIT_A
-    pool: list[np.ndarray] = [words[0]] * _k._POOL_SIZE  # every entry is set below
-    for i in range(_k._POOL_SIZE):
+    hash_const = _k.INIT_A
+    pool: list[np.ndarray] = [words[0]] * _k.POOL_SIZE  # every entry is set below
+    for i in range(_k.POOL_SIZE):
         pool[i], hash_const = _hashmix(words[i], hash_const)
-    for i_src in range(_k._POOL_SIZE):
-        for i_dst in range(_k._POOL_SIZE):
+    for i_src in range(_k.POOL_SIZE):
+        for i_dst in range(_k.POOL_SIZE):
             if i_src != i_dst:
                 h, hash_const = _hashmix(pool[i_src], hash_const)
                 pool[i_dst] = _mix(pool[i_dst], h)
-    for i_src in range(_k._POOL_SIZE, len(words)):
-        for i_dst in range(_k._POOL_SIZE):
+    for i_src in range(_k.POOL_SIZE, len(words)):
+        for i_dst in range(_k.POOL_SIZE):
             h, hash_const = _hashmix(words[i_src], hash_const)
             pool[i_dst] = _mix(pool[i_dst], h)
-    hash_b = _k._INIT_B
+    hash_b = _k.INIT_B
     state = np.empty((4, m), dtype=np.uint64)
     low: np.ndarray = np.zeros(m, dtype=np.uint64)
     for i in range(2 * 4):
-        d = (pool[i % _k._POOL_SIZE] ^ hash_b) & _M32
-        hash_b = (hash_b * _k._MULT_B) & _M32
+        d = (pool[i % _k.POOL_SIZE] ^ hash_b) & _M32
+        hash_b = (hash_b * _k.MULT_B) & _M32
         d = (d * hash_b) & _M32
         d ^= d >> _U(16)
         if i % 2 == 0:

@@ -5,15 +5,18 @@ The dummy-language null of the full-vocabulary test is false for any attribute p
 (table/chair rejects as firmly as he/she). The placebo comparison asks instead whether the observed
 statistic exceeds that of random attribute sets of the same sizes and word frequencies.
 
-Drawing the placebo words (:func:`rank_matched_words`)
-    Each attribute word, of 1-based frequency rank r, has as its neighbourhood the ``window``
-    candidate words nearest to it in log10 rank (ties to the more frequent word; at least as many
-    candidates as there are attribute words). A draw replaces every attribute word by a candidate of
-    its neighbourhood, taken in the given order, each uniformly among the neighbourhood's candidates
-    not yet used in that draw, so no word appears twice in one draw (A' ∪ B' are distinct words). The
-    candidates are the caller's: the vocabulary minus the study's attribute words and known gendered
-    words. Draw i uses row i of one ``numpy.random.Generator(PCG64(SeedSequence(seed)))`` stream of
-    uniforms, so the first n draws are the same whatever the number asked for.
+Drawing the placebo words (:func:`rank_neighbourhoods`, :func:`rank_matched_words`)
+    Each attribute word, of 1-based frequency rank r, has a window of candidates: those whose ranks lie
+    within a factor ``ratio`` of r (default 2: r/2 to 2r, which by Zipf's law is frequencies within a
+    factor of 2), widened where fewer than ``min_size`` (default 50) lie there to the ``min_size``
+    nearest in log10 rank (ties to the more frequent word); the window used is recorded
+    (:class:`RankWindows`). A draw replaces every attribute word by a candidate of its window, taken in
+    the given order, each uniformly among the window's candidates not yet used in that draw, so no
+    word appears twice in one draw (A' ∪ B' are distinct words). The candidates are the caller's: the
+    vocabulary minus the study's attribute words and known gendered words, and by default only
+    word-like tokens (:func:`biasdask.lexicon.word_like`). Draw i uses row i of one
+    ``numpy.random.Generator(PCG64(SeedSequence(seed)))`` stream of uniforms, so the first n draws are
+    the same whatever the number asked for.
 
 Statistics of many pairs at once (:func:`linear_moments`, :func:`evaluate_moments`)
     A linear association is u(w) = v_w · δ with v_w = ŵ (``cosine``, ``semaxis``) or the raw w
@@ -62,16 +65,23 @@ from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.stats.association import LINEAR_ASSOCIATIONS, Association, unit_rows
+from biasdask.stats.checks import check_count, check_seed
 from biasdask.stats.linalg import gram, matmul, matmul_t, matvec, rowdot
 
 __all__ = [
-    "DEFAULT_WINDOW",
+    "DEFAULT_MATCH",
+    "DEFAULT_MIN_CANDIDATES",
+    "DEFAULT_RANK_RATIO",
     "GRAM_WORDS",
     "LinearMoments",
     "MomentAccumulator",
     "MomentStatistics",
+    "PLACEBO_WORDS",
+    "PlaceboMatch",
     "PlaceboSummary",
+    "RankWindows",
     "VocabularySample",
+    "draw_from_windows",
     "euclidean_statistics",
     "evaluate_moments",
     "gram_step",
@@ -83,11 +93,18 @@ __all__ = [
     "rank_neighbourhoods",
     "remove_rows",
     "weighted_effect_size",
+    "Alternative",
+    "unweighted_effect_sizes",
+    "weighted_statistics",
 ]
 
-DEFAULT_WINDOW = 50
-"""Candidates per attribute word's neighbourhood: the 50 nearest in log rank (±25 ranks around rank
-1,000, about ±0.01 decades; at the very top of the vocabulary, ranks 1-51 for a rank-1 word)."""
+DEFAULT_RANK_RATIO = 2.0
+"""A placebo word's frequency rank lies within this factor of its attribute word's (r/2 to 2r: within
+0.3 decades of frequency, by Zipf's law), unless its window is widened (:data:`DEFAULT_MIN_CANDIDATES`)."""
+
+DEFAULT_MIN_CANDIDATES = 50
+"""Candidates an attribute word's window holds at least: where fewer lie within the rank ratio (at the
+top of a vocabulary: ranks 9-34 for a rank-17 word), the window widens to the 50 nearest in log rank."""
 
 GRAM_WORDS = 32_768
 """Rows of a vocabulary at most whose v vᵀ a study sums (a systematic sample; see :func:`gram_step`)."""
@@ -95,21 +112,19 @@ GRAM_WORDS = 32_768
 Alternative = Literal["greater", "less", "two-sided"]
 _PLACEBO_ALTERNATIVES = ("greater", "less", "two-sided")
 
-
-def _seed(seed: int) -> int:
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed}")
-    return int(seed)
+PlaceboWords = Literal["letters", "any"]
+PLACEBO_WORDS: tuple[str, ...] = ("letters", "any")
+"""Which tokens a placebo word may be: ``letters``, the word-like tokens of the attribute words' scripts
+(:func:`biasdask.lexicon.scripts.word_like`: letters and combining marks only, no digits, punctuation or
+symbols); ``any``, every token."""
 
 
-def _count(value: int, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
+def _rank_ratio(value: float, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number of at least 1, got {value!r}")
+    if not (np.isfinite(value) and value >= 1.0):
+        raise ValueError(f"{name} must be a finite number of at least 1, got {value}")
+    return float(value)
 
 
 def _ranks(values: ArrayLike, name: str) -> NDArray[np.float64]:
@@ -123,51 +138,165 @@ def _ranks(values: ArrayLike, name: str) -> NDArray[np.float64]:
     return arr.astype(np.float64)
 
 
+@dataclass(frozen=True)
+class PlaceboMatch:
+    """How a placebo word is matched to the attribute word it replaces.
+
+    Attributes
+    ----------
+    words : {"letters", "any"}
+        The tokens that may be drawn (:data:`PLACEBO_WORDS`).
+    rank_ratio : float
+        A placebo word's frequency rank lies within this factor of its attribute word's
+        (:func:`rank_neighbourhoods`), ≥ 1.
+    min_candidates : int
+        A window holds at least this many candidates, widened where fewer lie within the ratio.
+
+    Examples
+    --------
+    >>> PlaceboMatch()
+    PlaceboMatch(words='letters', rank_ratio=2.0, min_candidates=50)
+    """
+
+    words: PlaceboWords = "letters"
+    rank_ratio: float = DEFAULT_RANK_RATIO
+    min_candidates: int = DEFAULT_MIN_CANDIDATES
+
+    def __post_init__(self) -> None:
+        if self.words not in PLACEBO_WORDS:
+            raise ValueError(f"words must be one of {', '.join(PLACEBO_WORDS)}; got {self.words!r}")
+        object.__setattr__(self, "rank_ratio", _rank_ratio(self.rank_ratio, "rank_ratio"))
+        object.__setattr__(self, "min_candidates", check_count(self.min_candidates, "min_candidates", 1))
+
+
+DEFAULT_MATCH = PlaceboMatch()
+"""The default :class:`PlaceboMatch`: word-like tokens, ranks within a factor 2, 50 candidates at least."""
+
+
 # ----------------------------------------------------------------------------------------------
 # Drawing rank-matched placebo words
 
 
-def rank_neighbourhoods(ranks: ArrayLike, candidate_ranks: ArrayLike, size: int) -> NDArray[np.intp]:
-    """For each attribute rank, the ``size`` candidates nearest in log10 rank, nearest first.
+@dataclass(frozen=True)
+class RankWindows:
+    """The frequency-rank window of each attribute word: the candidates a placebo word replacing it is
+    drawn from (:func:`rank_neighbourhoods`).
+
+    Each window is a run of the candidates sorted by rank: ``order[start[j]:stop[j]]`` (:meth:`members`).
+
+    Attributes
+    ----------
+    order : ndarray of int
+        Indices into the candidate ranks, sorted by rank (stable: equal ranks keep their order).
+    start, stop : ndarray of int, shape (k,)
+        Each attribute word's run in ``order``.
+    rank : ndarray of int, shape (k,)
+        The attribute words' ranks.
+    low, high : ndarray of int, shape (k,)
+        The smallest and the largest rank in each window.
+    ratio : ndarray of float, shape (k,)
+        The largest factor between a window's ranks and its word's, max(high/r, r/low): at most the
+        ``ratio`` asked for, larger where the window was widened to reach ``min_size`` candidates.
+    """
+
+    order: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    rank: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    ratio: np.ndarray
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """The candidates in each window."""
+        return self.stop - self.start
+
+    def members(self, j: int) -> np.ndarray:
+        """The candidates (indices into the candidate ranks) of window ``j``, by rank."""
+        return self.order[self.start[j] : self.stop[j]]
+
+    def describe(self, labels: Sequence[str]) -> str:
+        """Each window as text, e.g. ``"he (rank 17): ranks 9-34; she (rank 62): ranks 31-124"``."""
+        return "; ".join(
+            f"{label} (rank {r}): ranks {lo}-{hi}"
+            for label, r, lo, hi in zip(labels, self.rank.tolist(), self.low.tolist(), self.high.tolist())
+        )
+
+
+def rank_neighbourhoods(
+    ranks: ArrayLike,
+    candidate_ranks: ArrayLike,
+    *,
+    ratio: float = DEFAULT_RANK_RATIO,
+    min_size: int = DEFAULT_MIN_CANDIDATES,
+) -> RankWindows:
+    """Each attribute word's window of candidates: the ranks within a factor ``ratio`` of its own,
+    widened to the ``min_size`` nearest in log10 rank where fewer lie within it.
 
     Parameters
     ----------
     ranks
-        1-based frequency ranks of the attribute words, shape (n,).
+        1-based frequency ranks of the attribute words, shape (k,).
     candidate_ranks
-        1-based frequency ranks of the candidate words, shape (c,).
-    size
-        Neighbourhood size, 1 ≤ size ≤ c.
+        1-based frequency ranks of the candidate words, shape (c,), c ≥ k.
+    ratio
+        The window of a word of rank r is [r / ratio, r · ratio] (ratio ≥ 1).
+    min_size
+        Candidates a window holds at least (at most c): a narrower window is widened, symmetrically in
+        log rank, to the ``min_size`` candidates nearest in log10 rank (among candidates equally far,
+        the more frequent first). At least k, so that a draw can give every attribute word its own.
 
     Returns
     -------
-    numpy.ndarray
-        Indices into ``candidate_ranks``, shape (n, size); among candidates equally far in log rank the
-        more frequent (then the earlier) comes first.
+    RankWindows
+
+    Raises
+    ------
+    ValueError
+        Fewer candidates than attribute words, ``ratio`` < 1, ``min_size`` < 1, non-positive ranks.
 
     Examples
     --------
-    >>> rank_neighbourhoods([10], [1, 9, 12, 100, 11], 3).tolist()
-    [[4, 1, 2]]
+    >>> w = rank_neighbourhoods([100, 3], np.arange(1, 1000), ratio=1.5, min_size=5)
+    >>> w.low.tolist(), w.high.tolist(), w.sizes.tolist(), w.ratio.tolist()
+    ([67, 2], [150, 6], [84, 5], [1.5, 2.0])
     """
     r = _ranks(ranks, "ranks")
     c = _ranks(candidate_ranks, "candidate_ranks")
-    size = _count(size, "size", 1)
-    if size > c.size:
-        raise ValueError(f"a neighbourhood of {size} candidates needs at least {size} candidates, got {c.size}")
+    min_size = check_count(min_size, "min_size", 1)
+    ratio = _rank_ratio(ratio, "ratio")
+    if c.size < r.size:
+        raise ValueError(f"{r.size} attribute words need at least {r.size} candidates, got {c.size}")
+    size = min(max(min_size, r.size), c.size)
     order = np.argsort(c, kind="stable")
-    sorted_ranks = c[order]
-    out = np.empty((r.size, size), dtype=np.intp)
-    for i, target in enumerate(r):
-        pos = int(np.searchsorted(sorted_ranks, target))
-        lo, hi = max(0, pos - size), min(c.size, pos + size)
-        # the distance in log rank |log c - log r| as the ratio max(c/r, r/c), which it grows with: a
-        # division is correctly rounded on every CPU, a logarithm is not
-        near_ranks = sorted_ranks[lo:hi]
-        ratio = np.maximum(near_ranks / target, target / near_ranks)
-        near = np.argsort(ratio, kind="stable")[:size]
-        out[i] = order[lo + near]
-    return out
+    by_rank = c[order]
+    start = np.empty(r.size, dtype=np.intp)
+    stop = np.empty(r.size, dtype=np.intp)
+    for j, rank in enumerate(r):
+        lo = int(np.searchsorted(by_rank, rank / ratio, side="left"))
+        hi = int(np.searchsorted(by_rank, rank * ratio, side="right"))
+        if hi - lo < size:  # widen to the nearest ``size`` in log rank, growing towards the nearer side
+            # the distance in log rank compared as the ratio it grows with: a division is correctly
+            # rounded on every CPU, a logarithm is not
+            lo = hi = int(np.searchsorted(by_rank, rank))
+            while hi - lo < size:
+                if hi == c.size or (lo > 0 and rank / by_rank[lo - 1] <= by_rank[hi] / rank):
+                    lo -= 1
+                else:
+                    hi += 1
+        start[j], stop[j] = lo, hi
+    low = by_rank[start].astype(np.int64)
+    high = by_rank[stop - 1].astype(np.int64)
+    return RankWindows(
+        order=order,
+        start=start,
+        stop=stop,
+        rank=r.astype(np.int64),
+        low=low,
+        high=high,
+        ratio=np.maximum(high / r, r / low),
+    )
 
 
 def rank_matched_words(
@@ -176,9 +305,11 @@ def rank_matched_words(
     *,
     n: int,
     seed: int,
-    window: int = DEFAULT_WINDOW,
+    ratio: float = DEFAULT_RANK_RATIO,
+    min_candidates: int = DEFAULT_MIN_CANDIDATES,
 ) -> NDArray[np.intp]:
-    """``n`` placebo draws, each replacing every attribute word by a distinct rank-matched candidate.
+    """``n`` placebo draws, each replacing every attribute word by a distinct candidate of its rank window:
+    :func:`draw_from_windows` of :func:`rank_neighbourhoods`.
 
     Parameters
     ----------
@@ -186,14 +317,14 @@ def rank_matched_words(
         1-based frequency ranks of the attribute words (A's, then B's), shape (k,).
     candidate_ranks
         1-based frequency ranks of the words a placebo may use (the vocabulary minus the study's
-        attribute words and known gendered words), shape (c,).
+        attribute words and known gendered words, word-like tokens only by default), shape (c,).
     n
         Number of draws P.
     seed
         Non-negative integer (the cell's seed); the draws are a function of it alone.
-    window
-        Neighbourhood size: each word is replaced by one of the ``max(window, k)`` candidates nearest
-        in log10 rank (:func:`rank_neighbourhoods`).
+    ratio, min_candidates
+        The rank windows (:func:`rank_neighbourhoods`): ranks within a factor ``ratio`` of the
+        attribute word's, widened to at least ``min_candidates`` candidates.
 
     Returns
     -------
@@ -204,40 +335,50 @@ def rank_matched_words(
     Raises
     ------
     ValueError
-        Fewer candidates than the neighbourhood size, non-positive ranks, ``n`` < 1, a negative seed.
+        Fewer candidates than attribute words, non-positive ranks, ``n`` < 1, a negative seed.
     TypeError
-        Non-integer ranks, ``n``, ``window`` or ``seed``.
-
-    Notes
-    -----
-    Word j of a draw is uniform over its neighbourhood minus the words already chosen for words
-    0..j-1 of that draw (at most k - 1 of them, so at least one candidate is left). Row i of the
-    uniforms is row i of ``Generator(PCG64(SeedSequence(seed))).random((n, k))``: asking for more
-    draws keeps the first ones.
+        Non-integer ranks, ``n`` or ``seed``.
 
     Examples
     --------
-    >>> draws = rank_matched_words([3, 40], np.arange(1, 200), n=4, seed=7, window=5)
+    >>> draws = rank_matched_words([3, 40], np.arange(1, 200), n=4, seed=7, ratio=1.1, min_candidates=5)
     >>> draws.shape
     (4, 2)
-    >>> bool(np.all(draws[:, 0] < 8) and np.all(np.abs(draws[:, 1] - 39) <= 3))
+    >>> bool(np.all(draws[:, 0] < 6) and np.all(np.abs(draws[:, 1] - 39) <= 4))
     True
     """
-    seed = _seed(seed)
-    n = _count(n, "n", 1)
-    window = _count(window, "window", 1)
-    k = np.asarray(ranks).size
-    hoods = rank_neighbourhoods(ranks, candidate_ranks, max(window, k))
+    windows = rank_neighbourhoods(ranks, candidate_ranks, ratio=ratio, min_size=min_candidates)
+    return draw_from_windows(windows, n=n, seed=seed)
+
+
+def draw_from_windows(windows: RankWindows, *, n: int, seed: int) -> NDArray[np.intp]:
+    """``n`` draws of one candidate per window, distinct within a draw (:func:`rank_matched_words`).
+
+    Word j of a draw is uniform over its window minus the words already chosen for words 0..j-1 of
+    that draw (a window holds at least k candidates, so one is left). Row i of the uniforms is row i of
+    ``Generator(PCG64(SeedSequence(seed))).random((n, k))``: asking for more draws keeps the first ones.
+
+    Returns
+    -------
+    numpy.ndarray
+        Indices into the candidate ranks the windows were made of, shape (n, k).
+    """
+    seed = check_seed(seed)
+    n = check_count(n, "n", 1)
+    k = windows.start.size
     uniforms = np.random.default_rng(np.random.SeedSequence(seed)).random((n, k))
-    picks = np.empty((n, k), dtype=np.intp)
+    positions = np.empty((n, k), dtype=np.intp)  # positions in ``windows.order``
     for j in range(k):
-        hood = hoods[j]
-        free = ~np.any(hood[None, :, None] == picks[:, None, :j], axis=2)  # (n, size)
-        n_free = free.sum(axis=1)
-        choice = np.minimum((uniforms[:, j] * n_free).astype(np.intp), n_free - 1)
-        position = np.argmax(np.cumsum(free, axis=1) > choice[:, None], axis=1)
-        picks[:, j] = hood[position]
-    return picks
+        lo, hi = int(windows.start[j]), int(windows.stop[j])
+        earlier = np.sort(positions[:, :j], axis=1)
+        taken = (earlier >= lo) & (earlier < hi)
+        n_free = (hi - lo) - taken.sum(axis=1)
+        at = lo + np.minimum((uniforms[:, j] * n_free).astype(np.intp), n_free - 1)
+        # the choice-th free position: step over the taken positions at or before it, in increasing order
+        for m in range(j):
+            at += taken[:, m] & (earlier[:, m] <= at)
+        positions[:, j] = at
+    return windows.order[positions]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -680,7 +821,7 @@ def _ratio(num: NDArray, den: NDArray) -> NDArray:
         return np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 1.0)), np.nan)
 
 
-def _unweighted_effect_sizes(moments: LinearMoments, directions: NDArray, exclude: tuple | None = None) -> NDArray:
+def unweighted_effect_sizes(moments: LinearMoments, directions: NDArray, exclude: tuple | None = None) -> NDArray:
     """d for each direction (rows of ``directions``); ``exclude`` as in :func:`evaluate_moments`."""
     total = _dot(directions, moments.sum_v)
     squares = _quadratic(directions, moments.sum_vv)
@@ -703,7 +844,7 @@ def _effect_size_from_sums(total: NDArray, squares: NDArray, n: NDArray) -> NDAr
         return _ratio(total / n, variance)
 
 
-def _weighted_statistics(
+def weighted_statistics(
     moments: LinearMoments, directions: NDArray, k: int, exclude: tuple | None = None
 ) -> tuple[NDArray, NDArray]:
     """(s_k, weighted effect size) for each direction and weighting ``k``; ``exclude`` as in
@@ -812,11 +953,11 @@ def evaluate_moments(
     statistic = np.empty((d.shape[0], k))
     weighted = np.empty((d.shape[0], k))
     for j in range(k):
-        statistic[:, j], weighted[:, j] = _weighted_statistics(moments, d, j, exclude)
+        statistic[:, j], weighted[:, j] = weighted_statistics(moments, d, j, exclude)
     n = moments.n - (0 if exclude is None else exclude[0].shape[1])
     return MomentStatistics(
         statistic=statistic,
-        effect_size=_unweighted_effect_sizes(moments, d, exclude),
+        effect_size=unweighted_effect_sizes(moments, d, exclude),
         effect_size_weighted=weighted,
         n=np.full(d.shape[0], n, dtype=np.int64),
     )

@@ -15,7 +15,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["ALTERNATIVES", "Alternative", "Resampling"]
+from biasdask._calls import options_object
+from biasdask.stats.placebo import DEFAULT_MIN_CANDIDATES, DEFAULT_RANK_RATIO, PlaceboMatch, PlaceboWords
+
+__all__ = ["ALTERNATIVES", "Alternative", "Resampling", "resampling"]
 
 #: The choices of ``alternative``.
 Alternative = Literal["auto", "greater", "less", "two-sided"]
@@ -50,6 +53,17 @@ class Resampling:
         words of about the same frequency ranks (``p_value_placebo``, ``z_placebo``); ``None`` or 0 for none.
     placebo_exclude
         Words no placebo set may use, besides the test's own words and the known gendered words.
+    placebo_words
+        Which tokens a placebo word may be: ``"letters"`` (the default: tokens of letters and combining
+        marks of the attribute words' scripts, no digits, punctuation or symbols;
+        :mod:`biasdask.lexicon.scripts`) or ``"any"``.
+    placebo_rank_ratio
+        A placebo word's frequency rank lies within this factor of its attribute word's (default 2:
+        ranks r/2 to 2r) ...
+    placebo_min_candidates
+        ... unless fewer than this many candidates (default 50) lie there: the window then widens to the
+        nearest this many in log rank, and the result records the window used
+        (:func:`biasdask.stats.placebo.rank_neighbourhoods`).
 
     Raises
     ------
@@ -62,7 +76,7 @@ class Resampling:
     --------
     >>> from biasdask import Resampling
     >>> Resampling(n_permutations=999, seed=1)
-    Resampling(n_permutations=999, alternative='two-sided', seed=1, batch_size=None, placebo=None, placebo_exclude=())
+    Resampling(n_permutations=999, alternative='two-sided', seed=1, batch_size=None, placebo=None, placebo_exclude=(), placebo_words='letters', placebo_rank_ratio=2.0, placebo_min_candidates=50)
     >>> Resampling(seed=1).replace(alternative="greater").alternative
     'greater'
     """
@@ -73,6 +87,9 @@ class Resampling:
     batch_size: int | None = None
     placebo: int | None = None
     placebo_exclude: Sequence[str] = ()
+    placebo_words: PlaceboWords = "letters"
+    placebo_rank_ratio: float = DEFAULT_RANK_RATIO
+    placebo_min_candidates: int = DEFAULT_MIN_CANDIDATES
 
     def __post_init__(self) -> None:
         if not _is_int(self.n_permutations):
@@ -95,6 +112,17 @@ class Resampling:
             raise TypeError("placebo_exclude must be a list of words, not one string")
         object.__setattr__(self, "placebo_exclude", tuple(self.placebo_exclude))
         object.__setattr__(self, "n_permutations", int(self.n_permutations))
+        try:
+            match = self.placebo_match
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"placebo_{exc}") from None
+        object.__setattr__(self, "placebo_rank_ratio", match.rank_ratio)
+        object.__setattr__(self, "placebo_min_candidates", match.min_candidates)
+
+    @property
+    def placebo_match(self) -> PlaceboMatch:
+        """How placebo words are matched to the attribute words (:class:`~biasdask.stats.placebo.PlaceboMatch`)."""
+        return PlaceboMatch(self.placebo_words, self.placebo_rank_ratio, self.placebo_min_candidates)
 
     def replace(self, **changes: Any) -> Resampling:
         """A copy with ``changes`` applied (and checked)."""
@@ -103,11 +131,4 @@ class Resampling:
 
 def resampling(options: Resampling | None) -> Resampling:
     """``options``, or the defaults when None; a TypeError naming the form for anything else."""
-    if options is None:
-        return Resampling()
-    if not isinstance(options, Resampling):
-        raise TypeError(
-            f"resampling must be a biasdask.Resampling, got {type(options).__name__}: "
-            "resampling=Resampling(n_permutations=..., seed=...)"
-        )
-    return options
+    return options_object(options, Resampling, "resampling=Resampling(n_permutations=..., seed=...)")

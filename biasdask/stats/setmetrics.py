@@ -60,6 +60,7 @@ __all__ = [
     "n_relabellings",
     "nas",
     "nas_scores",
+    "NullMetric",
     "relabel_null",
     "rnd",
     "rnd_terms",

@@ -1,7 +1,7 @@
 """The numbers of WEAT-style tests on small word sets (Caliskan et al. 2017; Lauscher & Glavaš 2019 eqs. 1-3).
 
 - :func:`similarity_matrix`: cosine similarity, or the *negative* Euclidean distance between unit
-  vectors. Seed 002 (footnote 3) flips the direction of the test for a distance (p = P[s_i < s]); biasdask
+  vectors. Lauscher & Glavaš 2019 (footnote 3) flips the direction of the test for a distance (p = P[s_i < s]); biasdask
   negates the distance instead, so that for both measures larger means more similar, s(X, Y, A, B) > 0
   means X is closer to A than Y is, and the same one-sided rule (p = P[s_i >= s] for s > 0) applies. The
   distance is taken between unit-length vectors, as XWEAT does, so it is a monotone function of the cosine
@@ -38,6 +38,7 @@ __all__ = [
     "weat_scores",
     "weat_statistic",
     "word_association",
+    "word_vectors",
 ]
 
 SIMILARITIES: tuple[str, ...] = ("cosine", "euclidean")
@@ -196,7 +197,7 @@ class CareerFamilyEffect:
     s_y: NDArray[np.float64]
 
 
-def _word_vectors(
+def word_vectors(
     entries: Sequence[tuple[str, str, str, str, Sequence[str]]], vectors: Mapping[str, ArrayLike]
 ) -> dict[tuple[str, str], NDArray[np.float64]]:
     """(category, word) -> mean over translations of (mean of the raw vectors of that translation's tokens)."""
@@ -221,7 +222,7 @@ def _career_family_run(
     attributes: tuple[str, str],
     ddof: int,
 ) -> CareerFamilyRun:
-    wv = _word_vectors(entries, vectors)
+    wv = word_vectors(entries, vectors)
     categories = targets + attributes
     listed = {c: list(dict.fromkeys(w for cat, w, *_ in entries if cat == c)) for c in categories}
     words = {c: tuple(w for w in listed[c] if (c, w) in wv) for c in categories}

@@ -13,6 +13,9 @@ import functools
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+__all__ = ["METHODS", "frequency_weights", "harmonic_number", "zipf_weights"]
+
+
 METHODS = ("uniform", "zipf", "frequency")
 
 

@@ -12,7 +12,7 @@ import pytest
 import xarray as xr
 
 import biasdask
-from biasdask import Resampling
+from biasdask import Resampling, Vocabulary
 from biasdask.engine.bias_tests import full_vocabulary_test
 from biasdask.engine.scores import scores
 from biasdask.errors import BiasdaskError, MissingWordsError
@@ -190,9 +190,9 @@ def test_study_records_the_association_of_every_cell(tmp_path, glove):
         MALE,
         method="zipf",
         association="ripa",
-        exclude_words=[*FEMALE, *MALE],
         progress=False,
         resampling=Resampling(n_permutations=99),
+        vocabulary=Vocabulary(exclude_words=[*FEMALE, *MALE]),
     )
     assert float(cell["statistic"].sel({"test": "context.ripa"})) == pytest.approx(context.statistic, rel=1e-6)
     ripa = scores(emb, MALE, FEMALE, methods=("uniform", "zipf"), association="ripa")

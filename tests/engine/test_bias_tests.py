@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 
 from biasdask import Resampling
-from biasdask.engine.bias_tests import full_vocabulary_test
+from biasdask.engine.bias_tests import full_vocabulary_test, pairwise_vocabulary_test
 from biasdask.io.embeddings import as_embeddings
+from tests.stores import unit
 
 
-def _store(tmp_path, name, n, seed, shift):
+def _language(n, seed, shift):
     """An in-memory embedding (writing a store is not what these tests are about; tests/io/test_embeddings.py
     shows the in-memory and stored forms give the same bits)."""
     rng = np.random.default_rng(seed)
@@ -21,14 +22,13 @@ def _store(tmp_path, name, n, seed, shift):
 
 
 def _u(vec):
-    unit = lambda m: m / np.linalg.norm(m, axis=-1, keepdims=True)  # noqa: E731
     with np.errstate(invalid="ignore"):
         return unit(vec) @ (unit(vec[0]) - unit(vec[1]))
 
 
 @pytest.mark.parametrize("method", ["uniform", "zipf"])
 def test_against_dummy_language_matches_numpy(tmp_path, method, dask_client):
-    url, vec = _store(tmp_path, "en", 300, 1, 0.3)
+    url, vec = _language(300, 1, 0.3)
     u = _u(vec)
     keep = np.isfinite(u)
     z = np.ones(300) if method == "uniform" else (1 / np.arange(1, 301)) / np.sum(1 / np.arange(1, 301))
@@ -46,20 +46,20 @@ def test_against_dummy_language_matches_numpy(tmp_path, method, dask_client):
     pooled = np.concatenate([u[keep], np.zeros(299)])
     assert res.effect_size == pytest.approx(u[keep].mean() / pooled.std(ddof=1), rel=1e-5)
     if method == "uniform":  # 299 words all leaning one way: far in the tail
-        assert res.pvalue == pytest.approx(1 / 1000) and res.z_score > 3
+        assert res.p_value == pytest.approx(1 / 1000) and res.z_score > 3
     else:  # Zipf weights put the mass on a few top words: sampled and normal p agree
-        assert abs(res.pvalue - res.p_value_normal) < 0.05
+        assert abs(res.p_value - res.p_value_normal) < 0.05
 
 
 def test_pairwise_two_languages_truncated_to_same_n(tmp_path, dask_client):
-    a, va = _store(tmp_path, "a", 300, 1, 0.3)
-    b, vb = _store(tmp_path, "b", 200, 2, 0.0)
-    res = full_vocabulary_test(
+    a, va = _language(300, 1, 0.3)
+    b, vb = _language(200, 2, 0.0)
+    res = pairwise_vocabulary_test(
         a,
+        b,
         ["male"],
         ["female"],
         method="zipf",
-        other=b,
         client=dask_client,
         progress=False,
         resampling=Resampling(n_permutations=999, seed=4),

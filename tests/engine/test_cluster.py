@@ -7,7 +7,7 @@ from distributed import Client, LocalCluster
 
 from biasdask import Resampling
 from biasdask.engine.cluster import WarmKernels, client_scope, get_client
-from biasdask.errors import BiasdaskException, MissingDependencyError
+from biasdask.errors import BiasdaskException, MissingDependencyError, SchedulerError
 
 
 @pytest.fixture()
@@ -185,7 +185,7 @@ def test_worker_count_of_a_local_cluster_comes_from_dask(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(cluster, "LocalCluster", Recorder)
     monkeypatch.setattr(dask.system, "CPU_COUNT", 5)
-    with pytest.raises(RuntimeError, match="stop here"):
+    with pytest.raises(SchedulerError, match="cannot start a local Dask cluster: RuntimeError: stop here"):
         get_client()
     assert seen == {"n_workers": 5, "threads": 1}
 
@@ -266,7 +266,7 @@ def test_workers_load_the_kernels_when_they_join(monkeypatch):
                 resampling=Resampling(n_permutations=2000, seed=9, batch_size=250),
             )
             want = permutation_test_local(x, y, 2000, seed=9, return_null=True)
-            assert got.null_distribution.tobytes() == want.null_distribution.tobytes() and got.pvalue == want.pvalue
+            assert got.null_distribution.tobytes() == want.null_distribution.tobytes() and got.p_value == want.p_value
             assert client.run(_kernel_state) == before  # the batches found every kernel loaded
 
 

@@ -12,9 +12,11 @@ import pytest
 import xarray as xr
 
 import biasdask
-from biasdask import Resampling
+from biasdask import Resampling, Vocabulary
+from biasdask.demo import filler_words
 from biasdask.engine.scores import scores
 from biasdask.lexicon import iat_attribute_terms
+from tests.stores import generated_store
 
 
 def _french(shared_data):
@@ -75,7 +77,7 @@ def test_leave_one_out_against_numpy(shared_data, dask_client, tmp_path):
     full = biasdask.full_vocabulary_test(
         emb, a, b, client=dask_client, progress=False, resampling=Resampling(n_permutations=999, seed=3)
     )
-    assert float(sens["p_value"].sel(left_out="")) == full.pvalue
+    assert float(sens["p_value"].sel(left_out="")) == full.p_value
     assert float(sens["statistic"].sel(left_out="")) == full.statistic
 
     from biasdask.plot import plot_attribute_sensitivity
@@ -111,7 +113,7 @@ def test_options_are_the_same_in_every_row(shared_data, dask_client):
     vec = vec.copy()
     vec[words.index("bureau")] = vec[words.index("affaires")]  # a shared vector (later word dropped)
     emb = emb.assign(vectors=(("word", "dim"), da.from_array(vec, chunks=(16, vec.shape[1]))))
-    kw = dict(exclude_attributes=True, dedupe_vectors=True)
+    kw = dict(vocabulary=Vocabulary(exclude_attributes=True, dedupe_vectors=True))
     sens = biasdask.attribute_sensitivity(
         emb,
         ["homme", "il"],
@@ -122,7 +124,13 @@ def test_options_are_the_same_in_every_row(shared_data, dask_client):
         **kw,
     )
     for left, a, b in [("", ["homme", "il"], ["femme", "elle"]), ("homme", ["il"], ["femme", "elle"])]:
-        sc = scores(emb, a, b, methods=["uniform"], exclude_words=["homme", "il", "femme", "elle"], dedupe_vectors=True)
+        sc = scores(
+            emb,
+            a,
+            b,
+            methods=["uniform"],
+            vocabulary=Vocabulary(exclude_words=["homme", "il", "femme", "elle"], dedupe_vectors=True),
+        )
         u = sc["u"].values
         assert np.isnan(u[words.index("bureau")]) and np.isnan(u[words.index("homme")])
         assert float(sens["statistic"].sel(left_out=left)) == pytest.approx(
@@ -133,21 +141,17 @@ def test_options_are_the_same_in_every_row(shared_data, dask_client):
 def test_without_a_client_it_starts_no_cluster_so_a_script_needs_no_main_guard(tmp_path):
     """A script without ``if __name__ == "__main__":`` (a LocalCluster of processes would re-run it in
     every worker it spawns, and die with "Nanny failed to start") runs on Dask's threaded scheduler."""
-    from biasdask.demo import write_language
-    from biasdask.engine.ingest import ingest
-
-    write_language(tmp_path / "fr.bin", "homme", "femme", 0.2, 300, 10, seed=1)
-    store = str(tmp_path / "fr.zarr")
-    ingest(str(tmp_path / "fr.bin"), store, language="fr", client=False, progress=False)
+    store = generated_store(tmp_path, "fr", words=("homme", "femme"), n_words=300, dim=10, strength=0.2, seed=1)
+    filler = filler_words("homme", "femme", 300)[7]
     script = tmp_path / "script.py"
     script.write_text(
         "import biasdask\n"
         "from distributed.client import _get_global_client\n"
-        f"sens = biasdask.attribute_sensitivity({store!r}, ['homme'], ['femme', 'w000007'], "
+        f"sens = biasdask.attribute_sensitivity({store!r}, ['homme'], ['femme', {filler!r}], "
         "resampling=biasdask.Resampling(n_permutations=99, seed=1), progress=False)\n"
         "print(sens['left_out'].values.tolist(), _get_global_client())\n"
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "['', 'homme', 'femme', 'w000007'] None"
+    assert done.stdout.strip() == f"['', 'homme', 'femme', {filler!r}] None"
     assert "Nanny" not in done.stderr and "LocalCluster" not in done.stderr

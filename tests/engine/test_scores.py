@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from biasdask import Resampling
+from biasdask import Resampling, Vocabulary
 from biasdask.engine.scores import positions, scores
 from biasdask.errors import BiasdaskError, MissingWordsError
+from tests.stores import read_text_rows, unit
 
 
 def _embedding(n=1000, d=16, chunk=128, language="en", seed=1):
@@ -27,7 +28,6 @@ def _embedding(n=1000, d=16, chunk=128, language="en", seed=1):
 
 def _reference_u(vec, a_idx, b_idx):
     v = vec.astype(np.float64)
-    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = unit(v) @ unit(v[a_idx + b_idx]).T
     return cos[:, : len(a_idx)].mean(1) - cos[:, len(a_idx) :].mean(1)
@@ -57,7 +57,7 @@ def test_scores_is_one_matvec_per_chunk():
 
 def test_max_words_truncates_and_sets_n():
     emb, vec = _embedding()
-    out = scores(emb, ["male"], ["female"], methods=("zipf",), max_words=100)
+    out = scores(emb, ["male"], ["female"], methods=("zipf",), vocabulary=Vocabulary(max_words=100))
     assert out.sizes["word"] == 100 and out.attrs["n_words"] == 100
     h = np.sum(1.0 / np.arange(1, 101))
     ref = _reference_u(vec[:100], [2], [4])
@@ -66,7 +66,9 @@ def test_max_words_truncates_and_sets_n():
 
 def test_exclusions():
     emb, _ = _embedding()
-    out = scores(emb, ["male"], ["female"], exclude_attributes=True, exclude_words=["the", "nope"])
+    out = scores(
+        emb, ["male"], ["female"], vocabulary=Vocabulary(exclude_attributes=True, exclude_words=["the", "nope"])
+    )
     u = out["u"].values
     assert np.isnan(u[[0, 2, 4]]).all() and np.isfinite(u[1])
     assert out.attrs["n_excluded"] == 3
@@ -114,8 +116,7 @@ def test_frequency_for_a_vocabulary_without_observed_words_is_one_clear_error():
             ["male", "man"],
             ["female", "woman"],
             methods=("frequency",),
-            exclude_attributes=True,
-            exclude_words=["the", "of"],
+            vocabulary=Vocabulary(exclude_attributes=True, exclude_words=["the", "of"]),
         )
     import biasdask
 
@@ -125,9 +126,8 @@ def test_frequency_for_a_vocabulary_without_observed_words_is_one_clear_error():
             ["male", "man"],
             ["female", "woman"],
             method="frequency",
-            exclude_attributes=True,
-            exclude_words=["the", "of"],
             resampling=Resampling(n_permutations=9),
+            vocabulary=Vocabulary(exclude_attributes=True, exclude_words=["the", "of"]),
         )
 
 
@@ -194,7 +194,7 @@ def test_attribute_words_are_looked_up_beyond_max_words():
     words = list(emb["word"].values)
     words[2], words[500] = "w2", "male"
     emb = emb.assign_coords(word=np.array(words, dtype=object))
-    out = scores(emb, ["male"], ["female"], methods=("uniform",), max_words=100)
+    out = scores(emb, ["male"], ["female"], methods=("uniform",), vocabulary=Vocabulary(max_words=100))
     assert out.sizes["word"] == 100 and out.attrs["n_a"] == 1 and out.attrs["missing_a"] == []
     ref = _reference_u(vec, [500], [4])[:100]
     keep = np.arange(100) != 7
@@ -206,7 +206,13 @@ def test_frequency_weights_sum_to_one_over_the_words_tested():
     import wordfreq
 
     emb, vec = _embedding()
-    out = scores(emb, ["male"], ["female"], methods=("frequency",), exclude_attributes=True, exclude_words=["the"])
+    out = scores(
+        emb,
+        ["male"],
+        ["female"],
+        methods=("frequency",),
+        vocabulary=Vocabulary(exclude_attributes=True, exclude_words=["the"]),
+    )
     u, t = out["u"].values, out["t"].values[0]
     tested = np.isfinite(u)
     table = wordfreq.get_frequency_dict("en")
@@ -225,7 +231,9 @@ def test_exclude_words_gender_specific():
     words = list(emb["word"].values)
     words[10:14] = ["he", "she", "mother", "table"]
     emb = emb.assign_coords(word=np.array(words, dtype=object))
-    out = scores(emb, ["male"], ["female"], methods=("uniform",), exclude_words="gender_specific")
+    out = scores(
+        emb, ["male"], ["female"], methods=("uniform",), vocabulary=Vocabulary(exclude_words="gender_specific")
+    )
     listed = set(bolukbasi().gender_specific_full)
     expected = [i for i, w in enumerate(words) if w in listed]
     assert {"he", "she", "mother", "man", "woman"} <= {words[i] for i in expected} and "table" not in listed
@@ -233,14 +241,7 @@ def test_exclude_words_gender_specific():
     u = out["u"].values
     assert np.isnan(u[expected]).all() and np.isfinite(u[13])
     with pytest.raises(BiasdaskError, match="unknown word list"):
-        scores(emb, ["male"], ["female"], exclude_words="gender_neutral")
-
-
-def _read_vec(path):
-    """Plain-Python reader of a word2vec text file (the oracle's own parse)."""
-    lines = path.read_bytes().split(b"\n")
-    rows = [line.split(b" ") for line in lines[1:] if line]
-    return [r[0].decode() for r in rows], np.array([[float(x) for x in r[1:]] for r in rows], dtype=np.float32)
+        scores(emb, ["male"], ["female"], vocabulary=Vocabulary(exclude_words="gender_neutral"))
 
 
 def test_iat_attribute_terms_on_real_french_vectors(shared_data):
@@ -248,7 +249,7 @@ def test_iat_attribute_terms_on_real_french_vectors(shared_data):
     term vectors (mean over translations of the mean raw token vector)."""
     from biasdask.lexicon import iat_attribute_terms
 
-    words, vec = _read_vec(shared_data / "iat" / "cc" / "fr.vec")
+    words, vec = read_text_rows(shared_data / "iat" / "cc" / "fr.vec")
     emb = _with_rows(vec, words)
     a, b = iat_attribute_terms("cc", "fr")
     out = scores(emb, a, b, methods=("uniform",))
@@ -280,7 +281,7 @@ def test_dedupe_vectors_scores_each_distinct_vector_once():
     vec[50] = -0.0  # a second zero vector: counted as zero, not as a duplicate
     emb = _with_rows(vec, list(emb["word"].values))
     plain = scores(emb, ["male"], ["female"], methods=("uniform",))
-    out = scores(emb, ["male"], ["female"], methods=("uniform",), dedupe_vectors=True)
+    out = scores(emb, ["male"], ["female"], methods=("uniform",), vocabulary=Vocabulary(dedupe_vectors=True))
     seen, first = set(), []
     for row in vec:  # brute force on the bytes
         key = row.tobytes()
@@ -317,13 +318,19 @@ def test_attribute_rules_on_real_glove_vectors(shared_data):
     style exclusions and frequency weights, all against a plain numpy oracle."""
     import wordfreq
 
-    words, vec = _read_vec_glove(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt")
+    words, vec = read_text_rows(shared_data / "embeddings" / "glove840B_weat1_weat7_wefat1.txt", header=False)
     vec[words.index("her")] = 0
     emb = _with_rows(vec, words)
     male = ["male", "man", "boy", "brother", "he", "him", "his", "son"]
     female = ["female", "woman", "girl", "sister", "she", "her", "hers", "daughter"]
     cut = words.index("female")  # every attribute word lies beyond the targets kept
-    out = scores(emb, male, female, methods=("uniform", "frequency"), max_words=cut, exclude_words=["health", "love"])
+    out = scores(
+        emb,
+        male,
+        female,
+        methods=("uniform", "frequency"),
+        vocabulary=Vocabulary(max_words=cut, exclude_words=["health", "love"]),
+    )
     assert out.attrs["zero_b"] == ["her"] and out.attrs["n_a"] == 8 and out.attrs["n_b"] == 7
     v = vec.astype(np.float64)
     unit = v / np.where(np.linalg.norm(v, axis=1, keepdims=True) > 0, np.linalg.norm(v, axis=1, keepdims=True), 1)
@@ -336,11 +343,6 @@ def test_attribute_rules_on_real_glove_vectors(shared_data):
     assert np.isnan(u[~tested]).all()
     f = np.array([wordfreq.get_frequency_dict("en").get(w, 0.0) for w in words[:cut]]) * tested
     np.testing.assert_allclose(out["t"].values[1][tested], (f / f.sum() * ref)[tested], rtol=1e-5, atol=1e-12)
-
-
-def _read_vec_glove(path):
-    rows = [line.split(b" ") for line in path.read_bytes().split(b"\n") if line]
-    return [r[0].decode() for r in rows], np.array([[float(x) for x in r[1:]] for r in rows], dtype=np.float32)
 
 
 @pytest.mark.parametrize("max_words", [None, 300])
@@ -362,9 +364,13 @@ def test_u_read_from_stored_chunks_is_bit_identical_in_every_encoding(tmp_path, 
             coords={"word": words, "rank": ("word", np.arange(1, 701))},
             attrs={"language": "en"},
         )
-        expected = scores(memory, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)[
-            "u"
-        ].values
+        expected = scores(
+            memory,
+            ["male", "man"],
+            ["female", "woman"],
+            methods=["uniform"],
+            vocabulary=Vocabulary(max_words=max_words),
+        )["u"].values
         url = str(tmp_path / f"{encoding}.zarr")
         store.prepare_store(
             url,
@@ -385,7 +391,13 @@ def test_u_read_from_stored_chunks_is_bit_identical_in_every_encoding(tmp_path, 
         # a task per stored chunk, or (by default) the store's small chunks in one task
         for task_bytes, chunks in ((1, (256, 44) if max_words else (256, 256, 188)), ("128MiB", (max_words or 700,))):
             with dask.config.set({"biasdask.scores-task-bytes": task_bytes}):
-                u = scores(emb, ["male", "man"], ["female", "woman"], methods=["uniform"], max_words=max_words)["u"]
+                u = scores(
+                    emb,
+                    ["male", "man"],
+                    ["female", "woman"],
+                    methods=["uniform"],
+                    vocabulary=Vocabulary(max_words=max_words),
+                )["u"]
             assert u.chunks == (chunks,)
             assert u.values.tobytes() == expected.tobytes() and np.isnan(u.values[7])
 
@@ -416,13 +428,17 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     (attributes,) = dask.compute(attributes_graph(emb, a, b, "cosine"), scheduler="sync")
     with dask.config.set({"biasdask.scores-task-bytes": 1}):
         sc, ut, meta, _ = scores_graph(
-            emb, a, b, methods=["uniform", "zipf"], exclude_words=list(exclude), attributes=attributes
+            emb,
+            a,
+            b,
+            methods=["uniform", "zipf"],
+            attributes=attributes,
+            vocabulary=Vocabulary(exclude_words=list(exclude)),
         )
     assert len(ut.__dask_graph__()) == 3 * (2 if exclude else 1)
     got, found = dask.compute(ut, meta, scheduler="sync")
 
     v = vec.astype(np.float64)
-    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
     direction = unit(v[:2]).mean(0) - unit(v[2:4]).mean(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         u = ((v @ direction) / norms).astype(np.float32)

@@ -22,7 +22,7 @@ def emb():
 def _values(result):
     if isinstance(result, xr.Dataset):
         return {k: result[k].values.tolist() for k in result.data_vars}, result.attrs["seed"]
-    return (result.statistic, result.pvalue), result.seed
+    return (result.statistic, result.p_value), result.seed
 
 
 CALLS = {

@@ -9,12 +9,12 @@ import yaml
 
 import biasdask
 from biasdask import Resampling, WordSets
-from biasdask.config import parse_config
+from biasdask._calls import list_syntax, pair_list, word_list
 from biasdask.engine import debias as ed
 from biasdask.engine import grammatical as eg
 from biasdask.engine.frequency import frequency_profile
-from biasdask.engine.words import list_syntax, pair_list, word_list
 from biasdask.errors import BiasdaskTypeError, ConfigError
+from biasdask.study.config import parse_config
 
 WORDS = ["he", "she", "him", "her", "man", "woman", "h", "e", "s", "math", "art", "x1", "x2", "y1", "y2"]
 
@@ -38,8 +38,8 @@ def test_weat_with_strings_as_attribute_sets_is_refused_with_the_fix(emb):
 
 CALLS = {
     "full_vocabulary_test a": lambda e: biasdask.full_vocabulary_test(e, "he", ["she"]),
-    "full_vocabulary_test other_b": lambda e: biasdask.full_vocabulary_test(
-        e, ["he"], ["she"], other=e, other_a=["he"], other_b="she"
+    "pairwise_vocabulary_test other_b": lambda e: biasdask.pairwise_vocabulary_test(
+        e, e, ["he"], ["she"], other_a=["he"], other_b="she"
     ),
     "scores b": lambda e: biasdask.scores(e, ["he"], "she"),
     "attribute_sensitivity a": lambda e: biasdask.attribute_sensitivity(e, "he", ["she"], progress=False),
@@ -51,7 +51,9 @@ CALLS = {
     "direct_bias neutral_words": lambda e: biasdask.direct_bias(e, np.ones(6) / 6**0.5, "math"),
     "frequency_profile a": lambda e: frequency_profile(e, a="he", b=["she"]),
     "mweat_test b": lambda e: eg.mweat_test(e, [("he", "she"), ("him", "her")], ["man"], "woman"),
-    "debias project a": lambda e: biasdask.debias(e, "memory://words-test/x.zarr", method="project", a="he", b=["she"]),
+    "debias project a": lambda e: biasdask.debias(
+        e, "memory://words-test/x.zarr", algorithm="project", a="he", b=["she"]
+    ),
     "debias gender_specific": lambda e: biasdask.debias(
         e, "memory://words-test/y.zarr", gender_specific="he", definitional_pairs=[("she", "he")]
     ),
@@ -93,8 +95,8 @@ def test_one_pair_where_a_list_of_pairs_is_expected_is_refused(emb, call):
 
 
 def test_direction_takes_one_word_per_end_where_documented(emb):
-    g = biasdask.direction(emb, a="she", b="he", method="pair")
-    np.testing.assert_allclose(g, biasdask.direction(emb, a=["she"], b=["he"], method="pair"))
+    g = biasdask.direction(emb, a="she", b="he", algorithm="pair")
+    np.testing.assert_allclose(g, biasdask.direction(emb, a=["she"], b=["he"], algorithm="pair"))
 
 
 def test_the_fix_is_the_list_the_user_meant_in_python_and_in_yaml():

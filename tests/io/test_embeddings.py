@@ -63,7 +63,7 @@ FORMS = [
 
 
 def _same(a, b):
-    for field in ("statistic", "pvalue", "effect_size", "z_score", "null_mean", "null_std", "n_x", "n_y"):
+    for field in ("statistic", "p_value", "effect_size", "z_score", "null_mean", "null_std", "n_x", "n_y"):
         assert getattr(a, field) == getattr(b, field), field
 
 
@@ -88,8 +88,8 @@ def test_every_public_test_takes_every_form(forms, form):
     options = Resampling(n_permutations=500, batch_size=100, seed=3)
     fv = dict(a=["male"], b=["female"], method="zipf", resampling=options, progress=False)
     _same(biasdask.full_vocabulary_test(emb, **fv), biasdask.full_vocabulary_test(ref, **fv))
-    d = biasdask.direction(emb, [("he", "she")], method="pair")
-    np.testing.assert_array_equal(d, biasdask.direction(ref, [("he", "she")], method="pair"))
+    d = biasdask.direction(emb, [("he", "she")], algorithm="pair")
+    np.testing.assert_array_equal(d, biasdask.direction(ref, [("he", "she")], algorithm="pair"))
     assert biasdask.direct_bias(emb, d, ["w397", "w398", "w399"]) == biasdask.direct_bias(
         ref, d, ["w397", "w398", "w399"]
     )
@@ -99,7 +99,7 @@ def test_every_public_test_takes_every_form(forms, form):
 
 def test_weat_by_name_on_a_keyedvectors_finds_the_planted_effect(small_kv):
     res = biasdask.weat(small_kv, test="weat7", progress=False, resampling=Resampling(seed=1, alternative="greater"))
-    assert res.test == "weat7" and res.effect_size > 1 and res.pvalue < 0.01
+    assert res.test == "weat7" and res.effect_size > 1 and res.p_value < 0.01
 
 
 @pytest.mark.slow
@@ -184,8 +184,8 @@ def test_a_top_level_script_without_main_guard_runs_on_threads(tmp_path):
 def test_run_from_python_takes_in_memory_languages_on_threads(small_kv, small_dataarray, stored, monkeypatch):
     """A study whose languages are a KeyedVectors and a DataArray gives the cube of the stored form,
     on Dask's default scheduler, without starting a cluster; the digest follows the vectors."""
-    from biasdask.config import parse_config
     from biasdask.engine import cluster
+    from biasdask.study.config import parse_config
 
     def no_cluster(*args, **kwargs):
         raise AssertionError("run() from Python must not start a cluster unless asked")
@@ -306,39 +306,39 @@ def test_a_word_table_answers_like_a_scan_and_goes_with_its_index(monkeypatch):
 
     import pandas as pd
 
-    from biasdask.io import embeddings
+    from biasdask.io import vocabulary
 
     words = np.array(["a", "b", "a", "c", "mâle", "", "b", "d"] + [f"w{i}" for i in range(500)], dtype=object)
     asked = ["a", "b", "c", "z", "", "mâle", "w499", "d", "w500", "a"]
     expected = [list(words).index(w) if w in words else -1 for w in asked]
     index = pd.Index(words)
     key = id(index)
-    scan = embeddings.word_positions(index, asked)  # first lookup: a scan, the index remembered
-    assert key in embeddings._TABLES and embeddings._TABLES[key] is None
-    table = embeddings.word_positions(index, asked)  # second: a table, built once and kept
-    assert isinstance(embeddings._TABLES[key], embeddings._WordTable)
+    scan = vocabulary.word_positions(index, asked)  # first lookup: a scan, the index remembered
+    assert key in vocabulary._TABLES and vocabulary._TABLES[key] is None
+    table = vocabulary.word_positions(index, asked)  # second: a table, built once and kept
+    assert isinstance(vocabulary._TABLES[key], vocabulary.WordTable)
     np.testing.assert_array_equal(scan, expected)
     np.testing.assert_array_equal(table, expected)
-    np.testing.assert_array_equal(embeddings.word_positions(index, []), np.empty(0, np.intp))
+    np.testing.assert_array_equal(vocabulary.word_positions(index, []), np.empty(0, np.intp))
     # the table tells apart different words of equal hash (all of them here) and keeps the first occurrence
-    monkeypatch.setattr(embeddings, "hash", lambda word: 7, raising=False)
-    np.testing.assert_array_equal(embeddings._WordTable(words).rows(asked), expected)
+    monkeypatch.setattr(vocabulary, "hash", lambda word: 7, raising=False)
+    np.testing.assert_array_equal(vocabulary.WordTable(words).rows(asked), expected)
     del index
     gc.collect()
-    assert key not in embeddings._TABLES
+    assert key not in vocabulary._TABLES
 
 
 def test_an_in_memory_model_gets_its_table_at_the_first_lookup(small_model):
     from gensim.models import KeyedVectors
 
     from biasdask.engine.scores import positions
-    from biasdask.io import embeddings
+    from biasdask.io import vocabulary
 
     vectors, words = small_model
     small_kv = KeyedVectors(vectors.shape[1])  # a model of its own, not looked up before
     small_kv.add_vectors(words, vectors)
     ds = as_embeddings(small_kv)
-    assert embeddings._TABLES.get(id(ds.indexes["word"]), "absent") is None  # registered by the wrapper
+    assert vocabulary._TABLES.get(id(ds.indexes["word"]), "absent") is None  # registered by the wrapper
     np.testing.assert_array_equal(positions(ds, [words[5], "absent-word", words[0]]), [5, -1, 0])
-    assert isinstance(embeddings._TABLES[id(ds.indexes["word"])], embeddings._WordTable)
+    assert isinstance(vocabulary._TABLES[id(ds.indexes["word"])], vocabulary.WordTable)
     assert as_embeddings(small_kv) is ds

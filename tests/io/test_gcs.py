@@ -130,9 +130,9 @@ def test_gs_ingest_store_test_and_results_match_local(gcs_options, small_model, 
     assert emb_g.sizes["word"] == len(words)
     np.testing.assert_array_equal(emb_g["vectors"].values, emb_l["vectors"].values)
     assert list(emb_g["word"].values) == list(emb_l["word"].values)
-    for field in ("statistic", "pvalue", "effect_size", "null_mean", "null_std"):
+    for field in ("statistic", "p_value", "effect_size", "null_mean", "null_std"):
         assert getattr(fvt_g, field) == getattr(fvt_l, field), field
-    assert np.isfinite(fvt_g.statistic) and fvt_g.pvalue < 0.05  # the planted male/female axis is found
+    assert np.isfinite(fvt_g.statistic) and fvt_g.p_value < 0.05  # the planted male/female axis is found
     assert bool(np.isfinite(cube_g["statistic"]).all())
     xr.testing.assert_identical(cube_g.drop_attrs(), cube_l.drop_attrs())
     xr.testing.assert_identical(scores_g.drop_attrs(), scores_l.drop_attrs())

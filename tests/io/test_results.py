@@ -32,41 +32,12 @@ METHODS = ["uniform", "zipf"]
 TESTS = ["gender", "weat1", "weat10"]
 ATTRS = {"seed": 20240917, "alternative": "auto", "similarity": "cosine"}
 CONFIG = "languages: [en, de, pt_BR]\nmethods: [uniform, zipf]\nn_permutations: 9999\nseed: 20240917\n"
-FLOATS = [
-    "statistic",
-    "effect_size",
-    "effect_size_weighted",
-    "p_value",
-    "z_score",
-    "p_value_normal",
-    "null_mean",
-    "null_std",
-    "target_coverage",
-    "effect_size_ci_low",
-    "effect_size_ci_high",
-    "effect_size_se",
-    "ci_level",
-    "p_value_placebo",
-    "z_placebo",
-    "effect_size_placebo_percentile",
-]
-DERIVED = ["p_value_adjusted", "p_value_placebo_adjusted"]  # written whole at the end of a run, not by a cell
-INTS = ["n_permutations", "n_x", "n_y", "n_a", "n_b", "n_placebo"]
-STRINGS = [
-    "alternative",
-    "weighting",
-    "attribute_words_a",
-    "attribute_words_b",
-    "missing_attribute_words",
-    "attribute_set",
-    "u_association",
-    "word_sets",
-    "target_words_x",
-    "target_words_y",
-    "missing_target_words",
-    "ci_method",
-    "note",
-]  # note last
+#: the cube's variables by type, from its registry (the adjusted p-values are written whole at the end of
+#: a run, not by a cell)
+DERIVED = list(R.DERIVED_VARIABLES)
+FLOATS = [n for n, (dtype, _, _) in R.CELL_VARIABLES.items() if dtype == np.float64 and n not in DERIVED]
+INTS = [n for n, (dtype, _, _) in R.CELL_VARIABLES.items() if dtype == np.int64]
+STRINGS = [n for n, (dtype, _, _) in R.CELL_VARIABLES.items() if dtype is str]
 
 
 def _cell_values(i, j, k):
@@ -87,7 +58,7 @@ def _cell_values(i, j, k):
         "n_a": 8 + base,
         "n_b": 9 + base,
         "alternative": ["greater", "less", "two-sided"][base % 3],
-        "weighting": ["uniform", "zipf", "none"][j % 3],
+        "t_method": ["uniform", "zipf", "none"][j % 3],
         "attribute_words_a": f"he, him, mann{base}",
         "attribute_words_b": "she, her",
         "missing_attribute_words": "A: hee" if k else "",
@@ -186,8 +157,8 @@ def test_layout_as_plain_xarray_reads_it(tmp_path):
             assert (view[name].values == -1).all(), name
         assert not view["exact"].values.any()
         assert not view["done"].values.any()
-        for name in STRINGS[:-1]:
-            assert (view[name].values == "").all(), name
+        for name in STRINGS:
+            assert (view[name].values == ("" if name != "note" or view is ds else R.NOT_RUN)).all(), name
     assert (ds["note"].values == "").all()
     assert (R.open_results(url)["note"].values == R.NOT_RUN).all()  # every empty cell says why
     assert R.done_cells(url) == set()
@@ -259,7 +230,7 @@ def test_a_cell_is_one_object_and_compaction_folds_the_records(tmp_path):
     # a record written after the compaction wins over the folded chunk (a rewritten cell)
     R.write_cell(url, *cells[0][0], {"note": "redone"})
     sel = R.open_results(url).sel(dict(zip(R.DIMS, cells[0][0])))
-    assert sel.note.item() == "redone" and np.isnan(sel.statistic.item()) and sel.weighting.item() == ""
+    assert sel.note.item() == "redone" and np.isnan(sel.statistic.item()) and sel.t_method.item() == ""
 
 
 def test_a_compaction_that_fails_half_way_loses_nothing(tmp_path, monkeypatch):
@@ -643,7 +614,7 @@ def test_a_store_of_an_older_biasdask_still_reads_resumes_and_compacts(tmp_path)
 
     url = str(tmp_path / "results.zarr")
     _create(url)
-    for name in ("weighting", "attribute_words_a", "cells"):
+    for name in ("t_method", "attribute_words_a", "cells"):
         shutil.rmtree(tmp_path / "results.zarr" / name)
     (cell_a, values_a), (cell_b, values_b) = _cells()[:2]
     root = zarr.open_group(url, mode="r+")
@@ -651,10 +622,30 @@ def test_a_store_of_an_older_biasdask_still_reads_resumes_and_compacts(tmp_path)
     root["statistic"][i, j, k] = values_a["statistic"]
     root["done"][i, j, k] = True
     ds = R.open_results(url)
-    assert ds.statistic.values[0, 0, 0] == values_a["statistic"] and (ds.weighting.values == "").all()
+    assert ds.statistic.values[0, 0, 0] == values_a["statistic"] and (ds.t_method.values == "").all()
     R.write_cell(url, *cell_b, values_b)
     assert R.done_cells(url) == {cell_a, cell_b}
     assert R.compact_results(url) == 1
     ds = R.open_results(url)
     assert ds.sel(dict(zip(R.DIMS, cell_b))).note.item() == values_b["note"]
-    assert ds.sel(dict(zip(R.DIMS, cell_b))).weighting.item() == ""  # the store has no place for it
+    assert ds.sel(dict(zip(R.DIMS, cell_b))).t_method.item() == ""  # the store has no place for it
+
+
+def test_a_variable_under_its_former_name_is_read_resumed_and_compacted_under_its_new_one(tmp_path):
+    """A store whose cube names t_method ``weighting`` (as earlier releases wrote it): its cells read as
+    t_method, a resumed run's cells are folded into its ``weighting`` array, and the cube still shows
+    ``weighting`` for one release."""
+    url = str(tmp_path / "results.zarr")
+    _create(url)
+    (tmp_path / "results.zarr" / "t_method").rename(tmp_path / "results.zarr" / "weighting")
+    (cell_a, values_a), (cell_b, values_b) = _cells()[:2]
+    R.write_cell(url, *cell_a, values_a)
+    assert R.compact_results(url) == 1
+    R.write_cell(url, *cell_b, values_b)  # pending: read from its record
+    ds = R.open_results(url)
+    for cell, values in ((cell_a, values_a), (cell_b, values_b)):
+        assert ds.sel(dict(zip(R.DIMS, cell))).t_method.item() == values["t_method"]
+    np.testing.assert_array_equal(ds["weighting"].values, ds["t_method"].values)
+    assert "deprecated" in ds["weighting"].attrs["description"]
+    stored = zarr.open_group(url, mode="r")
+    assert "t_method" not in stored and stored["weighting"][0, 0, 0] == values_a["t_method"]

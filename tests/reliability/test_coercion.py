@@ -7,18 +7,18 @@ import unicodedata
 
 import numpy as np
 import pytest
-from reliability_helpers import make_store
 
-from biasdask.config import parse_config
 from biasdask.engine.ingest import ingest
 from biasdask.engine.scores import scores
 from biasdask.errors import ConfigError
 from biasdask.io.store import open_embeddings
 from biasdask.stats.permutation import permutation_test_local as permutation_test
+from biasdask.study.config import parse_config
+from tests.stores import generated_store
 
 
 def test_a_string_is_not_an_attribute_word_list(tmp_path):
-    emb = open_embeddings(make_store(tmp_path))
+    emb = open_embeddings(generated_store(tmp_path, chunk_words=200))
     with pytest.raises(TypeError, match="got the string 'male'"):
         scores(emb, "male", ["female"])
     with pytest.raises(TypeError, match="got the string 'female'"):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from reliability_helpers import assert_one_line_error
+from tests.reliability.helpers import assert_one_line_error
 
-INGEST = ["--workers", "0", "--no-progress"]
+INGEST = ["--workers", "0", "--quiet"]
 VEC = b"3 2\nhe 1 0\nshe 0 1\nthe 0.5 0.5\n"
 
 
@@ -25,14 +25,14 @@ def test_ingesting_another_language_over_a_store_is_refused_without_overwrite(tm
     src = tmp_path / "x.vec"
     src.write_bytes(VEC)
     dest = tmp_path / "en.zarr"
-    assert cli("ingest", src, dest, "--language", "en", *INGEST)[0] == 0
+    assert cli("ingest", src, "-o", dest, "--language", "en", *INGEST)[0] == 0
     before = _tree_digest(dest)
-    code, _, err = cli("ingest", src, dest, "--language", "fr", *INGEST)
+    code, _, err = cli("ingest", src, "-o", dest, "--language", "fr", *INGEST)
     assert_one_line_error(code, err, "en.zarr", "'en'", "'fr'", "--overwrite")
     assert code == 2
     assert _tree_digest(dest) == before
-    assert cli("ingest", src, dest, "--language", "en", *INGEST)[0] == 0  # the same language: replaced
-    assert cli("ingest", src, dest, "--language", "fr", "--overwrite", *INGEST)[0] == 0
+    assert cli("ingest", src, "-o", dest, "--language", "en", *INGEST)[0] == 0  # the same language: replaced
+    assert cli("ingest", src, "-o", dest, "--language", "fr", "--overwrite", *INGEST)[0] == 0
     import biasdask
 
     assert biasdask.open_embeddings(str(dest)).attrs["language"] == "fr"
@@ -80,21 +80,21 @@ def test_bz2_and_xz_sources_are_decompressed_and_zstd_is_refused_naming_it(tmp_p
 
     plain = tmp_path / "x.vec"
     plain.write_bytes(VEC)
-    assert cli("ingest", plain, tmp_path / "plain.zarr", "--language", "en", *INGEST)[0] == 0
+    assert cli("ingest", plain, "-o", tmp_path / "plain.zarr", "--language", "en", *INGEST)[0] == 0
     want = biasdask.open_embeddings(str(tmp_path / "plain.zarr"))
     for name, compress in (("x.vec.bz2", bz2.compress), ("x.vec.xz", lzma.compress)):
         (tmp_path / name).write_bytes(compress(VEC))
-        code, _, err = cli("ingest", tmp_path / name, tmp_path / f"{name}.zarr", "--language", "en", *INGEST)
+        code, _, err = cli("ingest", tmp_path / name, "-o", tmp_path / f"{name}.zarr", "--language", "en", *INGEST)
         assert code == 0, err
         got = biasdask.open_embeddings(str(tmp_path / f"{name}.zarr"))
         assert list(got["word"].values) == list(want["word"].values)
         np.testing.assert_array_equal(got["vectors"].values, want["vectors"].values)
     (tmp_path / "x.vec.zst").write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
-    code, _, err = cli("ingest", tmp_path / "x.vec.zst", tmp_path / "zst.zarr", "--language", "en", *INGEST)
+    code, _, err = cli("ingest", tmp_path / "x.vec.zst", "-o", tmp_path / "zst.zarr", "--language", "en", *INGEST)
     assert_one_line_error(code, err, "x.vec.zst: zstd-compressed", "decompress it first")
     assert not (tmp_path / "zst.zarr").exists()
     (tmp_path / "cut.vec.xz").write_bytes(lzma.compress(VEC)[:-10])
-    code, _, err = cli("ingest", tmp_path / "cut.vec.xz", tmp_path / "cut.zarr", "--language", "en", *INGEST)
+    code, _, err = cli("ingest", tmp_path / "cut.vec.xz", "-o", tmp_path / "cut.zarr", "--language", "en", *INGEST)
     assert_one_line_error(code, err, "cut.vec.xz", "truncated xz stream")
     assert not (tmp_path / "cut.zarr").exists()
 
@@ -117,7 +117,7 @@ def test_a_negative_header_and_tab_separated_fields_are_named_as_such(tmp_path, 
     }
     for name, (data, needle) in cases.items():
         (tmp_path / name).write_bytes(data)
-        code, _, err = cli("ingest", tmp_path / name, tmp_path / f"{name}.zarr", "--language", "en", *INGEST)
+        code, _, err = cli("ingest", tmp_path / name, "-o", tmp_path / f"{name}.zarr", "--language", "en", *INGEST)
         assert_one_line_error(code, err, needle)
         assert not (tmp_path / f"{name}.zarr").exists()
 
@@ -175,7 +175,7 @@ def test_an_output_inside_an_embedding_store_is_refused_before_anything_is_writt
     src = tmp_path / "x.vec"
     src.write_bytes(VEC)
     emb = tmp_path / "emb" / "en.zarr"
-    assert cli("ingest", src, emb, "--language", "en", *INGEST)[0] == 0
+    assert cli("ingest", src, "-o", emb, "--language", "en", *INGEST)[0] == 0
     before = _tree_digest(emb)
     study = tmp_path / "study.yaml"
     for output, where in ((emb / "res.zarr", "lies inside"), (emb, "is"), (tmp_path / "emb", "contains")):
@@ -203,7 +203,7 @@ def test_ingest_onto_a_full_disk_names_the_destination_and_leaves_nothing(tmp_pa
     src = tmp_path / "x.vec"
     src.write_bytes(VEC)
     (tmp_path / "out").mkdir()
-    code, _, err = cli("ingest", src, tmp_path / "out" / "en.zarr", "--language", "en", *INGEST)
+    code, _, err = cli("ingest", src, "-o", tmp_path / "out" / "en.zarr", "--language", "en", *INGEST)
     assert_one_line_error(code, err, "out/en.zarr: the destination's disk is full (No space left on device)")
     assert code == 2
     assert list((tmp_path / "out").iterdir()) == []

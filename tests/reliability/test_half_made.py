@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from reliability_helpers import assert_one_line_error, make_store, write_study
 
 from biasdask.engine.ingest import ingest
 from biasdask.io.store import open_embeddings
+from tests.reliability.helpers import assert_one_line_error
+from tests.stores import generated_store, study_file
 
 
 def _tree(root):
@@ -19,23 +20,23 @@ def test_overwrite_never_deletes_a_thesis_folder(tmp_path, cli, on_cluster):
     (thesis / "thesis.txt").write_text("four years of work")
     (thesis / "sub" / "data.csv").write_text("a,b\n1,2\n")
     before = _tree(thesis)
-    study = write_study(tmp_path, {"en": make_store(tmp_path)})
+    study = study_file(tmp_path, {"en": generated_store(tmp_path, chunk_words=200)})
     code, _, err = cli("run", study, "--output", thesis, "--overwrite", "--quiet")
     assert_one_line_error(code, err, "thesis", "not a biasdask results store")
     assert _tree(thesis) == before
 
 
 def test_overwrite_never_deletes_an_embedding_store(tmp_path, cli, on_cluster):
-    url = make_store(tmp_path)
+    url = generated_store(tmp_path, chunk_words=200)
     before = _tree(tmp_path / "emb" / "en.zarr")
-    study = write_study(tmp_path, {"en": url})
+    study = study_file(tmp_path, {"en": url})
     code, _, err = cli("run", study, "--output", url, "--overwrite", "--quiet")
     assert_one_line_error(code, err, "en.zarr is the embedding store of en")
     assert _tree(tmp_path / "emb" / "en.zarr") == before
 
 
 def test_bad_input_keeps_the_complete_store_at_dest(tmp_path):
-    url = make_store(tmp_path)
+    url = generated_store(tmp_path, chunk_words=200)
     before = _tree(tmp_path / "emb" / "en.zarr")
     bad = tmp_path / "cut.vec"
     bad.write_bytes(b"10 8\n" + b"w 1 2 3 4 5 6 7 8\n" * 3)  # a download cut short
@@ -54,7 +55,7 @@ def test_a_study_that_cannot_start_leaves_no_results_store(tmp_path, cli, fault,
     monkeypatch.setattr(
         cluster, "get_client", lambda *args, **kwargs: started.append(args) or pytest.fail("cluster first")
     )
-    url = make_store(tmp_path)
+    url = generated_store(tmp_path, chunk_words=200)
     stores = {"en": url}
     if fault == "missing store":
         stores["de"] = str(tmp_path / "emb" / "nothing.zarr")
@@ -63,7 +64,7 @@ def test_a_study_that_cannot_start_leaves_no_results_store(tmp_path, cli, fault,
         meta.write_text(meta.read_text().replace('"biasdask_complete": true', '"biasdask_complete": false'))
     else:
         stores = {"de": url}
-    code, _, err = cli("run", write_study(tmp_path, stores), "--quiet")
+    code, _, err = cli("run", study_file(tmp_path, stores), "--quiet")
     assert_one_line_error(code, err, "zarr")
     assert not (tmp_path / "results.zarr").exists()
     assert not started
@@ -76,17 +77,20 @@ def test_a_read_only_results_store_mid_run_is_one_line(tmp_path, cli, on_cluster
         raise PermissionError(13, "Permission denied", f"{url}/statistic/c/0/0/0")
 
     monkeypatch.setattr(results, "write_cell", read_only)
-    code, _, err = cli("run", write_study(tmp_path, {"en": make_store(tmp_path)}), "--quiet")
-    assert_one_line_error(code, err, "PermissionError", "results.zarr/statistic")
+    code, _, err = cli("run", study_file(tmp_path, {"en": generated_store(tmp_path, chunk_words=200)}), "--quiet")
+    assert_one_line_error(
+        code, err, "results.zarr: cannot write the results store: Permission denied", "results.zarr/statistic"
+    )
+    assert code == 2
 
 
 def test_show_says_how_many_cells_are_done(tmp_path, cli, on_cluster):
-    en = make_store(tmp_path)
-    study = write_study(tmp_path, {"en": en})
+    en = generated_store(tmp_path, chunk_words=200)
+    study = study_file(tmp_path, {"en": en})
     assert cli("run", study, "--quiet")[0] == 0
     code, out, _ = cli("show", tmp_path / "results.zarr")
     assert code == 0 and "cells done" not in out
-    study = write_study(tmp_path, {"en": en, "de": str(tmp_path / "emb" / "nothing.zarr")})
+    study = study_file(tmp_path, {"en": en, "de": str(tmp_path / "emb" / "nothing.zarr")})
     from biasdask.io import results as rs
 
     rs.create_results(  # a store of two languages of which only one was run

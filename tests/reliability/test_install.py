@@ -1,9 +1,9 @@
 """The README's two set-up commands, one after the other in one fresh venv, leave a working install.
 
-``pip install .`` then running a compiled kernel (what ``biasdask demo`` does) used to write numba's
-cache files into ``site-packages/biasdask/__pycache__``; ``pip install -e .`` then uninstalled the
-package but left that folder behind without ``__init__.py``, and from any directory but the checkout
-``import biasdask`` found an empty namespace package.
+``pip install .`` then running a compiled kernel (what ``biasdask demo`` does) must not write numba's
+cache files into ``site-packages/biasdask/__pycache__``: ``pip install -e .`` would then uninstall the
+package but leave that folder behind without ``__init__.py``, and from any directory but the checkout
+``import biasdask`` would find an empty namespace package.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ KERNEL = textwrap.dedent(
     rng = np.random.default_rng(0)
     options = biasdask.Resampling(n_permutations=999, seed=1)
     res = biasdask.permutation_test(rng.normal(size=3000), np.zeros(3000), resampling=options)
-    print(biasdask.__file__, res.pvalue)
+    print(biasdask.__file__, res.p_value)
     """
 )
 

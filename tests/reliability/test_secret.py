@@ -25,7 +25,7 @@ def test_presigned_url_errors_keep_no_query(tmp_path, http_server, cli, path):
         ingest(url, str(tmp_path / "en.zarr"), language="en", client=False, progress=False)
     _no_secret(str(info.value))
     assert path in str(info.value)
-    code, out, err = cli("ingest", url, tmp_path / "en.zarr", "--language", "en", "--workers", "0", "--no-progress")
+    code, out, err = cli("ingest", url, "-o", tmp_path / "en.zarr", "--language", "en", "--workers", "0", "--quiet")
     assert code == 2
     _no_secret(out + err)
 
@@ -33,7 +33,7 @@ def test_presigned_url_errors_keep_no_query(tmp_path, http_server, cli, path):
 def test_user_info_in_a_url_is_not_shown(tmp_path, http_server, cli):
     _, base = http_server
     url = base.replace("http://", "http://user:hunter2@") + "/missing.vec"
-    code, out, err = cli("ingest", url, tmp_path / "en.zarr", "--language", "en", "--workers", "0", "--no-progress")
+    code, out, err = cli("ingest", url, "-o", tmp_path / "en.zarr", "--language", "en", "--workers", "0", "--quiet")
     assert code == 2
     _no_secret(out + err)
 

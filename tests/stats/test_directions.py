@@ -85,7 +85,7 @@ def test_pair_and_sets_directions():
 def test_direction_errors():
     rng = np.random.default_rng(2)
     a, b = rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
-    with pytest.raises(ValueError, match="unknown direction method"):
+    with pytest.raises(ValueError, match="unknown direction algorithm"):
         dr.direction(a, b, "mean")
     with pytest.raises(ValueError, match="one vector per end"):
         dr.direction(a, b, "pair")
@@ -149,7 +149,7 @@ def test_direct_bias_hand_computed():
     assert dr.direct_bias(neutral, g) == pytest.approx((1 + 0 + r + r) / 4)
     assert dr.direct_bias(neutral, g, c=2) == pytest.approx((1 + 0 + 0.5 + 0.5) / 4)
     assert dr.direct_bias(neutral, g, c=0) == pytest.approx(3 / 4)  # counts words not orthogonal to g
-    # Seed 001's form with c = 1: 1/|W| sum |<d, w>| on unit vectors.
+    # Hod 2018's form with c = 1: 1/|W| sum |<d, w>| on unit vectors.
     rng = np.random.default_rng(5)
     w = rng.normal(size=(30, 7))
     d = rng.normal(size=7)

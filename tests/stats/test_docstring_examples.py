@@ -7,7 +7,14 @@ import importlib
 
 import pytest
 
-MODULES = ["biasdask.stats.bootstrap", "biasdask.stats.meta", "biasdask.stats.multitest", "biasdask.stats.placebo"]
+MODULES = [
+    "biasdask.stats.bootstrap",
+    "biasdask.stats.checks",
+    "biasdask.stats.meta",
+    "biasdask.stats.multitest",
+    "biasdask.stats.placebo",
+    "biasdask.stats.reliability",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

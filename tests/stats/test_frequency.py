@@ -75,7 +75,7 @@ def test_profile_by_rank_agrees_with_scipy_binned_statistic():
 
 
 def test_profile_by_frequency_matches_naive_loop_and_seed_table_edges():
-    # Seed 003 Table 3: frequencies from 10^2 to 10^8.12 in half decades, [10^2, 10^2.5], (10^2.5, 10^3], ...
+    # Valentini et al. 2022, Table 3: frequencies from 10^2 to 10^8.12 in half decades, [10^2, 10^2.5], (10^2.5, 10^3], ...
     edges = fq.frequency_bin_edges([100.0, 10**8.12], step=0.5)
     np.testing.assert_allclose(edges, np.append(10 ** np.arange(2, 8.01, 0.5), 10**8.12))
     for seed in range(30):

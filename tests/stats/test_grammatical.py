@@ -43,14 +43,14 @@ def test_paired_t_test_equals_scipy_and_the_textbook_formula():
     res = gr.bad_test(x, y, a, b)
     ref = stats.ttest_rel(res.masculine, res.feminine)
     assert res.t_statistic == pytest.approx(ref.statistic, rel=1e-12)
-    assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-12)
+    assert res.p_value == pytest.approx(ref.pvalue, rel=1e-12)
     d = res.masculine - res.feminine
     t = d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))
     assert res.t_statistic == pytest.approx(t, rel=1e-10)
-    assert res.pvalue == pytest.approx(2 * stats.t.sf(abs(t), len(d) - 1), rel=1e-10)
+    assert res.p_value == pytest.approx(2 * stats.t.sf(abs(t), len(d) - 1), rel=1e-10)
     assert res.effect_size == pytest.approx(d.mean() / d.std(ddof=1))
     greater = gr.bad_test(x, y, a, b, alternative="greater")
-    assert greater.pvalue == pytest.approx(stats.t.sf(t, len(d) - 1), rel=1e-10)
+    assert greater.p_value == pytest.approx(stats.t.sf(t, len(d) - 1), rel=1e-10)
     assert greater.alternative == "greater"
 
 
@@ -80,7 +80,7 @@ def test_bad_planted_masculine_bias_is_significant():
     y = stems + 0.3 * f_axis + 0.1 * rng.normal(size=stems.shape)
     res = gr.bad_test(x, y, a, b)
     assert res.statistic > 0 and np.all(res.bias > 0)
-    assert res.t_statistic > 0 and res.pvalue < 1e-6
+    assert res.t_statistic > 0 and res.p_value < 1e-6
     flipped = gr.bad_test(y, x, b, a)  # roles swapped: a feminine bias
     assert flipped.statistic == pytest.approx(-res.statistic) and flipped.t_statistic < 0
 
@@ -98,7 +98,7 @@ def test_bad_without_difference_rejects_at_the_nominal_rate():
         stems = _stems(rng, 15, rest)
         x = stems + 0.6 * m_axis + 0.3 * rng.normal(size=stems.shape)
         y = stems + 0.6 * f_axis + 0.3 * rng.normal(size=stems.shape)
-        rejected += gr.bad_test(x, y, a, b).pvalue < 0.05
+        rejected += gr.bad_test(x, y, a, b).p_value < 0.05
     assert 8 <= rejected <= 38, rejected
 
 
@@ -150,8 +150,8 @@ def test_mweat_known_answer_and_paired_t_test():
     assert res.statistic == pytest.approx(abs(np.cos(np.pi / 3 + jitter).sum() - n * np.cos(np.pi / 3)), abs=1e-12)
     assert res.statistic < 0.01
     ref = stats.ttest_rel(res.masculine, res.feminine)
-    assert (res.t_statistic, res.pvalue) == pytest.approx((ref.statistic, ref.pvalue))
-    assert res.pvalue < 1e-10
+    assert (res.t_statistic, res.p_value) == pytest.approx((ref.statistic, ref.pvalue))
+    assert res.p_value < 1e-10
 
 
 def test_mweat_no_difference_is_not_significant():
@@ -161,7 +161,7 @@ def test_mweat_no_difference_is_not_significant():
     y = x + 0.01 * rng.normal(size=x.shape)  # the two forms are (almost) the same vector
     res = gr.mweat_test(x, y, a, b)
     assert res.statistic < 0.05
-    assert res.pvalue > 0.05
+    assert res.p_value > 0.05
 
 
 def test_input_validation():

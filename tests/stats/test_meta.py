@@ -114,7 +114,7 @@ def test_bcg_escalc_matches_metafor():
 
 def test_bcg_dersimonian_laird_matches_metafor_and_stata_metan():
     yi, vi, _ = _bcg()
-    res = random_effects(yi, vi, method="DL")
+    res = random_effects(yi, vi, estimator="DL")
     assert _r4([res.estimate, res.ci_low, res.ci_high, res.statistic, res.tau2, res.q]).tolist() == [
         -0.7141,
         -1.0644,
@@ -131,7 +131,7 @@ def test_bcg_dersimonian_laird_matches_metafor_and_stata_metan():
 
 def test_bcg_reml_is_metafors_fit_to_the_last_digit():
     yi, vi, _ = _bcg()
-    res = random_effects(yi, vi, method="REML")
+    res = random_effects(yi, vi, estimator="REML")
     # metafor's fitted value, stored in its test suite (tests/testthat/test_misc_influence.r)
     assert res.tau2 == pytest.approx(0.313243325980895, rel=1e-12)
     assert _r4([res.estimate, res.se, res.statistic, res.ci_low, res.ci_high]).tolist() == [
@@ -146,7 +146,7 @@ def test_bcg_reml_is_metafors_fit_to_the_last_digit():
 
 def test_bcg_reml_hartung_knapp_matches_metafor_readme():
     yi, vi, _ = _bcg()
-    res = random_effects(yi, vi, method="REML", hartung_knapp=True)
+    res = random_effects(yi, vi, estimator="REML", hartung_knapp=True)
     assert _r4(
         [res.tau2, res.q, res.estimate, res.se, res.statistic, res.p_value, res.ci_low, res.ci_high]
     ).tolist() == [0.3132, 152.2330, -0.7145, 0.1808, -3.9522, 0.0019, -1.1084, -0.3206]
@@ -177,9 +177,9 @@ def test_reml_agrees_with_a_numerically_maximised_likelihood(with_moderator):
     x = np.column_stack([np.ones(13), ablat]) if with_moderator else np.ones((13, 1))
     expected = _reml_tau2_by_optimiser(yi, vi, x)
     got = (
-        meta_regression(yi, vi, ablat, method="REML").tau2
+        meta_regression(yi, vi, ablat, estimator="REML").tau2
         if with_moderator
-        else random_effects(yi, vi, method="REML").tau2
+        else random_effects(yi, vi, estimator="REML").tau2
     )
     assert got == pytest.approx(expected, abs=1e-5)  # metafor's convergence threshold
 
@@ -193,7 +193,7 @@ def test_dl_and_pm_match_statsmodels(method, sm_method, data):
     kw = dict(atol=1e-13, maxiter=1000) if sm_method == "pm" else {}
     ref = combine_effects(yi, vi, method_re=sm_method, **kw)
     for hk in (False, True):
-        res = random_effects(yi, vi, method=method, hartung_knapp=hk)
+        res = random_effects(yi, vi, estimator=method, hartung_knapp=hk)
         assert res.tau2 == pytest.approx(max(ref.tau2, 0.0), rel=1e-8, abs=1e-14)
         assert res.estimate == pytest.approx(ref.mean_effect_re, rel=1e-8)
         assert res.q == pytest.approx(ref.q, rel=1e-12)
@@ -202,7 +202,7 @@ def test_dl_and_pm_match_statsmodels(method, sm_method, data):
         se = ref.sd_eff_w_re_hksj if hk else ref.sd_eff_w_re
         assert res.se == pytest.approx(se, rel=1e-7)
     if method == "DL":
-        assert random_effects(yi, vi, method="DL").i2 == pytest.approx(max(0.0, ref.i2), rel=1e-12)
+        assert random_effects(yi, vi, estimator="DL").i2 == pytest.approx(max(0.0, ref.i2), rel=1e-12)
 
 
 # Raudenbush 2009, Table 16.3: tau2, mu, se, z, ci.lb, ci.ub
@@ -217,14 +217,14 @@ RAUDENBUSH_TABLE = {
 @pytest.mark.parametrize("method, hk", list(RAUDENBUSH_TABLE))
 def test_raudenbush_2009_table(method, hk):
     yi, vi = RAUDENBUSH.T
-    res = random_effects(yi, vi, method=method, hartung_knapp=hk)
+    res = random_effects(yi, vi, estimator=method, hartung_knapp=hk)
     got = [res.tau2, res.estimate, res.se, res.statistic, res.ci_low, res.ci_high]
     assert _r4(got).tolist() == RAUDENBUSH_TABLE[(method, hk)]
 
 
 def test_raudenbush_prediction_interval_ingredients():
     yi, vi = RAUDENBUSH.T
-    res = random_effects(yi, vi, method="REML")
+    res = random_effects(yi, vi, estimator="REML")
     # metafor's default predict() (normal quantile): -0.2036, 0.3711
     half = stats.norm.ppf(0.975) * math.sqrt(res.se**2 + res.tau2)
     assert _r4([res.estimate - half, res.estimate + half]).tolist() == [-0.2036, 0.3711]
@@ -236,7 +236,7 @@ def test_raudenbush_prediction_interval_ingredients():
 
 def test_bcg_meta_regression_on_latitude_matches_metafor_readme():
     yi, vi, ablat = _bcg()
-    res = meta_regression(yi, vi, {"ablat": ablat}, method="REML", hartung_knapp=True)
+    res = meta_regression(yi, vi, {"ablat": ablat}, estimator="REML", hartung_knapp=True)
     assert res.names == ("intercept", "ablat")
     assert round(res.tau2, 4) == 0.0764
     assert round(100 * res.i2, 2) == 68.39 and round(res.h2, 2) == 3.16 and round(100 * res.r2, 2) == 75.62
@@ -256,7 +256,7 @@ def test_meta_regression_matches_statsmodels_wls_given_tau2(method, hk):
     import statsmodels.api as sm
 
     yi, vi, ablat = _bcg()
-    res = meta_regression(yi, vi, ablat, method=method, hartung_knapp=hk)
+    res = meta_regression(yi, vi, ablat, estimator=method, hartung_knapp=hk)
     x = sm.add_constant(ablat)
     fit = sm.WLS(yi, x, weights=1 / (vi + res.tau2)).fit(**({} if hk else {"cov_type": "fixed scale"}))
     assert res.coefficients == pytest.approx(fit.params, rel=1e-10)
@@ -269,7 +269,7 @@ def test_meta_regression_matches_statsmodels_wls_given_tau2(method, hk):
     fe = sm.WLS(yi, x, weights=1 / vi).fit()
     assert res.qe == pytest.approx(fe.ssr, rel=1e-12)
     # R²: the share of the intercept-only τ² (same method) that latitude explains
-    tau2_re = random_effects(yi, vi, method=method).tau2
+    tau2_re = random_effects(yi, vi, estimator=method).tau2
     assert res.r2 == pytest.approx(max(0.0, (tau2_re - res.tau2) / tau2_re), rel=1e-12)
 
 
@@ -280,13 +280,13 @@ def test_dl_meta_regression_tau2_is_the_method_of_moments_formula():
     wx = x * w[:, None]
     p = np.diag(w) - wx @ np.linalg.inv(x.T @ wx) @ wx.T
     expected = max(0.0, (yi @ p @ yi - 11) / np.trace(p))
-    assert meta_regression(yi, vi, ablat, method="DL").tau2 == pytest.approx(expected, rel=1e-12)
+    assert meta_regression(yi, vi, ablat, estimator="DL").tau2 == pytest.approx(expected, rel=1e-12)
 
 
 def test_categorical_moderator_is_dummy_coded_against_the_first_level():
     yi, vi, ablat = _bcg()
     alloc = np.array(["random"] * 4 + ["alternate"] * 2 + ["random"] * 3 + ["systematic"] * 4)
-    res = meta_regression(yi, vi, {"alloc": alloc}, method="DL")
+    res = meta_regression(yi, vi, {"alloc": alloc}, estimator="DL")
     assert res.names == ("intercept", "alloc[random]", "alloc[systematic]")
     x = np.column_stack([np.ones(13), alloc == "random", alloc == "systematic"]).astype(float)
     w = 1 / (vi + res.tau2)
@@ -294,15 +294,15 @@ def test_categorical_moderator_is_dummy_coded_against_the_first_level():
     assert res.coefficients == pytest.approx(beta, rel=1e-10)
     assert res.qm_df == (2,)
     # several moderators at once, one of them categorical
-    both = meta_regression(yi, vi, {"ablat": ablat, "alloc": alloc}, method="DL")
+    both = meta_regression(yi, vi, {"ablat": ablat, "alloc": alloc}, estimator="DL")
     assert both.names == ("intercept", "ablat", "alloc[random]", "alloc[systematic]")
 
 
 def test_two_dimensional_numeric_covariates_are_named_in_order():
     yi, vi, ablat = _bcg()
     year = np.array([1948, 1949, 1960, 1977, 1973, 1953, 1973, 1980, 1968, 1961, 1974, 1969, 1976.0])
-    res = meta_regression(yi, vi, np.column_stack([ablat, year]), method="REML")
-    named = meta_regression(yi, vi, {"x1": ablat, "x2": year}, method="REML")
+    res = meta_regression(yi, vi, np.column_stack([ablat, year]), estimator="REML")
+    named = meta_regression(yi, vi, {"x1": ablat, "x2": year}, estimator="REML")
     assert res.names == ("intercept", "x1", "x2")
     assert res.coefficients == pytest.approx(named.coefficients, rel=1e-12)
 
@@ -311,8 +311,8 @@ def test_nan_studies_are_dropped_and_counted():
     yi, vi, ablat = _bcg()
     y = np.append(yi, [np.nan, 0.3])
     v = np.append(vi, [0.1, np.nan])
-    res = random_effects(y, v, method="REML")
-    ref = random_effects(yi, vi, method="REML")
+    res = random_effects(y, v, estimator="REML")
+    ref = random_effects(yi, vi, estimator="REML")
     assert res.n_dropped == 2 and res.k == 13
     assert res.estimate == ref.estimate and res.tau2 == ref.tau2
     assert np.isnan(res.weights[-2:]).all()
@@ -334,9 +334,9 @@ def test_two_studies_give_a_result_without_prediction_interval():
 
 
 def test_homogeneous_studies_have_tau2_zero_and_i2_zero():
-    res = random_effects([0.2, 0.2, 0.2, 0.2], [0.01, 0.02, 0.03, 0.04], method="REML")
+    res = random_effects([0.2, 0.2, 0.2, 0.2], [0.01, 0.02, 0.03, 0.04], estimator="REML")
     assert res.tau2 == 0.0 and res.i2 == 0.0 and res.h2 == 1.0 and res.q == pytest.approx(0.0, abs=1e-12)
-    assert random_effects([0.2, 0.2, 0.2], [0.01, 0.02, 0.03], method="PM").tau2 == 0.0
+    assert random_effects([0.2, 0.2, 0.2], [0.01, 0.02, 0.03], estimator="PM").tau2 == 0.0
 
 
 @pytest.mark.parametrize(
@@ -350,8 +350,8 @@ def test_homogeneous_studies_have_tau2_zero_and_i2_zero():
         (([0.1, np.inf], [0.01, 0.1]), {}, ValueError, "finite"),
         (([[0.1, 0.2]], [[0.01, 0.1]]), {}, ValueError, "1-D"),
         ((["a", "b"], [0.01, 0.1]), {}, TypeError, "numbers"),
-        (([0.1, 0.2], [0.01, 0.1]), {"method": "HS"}, ValueError, "DL, REML, PM"),
-        (([0.1, 0.2], [0.01, 0.1]), {"level": 95}, ValueError, "between 0 and 1"),
+        (([0.1, 0.2], [0.01, 0.1]), {"estimator": "HS"}, ValueError, "DL, REML, PM"),
+        (([0.1, 0.2], [0.01, 0.1]), {"ci_level": 95}, ValueError, "between 0 and 1"),
         (([0.1, 0.2], [0.01, 0.1]), {"hartung_knapp": "yes"}, TypeError, "True or False"),
     ],
 )
@@ -387,7 +387,7 @@ def test_reml_where_fisher_scoring_overshoots_finds_the_maximum():
     best = minimize_scalar(
         lambda t: -_reml_loglik(t, y, v, x), bounds=(0.0, 2.0), method="bounded", options={"xatol": 1e-10}
     )
-    res = random_effects(y, v, method="REML")
+    res = random_effects(y, v, estimator="REML")
     if best.x < 1e-6:  # the maximum on the boundary
         assert res.tau2 == 0.0
     else:

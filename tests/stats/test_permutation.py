@@ -36,7 +36,7 @@ def test_seed_state_is_numpy_seedsequence_child(seed):
     out = np.empty(4, dtype=np.uint64)
     children = np.random.SeedSequence(seed).spawn(3)
     for i in (0, 1, 2, 999, 2**32 + 5):
-        prng._seed_state(entropy, i, pool, out)
+        prng.seed_state(entropy, i, pool, out)
         expected = np.random.SeedSequence(seed, spawn_key=(i,)).generate_state(4, np.uint64)
         np.testing.assert_array_equal(out, expected)
         if i < 3:
@@ -66,25 +66,25 @@ def _xoshiro_reference(state: list[int], n: int) -> list[int]:
 
 def test_xoshiro256starstar_matches_reference():
     s = np.array([1, 2, 3, 4], dtype=np.uint64)
-    got = [int(prng._next(s)) for _ in range(6)]
+    got = [int(prng.next_u64(s)) for _ in range(6)]
     assert got[:4] == [11520, 0, 1509978240, 1215971899390074240]
     assert got == _xoshiro_reference([1, 2, 3, 4], 6)
     state = [0x0123456789ABCDEF, 0xFEDCBA9876543210, 0xDEADBEEFCAFEBABE, 0x0F1E2D3C4B5A6978]
     s = np.array(state, dtype=np.uint64)
-    assert [int(prng._next(s)) for _ in range(100)] == _xoshiro_reference(state, 100)
+    assert [int(prng.next_u64(s)) for _ in range(100)] == _xoshiro_reference(state, 100)
 
 
 def test_bounded_integers_are_uniform_and_in_range():
     s = np.array(np.random.SeedSequence(7).generate_state(4, np.uint64))
-    draws = np.array([prng._bounded(s, 6) for _ in range(30000)])
+    draws = np.array([prng.bounded(s, 6) for _ in range(30000)])
     assert draws.min() == 0 and draws.max() == 5
     assert stats.chisquare(np.bincount(draws, minlength=6)).pvalue > 1e-3
     # For this range a quarter of the raw draws are rejected, exercising the rejection loop.
     r = 2**31 + 2**30 + 1
-    draws = np.array([prng._bounded(s, r) for _ in range(20000)])
+    draws = np.array([prng.bounded(s, r) for _ in range(20000)])
     assert draws.min() >= 0 and draws.max() < r
     assert stats.chisquare(np.bincount(draws * 8 // r, minlength=8)).pvalue > 1e-3
-    assert max(prng._bounded(s, 2**32) for _ in range(200)) > 2**31
+    assert max(prng.bounded(s, 2**32) for _ in range(200)) > 2**31
 
 
 @pytest.mark.parametrize("population, successes, draws", [(20, 7, 12), (50, 25, 25), (1000, 600, 500), (100, 3, 90)])
@@ -132,7 +132,7 @@ def test_splits_are_uniform(n_x):
     values = (2.0 ** np.arange(10)).astype(np.float32)
     prep = prepare_test(values[:n_x], values[n_x:], n_permutations=10, seed=11)
     assert not prep.exact and prep.k_cdf.size == 1
-    assert bool(prng._use_floyd(10, n_x)) == (n_x != 5)
+    assert bool(prng.use_floyd(10, n_x)) == (n_x != 5)
     n_splits = math.comb(10, n_x)
     ids = _subset_ids(prep, n_splits * 200)
     uniform = {sum(2**j for j in c): 1 / n_splits for c in itertools.combinations(range(10), n_x)}
@@ -207,7 +207,7 @@ def test_exact_pvalue_equals_brute_force(case, alternative):
     res = permutation_test_local(x, y, n_permutations=10**6, alternative=alternative, return_null=True)
     p, splits = _brute_force(x, y, alternative)
     assert res.exact and res.n_permutations == math.comb(len(x) + len(y), len(x))
-    assert res.pvalue == float(p)
+    assert res.p_value == float(p)
     np.testing.assert_allclose(np.sort(res.null_distribution), splits, rtol=0, atol=1e-12)
 
 
@@ -217,7 +217,7 @@ def test_exact_dummy_count_equals_brute_force():
         res = permutation_test_local(x, 4, n_permutations=200, alternative=alternative, return_null=True)
         p, splits = _brute_force(x, np.zeros(4), alternative)
         assert res.exact and res.n_permutations == 126 and res.null_distribution.size == 126
-        assert res.pvalue == float(p)
+        assert res.p_value == float(p)
         np.testing.assert_allclose(np.sort(res.null_distribution), splits, atol=1e-12)
 
 
@@ -239,7 +239,7 @@ def test_pvalue_rules():
 
 @pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
 def test_an_undefined_statistic_has_an_undefined_p_value(alternative):
-    # NaN compares false with every s_i: counted as "nothing at least as extreme" it used to give the
+    # NaN compares false with every s_i: counted as "nothing at least as extreme" it would give the
     # smallest p, 1/(m + 1) sampled and 0 enumerated
     null = np.array([1.0, 2.0, 3.0, np.nan])
     assert math.isnan(perm.permutation_pvalue(null, math.nan, alternative, 2.0, 0.0))
@@ -261,9 +261,9 @@ def test_finish_test_gives_nan_p_and_z_for_a_nan_statistic():
         perm.prepare_test(np.array([1.0, 2.0, 3.0]), 3, 20, "greater", seed=1), statistic=math.nan
     )
     res = perm.finish_test(prep, perm.null_batch(prep, 0, 20))
-    assert math.isnan(res.pvalue) and math.isnan(res.z_score) and math.isnan(res.p_value_normal)
+    assert math.isnan(res.p_value) and math.isnan(res.z_score) and math.isnan(res.p_value_normal)
     null, weights = perm.exact_null(prep)
-    assert math.isnan(perm.finish_test(prep, null, weights).pvalue)
+    assert math.isnan(perm.finish_test(prep, null, weights).p_value)
 
 
 def test_exact_switches_on_at_the_number_of_splits():
@@ -292,7 +292,7 @@ def test_exact_pvalue_equals_scipy_enumeration(alternative):
     y = rng.normal(0.0, 1.0, 6).astype(np.float32)
     ours = permutation_test_local(x, y, n_permutations=1000, alternative=alternative)
     assert ours.exact
-    assert ours.pvalue == pytest.approx(_scipy_p(x, y, alternative, 1000, 0), rel=1e-12)
+    assert ours.p_value == pytest.approx(_scipy_p(x, y, alternative, 1000, 0), rel=1e-12)
 
 
 @pytest.mark.parametrize("alternative", ["greater", "less"])
@@ -307,7 +307,7 @@ def test_sampled_pvalue_agrees_with_scipy(alternative):
     assert not ours.exact and ours.n_permutations == m
     assert 0.005 < theirs < 0.3  # a p-value where Monte Carlo error is meaningful
     se = math.sqrt(2 * theirs * (1 - theirs) / m)
-    assert abs(ours.pvalue - theirs) < 4 * se
+    assert abs(ours.p_value - theirs) < 4 * se
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,7 +325,7 @@ def test_pvalues_are_uniform_under_the_null(alternative, n_zero):
         pool = np.concatenate([rng.standard_normal(15), np.zeros(n_zero)]).astype(np.float32)
         order = rng.permutation(pool.size)
         x, y = pool[order[:12]], pool[order[12:]]
-        pvalues.append(permutation_test_local(x, y, n_permutations=m, alternative=alternative, seed=i).pvalue)
+        pvalues.append(permutation_test_local(x, y, n_permutations=m, alternative=alternative, seed=i).p_value)
     pvalues = np.array(pvalues)
     # (1 + b)/(m + 1) is uniform on {1/(m+1), ..., 1}; compare with the continuous uniform on
     # (0, 1] shifted by half a step.
@@ -371,7 +371,7 @@ def test_auto_alternative_follows_the_sign_of_s():
     assert permutation_test_local([3.0, 2.0, 4.0], [1.0, 0.5, 0.2], **auto).alternative == "greater"
     assert permutation_test_local([-3.0, -2.0, -4.0], 3, **auto).alternative == "less"
     zero = permutation_test_local([1.0, -1.0], [2.0, -2.0], **auto)
-    assert zero.statistic == 0 and zero.alternative == "two-sided" and zero.pvalue == 1.0
+    assert zero.statistic == 0 and zero.alternative == "two-sided" and zero.p_value == 1.0
 
 
 def test_weighted_scores_use_the_unweighted_effect_size():
@@ -414,7 +414,7 @@ def test_dummy_count_equals_materialised_zeros():
     a = permutation_test_local(x, 400, n_permutations=3000, seed=21, return_null=True)
     b = permutation_test_local(x, np.zeros(400), n_permutations=3000, seed=21, return_null=True)
     np.testing.assert_array_equal(a.null_distribution, b.null_distribution)
-    assert (a.statistic, a.pvalue, a.effect_size, a.z_score) == (b.statistic, b.pvalue, b.effect_size, b.z_score)
+    assert (a.statistic, a.p_value, a.effect_size, a.z_score) == (b.statistic, b.p_value, b.effect_size, b.z_score)
     pool = np.concatenate([x, np.zeros(400, np.float32)]).astype(np.float64)
     oracle = np.empty(3000)
     for i in range(oracle.size):
@@ -470,7 +470,7 @@ def test_result_is_frozen():
     res = permutation_test_local([1.0, 2.0], 2, seed=1)
     assert isinstance(res, PermutationTestResult)
     with pytest.raises(AttributeError):
-        res.pvalue = 0.5
+        res.p_value = 0.5
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,7 +502,7 @@ def test_offset_scores_match_scipy_sampled():
     assert ours.statistic == pytest.approx(exact_s, rel=1e-6)
     assert ours.statistic == pytest.approx(theirs.statistic, rel=1e-6)
     # s is ~6 null SDs out: both give the smallest possible p, 1/(m + 1).
-    assert ours.pvalue == theirs.pvalue == 1e-4
+    assert ours.p_value == theirs.pvalue == 1e-4
     assert ours.effect_size == pytest.approx((x.mean() - y.mean()) / np.concatenate([x, y]).std(ddof=1), rel=1e-9)
 
 
@@ -513,7 +513,7 @@ def test_offset_scores_match_scipy_exact(alternative):
     ours = permutation_test_local(x, y, n_permutations=10**4, alternative=alternative, return_null=True)
     theirs = _scipy_sum_difference(x, y, alternative, np.inf)
     assert ours.exact and ours.n_permutations == 924
-    assert ours.pvalue == pytest.approx(theirs.pvalue, rel=1e-12)
+    assert ours.p_value == pytest.approx(theirs.pvalue, rel=1e-12)
     # Every split's s against float64 brute force.
     pool = np.concatenate([x, y])
     total = math.fsum(pool)
@@ -563,7 +563,7 @@ def test_type_one_error_rates_under_a_true_null():
         pool = rng.standard_normal(40)
         x, y = pool[:20], pool[20:]
         for alt in p:
-            p[alt].append(permutation_test_local(x, y, n_permutations=m, alternative=alt, seed=i).pvalue)
+            p[alt].append(permutation_test_local(x, y, n_permutations=m, alternative=alt, seed=i).p_value)
     rates = {alt: float(np.mean(np.array(v) <= alpha)) for alt, v in p.items()}
     for alt in ("greater", "less", "two-sided"):
         assert stats.kstest(np.array(p[alt]) - 0.5 / (m + 1), "uniform").pvalue > 1e-3
@@ -596,7 +596,7 @@ def test_several_weightings_equal_one_test_each(y):
             t[w], ys if y == "dummy" else ys[w], 700, seed=5, return_null=True, effect_x=u if y == "dummy" else None
         )
         np.testing.assert_array_equal(got[w].null_distribution, alone.null_distribution)
-        for field in ("statistic", "pvalue", "effect_size", "z_score", "null_mean", "null_std", "seed", "exact"):
+        for field in ("statistic", "p_value", "effect_size", "z_score", "null_mean", "null_std", "seed", "exact"):
             assert getattr(got[w], field) == getattr(alone, field), field
 
 
@@ -621,7 +621,7 @@ def test_several_weightings_exact():
         alone = perm.permutation_test_local(x[w], y[w], 9999, seed=1, return_null=True)
         assert got[w].exact and alone.exact
         np.testing.assert_array_equal(got[w].null_distribution, alone.null_distribution)
-        assert got[w].pvalue == alone.pvalue
+        assert got[w].p_value == alone.p_value
 
 
 def test_shared_split_groups_and_refusal():

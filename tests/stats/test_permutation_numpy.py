@@ -94,9 +94,9 @@ def test_public_results_identical_on_either_path(monkeypatch):
         monkeypatch.setattr(twin, "use_numpy", lambda n_values, n_sums, kernel: False)
         b = perm.permutation_test_local(x, y, m, seed=5, return_null=True)
         assert a.exact == b.exact
-        assert (a.statistic, a.pvalue, a.null_distribution.tobytes()) == (
+        assert (a.statistic, a.p_value, a.null_distribution.tobytes()) == (
             b.statistic,
-            b.pvalue,
+            b.p_value,
             b.null_distribution.tobytes(),
         )
 

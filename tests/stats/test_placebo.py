@@ -12,6 +12,8 @@ from biasdask.stats.association import association_axes, linear_directions
 from biasdask.stats.effect import effect_size
 from biasdask.stats.permutation import permutation_pvalue
 from biasdask.stats.placebo import (
+    PlaceboMatch,
+    draw_from_windows,
     evaluate_moments,
     linear_moments,
     merge_moments,
@@ -204,57 +206,87 @@ def test_batched_directions_are_association_axes_bit_for_bit(kind):
 # Rank-matched draws
 
 
-def test_neighbourhoods_are_the_nearest_in_log_rank():
+def _window_by_brute_force(r, cand, ratio, size):
+    """Oracle: the candidates within the ratio, or the ``size`` nearest in log rank (ties: more frequent)."""
+    within = np.flatnonzero((cand * ratio >= r) & (cand <= r * ratio))
+    if within.size >= size:
+        return set(within.tolist())
+    dist = np.abs(np.log10(cand) - np.log10(r))
+    order = np.lexsort((cand, dist))  # by distance, then by rank
+    return set(order[:size].tolist())
+
+
+def test_windows_hold_the_ranks_within_the_ratio_or_the_nearest_in_log_rank():
     rng = np.random.default_rng(2)
     cand = rng.choice(np.arange(1, 100_000), size=5000, replace=False)
     ranks = np.array([1, 7, 150, 2222, 99_999])
-    hoods = rank_neighbourhoods(ranks, cand, 30)
-    for r, hood in zip(ranks, hoods):
-        dist = np.abs(np.log10(cand) - np.log10(r))
-        assert np.sort(dist[hood]) == pytest.approx(np.sort(dist)[:30], rel=0, abs=0)
-        assert np.all(np.diff(dist[hood]) >= 0)
+    for ratio, size in ((2.0, 30), (1.05, 30), (1.0, 1), (3.0, 400)):
+        windows = rank_neighbourhoods(ranks, cand, ratio=ratio, min_size=size)
+        for j, r in enumerate(ranks):
+            members = windows.members(j)
+            # at least as many candidates as attribute words (5), so that a draw can give each its own
+            assert set(members.tolist()) == _window_by_brute_force(r, cand, ratio, max(size, 5)), (ratio, size, r)
+            assert windows.low[j] == cand[members].min() and windows.high[j] == cand[members].max()
+            assert windows.ratio[j] == pytest.approx(max(windows.high[j] / r, r / windows.low[j]))
+            assert windows.ratio[j] <= ratio or members.size == max(size, 5)  # widened only to reach the size
+    text = windows.describe(["a", "b", "c", "d", "e"])
+    assert text.startswith("a (rank 1): ranks ") and "; e (rank 99999): ranks " in text
 
 
 def test_candidates_exactly_as_far_in_log_rank_come_more_frequent_first():
-    """c · c' = r² puts c and c' equally far from r in log rank; the tie goes to the more frequent word,
-    whatever the rounding of a logarithm (the distance is compared as the ratio max(c/r, r/c))."""
+    """A window widened to its nearest candidates grows towards the nearer side in log rank; c · c' = r²
+    puts c and c' equally far from r, and the tie goes to the more frequent word, whatever the rounding
+    of a logarithm (the distance is compared as the ratio max(c/r, r/c))."""
     cand = np.array([20, 5, 40, 3, 1250, 800, 2000, 500])
-    assert rank_neighbourhoods([10], cand, 4)[0].tolist() == [1, 0, 3, 2]
-    assert rank_neighbourhoods([1000], cand, 4)[0].tolist() == [5, 4, 7, 6]
+    widened = rank_neighbourhoods([10, 1000], cand, ratio=1.0, min_size=4)
+    assert sorted(widened.members(0).tolist()) == [0, 1, 2, 3]
+    assert sorted(widened.members(1).tolist()) == [4, 5, 6, 7]
     # rank 12: log10(48) - log10(12) rounds below log10(12) - log10(3), yet 3 and 48 are as far
-    assert rank_neighbourhoods([12], [48, 3, 100], 2)[0].tolist() == [1, 0]
+    assert rank_neighbourhoods([12], [48, 3, 100], ratio=1.0, min_size=1).members(0).tolist() == [1]
 
 
 def test_rank_matched_draws_are_distinct_matched_and_reproducible():
     rng = np.random.default_rng(0)
     cand = np.sort(rng.choice(np.arange(1, 50_000), size=8000, replace=False))
-    ranks = np.array([12, 15, 15, 300, 4000, 20, 16, 14])  # neighbourhoods overlap at the top
-    draws = rank_matched_words(ranks, cand, n=2000, seed=42, window=10)
+    ranks = np.array([12, 15, 15, 300, 4000, 20, 16, 14])  # windows overlap at the top
+    draws = rank_matched_words(ranks, cand, n=2000, seed=42, ratio=1.5, min_candidates=10)
     assert draws.shape == (2000, 8) and draws.dtype == np.intp
     assert all(len(set(row)) == 8 for row in draws.tolist())
-    hoods = rank_neighbourhoods(ranks, cand, 10)
+    windows = rank_neighbourhoods(ranks, cand, ratio=1.5, min_size=10)
     for j in range(8):
-        assert set(draws[:, j].tolist()) <= set(hoods[j].tolist())
-    np.testing.assert_array_equal(draws, rank_matched_words(ranks, cand, n=2000, seed=42, window=10))
-    np.testing.assert_array_equal(draws[:300], rank_matched_words(ranks, cand, n=300, seed=42, window=10))
-    assert not np.array_equal(draws, rank_matched_words(ranks, cand, n=2000, seed=43, window=10))
+        assert set(draws[:, j].tolist()) <= set(windows.members(j).tolist())
+    again = rank_matched_words(ranks, cand, n=2000, seed=42, ratio=1.5, min_candidates=10)
+    np.testing.assert_array_equal(draws, again)
+    np.testing.assert_array_equal(draws, draw_from_windows(windows, n=2000, seed=42))
+    np.testing.assert_array_equal(draws[:300], draw_from_windows(windows, n=300, seed=42))
+    assert not np.array_equal(draws, draw_from_windows(windows, n=2000, seed=43))
 
 
-def test_a_single_word_is_replaced_uniformly_within_its_neighbourhood():
+def test_a_single_word_is_replaced_uniformly_within_its_window():
     from scipy.stats import chisquare
 
     cand = np.arange(1, 1000)
-    draws = rank_matched_words([500], cand, n=20_000, seed=3, window=8)[:, 0]
+    draws = rank_matched_words([500], cand, n=20_000, seed=3, ratio=1.01, min_candidates=8)[:, 0]
     counts = np.bincount(draws, minlength=cand.size)
-    hood = rank_neighbourhoods([500], cand, 8)[0]
-    assert set(np.flatnonzero(counts).tolist()) == set(hood.tolist())
-    assert chisquare(counts[hood]).pvalue > 0.001
+    window = rank_neighbourhoods([500], cand, ratio=1.01, min_size=8).members(0)
+    assert set(np.flatnonzero(counts).tolist()) == set(window.tolist()) and window.size == 10  # ranks 496-505
+    assert chisquare(counts[window]).pvalue > 0.001
+
+
+def test_the_later_words_of_a_draw_are_uniform_over_what_is_left():
+    # two words sharing a window of 3: every ordered pair of distinct candidates is equally likely
+    from scipy.stats import chisquare
+
+    draws = rank_matched_words([5, 5], np.array([4, 5, 6, 50, 60]), n=30_000, seed=5, ratio=1.3, min_candidates=3)
+    pairs = draws[:, 0] * 3 + draws[:, 1]
+    counts = np.bincount(pairs, minlength=9)[[1, 2, 3, 5, 6, 7]]
+    assert np.all(draws[:, 0] != draws[:, 1]) and chisquare(counts).pvalue > 0.001
 
 
 def test_window_smaller_than_the_attribute_words_grows_to_their_number():
-    draws = rank_matched_words([5, 5, 5, 5], np.arange(1, 100), n=50, seed=1, window=2)
+    draws = rank_matched_words([5, 5, 5, 5], np.arange(1, 100), n=50, seed=1, ratio=1.0, min_candidates=2)
     assert all(len(set(r)) == 4 for r in draws.tolist())
-    assert set(draws.ravel().tolist()) == set(rank_neighbourhoods([5], np.arange(1, 100), 4)[0].tolist())
+    assert set(draws.ravel().tolist()) == {3, 4, 5, 6}  # ranks 4-7: the 4 nearest to 5 in log rank
 
 
 @pytest.mark.parametrize(
@@ -265,12 +297,27 @@ def test_window_smaller_than_the_attribute_words_grows_to_their_number():
         (dict(ranks=[1], candidate_ranks=[1, 2], n=1, seed=-1), ValueError),
         (dict(ranks=[1], candidate_ranks=[1, 2], n=1, seed=None), TypeError),
         (dict(ranks=[1.5], candidate_ranks=[1, 2], n=1, seed=0), TypeError),
-        (dict(ranks=[1], candidate_ranks=[1, 2], n=1, seed=0, window=3), ValueError),
+        (dict(ranks=[1, 2, 3], candidate_ranks=[1, 2], n=1, seed=0), ValueError),
+        (dict(ranks=[1], candidate_ranks=[1, 2], n=1, seed=0, ratio=0.5), ValueError),
+        (dict(ranks=[1], candidate_ranks=[1, 2], n=1, seed=0, ratio="2"), TypeError),
+        (dict(ranks=[1], candidate_ranks=[1, 2], n=1, seed=0, min_candidates=0), ValueError),
     ],
 )
 def test_rank_matched_words_checks_its_arguments(kwargs, error):
     with pytest.raises(error):
         rank_matched_words(kwargs.pop("ranks"), kwargs.pop("candidate_ranks"), **kwargs)
+
+
+def test_placebo_match_checks_its_settings():
+    assert PlaceboMatch(words="any", rank_ratio=3, min_candidates=10).rank_ratio == 3.0
+    for kwargs, error in (
+        (dict(words="tokens"), ValueError),
+        (dict(rank_ratio=0.9), ValueError),
+        (dict(rank_ratio=float("inf")), ValueError),
+        (dict(min_candidates=2.5), TypeError),
+    ):
+        with pytest.raises(error):
+            PlaceboMatch(**kwargs)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def test_caliskan_effect_sizes(glove, n, published, precise):
 
 @pytest.mark.parametrize("n", [1, 7])
 def test_euclidean_direction_agrees_with_cosine(glove, n):
-    """Seed 002 Table 2: cosine and Euclidean effects have the same sign and nearly the same size."""
+    """Lauscher & Glavaš 2019, Table 2: cosine and Euclidean effects have the same sign and nearly the same size."""
     d_cos = weat_effect_size(*weat_scores(*_sets(glove, n), "cosine"))
     d_euc = weat_effect_size(*weat_scores(*_sets(glove, n), "euclidean"))
     assert d_euc > 0 and abs(d_euc - d_cos) < 0.05

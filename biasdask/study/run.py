@@ -1,0 +1,283 @@
+"""A study run: every (language, method, test) cell, on whatever cluster is at hand, into the results cube.
+
+:func:`run` checks everything that can fail before any work (the study, every store, the output, the
+cluster), creates the results store (or resumes it: cells already done are skipped, so a killed run
+resumes where it stopped; or applies an edited study, :mod:`biasdask.study.update`), runs the study's
+stream of tasks (:mod:`biasdask.study.stream`) and, once every cell is written, compacts the cube and
+writes its corrected p-values (:mod:`biasdask.study.inference`). Every cell is a function of the study
+seed and its labels (:mod:`biasdask.study.plan`): results do not depend on which cells a run computes
+together, on the scheduler or on the number of workers.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import dataclasses
+import logging
+import os
+from pathlib import Path
+
+import xarray as xr
+from distributed import Client
+from tqdm import tqdm
+
+from biasdask.engine.cluster import active_client, check_n_workers, client_scope, workers_keep_freed_memory
+from biasdask.errors import BiasdaskError, ConfigError
+from biasdask.io import results as rs
+from biasdask.io.embeddings import as_embeddings
+from biasdask.io.fs import Location, as_location, display_url, nesting
+from biasdask.io.store import open_vectors
+from biasdask.io.swap import acquire_lock
+from biasdask.progress import progress_bar
+from biasdask.study.config import LanguageSpec, StudyConfig, load_config, parse_config
+from biasdask.study.handlers import Cell
+from biasdask.study.inference import adjusted_pvalues, correction_warning
+from biasdask.study.stream import Stream
+from biasdask.study.update import check_changes, prepare_update, run_attrs
+
+__all__ = ["CellWriter", "run"]
+
+log = logging.getLogger(__name__)
+
+
+def _as_config(config: StudyConfig | dict | str | Path, output: str | None) -> StudyConfig:
+    if isinstance(config, StudyConfig):
+        return config
+    if isinstance(config, dict):
+        return parse_config(config, output=output)
+    return load_config(config, output=output)
+
+
+def run(
+    config: StudyConfig | dict | str | Path,
+    *,
+    client: Client | None = None,
+    scheduler: str | None = None,
+    n_workers: int | None = None,
+    output: str | None = None,
+    overwrite: bool = False,
+    update: bool = False,
+    progress: bool | None = None,
+    start_cluster: bool = False,
+) -> xr.Dataset:
+    """Run a study and return its results cube.
+
+    Parameters
+    ----------
+    config
+        A :class:`~biasdask.study.config.StudyConfig`, a mapping, or the path of a study YAML file. From
+        Python, a language's ``store`` may be any embedding :func:`biasdask.as_embeddings` accepts
+        (e.g. ``{"languages": {"en": {"store": kv}}}`` with a gensim ``KeyedVectors``).
+    client, scheduler, n_workers
+        Where to run. By default the ``client`` given, else the current ``distributed`` client, else
+        Dask's default scheduler (threads): no cluster is started. With ``scheduler`` or ``n_workers``
+        a cluster is found or started in this order (:func:`biasdask.get_client`: scheduler
+        address, ``DASK_SCHEDULER_ADDRESS``, Dask Gateway, else a ``LocalCluster`` of ``n_workers``
+        processes) and closed at the end; ``biasdask run`` always does this.
+    output
+        Overrides the study's ``output`` URL.
+    overwrite
+        Replace a results store that was written by a different study.
+    update
+        Apply a change of the study to its results store: languages, methods, tests or associations
+        added or removed, a language's store or attribute words changed. The affected and new cells are
+        computed; every other cell is kept bit for bit (see :mod:`biasdask.study.update`). Without it a
+        changed study is refused, naming the changed keys, before anything starts.
+    progress
+        Show progress bars (default: only when stderr is a terminal). The dashboard link of a
+        cluster is logged at INFO (logger ``biasdask.study.run``).
+    start_cluster
+        Find or start a cluster as with ``scheduler`` or ``n_workers`` even without them (what
+        ``biasdask run`` does), once the stores are checked.
+
+    Returns
+    -------
+    xarray.Dataset
+        The results cube (dims ``language``, ``method``, ``test``), as :func:`open_results` reads it.
+
+    Raises
+    ------
+    StoreConflictError
+        Another run (or ingest) is writing to ``output``: the run holds the lock ``<output>.lock``
+        (:class:`biasdask.io.swap.StoreLock`) for its whole life, and a second one stops at once,
+        naming the holder.
+    BiasdaskError
+        Before the results store is created or changed: an invalid ``n_workers``, an ``output`` that is,
+        lies inside or contains an embedding store of the study, a store that is missing, incomplete,
+        missing a chunk or of another language, an unreachable cluster. After every
+        runnable cell is written, if in some language no attribute word of A (or of B) is in the
+        vocabulary: its ``gender`` cells stay NaN with a note naming the words, the message names them
+        too; likewise, naming the chunk, if a language's stored bytes fail their checksum when read
+        (its words as the language starts, its vectors in its tasks). A missing attribute word (of
+        several), a language whose targets have no observed frequency for ``frequency`` (no wordfreq
+        list, or none of its words in it), a test not applicable to a language or below ``min_coverage`` are not errors: a warning in the log, and a
+        note in the cells.
+
+    Examples
+    --------
+    A study of one in-memory language, on Dask's threaded scheduler:
+
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["male", "female", *(f"w{i}" for i in range(2000))]
+    >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
+    >>> cube = biasdask.run({"output": "memory://examples/run/results.zarr", "languages": {"en": {"store": emb}},
+    ...                      "methods": ["uniform", "zipf"], "tests": ["gender"], "n_permutations": 99, "seed": 1})
+    >>> dict(cube.sizes)
+    {'language': 1, 'method': 2, 'test': 1}
+    >>> cube["n_permutations"].sel({"language": "en", "test": "gender"}).values.tolist()
+    [99, 99]
+    """
+    cfg = _as_config(config, output)
+    options = cfg.resolved_storage_options()
+    # Everything that can fail before the work is checked before the results store is created or
+    # changed: the config (above), every store (verified, of the right language; before starting a
+    # cluster, which takes a while), the cluster.
+    check_n_workers(n_workers)
+    _check_output_apart(cfg)
+    with acquire_lock(Location(cfg.output, options)):  # one writer per results store, for the run's life
+        return _run_locked(cfg, options, client, scheduler, n_workers, overwrite, update, progress, start_cluster)
+
+
+def _run_locked(
+    cfg: StudyConfig, options: dict, client, scheduler, n_workers, overwrite, update, progress, start_cluster
+) -> xr.Dataset:
+    """:func:`run` once the study is checked, holding the lock of its results store."""
+    changes = check_changes(cfg, options, overwrite=overwrite, update=update)
+    weak = correction_warning(len(cfg.languages), cfg.n_permutations, correction=cfg.correction, alpha=cfg.alpha)
+    if weak:
+        log.warning("%s", weak)
+    # The stores are checked and opened first, without their words (metadata and listings: milliseconds
+    # each), in parallel threads, before anything is written; each language starts once a task has found
+    # its words, and a word chunk failing its checksum there fails that language only.
+    with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:
+        embeddings = list(pool.map(lambda lang: _check_language(lang, options), cfg.languages))
+    final, fresh = cfg.output, None
+    if changes is not None:
+        fresh = prepare_update(cfg, options, changes)
+        cfg = dataclasses.replace(cfg, output=fresh)
+    stores = {lang.code: emb for lang, emb in zip(cfg.languages, embeddings)}
+    with rs.run_recorded(Location(cfg.output, options), cfg.canonical_yaml()):  # why a run stopped, in the cube
+        failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
+        rs.compact_results(Location(cfg.output, options))
+        _write_adjusted(cfg, options)
+    if fresh is not None:
+        rs.replace_results(Location(fresh, options), Location(final, options))
+    if failures:
+        raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
+    return rs.open_results(Location(final, options))
+
+
+def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
+    """The cube's p-values corrected over their families (:mod:`biasdask.study.inference`), written whole."""
+    cube = rs.open_results(Location(cfg.output, options))
+    for variable in ("p_value", "p_value_placebo"):
+        adjusted = adjusted_pvalues(cube, variable, correction=cfg.correction)
+        rs.write_cube_variable(
+            Location(cfg.output, options),
+            f"{variable}_adjusted",
+            adjusted.transpose(*rs.DIMS).values,
+            {"correction": cfg.correction, "alpha": cfg.alpha},
+        )
+
+
+def _run_checked(
+    cfg: StudyConfig, options: dict, stores: dict, client, scheduler, n_workers, overwrite, progress, start_cluster
+) -> list[str]:
+    """:func:`run` once every store is checked: find or start the cluster, create (or resume) the
+    results store, run the stream; return the failures."""
+    failures: list[str] = []
+    if scheduler or n_workers or start_cluster:
+        scope = client_scope(client, scheduler, n_workers)
+    else:
+        scope = contextlib.nullcontext(active_client(client))
+    total = len(cfg.languages) * len(cfg.methods) * len(cfg.test_labels())
+    out = Location(cfg.output, options)
+    with scope as c:
+        rs.create_results(
+            out,
+            languages=[lang.code for lang in cfg.languages],
+            methods=list(cfg.methods),
+            tests=list(cfg.test_labels()),
+            attrs=run_attrs(cfg),
+            config_text=cfg.canonical_yaml(),
+            overwrite=overwrite,
+        )
+        rs.compact_results(out)  # a resumed run: fold the cells it found
+        done = rs.done_cells(out)
+        if c is not None:
+            log.info("running on Dask scheduler %s; dashboard: %s", c.scheduler.address, c.dashboard_link)
+        with (
+            progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar,
+            workers_keep_freed_memory(c),  # chunks read for u, otherwise fresh pages each (see there)
+        ):
+            # where the workers write per-word scores: asked of a worker while the first languages start
+            # (its answer is needed only by the first scores write)
+            with concurrent.futures.ThreadPoolExecutor(1) as probe:
+                destination = probe.submit(_scores_destination, c, out)
+                stream = Stream(cfg, out, c, CellWriter(cfg, out, bar), destination, done)
+                failures += stream.run(stores)
+    return failures
+
+
+class CellWriter:
+    """Writes finished cells (the null first, then the cell's record) and advances the bar."""
+
+    def __init__(self, cfg: StudyConfig, out: Location, bar: tqdm) -> None:
+        self.cfg, self.out, self.bar = cfg, out, bar
+
+    def __call__(self, cell: Cell) -> None:
+        language, method, test = cell.language, cell.method, cell.test
+        if self.cfg.save_null and cell.null is not None:
+            rs.write_null(self.out, language, method, test, cell.null)
+        if self.cfg.save_null and cell.placebo is not None:
+            rs.write_null(self.out, language, method, test, cell.placebo, kind="placebo")
+        rs.write_cell(self.out, language, method, test, cell.values)
+        self.bar.update()
+
+
+def _check_output_apart(cfg: StudyConfig) -> None:
+    """Refuse a results store that is, lies inside or contains one of the study's embedding stores: its
+    writes (and ``overwrite``) would change the user's embeddings."""
+    for lang in cfg.languages:
+        if not isinstance(lang.store, (str, os.PathLike, Location)):
+            continue
+        where = nesting(cfg.output, lang.store)  # symbolic links, .. and file:// resolved
+        if where:
+            raise ConfigError(
+                f"output: {display_url(cfg.output)} {where} the embedding store of {lang.code} "
+                f"({as_location(lang.store)}); choose an output outside the embedding stores"
+            )
+
+
+def _check_language(lang: LanguageSpec, options: dict) -> xr.Dataset:
+    """A study language's embedding, checked before anything runs: a store URL opened and verified (of
+    this language) without its words (a task finds those the language needs:
+    :func:`biasdask.study.graphs.words_to_find`); an in-memory form converted (see
+    :func:`biasdask.as_embeddings`)."""
+    if isinstance(lang.store, (str, os.PathLike)):
+        return open_vectors(Location(os.fspath(lang.store), options), language=lang.code)
+    return as_embeddings(lang.store)
+
+
+def _scores_destination(client: Client | None, loc: Location) -> Location | None:
+    """The results store's location for tasks that write per-word scores on the workers (a local path made
+    absolute: a worker may run in another directory), or None when the workers do not see the store this
+    process does (a local path on another machine, ``memory://`` in another process): a task reads its
+    root metadata, which must be the bytes read here. The client then writes the scores itself."""
+    if client is None:  # the tasks run in this process
+        return loc
+    loc = loc.absolute()
+    mine = rs.root_metadata(loc)
+    try:
+        theirs = client.submit(rs.root_metadata, loc, pure=False).result()
+    except Exception:  # noqa: BLE001 - a worker that cannot even look: write from here
+        theirs = None
+    if mine is None or theirs != mine:
+        log.info(
+            "the workers do not see the results store %s as this process does: per-word scores are written from here",
+            loc,
+        )
+        return None
+    return loc
