@@ -260,7 +260,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         description="Run the study described by CONFIG.yaml on a Dask cluster and write the results cube. "
         "An interrupted run resumes where it stopped; an edited "
         "study is refused, naming the changed keys, unless --update (recompute the affected cells) or "
-        "--overwrite (start over). "
+        "--overwrite (start over); so is a language whose embedding store changed since its cells were "
+        "computed (ingested again). "
         "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
         "xweat1..10, career_family, rnd, rnsb, mac, ect, nas) and associations (the per-word association "
         "of gender and context: cosine, euclidean, ripa, semaxis; each non-cosine one adds a test label "
@@ -273,8 +274,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--update",
         action="store_true",
         help="apply an edited study to its results: compute the cells of added or changed languages, methods, "
-        "tests and associations, keep every other cell bit for bit (a changed seed, n_permutations, "
-        "alternative... needs --overwrite)",
+        "tests and associations, and of languages whose embedding store changed, keep every other cell bit "
+        "for bit (a changed seed, n_permutations, alternative... needs --overwrite)",
     )
     _add_where(p, "$DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), else one process per core")
     p.set_defaults(func=_cmd_run)

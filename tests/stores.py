@@ -10,6 +10,7 @@ instead.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,20 @@ def generated_store(
         progress=False,
     )
     return url
+
+
+def forget_records(root: Path) -> None:
+    """Make the local store at ``root`` look like one written before stores recorded their chunks'
+    checksums and a fingerprint."""
+    for meta_path in root.glob("*/zarr.json"):
+        meta = json.loads(meta_path.read_text())
+        for key in ("biasdask_store_id", "biasdask_chunk_crc32c"):
+            meta["attributes"].pop(key)
+        meta_path.write_text(json.dumps(meta))
+    group = root / "zarr.json"
+    meta = json.loads(group.read_text())
+    meta["attributes"].pop("fingerprint")
+    group.write_text(json.dumps(meta))
 
 
 def study_of(stores: Mapping[str, str], output: str | Path, **keys: Any) -> dict[str, Any]:

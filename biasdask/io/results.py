@@ -13,6 +13,10 @@ Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)`` and, sub
                                 str, fill "" (what the cell was computed with, the words it used and
                                 missed, where its word sets come from; why it is empty)
         target_coverage         float64, fill NaN: share of a classic cell's target words found
+        store_fingerprint store_source
+                                str, fill "": the identity of the embedding store the cell's
+                                language was read from (its fingerprint, and the file it was ingested
+                                from; empty for an embedding held in memory)
         done                    bool, fill False: the cell's completion flag
     attrs: seed, alternative, similarity, sd_ddof, biasdask_version, config (YAML text), config_hash,
            created, biasdask_store ("results"), store_id (new at every creation); while a run
@@ -100,6 +104,7 @@ __all__ = [
     "read_null",
     "replace_results",
     "run_recorded",
+    "scores_attrs",
     "scores_done",
     "split_label",
     "stored_config",
@@ -242,6 +247,13 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
         "p_value adjusted for multiple comparisons over its family of languages (its attrs: correction, alpha)",
     ),
     "p_value_placebo_adjusted": (_FLOAT, np.nan, "p_value_placebo adjusted like p_value_adjusted"),
+    "store_fingerprint": (
+        str,
+        "",
+        "fingerprint of the embedding store the cell's language was read from (its attr fingerprint, written at "
+        "ingest); empty for an embedding held in memory or a store written before stores had one",
+    ),
+    "store_source": (str, "", "where that embedding store's data came from (the file it was ingested from)"),
 }
 #: variables computed from the whole cube at the end of a run (:func:`write_cube_variable`), not by a cell
 DERIVED_VARIABLES: tuple[str, ...] = ("p_value_adjusted", "p_value_placebo_adjusted")
@@ -1096,6 +1108,13 @@ def scores_done(loc: Locatable, language: str) -> bool:
     """
     loc = as_location(loc)
     return _complete_subgroup(loc, f"scores/{_check_name('language', language)}") is not None
+
+
+def scores_attrs(loc: Locatable, language: str) -> dict[str, Any] | None:
+    """The attributes of the per-word scores of ``language`` (read from their group metadata alone), or
+    None when they are not completely written."""
+    group = _complete_subgroup(as_location(loc), f"scores/{_check_name('language', language)}")
+    return None if group is None else dict(group.attrs)
 
 
 @keyword_api("open_scores(location, language=...)")

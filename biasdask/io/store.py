@@ -62,7 +62,7 @@ import re
 import sys
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
 import dask.array as da
@@ -114,6 +114,7 @@ __all__ = [
     "compact_store",
     "COMPLETE_ATTR",
     "default_chunk_words",
+    "embedding_identity",
     "find_words",
     "finish_store",
     "ingest_chunk_words",
@@ -684,7 +685,34 @@ def store_identity(location: Locatable, *, language: str | None = None) -> Store
     ('sha256:', 'memory://examples/identity/tiny.vec', 35)
     """
     loc = as_location(location)
-    attrs = _complete_attrs(loc, language)
+    return _identity(loc, _complete_attrs(loc, language))
+
+
+def embedding_identity(emb: xr.Dataset) -> StoreIdentity | None:
+    """The identity of the store an opened embedding reads its vectors from (:func:`open_embeddings`,
+    :func:`open_vectors`), from the attrs it was opened with (no request); None for an embedding held in
+    memory.
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> import biasdask
+    >>> with fsspec.open("memory://examples/opened/tiny.vec", "w") as f:
+    ...     _ = f.write("2 3\\nhe 0.1 0.2 0.3\\nshe 0.3 0.2 0.1\\n")
+    >>> _ = biasdask.ingest("memory://examples/opened/tiny.vec", "memory://examples/opened/en.zarr",
+    ...                     language="en", progress=False)
+    >>> emb = biasdask.open_embeddings("memory://examples/opened/en.zarr")
+    >>> embedding_identity(emb) == store_identity("memory://examples/opened/en.zarr")
+    True
+    >>> embedding_identity(emb.load()) is None
+    True
+    """
+    stored = stored_vectors(emb["vectors"].data)
+    return None if stored is None else _identity(stored.location, emb.attrs)
+
+
+def _identity(loc: Location, attrs: Mapping[str, Any]) -> StoreIdentity:
+    """:class:`StoreIdentity` of the store at ``loc`` from its group ``attrs``."""
     source = attrs.get(SOURCE_INFO_ATTR)
     return StoreIdentity(
         url=display_url(loc.url),

@@ -9,6 +9,7 @@ variables a finished (or skipped) test writes into the results cube.
 - :func:`cell_word_sets`: where a cell's word sets come from (``weat7``, ``xweat7:de``, ...), recorded
   with it so that cells of one test column built from different lists are not compared unawares.
 - :func:`cell_values`: the one builder of a cube cell's variables from any test result.
+- :func:`store_values`: the variables that record which embedding store a language's cells read.
 """
 
 from __future__ import annotations
@@ -25,10 +26,19 @@ from biasdask.engine.setmetrics import SET_METRICS, run_set_cell, set_metric_set
 from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, CoverageError, career_family_test, weat
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
+from biasdask.io.store import StoreIdentity
 from biasdask.lexicon import available_tests, iat_languages, iat_words, weat_test, xweat_test
 from biasdask.stats.resampling import Resampling
 
-__all__ = ["cell_values", "cell_word_sets", "cell_words", "coverage_values", "run_cell", "tests_for_language"]
+__all__ = [
+    "cell_values",
+    "cell_word_sets",
+    "cell_words",
+    "coverage_values",
+    "run_cell",
+    "store_values",
+    "tests_for_language",
+]
 
 _NUMBERS = ("statistic", "effect_size", "p_value", "z_score", "p_value_normal", "null_mean", "null_std")
 
@@ -97,6 +107,16 @@ def cell_word_sets(
     if test.startswith("weat"):
         return test
     return attribute_set
+
+
+def store_values(identity: StoreIdentity | None) -> dict[str, str]:
+    """The cube variables that record which embedding store a language's cells were computed from
+    (``identity``: :func:`biasdask.io.store.embedding_identity`): ``store_fingerprint`` (the store's
+    content fingerprint) and ``store_source`` (the file it was ingested from); empty strings for an
+    embedding held in memory (None), and an empty fingerprint for a store written before stores had one."""
+    if identity is None:
+        return {"store_fingerprint": "", "store_source": ""}
+    return {"store_fingerprint": identity.fingerprint or "", "store_source": str(identity.source.get("url") or "")}
 
 
 def cell_values(result, **extra) -> dict[str, float | int | bool | str]:

@@ -27,14 +27,15 @@ from biasdask.errors import BiasdaskError, ConfigError
 from biasdask.io import results as rs
 from biasdask.io.embeddings import as_embeddings
 from biasdask.io.fs import Location, as_location, display_url, nesting
-from biasdask.io.store import open_vectors
+from biasdask.io.store import embedding_identity, open_vectors
 from biasdask.io.swap import acquire_lock
 from biasdask.progress import progress_bar
+from biasdask.study.cells import store_values
 from biasdask.study.config import LanguageSpec, StudyConfig, load_config, parse_config
 from biasdask.study.handlers import Cell
 from biasdask.study.inference import adjusted_pvalues, correction_warning
 from biasdask.study.stream import Stream
-from biasdask.study.update import check_changes, prepare_update, run_attrs
+from biasdask.study.update import check_changes, check_stores, prepare_update, run_attrs
 
 __all__ = ["CellWriter", "run"]
 
@@ -81,9 +82,11 @@ def run(
         Replace a results store that was written by a different study.
     update
         Apply a change of the study to its results store: languages, methods, tests or associations
-        added or removed, a language's store or attribute words changed. The affected and new cells are
-        computed; every other cell is kept bit for bit (see :mod:`biasdask.study.update`). Without it a
-        changed study is refused, naming the changed keys, before anything starts.
+        added or removed, a language's store or attribute words changed, or the contents of a
+        language's store changed since its cells were computed (the store ingested again). The
+        affected and new cells are computed; every other cell is kept bit for bit (see
+        :mod:`biasdask.study.update`). Without it a changed study is refused, naming the changed keys,
+        or the languages whose store changed, before anything is written.
     progress
         Show progress bars (default: only when stderr is a terminal). The dashboard link of a
         cluster is logged at INFO (logger ``biasdask.study.run``).
@@ -101,7 +104,9 @@ def run(
     StoreConflictError
         Another run (or ingest) is writing to ``output``: the run holds the lock ``<output>.lock``
         (:class:`biasdask.io.swap.StoreLock`) for its whole life, and a second one stops at once,
-        naming the holder.
+        naming the holder. Or, without ``update``, a language's embedding store changed since its cells
+        in ``output`` were computed: every cell records the fingerprint of its language's store
+        (``store_fingerprint``), and a resumed study never mixes two embeddings.
     BiasdaskError
         Before the results store is created or changed: an invalid ``n_workers``, an ``output`` that is,
         lies inside or contains an embedding store of the study, a store that is missing, incomplete,
@@ -153,13 +158,20 @@ def _run_locked(
     # its words, and a word chunk failing its checksum there fails that language only.
     with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:
         embeddings = list(pool.map(lambda lang: _check_language(lang, options), cfg.languages))
+    stores = {lang.code: emb for lang, emb in zip(cfg.languages, embeddings)}
+    # a resumed study never mixes two embeddings: a store changed since its cells were computed is
+    # refused, or with update its cells are recomputed
+    identities = {code: embedding_identity(emb) for code, emb in stores.items()}
+    changes = check_stores(cfg, options, identities, changes, overwrite=overwrite, update=update)
     final, fresh = cfg.output, None
     if changes is not None:
-        fresh = prepare_update(cfg, options, changes)
+        fresh = prepare_update(cfg, options, changes, identities)
         cfg = dataclasses.replace(cfg, output=fresh)
-    stores = {lang.code: emb for lang, emb in zip(cfg.languages, embeddings)}
+    recorded = {code: store_values(identity) for code, identity in identities.items()}
     with rs.run_recorded(Location(cfg.output, options), cfg.canonical_yaml()):  # why a run stopped, in the cube
-        failures = _run_checked(cfg, options, stores, client, scheduler, n_workers, overwrite, progress, start_cluster)
+        failures = _run_checked(
+            cfg, options, stores, recorded, client, scheduler, n_workers, overwrite, progress, start_cluster
+        )
         rs.compact_results(Location(cfg.output, options))
         _write_adjusted(cfg, options)
     if fresh is not None:
@@ -183,10 +195,20 @@ def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
 
 
 def _run_checked(
-    cfg: StudyConfig, options: dict, stores: dict, client, scheduler, n_workers, overwrite, progress, start_cluster
+    cfg: StudyConfig,
+    options: dict,
+    stores: dict,
+    recorded: dict,
+    client,
+    scheduler,
+    n_workers,
+    overwrite,
+    progress,
+    start_cluster,
 ) -> list[str]:
     """:func:`run` once every store is checked: find or start the cluster, create (or resume) the
-    results store, run the stream; return the failures."""
+    results store, run the stream; return the failures. ``recorded``: language -> what its cells record
+    of its store (:func:`~biasdask.study.cells.store_values`)."""
     failures: list[str] = []
     if scheduler or n_workers or start_cluster:
         scope = client_scope(client, scheduler, n_workers)
@@ -216,16 +238,17 @@ def _run_checked(
             # (its answer is needed only by the first scores write)
             with concurrent.futures.ThreadPoolExecutor(1) as probe:
                 destination = probe.submit(_scores_destination, c, out)
-                stream = Stream(cfg, out, c, CellWriter(cfg, out, bar), destination, done)
+                stream = Stream(cfg, out, c, CellWriter(cfg, out, bar, recorded), destination, done)
                 failures += stream.run(stores)
     return failures
 
 
 class CellWriter:
-    """Writes finished cells (the null first, then the cell's record) and advances the bar."""
+    """Writes finished cells (the null first, then the cell's record, with what ``stores`` says of its
+    language's embedding store: :func:`~biasdask.study.cells.store_values`) and advances the bar."""
 
-    def __init__(self, cfg: StudyConfig, out: Location, bar: tqdm) -> None:
-        self.cfg, self.out, self.bar = cfg, out, bar
+    def __init__(self, cfg: StudyConfig, out: Location, bar: tqdm, stores: dict[str, dict[str, str]]) -> None:
+        self.cfg, self.out, self.bar, self.stores = cfg, out, bar, stores
 
     def __call__(self, cell: Cell) -> None:
         language, method, test = cell.language, cell.method, cell.test
@@ -233,7 +256,7 @@ class CellWriter:
             rs.write_null(self.out, language, method, test, cell.null)
         if self.cfg.save_null and cell.placebo is not None:
             rs.write_null(self.out, language, method, test, cell.placebo, kind="placebo")
-        rs.write_cell(self.out, language, method, test, cell.values)
+        rs.write_cell(self.out, language, method, test, {**cell.values, **self.stores[language]})
         self.bar.update()
 
 

@@ -12,11 +12,21 @@ it take the old store's place (:func:`biasdask.io.results.replace_results`). Cel
 other cells (each has its own seed, a hash of the study seed and its labels), so the result equals a
 fresh run of the new study. An update cut short leaves the old store as it was; running it again
 resumes it.
+
+An embedding store can also change under an unchanged study (ingested again with ``--overwrite``).
+Every cell records the fingerprint of the store its language was read from (``store_fingerprint``,
+:func:`biasdask.study.cells.store_values`), and so do a language's per-word scores; :func:`check_stores`
+compares them with the stores at hand before anything is written, so that a resumed study never mixes
+two embeddings: a language whose store changed is refused, naming it, or with ``update`` its cells are
+recomputed as for a changed store key. A store written before stores had a fingerprint, or cells that
+recorded none (an embedding held in memory, a results store of an older biasdask), give nothing to
+compare: such a language resumes as it did before fingerprints existed.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import yaml
 
@@ -25,9 +35,11 @@ from biasdask.errors import StoreConflictError
 from biasdask.io import results as rs
 from biasdask.io.fs import Location, display_url
 from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
+from biasdask.io.store import StoreIdentity
+from biasdask.study.cells import store_values
 from biasdask.study.config import StudyChanges, StudyConfig, study_changes
 
-__all__ = ["check_changes", "prepare_update", "run_attrs"]
+__all__ = ["changed_stores", "check_changes", "check_stores", "prepare_update", "run_attrs"]
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +84,84 @@ def check_changes(cfg: StudyConfig, options: dict, *, overwrite: bool, update: b
     return changes
 
 
-def prepare_update(cfg: StudyConfig, options: dict, changes: StudyChanges) -> str:
+def changed_stores(loc: Location, fingerprints: Mapping[str, str]) -> tuple[str, ...]:
+    """The languages of ``fingerprints`` (language -> the fingerprint of its store at hand, empty when it
+    has none) whose finished cells, or per-word scores, in the results store at ``loc`` recorded another
+    store's fingerprint. Cells and scores that recorded none are not compared."""
+    cube = rs.open_results(loc)
+    stale = []
+    for code in cube["language"].values:
+        now = fingerprints.get(str(code), "")
+        if not now:
+            continue
+        recorded = {str(f) for f in cube["store_fingerprint"].sel({"language": code}).values.ravel()}  # "": not done
+        scores = rs.scores_attrs(loc, str(code))
+        if scores is not None:
+            recorded.add(str(scores.get("store_fingerprint", "")))
+        if recorded - {"", now}:
+            stale.append(str(code))
+    return tuple(stale)
+
+
+def check_stores(
+    cfg: StudyConfig,
+    options: dict,
+    identities: Mapping[str, StoreIdentity | None],
+    changes: StudyChanges | None,
+    *,
+    overwrite: bool,
+    update: bool,
+) -> StudyChanges | None:
+    """Compare each language's embedding store (``identities``: language -> the identity of its store,
+    :func:`biasdask.io.store.embedding_identity`; None for an embedding held in memory) with the one its
+    cells at ``cfg.output`` were computed from (:func:`changed_stores`); return ``changes`` (:func:`check_changes`) with the languages whose
+    store changed added to its changed languages (their cells are recomputed).
+
+    Raises
+    ------
+    StoreConflictError
+        A language's store changed and ``update`` is not given; the message names the language and the
+        store.
+    """
+    out = Location(cfg.output, options)
+    if overwrite or rs.stored_config(out) is None:
+        return changes
+    stale = changed_stores(out, _fingerprints(identities))
+    if not stale:
+        return changes
+    if not update:
+        urls = {code: identity.url for code, identity in identities.items() if identity is not None}
+        named = " and ".join(f"{code} ({urls[code]})" for code in stale)
+        whose = "its cells" if len(stale) == 1 else "their cells"
+        raise StoreConflictError(
+            f"{display_url(cfg.output)}: the embedding store of {named} changed since {whose} there were "
+            f"computed: pass --update to recompute {whose}, or --overwrite to start over"
+        )
+    keys = tuple(f"languages.{code}.store" for code in stale)
+    if changes is None:
+        return StudyChanges(keys, (), frozenset(stale))
+    return StudyChanges(
+        tuple(sorted(set(changes.keys) | set(keys))), changes.global_keys, changes.changed_languages | set(stale)
+    )
+
+
+def _fingerprints(identities: Mapping[str, StoreIdentity | None]) -> dict[str, str]:
+    return {code: store_values(identity)["store_fingerprint"] for code, identity in identities.items()}
+
+
+def prepare_update(
+    cfg: StudyConfig, options: dict, changes: StudyChanges, identities: Mapping[str, StoreIdentity | None]
+) -> str:
     """Write the updated cube next to ``cfg.output`` with every cell ``changes`` leave untouched copied
-    into it (or find it, from an update cut short); return its URL, where the run goes on."""
+    into it (or find it, from an update cut short whose cells all read the stores at hand, see
+    :func:`changed_stores`); return its URL, where the run goes on."""
     new_text = cfg.canonical_yaml()
     fresh = f"{str(cfg.output).rstrip('/')}.update-{cfg.digest()[:12]}"
     if rs.stored_config(Location(fresh, options)) == new_text:
-        log.info("resuming the update in %s", display_url(fresh))
-        return fresh
+        if not changed_stores(Location(fresh, options), _fingerprints(identities)):
+            log.info("resuming the update in %s", display_url(fresh))
+            return fresh
+        log.info("an embedding store changed since the update in %s began: starting it again", display_url(fresh))
     codes = [lang.code for lang in cfg.languages]
     old = rs.open_results(Location(cfg.output, options))
     old_cfg = yaml.safe_load(old.attrs["config"]) or {}

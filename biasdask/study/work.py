@@ -24,10 +24,10 @@ from biasdask.engine.weat import CoverageError
 from biasdask.errors import BiasdaskError, PlaceboUnavailableError
 from biasdask.io import results as rs
 from biasdask.io.fs import Location
-from biasdask.io.store import open_embeddings, stored_vectors, vocabulary_files
+from biasdask.io.store import embedding_identity, open_embeddings, stored_vectors, vocabulary_files
 from biasdask.stats.permutation import PermutationTestResult
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
-from biasdask.study.cells import cell_values, run_cell
+from biasdask.study.cells import cell_values, run_cell, store_values
 
 __all__ = [
     "ClassicResult",
@@ -89,7 +89,12 @@ class ScoresPart:
     def of(cls, sc: xr.Dataset, emb: xr.Dataset) -> ScoresPart:
         stored = stored_vectors(emb["vectors"].data)
         common = dict(
-            methods=tuple(str(m) for m in sc["method"].values), attrs=dict(sc.attrs), n_words=sc.sizes["word"]
+            methods=tuple(str(m) for m in sc["method"].values),
+            attrs={
+                **sc.attrs,
+                **store_values(embedding_identity(emb)),
+            },  # the scores say which store they read, as the cells do
+            n_words=sc.sizes["word"],
         )
         if stored is not None:
             return cls(**common, store=stored.location)

@@ -15,7 +15,7 @@ from biasdask.errors import CorruptStoreError
 from biasdask.io.results import open_results
 from biasdask.io.store import open_embeddings, store_identity
 from tests.reliability.helpers import assert_one_line_error
-from tests.stores import generated_store, study_file
+from tests.stores import forget_records, generated_store, study_file
 
 CELL = {"method": "uniform", "test": "gender"}
 
@@ -93,24 +93,11 @@ def test_an_array_copied_whole_from_another_store_is_refused_at_open(tmp_path):
         open_embeddings(url)
 
 
-def _forget_records(root):
-    """Make ``root`` look like a store written before chunk records existed."""
-    for meta_path in root.glob("*/zarr.json"):
-        meta = json.loads(meta_path.read_text())
-        for key in ("biasdask_store_id", "biasdask_chunk_crc32c"):
-            meta["attributes"].pop(key)
-        meta_path.write_text(json.dumps(meta))
-    group = root / "zarr.json"
-    meta = json.loads(group.read_text())
-    meta["attributes"].pop("fingerprint")
-    group.write_text(json.dumps(meta))
-
-
 def test_a_store_written_before_chunk_records_opens_saying_what_is_not_verified(tmp_path, caplog):
     url = generated_store(tmp_path, "en", chunk_words=200)
     want = open_embeddings(url)["vectors"].values
     root = tmp_path / "emb" / "en.zarr"
-    _forget_records(root)
+    forget_records(root)
     with caplog.at_level(logging.WARNING, logger="biasdask"):
         emb = open_embeddings(url)
     (record,) = [r for r in caplog.records if "en.zarr" in r.getMessage()]
