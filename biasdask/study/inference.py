@@ -408,6 +408,9 @@ def _named_results(
             names = [
                 str(i) if isinstance(p, xr.Dataset) else redact(str(getattr(p, "url", p))) for i, p in enumerate(items)
             ]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise BiasdaskError(f"retest_reliability: the same results given twice: {', '.join(twice)}")
         places = dict(zip(names, items))
     if len(places) < 2:
         raise BiasdaskError(
@@ -500,8 +503,9 @@ def retest_reliability(
     agree, not only their order: an embedding that shifts every d lowers it, not the correlations.
 
     The results of one embedding each are several stores (one study per embedding, of the same
-    tests). Languages are matched by code; a language missing from one store only leaves the pairs
-    with that store. A classic test (no weighting: its cells are copies across methods) is computed
+    tests). Languages are matched by code and taken in the order of their codes, so a pair's result
+    depends on its two stores alone, not on the others given or their order; a language missing from
+    one store only leaves the pairs with that store (and the ICC). A classic test (no weighting: its cells are copies across methods) is computed
     once and repeated in every method, as in the cube.
 
     Parameters
@@ -566,7 +570,7 @@ def retest_reliability(
     cubes = _named_results(results)
     tests, methods = _in_common(cubes, "test", test), _in_common(cubes, "method", method)
     names = list(cubes)
-    languages = list(dict.fromkeys(str(v) for cube in cubes.values() for v in cube["language"].values))
+    languages = sorted({str(v) for cube in cubes.values() for v in cube["language"].values})
     cells: dict[tuple[str, str], dict[str, object]] = {}
     for t in tests:
         weighted = any(_has_weighting(cube, t) for cube in cubes.values())
