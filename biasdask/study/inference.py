@@ -17,7 +17,7 @@ import itertools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -381,13 +381,21 @@ _PAIR_VARIABLES = (
 )
 
 
-def _store_name(place: object, position: int) -> str:
-    """A results store's name in :func:`retest_reliability`: its last path component without ``.zarr``
-    (``runs/cc.zarr`` is ``cc``); a Dataset's, its position."""
+def _place_text(place: xr.Dataset | Locatable, position: int) -> str:
+    """How a results store was given, secrets removed (a Dataset: its position)."""
     if isinstance(place, xr.Dataset):
         return str(position)
-    url = place.url if isinstance(place, Location) else getattr(place, "root", None) or os.fspath(place)  # type: ignore[arg-type]
-    name = redact(str(url)).rstrip("/").rsplit("/", 1)[-1]
+    if isinstance(place, Location):
+        return redact(place.url)
+    if isinstance(place, (str, os.PathLike)):
+        return redact(str(os.fspath(place)))
+    return redact(str(place.root))  # an fsspec mapper
+
+
+def _store_name(place: xr.Dataset | Locatable, position: int) -> str:
+    """A results store's name in :func:`retest_reliability`: its last path component without ``.zarr``
+    (``runs/cc.zarr`` is ``cc``); a Dataset's, its position."""
+    name = _place_text(place, position).rstrip("/").rsplit("/", 1)[-1]
     return name.removesuffix(".zarr") or str(position)
 
 
@@ -405,9 +413,7 @@ def _named_results(
         items = list(results)
         names = [_store_name(place, i) for i, place in enumerate(items)]
         if len(set(names)) < len(names):  # runs/cc/results.zarr, runs/wiki/results.zarr: the paths as given
-            names = [
-                str(i) if isinstance(p, xr.Dataset) else redact(str(getattr(p, "url", p))) for i, p in enumerate(items)
-            ]
+            names = [_place_text(place, i) for i, place in enumerate(items)]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise BiasdaskError(f"retest_reliability: the same results given twice: {', '.join(twice)}")
@@ -591,11 +597,13 @@ def _retest_dataset(
 ) -> xr.Dataset:
     pairs = list(itertools.combinations(names, 2))
 
-    def stack(variable: str, dtype: object) -> np.ndarray:
+    def stack(variable: str, dtype: Any) -> np.ndarray:
         return np.array([[cells[t, m][variable] for m in methods] for t in tests], dtype=dtype)
 
     by_pair, by_cell = ("test", "method", "pair"), ("test", "method")
-    data_vars = {v: (by_pair, stack(v, np.int64 if v == "n" else np.float64)) for v in _PAIR_VARIABLES}
+    data_vars: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
+        v: (by_pair, stack(v, np.int64 if v == "n" else np.float64)) for v in _PAIR_VARIABLES
+    }
     data_vars["note"] = (by_pair, stack("note", object).astype(str))
     data_vars["n_languages"] = (("test", "method", "embedding"), stack("n_languages", np.int64))
     for v in ("icc", "icc_ci_low", "icc_ci_high", "icc_p_value"):

@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 
+import fsspec
 import numpy as np
 import pandas as pd
 import pytest
@@ -325,3 +326,13 @@ def test_the_command_refuses_one_store_tests_not_in_common_and_bad_options(tmp_p
     assert "give --test too" in _one_error_line(capsys.readouterr().err)
     assert main(["reliability", cosine, ripa, "--n-resamples", "0"]) == 2
     assert "--n-resamples" in _one_error_line(capsys.readouterr().err)
+
+
+def test_stores_are_named_by_their_paths_and_by_the_whole_path_when_names_clash(tmp_path):
+    first = _tiny_results(str(tmp_path / "a" / "results.zarr"), ["cosine"])
+    second = _tiny_results(str(tmp_path / "b" / "results.zarr"), ["cosine"])
+    rel = retest_reliability([biasdask.Location(first), tmp_path / "b" / "results.zarr"], n_resamples=9)
+    assert list(rel["embedding"].values) == [first, second]
+    rel = retest_reliability([fsspec.get_mapper(first), biasdask.open_results(second)], n_resamples=9)
+    assert list(rel["embedding"].values) == ["results", "1"]
+    assert int(rel["n"].sel({"test": "gender", "method": "uniform"}).squeeze()) == 1  # one language: no r
