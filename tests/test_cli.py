@@ -77,19 +77,7 @@ def test_version_and_help(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--help"])
     out = capsys.readouterr().out
-    for command in (
-        "ingest",
-        "run",
-        "demo",
-        "debias",
-        "show",
-        "words",
-        "plot",
-        "report",
-        "meta",
-        "reliability",
-        "languages",
-    ):
+    for command in SUBCOMMANDS:
         assert command in out
 
 

@@ -32,7 +32,7 @@ from biasdask.lexicon import languages as catalog
 from biasdask.stats.bootstrap import ResamplingMethod
 from biasdask.stats.meta import MetaRegressionResult, RandomEffectsResult, meta_regression, random_effects
 from biasdask.stats.multitest import CORRECTIONS, adjust_pvalues, first_threshold, min_permutations
-from biasdask.stats.reliability import intraclass_correlation, pairwise_correlations
+from biasdask.stats.reliability import PAIR_FIELDS, intraclass_correlation, pairwise_correlations
 
 __all__ = [
     "RETEST_VARIABLES",
@@ -370,15 +370,6 @@ RETEST_VARIABLES = {
     "icc_n": "languages with a finite d under every embedding",
     "icc_note": "why the ICC or its interval is NaN ('' otherwise)",
 }
-_PAIR_VARIABLES = (
-    "n",
-    "pearson",
-    "pearson_ci_low",
-    "pearson_ci_high",
-    "spearman",
-    "spearman_ci_low",
-    "spearman_ci_high",
-)
 
 
 def _place_text(place: xr.Dataset | Locatable, position: int) -> str:
@@ -471,7 +462,7 @@ def _effect_sizes(
 def _retest_cell(columns: Mapping[str, np.ndarray], options: Mapping[str, object]) -> dict[str, object]:
     """The variables of one (test, method): each pair's correlations (a list per variable), the ICC's."""
     pairwise = pairwise_correlations(columns, **options)  # type: ignore[arg-type]
-    cell: dict[str, object] = {v: [getattr(r, v) for r in pairwise.results] for v in _PAIR_VARIABLES}
+    cell: dict[str, object] = {v: [getattr(r, v) for r in pairwise.results] for v in PAIR_FIELDS}
     cell["note"] = [r.note for r in pairwise.results]
     cell["n_languages"] = list(pairwise.n_present)
     icc = intraclass_correlation(columns, ci_level=float(options["ci_level"]))  # type: ignore[arg-type]
@@ -602,7 +593,7 @@ def _retest_dataset(
 
     by_pair, by_cell = ("test", "method", "pair"), ("test", "method")
     data_vars: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
-        v: (by_pair, stack(v, np.int64 if v == "n" else np.float64)) for v in _PAIR_VARIABLES
+        v: (by_pair, stack(v, np.int64 if v == "n" else np.float64)) for v in PAIR_FIELDS
     }
     data_vars["note"] = (by_pair, stack("note", object).astype(str))
     data_vars["n_languages"] = (("test", "method", "embedding"), stack("n_languages", np.int64))
