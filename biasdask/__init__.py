@@ -43,6 +43,7 @@ _EXPORTS = {
     "frequency_profile": "biasdask.engine.frequency",
     "load_config": "biasdask.study.config",
     "meta_analysis": "biasdask.study.inference",
+    "retest_reliability": "biasdask.study.inference",
     "Resampling": "biasdask.stats.resampling",
     "Vocabulary": "biasdask.lexicon.vocabulary",
     "WordSets": "biasdask.lexicon",

@@ -29,6 +29,7 @@ from biasdask.errors import BiasdaskError, BiasdaskException
 from biasdask.tables import (
     COLUMNS,
     FORMATS,
+    format_retest,
     format_table,
     format_words,
     parse_columns,
@@ -148,8 +149,13 @@ def _output(args: argparse.Namespace, what: str) -> str:
     return args.output
 
 
-def _add_results(p: argparse.ArgumentParser) -> None:
-    p.add_argument("results", metavar="RESULTS", help="path or URL of the results store")
+def _add_results(p: argparse.ArgumentParser, *, several: bool = False) -> None:
+    if several:
+        p.add_argument(
+            "results", nargs="+", metavar="RESULTS", help="path or URL of the results store (one per embedding)"
+        )
+    else:
+        p.add_argument("results", metavar="RESULTS", help="path or URL of the results store")
 
 
 def _add_format(p: argparse.ArgumentParser) -> None:
@@ -615,6 +621,54 @@ def _cmd_meta(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_reliability(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "reliability",
+        help="test-retest: do several embeddings of the same languages give the same effect sizes?",
+        description="Test-retest reliability across embeddings (corpora, training seeds): given the results stores "
+        "of the same tests, one per embedding, print per test and weighting the Pearson and Spearman correlations "
+        "of the languages' effect sizes d between each pair of stores, with bootstrap intervals over languages and "
+        "n (the languages with d in both), and ICC(2,1) across all the stores (Shrout & Fleiss 1979) with its "
+        "F-based interval. Each store is named by its path (runs/cc.zarr: cc).",
+    )
+    _add_results(p, several=True)
+    p.add_argument("--test", action="append", help="only this test label (repeatable; default: all)")
+    _add_cell_choice(p, method="default: every one", association="of the --test given; default: cosine")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
+    p.add_argument(
+        "--n-resamples", type=int, default=9999, metavar="N", help="bootstrap resamples (default: %(default)s)"
+    )
+    p.add_argument(
+        "--ci-level", type=float, default=0.95, metavar="LEVEL", help="confidence level (default: %(default)s)"
+    )
+    _add_format(p)
+    p.set_defaults(func=_cmd_reliability)
+
+
+def _cmd_reliability(args: argparse.Namespace) -> int:
+    from biasdask.io.results import cube_label
+    from biasdask.study.inference import retest_reliability, retest_table
+
+    if args.association and not args.test:
+        raise BiasdaskError("reliability: --association picks the association of a --test; give --test too")
+    if args.n_resamples < 1 or args.seed < 0 or not 0 < args.ci_level < 1:
+        raise BiasdaskError(
+            "reliability: --n-resamples must be at least 1, --seed at least 0, --ci-level between 0 and 1; got "
+            f"{args.n_resamples}, {args.seed}, {args.ci_level}"
+        )
+    tests = [cube_label(t, args.association) for t in args.test] if args.association else args.test
+    reliability = retest_reliability(
+        args.results,
+        test=tests,
+        method=args.method,
+        seed=args.seed,
+        ci_level=args.ci_level,
+        n_resamples=args.n_resamples,
+    )
+    _print_text(format_retest(retest_table(reliability), args.format, ci_level=args.ci_level))
+    return 0
+
+
 def _add_languages(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "languages",
@@ -641,6 +695,7 @@ _COMMANDS = [
     _add_plot,
     _add_report,
     _add_meta,
+    _add_reliability,
     _add_languages,
 ]
 

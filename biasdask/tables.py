@@ -32,6 +32,7 @@ __all__ = [
     "cube_table",
     "empty_reason",
     "format_table",
+    "format_retest",
     "format_words",
     "leaning",
     "p_text",
@@ -487,6 +488,13 @@ def _latex_caption(frame: pd.DataFrame, attrs: Mapping[str, Any]) -> str:
     return escaped.replace("≤", r"$\leq$")
 
 
+def _json(table: pd.DataFrame) -> str:
+    """One JSON object per row (its index levels first), NaN as null."""
+    records = table.reset_index().to_dict(orient="records")
+    clean = [{k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items()} for r in records]
+    return json.dumps(clean, indent=1, ensure_ascii=False, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+
+
 def format_table(results: xr.Dataset, fmt: Format = "table", *, columns: Sequence[str] | None = None) -> str:
     """The cube as text to read, paste into a paper or load into a spreadsheet.
 
@@ -530,13 +538,7 @@ def format_table(results: xr.Dataset, fmt: Format = "table", *, columns: Sequenc
             table = table[[k for k in columns if k in table]]
         if fmt == "csv":
             return spreadsheet_safe(table).to_csv()
-        records = table.reset_index().to_dict(orient="records")
-        clean = [
-            {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items()} for r in records
-        ]
-        return json.dumps(
-            clean, indent=1, ensure_ascii=False, default=lambda v: v.item() if hasattr(v, "item") else str(v)
-        )
+        return _json(table)
     attrs = results.attrs
     if fmt in ("markdown", "latex"):
         readable = printed_cells(table, columns, latex=fmt == "latex")
@@ -637,6 +639,49 @@ def format_words(table: pd.DataFrame, fmt: Format = "table") -> str:
             position_float="centering",
         )
     return f"language {a.get('language')}: {what}\n" + shown.to_string()
+
+
+def format_retest(table: pd.DataFrame, fmt: Format = "table", *, ci_level: float = 0.95) -> str:
+    """:func:`biasdask.study.inference.retest_table` as text (``table``, ``csv``, ``markdown``, ``latex`` or
+    ``json``): ``csv`` and ``json`` at full precision (NaN as an empty cell, null), the others with the
+    estimates to 3 decimals and each interval as one column."""
+    if fmt not in FORMATS:
+        raise BiasdaskError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if fmt == "csv":
+        return spreadsheet_safe(table).to_csv()
+    if fmt == "json":
+        return _json(table)
+
+    def number(v: float) -> str:
+        return "" if not np.isfinite(v) else f"{v:.3f}"
+
+    interval = f"{100 * ci_level:g} % CI"
+    shown = pd.DataFrame(
+        {
+            "estimate": [number(v) for v in table["estimate"]],
+            interval: [
+                "" if not (np.isfinite(lo) and np.isfinite(hi)) else f"[{lo:.3f}, {hi:.3f}]"
+                for lo, hi in zip(table["ci_low"], table["ci_high"])
+            ],
+            "n": table["n"].astype(int),
+            "note": [visible(str(n)) for n in table["note"]],
+        },
+        index=table.index,
+    )
+    if not shown["note"].astype(bool).any():
+        shown = shown.drop(columns="note")
+    if fmt == "markdown":
+        return _markdown(shown)
+    what = (
+        "test-retest reliability of the languages' effect sizes across embeddings: Pearson and Spearman "
+        f"correlations between each pair (bootstrap {interval} over languages) and ICC(2,1) across all"
+    )
+    if fmt == "latex":
+        styler = shown.reset_index().style.hide(axis="index").format(escape="latex")
+        styler = styler.format_index(escape="latex", axis="columns")
+        caption = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in what)
+        return styler.to_latex(hrules=True, caption=caption, label="tab:biasdask-retest", position_float="centering")
+    return f"{what}\n" + shown.to_string()
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ DATA = {
     "frequency_profile": ["scores"],
     "load_config": ["path"],
     "meta_analysis": ["results"],
+    "retest_reliability": ["results"],
 }
 TESTS = [
     "permutation_test",

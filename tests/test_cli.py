@@ -77,7 +77,7 @@ def test_version_and_help(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--help"])
     out = capsys.readouterr().out
-    for command in ("ingest", "run", "demo", "debias", "show", "words", "plot", "report", "meta", "languages"):
+    for command in SUBCOMMANDS:
         assert command in out
 
 
@@ -249,7 +249,19 @@ def test_demo_with_no_words(tmp_path, capsys):
     assert "--words" in _one_error_line(capsys.readouterr().err)
 
 
-SUBCOMMANDS = ("ingest", "run", "demo", "debias", "show", "words", "plot", "report", "meta", "languages")
+SUBCOMMANDS = (
+    "ingest",
+    "run",
+    "demo",
+    "debias",
+    "show",
+    "words",
+    "plot",
+    "report",
+    "meta",
+    "reliability",
+    "languages",
+)
 
 
 def _parser(command: str) -> argparse.ArgumentParser:

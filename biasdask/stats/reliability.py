@@ -47,6 +47,7 @@ from biasdask.stats.checks import check_count, check_seed
 
 __all__ = [
     "MOMENT_BLOCK",
+    "PAIR_FIELDS",
     "CronbachAlpha",
     "IntraclassCorrelation",
     "ItemMoments",
@@ -294,7 +295,7 @@ def paired_correlation(
     return _paired(xs, ys, ci_level=float(ci_level), ci_method=ci_method, n_resamples=int(n_resamples), seed=int(seed))
 
 
-_PAIR_FIELDS = (
+PAIR_FIELDS = (
     "n",
     "pearson",
     "pearson_ci_low",
@@ -303,6 +304,7 @@ _PAIR_FIELDS = (
     "spearman_ci_low",
     "spearman_ci_high",
 )
+"""The numeric fields of a :class:`PairedCorrelation` (what :meth:`PairwiseCorrelations.matrix` takes)."""
 
 
 @dataclass(frozen=True)
@@ -339,8 +341,8 @@ class PairwiseCorrelations:
         The diagonal holds 1 for ``pearson`` and ``spearman``, NaN for the interval bounds, and for
         ``n`` the column's values present.
         """
-        if field not in _PAIR_FIELDS:
-            raise ValueError(f"field must be one of {', '.join(_PAIR_FIELDS)}; got {field!r}")
+        if field not in PAIR_FIELDS:
+            raise ValueError(f"field must be one of {', '.join(PAIR_FIELDS)}; got {field!r}")
         k = len(self.labels)
         if field == "n":
             out: NDArray = np.zeros((k, k), dtype=np.int64)

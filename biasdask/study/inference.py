@@ -13,9 +13,11 @@ p-value (empty, or an undefined statistic) is not a hypothesis tested and does n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -24,12 +26,24 @@ import xarray as xr
 from biasdask._calls import keyword_api
 from biasdask.engine.placebo import SPREAD_METHOD, is_spread
 from biasdask.errors import BiasdaskError
-from biasdask.io.results import cube_label
+from biasdask.io.fs import Locatable, Location, redact
+from biasdask.io.results import cube_label, open_results
 from biasdask.lexicon import languages as catalog
+from biasdask.stats.bootstrap import ResamplingMethod
 from biasdask.stats.meta import MetaRegressionResult, RandomEffectsResult, meta_regression, random_effects
 from biasdask.stats.multitest import CORRECTIONS, adjust_pvalues, first_threshold, min_permutations
+from biasdask.stats.reliability import PAIR_FIELDS, intraclass_correlation, pairwise_correlations
 
-__all__ = ["MetaAnalysis", "adjusted_pvalues", "correction_warning", "families", "meta_analysis"]
+__all__ = [
+    "RETEST_VARIABLES",
+    "MetaAnalysis",
+    "adjusted_pvalues",
+    "correction_warning",
+    "families",
+    "meta_analysis",
+    "retest_reliability",
+    "retest_table",
+]
 
 
 def _has_weighting(cube: xr.Dataset, test: str) -> bool:
@@ -333,3 +347,295 @@ def _covariate(covariate: str | Mapping[str, object], languages: list[str]) -> t
     values = [covariate[lang] for lang in languages]
     numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values)
     return np.array(values, dtype=np.float64 if numeric else object), "covariate"
+
+
+# ----------------------------------------------------------------------------------------------------
+# Test-retest across embeddings
+
+#: what each variable of :func:`retest_reliability`'s Dataset holds
+RETEST_VARIABLES = {
+    "n": "languages with a finite d under both embeddings of the pair",
+    "pearson": "Pearson's r of the languages' d between the two embeddings",
+    "pearson_ci_low": "lower bound of the bootstrap interval of r (languages resampled in pairs)",
+    "pearson_ci_high": "upper bound of the bootstrap interval of r",
+    "spearman": "Spearman's rho of the languages' d between the two embeddings",
+    "spearman_ci_low": "lower bound of the bootstrap interval of rho",
+    "spearman_ci_high": "upper bound of the bootstrap interval of rho",
+    "note": "why a correlation or its interval is NaN ('' otherwise)",
+    "n_languages": "languages with a finite d under the embedding",
+    "icc": "ICC(2,1) of d across every embedding (two-way random effects, absolute agreement; Shrout & Fleiss 1979)",
+    "icc_ci_low": "lower bound of the F-based interval of the ICC (McGraw & Wong 1996)",
+    "icc_ci_high": "upper bound of the F-based interval of the ICC",
+    "icc_p_value": "p-value of F = MSR / MSE against ICC = 0 (one-sided)",
+    "icc_n": "languages with a finite d under every embedding",
+    "icc_note": "why the ICC or its interval is NaN ('' otherwise)",
+}
+
+
+def _place_text(place: xr.Dataset | Locatable, position: int) -> str:
+    """How a results store was given, secrets removed (a Dataset: its position)."""
+    if isinstance(place, xr.Dataset):
+        return str(position)
+    if isinstance(place, Location):
+        return redact(place.url)
+    if isinstance(place, (str, os.PathLike)):
+        return redact(str(os.fspath(place)))
+    return redact(str(place.root))  # an fsspec mapper
+
+
+def _store_name(place: xr.Dataset | Locatable, position: int) -> str:
+    """A results store's name in :func:`retest_reliability`: its last path component without ``.zarr``
+    (``runs/cc.zarr`` is ``cc``); a Dataset's, its position."""
+    name = _place_text(place, position).rstrip("/").rsplit("/", 1)[-1]
+    return name.removesuffix(".zarr") or str(position)
+
+
+def _named_results(
+    results: Sequence[xr.Dataset | Locatable] | Mapping[str, xr.Dataset | Locatable],
+) -> dict[str, xr.Dataset]:
+    """The cubes of ``results``, opened, by name."""
+    if isinstance(results, (xr.Dataset, str, os.PathLike, Location)):
+        raise BiasdaskError(
+            "retest_reliability: give the results of several embeddings (a list, or a mapping name -> results); got one"
+        )
+    if isinstance(results, Mapping):
+        places = {str(name): place for name, place in results.items()}
+    else:
+        items = list(results)
+        names = [_store_name(place, i) for i, place in enumerate(items)]
+        if len(set(names)) < len(names):  # runs/cc/results.zarr, runs/wiki/results.zarr: the paths as given
+            names = [_place_text(place, i) for i, place in enumerate(items)]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise BiasdaskError(f"retest_reliability: the same results given twice: {', '.join(twice)}")
+        places = dict(zip(names, items))
+    if len(places) < 2:
+        raise BiasdaskError(
+            f"retest_reliability: needs the results of at least 2 embeddings, got {len(places)}"
+            + (f" ({', '.join(places)})" if places else "")
+        )
+    cubes = {}
+    for name, place in places.items():
+        cube = place if isinstance(place, xr.Dataset) else open_results(place)
+        missing = [v for v in ("effect_size", "language", "method", "test") if v not in cube.variables]
+        if missing:
+            raise BiasdaskError(f"retest_reliability: {name} is no results cube (it has no {', '.join(missing)})")
+        cubes[name] = cube
+    return cubes
+
+
+def _in_common(cubes: Mapping[str, xr.Dataset], dim: str, chosen: str | Sequence[str] | None) -> list[str]:
+    """The labels of ``dim`` (``test``, ``method``) of every cube, in the first cube's order; or ``chosen``,
+    each of which every cube must have."""
+    have = {name: [str(v) for v in cube[dim].values] for name, cube in cubes.items()}
+    if chosen is not None:
+        wanted = [chosen] if isinstance(chosen, str) else [str(c) for c in chosen]
+        for label in wanted:
+            lacking = [name for name, labels in have.items() if label not in labels]
+            if lacking:
+                name = lacking[0]
+                raise BiasdaskError(
+                    f"retest_reliability: no {dim} {label!r} in the results {name} (has {', '.join(have[name])})"
+                )
+        return list(dict.fromkeys(wanted))
+    first = next(iter(have.values()))
+    common = [label for label in first if all(label in labels for labels in have.values())]
+    if not common:
+        listed = "; ".join(f"{name} has {', '.join(labels) or 'none'}" for name, labels in have.items())
+        raise BiasdaskError(f"retest_reliability: no {dim} in every one of the results ({listed})")
+    return common
+
+
+def _effect_sizes(
+    cubes: Mapping[str, xr.Dataset], languages: list[str], test: str, method: str
+) -> dict[str, np.ndarray]:
+    """Each cube's d of one (test, method) over ``languages`` (NaN where it has none, or none finite)."""
+    columns = {}
+    for name, cube in cubes.items():
+        cells = cube["effect_size"].sel({"test": test, "method": method})
+        cells = cells.assign_coords(language=[str(v) for v in cells["language"].values])
+        values = np.asarray(cells.reindex(language=languages).values, dtype=np.float64)
+        columns[name] = np.where(np.isfinite(values), values, np.nan)
+    return columns
+
+
+def _retest_cell(columns: Mapping[str, np.ndarray], options: Mapping[str, object]) -> dict[str, object]:
+    """The variables of one (test, method): each pair's correlations (a list per variable), the ICC's."""
+    pairwise = pairwise_correlations(columns, **options)  # type: ignore[arg-type]
+    cell: dict[str, object] = {v: [getattr(r, v) for r in pairwise.results] for v in PAIR_FIELDS}
+    cell["note"] = [r.note for r in pairwise.results]
+    cell["n_languages"] = list(pairwise.n_present)
+    icc = intraclass_correlation(columns, ci_level=float(options["ci_level"]))  # type: ignore[arg-type]
+    cell.update(
+        icc=icc.icc,
+        icc_ci_low=icc.ci_low,
+        icc_ci_high=icc.ci_high,
+        icc_p_value=icc.p_value,
+        icc_n=icc.n,
+        icc_note=icc.note,
+    )
+    return cell
+
+
+def retest_reliability(
+    results: Sequence[xr.Dataset | Locatable] | Mapping[str, xr.Dataset | Locatable],
+    *,
+    test: str | Sequence[str] | None = None,
+    method: str | Sequence[str] | None = None,
+    seed: int = 0,
+    ci_level: float = 0.95,
+    ci_method: ResamplingMethod = "BCa",
+    n_resamples: int = 9999,
+) -> xr.Dataset:
+    """Test-retest reliability of the languages' effect sizes across embeddings: do several embeddings
+    of the same languages (corpora such as Common Crawl, Wikipedia and subtitles, or training seeds)
+    give the same d?
+
+    For every test and weighting in all the results, the languages' d under each pair of embeddings
+    are paired observations: their Pearson and Spearman correlations
+    (:func:`biasdask.stats.paired_correlation`) with bootstrap intervals over languages, ``n`` the
+    languages with a finite d under both. ICC(2,1) across all the embeddings
+    (:func:`biasdask.stats.intraclass_correlation`; Shrout & Fleiss 1979) over the languages with a
+    finite d under every one, with McGraw & Wong 1996's interval, asks whether the values themselves
+    agree, not only their order: an embedding that shifts every d lowers it, not the correlations.
+
+    The results of one embedding each are several stores (one study per embedding, of the same
+    tests). Languages are matched by code and taken in the order of their codes, so a pair's result
+    depends on its two stores alone, not on the others given or their order; a language missing from
+    one store only leaves the pairs with that store (and the ICC). A classic test (no weighting: its cells are copies across methods) is computed
+    once and repeated in every method, as in the cube.
+
+    Parameters
+    ----------
+    results : sequence or mapping of results
+        Results cubes (:func:`biasdask.open_results`) or the stores' paths/URLs: a list, each named
+        by its store (``runs/cc.zarr`` is ``cc``; the whole path when two names clash; a Dataset by its
+        position, ``"0"``, ``"1"``...), or a mapping name -> cube or store.
+    test : str or sequence of str, optional
+        The test labels (``career_family``, ``gender``, ``gender.ripa``...); default: those in every
+        one of the results.
+    method : str or sequence of str, optional
+        The weightings; default: those in every one of the results.
+    seed : int
+        ``SeedSequence`` entropy of the bootstrap; every pair and cell resamples with it, so a pair's
+        result does not depend on the other embeddings given.
+    ci_level : float
+        Confidence level of every interval.
+    ci_method : {"BCa", "percentile"}
+        The bootstrap interval of the correlations.
+    n_resamples : int
+        Bootstrap resamples.
+
+    Returns
+    -------
+    xarray.Dataset
+        The dims ``test``, ``method``, ``pair`` (labelled ``"cc vs wiki"``, with the coordinates
+        ``first`` and ``second``) and ``embedding``; per (test, method, pair) ``n``, ``pearson``,
+        ``pearson_ci_low``, ``pearson_ci_high``, ``spearman``, ``spearman_ci_low``,
+        ``spearman_ci_high`` and ``note``; per (test, method) ``icc``, ``icc_ci_low``, ``icc_ci_high``,
+        ``icc_p_value``, ``icc_n`` and ``icc_note``; per (test, method, embedding) ``n_languages``. Each
+        variable's ``description`` attribute says what it holds; the Dataset's attributes hold
+        ``ci_level``, ``ci_method``, ``n_resamples`` and ``seed``. :func:`retest_table` makes it a
+        long table (one row per correlation or ICC).
+
+    Raises
+    ------
+    BiasdaskError
+        Fewer than 2 results, one that is no results cube, or a test or method not in every one.
+    ValueError
+        A bad ``ci_level``, ``ci_method``, ``n_resamples`` or ``seed``.
+
+    Examples
+    --------
+    Career/family d of six languages under two corpora (real cubes come from :func:`biasdask.open_results`):
+
+    >>> import xarray as xr
+    >>> import biasdask
+    >>> def cube(d):
+    ...     return xr.Dataset({"effect_size": (("language", "method", "test"), [[[v]] for v in d])},
+    ...                       coords={"language": ["ar", "da", "de", "el", "es", "fa"], "method": ["uniform"],
+    ...                               "test": ["career_family"]})
+    >>> rel = biasdask.retest_reliability({"wiki": cube([0.64, 0.85, 0.67, 0.35, 0.63, 0.22]),
+    ...                                    "cc": cube([0.32, 0.82, 0.19, -0.15, 0.39, 0.01])}, n_resamples=999)
+    >>> cell = rel.sel({"test": "career_family", "method": "uniform", "pair": "wiki vs cc"})
+    >>> int(cell["n"]), round(float(cell["pearson"]), 3), round(float(cell["spearman"]), 3)
+    (6, 0.871, 0.714)
+    >>> round(float(rel["icc"].sel({"test": "career_family", "method": "uniform"})), 3)
+    0.543
+    """
+    options = dict(seed=seed, ci_level=ci_level, ci_method=ci_method, n_resamples=n_resamples)
+    cubes = _named_results(results)
+    tests, methods = _in_common(cubes, "test", test), _in_common(cubes, "method", method)
+    names = list(cubes)
+    languages = sorted({str(v) for cube in cubes.values() for v in cube["language"].values})
+    cells: dict[tuple[str, str], dict[str, object]] = {}
+    for t in tests:
+        weighted = any(_has_weighting(cube, t) for cube in cubes.values())
+        for m in methods:
+            if weighted or m == methods[0]:
+                cells[t, m] = _retest_cell(_effect_sizes(cubes, languages, t, m), options)
+            else:
+                cells[t, m] = cells[t, methods[0]]
+    return _retest_dataset(cells, tests, methods, names, options)
+
+
+def _retest_dataset(
+    cells: Mapping[tuple[str, str], Mapping[str, object]],
+    tests: list[str],
+    methods: list[str],
+    names: list[str],
+    options: Mapping[str, object],
+) -> xr.Dataset:
+    pairs = list(itertools.combinations(names, 2))
+
+    def stack(variable: str, dtype: Any) -> np.ndarray:
+        return np.array([[cells[t, m][variable] for m in methods] for t in tests], dtype=dtype)
+
+    by_pair, by_cell = ("test", "method", "pair"), ("test", "method")
+    data_vars: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
+        v: (by_pair, stack(v, np.int64 if v == "n" else np.float64)) for v in PAIR_FIELDS
+    }
+    data_vars["note"] = (by_pair, stack("note", object).astype(str))
+    data_vars["n_languages"] = (("test", "method", "embedding"), stack("n_languages", np.int64))
+    for v in ("icc", "icc_ci_low", "icc_ci_high", "icc_p_value"):
+        data_vars[v] = (by_cell, stack(v, np.float64))
+    data_vars["icc_n"] = (by_cell, stack("icc_n", np.int64))
+    data_vars["icc_note"] = (by_cell, stack("icc_note", object).astype(str))
+    ds = xr.Dataset(
+        {v: (dims, values, {"description": RETEST_VARIABLES[v]}) for v, (dims, values) in data_vars.items()},
+        coords={
+            "test": tests,
+            "method": methods,
+            "pair": [f"{a} vs {b}" for a, b in pairs],
+            "first": ("pair", [a for a, _ in pairs]),
+            "second": ("pair", [b for _, b in pairs]),
+            "embedding": names,
+        },
+        attrs={
+            "description": "test-retest reliability of the languages' effect sizes d across embeddings",
+            **{k: options[k] for k in ("ci_level", "ci_method", "n_resamples", "seed")},
+        },
+    )
+    return ds
+
+
+def retest_table(reliability: xr.Dataset) -> pd.DataFrame:
+    """:func:`retest_reliability`'s Dataset as a long table: one row per (test, method, between,
+    measure), ``measure`` one of ``pearson``, ``spearman`` (between a pair of embeddings) and ``icc``
+    (between all), with the columns ``estimate``, ``ci_low``, ``ci_high``, ``n`` and ``note``."""
+    rows = []
+    everyone = ", ".join(str(e) for e in reliability["embedding"].values)
+    for t in (str(v) for v in reliability["test"].values):
+        for m in (str(v) for v in reliability["method"].values):
+            cell = reliability.sel({"test": t, "method": m})
+            for pair in (str(p) for p in reliability["pair"].values):
+                c = cell.sel({"pair": pair})
+                for measure in ("pearson", "spearman"):
+                    bounds = (float(c[f"{measure}_ci_low"]), float(c[f"{measure}_ci_high"]))
+                    rows.append((t, m, pair, measure, float(c[measure]), *bounds, int(c["n"]), str(c["note"].values)))
+            bounds = (float(cell["icc_ci_low"]), float(cell["icc_ci_high"]))
+            rows.append(
+                (t, m, everyone, "icc", float(cell["icc"]), *bounds, int(cell["icc_n"]), str(cell["icc_note"].values))
+            )
+    columns = ["test", "method", "between", "measure", "estimate", "ci_low", "ci_high", "n", "note"]
+    return pd.DataFrame(rows, columns=columns).set_index(["test", "method", "between", "measure"])
