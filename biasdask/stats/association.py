@@ -26,7 +26,8 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
-from biasdask.stats.linalg import dot, lane_dot
+from biasdask.stats.linalg import dot
+from biasdask.stats.simd import row_dot
 
 __all__ = [
     "ASSOCIATIONS",
@@ -153,7 +154,7 @@ def linear_directions(kind: Association, a_vectors: ArrayLike, b_vectors: ArrayL
 def _association_kernel(vectors, norms, direction, out):  # pragma: no cover (compiled)
     for i in range(vectors.shape[0]):
         if norms[i] > 0:
-            out[i] = lane_dot(vectors[i], direction) / norms[i]
+            out[i] = row_dot(vectors, i, direction) / norms[i]
         else:
             out[i] = np.nan
 
@@ -180,8 +181,8 @@ def association(vectors: NDArray, norms: NDArray, direction: NDArray) -> NDArray
     A compiled single-threaded loop rather than BLAS: Dask already runs one block per thread, and a
     multithreaded BLAS called from several of them at once competes with the decompression of the
     next blocks (docs/benchmarks.md). Each word's dot product is summed in the lane order of
-    :mod:`biasdask.stats.linalg` (eight lanes, as fast as a vectorised loop), so u is the same to the bit on
-    any CPU.
+    :mod:`biasdask.stats.linalg`, its eight lanes one vector (:func:`biasdask.stats.simd.row_dot`), so u
+    is the same to the bit on any CPU.
     """
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     out = np.empty(vectors.shape[0], dtype=np.float32)

@@ -1,4 +1,4 @@
-"""The kernel's merge-masked vector adds: the sums of a plain loop, bit for bit, on any target."""
+"""The vector kernels written as LLVM IR: the sums of a plain loop, bit for bit, on any target."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from biasdask.stats.simd import merge_add_block
+from biasdask.stats.simd import merge_add_block, row_dot
 
 _U = np.uint64
 
@@ -79,3 +79,40 @@ def test_the_null_is_the_same_compiled_for_avx512_avx2_and_a_generic_cpu(tmp_pat
         assert done.returncode == 0, done.stderr[-2000:]
         nulls[cpu] = done.stdout
     assert nulls["host"] and nulls["host"] == nulls["haswell"] == nulls["generic"]
+
+
+@njit
+def _row_dots(a, x):
+    out = np.empty(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = row_dot(a, i, x)
+    return out
+
+
+def _lane_order(row, x):
+    """The oracle: term k into lane k mod 8, each lane adding in order of k, lanes combined pairwise."""
+    lanes = [0.0] * 8
+    for k, (v, w) in enumerate(zip(row.astype(np.float64).tolist(), x.tolist())):
+        lanes[k % 8] += v * w
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [1, 7, 8, 9, 16, 299, 300, 301])
+def test_a_row_dot_is_the_lane_order_sum_bit_for_bit(dtype, width):
+    rng = np.random.default_rng(width)
+    a = (rng.standard_normal((12, width)) * rng.choice([1e-30, 1.0, 1e30], size=(12, 1))).astype(dtype)
+    a[3] = -0.0  # all terms -0.0: a lane holding +0.0 stays +0.0
+    a[4, ::3] = 0.0
+    x = rng.standard_normal(width)
+    got = _row_dots(np.ascontiguousarray(a), x)
+    expected = np.array([_lane_order(row, x) for row in a])
+    assert got.tobytes() == expected.tobytes()
+    assert not np.signbit(got[3])
+
+
+def test_a_row_dot_refuses_other_arrays_at_compile_time():
+    from numba.core.errors import TypingError
+
+    with pytest.raises(TypingError):
+        _row_dots(np.zeros((2, 3), dtype=np.int32), np.zeros(3))
