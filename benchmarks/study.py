@@ -116,7 +116,7 @@ def stage_of(key: str) -> str:
     prefix = str(key).strip("('\"").lower()
     if "write" in prefix:
         return "writes"
-    return "permutations" if any(k in prefix for k in ("null", "perm", "pools", "_family")) else "scores"
+    return "permutations" if any(k in prefix for k in ("null", "perm", "pools", "family")) else "scores"
 
 
 def compute_spans(stream: list[dict]) -> dict[str, dict[str, float]]:
