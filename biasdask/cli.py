@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+import xarray as xr
 
 from biasdask._dask_config import check_settings
 from biasdask._version import __version__
@@ -29,6 +30,7 @@ from biasdask.errors import BiasdaskError, BiasdaskException
 from biasdask.tables import (
     COLUMNS,
     FORMATS,
+    format_embeddings,
     format_retest,
     format_table,
     format_words,
@@ -149,13 +151,8 @@ def _output(args: argparse.Namespace, what: str) -> str:
     return args.output
 
 
-def _add_results(p: argparse.ArgumentParser, *, several: bool = False) -> None:
-    if several:
-        p.add_argument(
-            "results", nargs="+", metavar="RESULTS", help="path or URL of the results store (one per embedding)"
-        )
-    else:
-        p.add_argument("results", metavar="RESULTS", help="path or URL of the results store")
+def _add_results(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", metavar="RESULTS", help="path or URL of the results store")
 
 
 def _add_format(p: argparse.ArgumentParser) -> None:
@@ -302,7 +299,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         update=args.update,
         progress=_progress(args),
     )
-    print(format_table(results))
+    if isinstance(results, xr.DataTree):
+        print(format_embeddings({name: child.to_dataset() for name, child in results.children.items()}))
+    else:
+        print(format_table(results))
     print(f"\nresults: {cfg.output}")
     return 0
 
@@ -433,14 +433,22 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from biasdask.io.results import open_results, progress_note
+    from biasdask.io.results import embedding_url, open_results, progress_note
 
     full = open_results(args.results)
-    columns = parse_columns(args.columns)
-    _print_text(format_table(select(full, parse_selection(args.sel)), args.format, columns=columns))
-    note = progress_note(full, args.results)
-    if note:
-        print(note, file=sys.stderr)
+    columns, selection = parse_columns(args.columns), parse_selection(args.sel)
+    if isinstance(full, xr.DataTree):  # a study of several embeddings: each one's cube
+        cubes = {str(name): child.to_dataset() for name, child in full.children.items()}
+        _print_text(
+            format_embeddings({n: select(c, selection) for n, c in cubes.items()}, args.format, columns=columns)
+        )
+        notes = {name: progress_note(cube, embedding_url(args.results, name)) for name, cube in cubes.items()}
+    else:
+        _print_text(format_table(select(full, selection), args.format, columns=columns))
+        notes = {"": progress_note(full, args.results)}
+    for name, note in notes.items():
+        if note:
+            print(f"{name}: {note}" if name else note, file=sys.stderr)
     return 0
 
 
@@ -565,11 +573,11 @@ def _add_meta(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_meta(args: argparse.Namespace) -> int:
-    from biasdask.io.results import open_results
+    from biasdask.io.results import open_cube
     from biasdask.study.inference import meta_analysis
 
     meta = meta_analysis(
-        open_results(args.results),
+        open_cube(args.results),
         test=args.test,
         method=args.method,
         association=args.association,
@@ -629,9 +637,15 @@ def _add_reliability(sub: argparse._SubParsersAction) -> None:
         "of the same tests, one per embedding, print per test and weighting the Pearson and Spearman correlations "
         "of the languages' effect sizes d between each pair of stores, with bootstrap intervals over languages and "
         "n (the languages with d in both), and ICC(2,1) across all the stores (Shrout & Fleiss 1979) with its "
-        "F-based interval. Each store is named by its path (runs/cc.zarr: cc).",
+        "F-based interval. Each store is named by its path (runs/cc.zarr: cc). The results store of a study of "
+        "several embeddings, given alone, gives them all, each named as in the study.",
     )
-    _add_results(p, several=True)
+    p.add_argument(
+        "results",
+        nargs="+",
+        metavar="RESULTS",
+        help="path or URL of the results store of each embedding, or of a study of several embeddings",
+    )
     p.add_argument("--test", action="append", help="only this test label (repeatable; default: all)")
     _add_cell_choice(p, method="default: every one", association="of the --test given; default: cosine")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
