@@ -151,8 +151,16 @@ def _output(args: argparse.Namespace, what: str) -> str:
     return args.output
 
 
-def _add_results(p: argparse.ArgumentParser) -> None:
-    p.add_argument("results", metavar="RESULTS", help="path or URL of the results store")
+def _add_results(p: argparse.ArgumentParser, *, several: bool = False) -> None:
+    if several:
+        p.add_argument(
+            "results",
+            nargs="+",
+            metavar="RESULTS",
+            help="path or URL of the results store (one per embedding, or the one of a study of several embeddings)",
+        )
+    else:
+        p.add_argument("results", metavar="RESULTS", help="path or URL of the results store")
 
 
 def _add_format(p: argparse.ArgumentParser) -> None:
@@ -640,12 +648,7 @@ def _add_reliability(sub: argparse._SubParsersAction) -> None:
         "F-based interval. Each store is named by its path (runs/cc.zarr: cc). The results store of a study of "
         "several embeddings, given alone, gives them all, each named as in the study.",
     )
-    p.add_argument(
-        "results",
-        nargs="+",
-        metavar="RESULTS",
-        help="path or URL of the results store of each embedding, or of a study of several embeddings",
-    )
+    _add_results(p, several=True)
     p.add_argument("--test", action="append", help="only this test label (repeatable; default: all)")
     _add_cell_choice(p, method="default: every one", association="of the --test given; default: cosine")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
