@@ -566,7 +566,8 @@ def embeddings_of(loc: Locatable) -> tuple[str, ...]:
     group = _open_root(loc)
     if group is None or group.attrs.get("biasdask_store") != _EMBEDDINGS_KIND:
         return ()
-    return tuple(str(name) for name in group.attrs.get("embeddings", ()))
+    names = group.attrs.get("embeddings")
+    return tuple(str(name) for name in names) if isinstance(names, list) else ()
 
 
 def create_embeddings_root(loc: Locatable, names: Sequence[str], *, overwrite: bool = False) -> None:
