@@ -276,7 +276,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
         "xweat1..10, career_family, rnd, rnsb, mac, ect, nas) and associations (the per-word association "
         "of gender and context: cosine, euclidean, ripa, semaxis; each non-cosine one adds a test label "
-        "such as gender.ripa); see the Studies guide of the documentation (docs/guide/studies.md).",
+        "such as gender.ripa); a study may name several embeddings of its languages (embeddings: a mapping of "
+        "names to store templates), each written as a cube of its own into OUTPUT/NAME; see the Studies guide of "
+        "the documentation (docs/guide/studies.md).",
     )
     p.add_argument("config", metavar="CONFIG.yaml", help="the study file")
     p.add_argument(*OUTPUT, metavar="URL", help="results store URL (overrides the study's 'output')")

@@ -397,10 +397,20 @@ def _open_root(loc: Locatable) -> zarr.Group | None:
         return None
 
 
+def _refuse_several(loc: Location) -> None:
+    """Raise a :class:`BiasdaskError` naming the embeddings' cubes where ``loc`` holds the results of a
+    study of several embeddings (which a function of one cube cannot read)."""
+    names = embeddings_of(loc)
+    if names:
+        cubes = ", ".join(display_url(embedding_url(loc.url, name)) for name in names)
+        raise BiasdaskError(f"{loc}: the results of a study of several embeddings; give one of their cubes: {cubes}")
+
+
 def _open_complete_root(loc: Locatable) -> zarr.Group:
     loc = as_location(loc)
     group = _open_root(loc)
     if group is None or group.attrs.get("biasdask_store") != _STORE_KIND:
+        _refuse_several(loc)
         raise IncompleteStoreError(f"{loc}: no biasdask results store there")
     if "config_hash" not in group.attrs:
         raise IncompleteStoreError(
@@ -1104,10 +1114,7 @@ def open_cube(location: Locatable) -> xr.Dataset:
     [1002]
     """
     loc = as_location(location)
-    names = embeddings_of(loc)
-    if names:
-        cubes = ", ".join(display_url(embedding_url(loc.url, name)) for name in names)
-        raise BiasdaskError(f"{loc}: the results of a study of several embeddings; give one of their cubes: {cubes}")
+    _refuse_several(loc)
     root, labels, cube, _, attrs = _load(loc)
     done = cube[_DONE]
     data_vars = {}
@@ -1328,6 +1335,7 @@ def open_scores(location: Locatable, *, language: str) -> xr.Dataset:
     loc = as_location(location)
     path = f"scores/{_check_name('language', language)}"
     if _complete_subgroup(loc, path) is None:
+        _refuse_several(loc)
         raise IncompleteStoreError(f"{loc}: no complete per-word scores for language {language!r}")
     target, kw = _target(loc)
     if _in_process_only(target):

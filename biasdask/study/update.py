@@ -21,6 +21,11 @@ two embeddings: a language whose store changed is refused, naming it, or with ``
 recomputed as for a changed store key. A store written before stores had a fingerprint, or cells that
 recorded none (an embedding held in memory, a results store of an older biasdask), give nothing to
 compare: such a language resumes as it did before fingerprints existed.
+
+A study of several embeddings is one such study per embedding, each meeting its own cube (the child group
+of its name) as above; :func:`check_embeddings` compares the embeddings themselves with those whose cubes
+the results store holds: one added or removed is refused by name, or applied by ``update`` (the added
+ones computed, the removed ones' cubes deleted).
 """
 
 from __future__ import annotations
