@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+import xarray as xr
 
 from biasdask._dask_config import check_settings
 from biasdask._version import __version__
@@ -29,6 +30,7 @@ from biasdask.errors import BiasdaskError, BiasdaskException
 from biasdask.tables import (
     COLUMNS,
     FORMATS,
+    format_embeddings,
     format_retest,
     format_table,
     format_words,
@@ -152,7 +154,10 @@ def _output(args: argparse.Namespace, what: str) -> str:
 def _add_results(p: argparse.ArgumentParser, *, several: bool = False) -> None:
     if several:
         p.add_argument(
-            "results", nargs="+", metavar="RESULTS", help="path or URL of the results store (one per embedding)"
+            "results",
+            nargs="+",
+            metavar="RESULTS",
+            help="path or URL of the results store (one per embedding, or the one of a study of several embeddings)",
         )
     else:
         p.add_argument("results", metavar="RESULTS", help="path or URL of the results store")
@@ -271,7 +276,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
         "xweat1..10, career_family, rnd, rnsb, mac, ect, nas) and associations (the per-word association "
         "of gender and context: cosine, euclidean, ripa, semaxis; each non-cosine one adds a test label "
-        "such as gender.ripa); see the Studies guide of the documentation (docs/guide/studies.md).",
+        "such as gender.ripa); a study may name several embeddings of its languages (embeddings: a mapping of "
+        "names to store templates), each written as a cube of its own into OUTPUT/NAME; see the Studies guide of "
+        "the documentation (docs/guide/studies.md).",
     )
     p.add_argument("config", metavar="CONFIG.yaml", help="the study file")
     p.add_argument(*OUTPUT, metavar="URL", help="results store URL (overrides the study's 'output')")
@@ -302,7 +309,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         update=args.update,
         progress=_progress(args),
     )
-    print(format_table(results))
+    if isinstance(results, xr.DataTree):
+        print(format_embeddings({name: child.to_dataset() for name, child in results.children.items()}))
+    else:
+        print(format_table(results))
     print(f"\nresults: {cfg.output}")
     return 0
 
@@ -433,14 +443,22 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from biasdask.io.results import open_results, progress_note
+    from biasdask.io.results import embedding_url, open_results, progress_note
 
     full = open_results(args.results)
-    columns = parse_columns(args.columns)
-    _print_text(format_table(select(full, parse_selection(args.sel)), args.format, columns=columns))
-    note = progress_note(full, args.results)
-    if note:
-        print(note, file=sys.stderr)
+    columns, selection = parse_columns(args.columns), parse_selection(args.sel)
+    if isinstance(full, xr.DataTree):  # a study of several embeddings: each one's cube
+        cubes = {str(name): child.to_dataset() for name, child in full.children.items()}
+        _print_text(
+            format_embeddings({n: select(c, selection) for n, c in cubes.items()}, args.format, columns=columns)
+        )
+        notes = {name: progress_note(cube, embedding_url(args.results, name)) for name, cube in cubes.items()}
+    else:
+        _print_text(format_table(select(full, selection), args.format, columns=columns))
+        notes = {"": progress_note(full, args.results)}
+    for name, note in notes.items():
+        if note:
+            print(f"{name}: {note}" if name else note, file=sys.stderr)
     return 0
 
 
@@ -565,11 +583,11 @@ def _add_meta(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_meta(args: argparse.Namespace) -> int:
-    from biasdask.io.results import open_results
+    from biasdask.io.results import open_cube
     from biasdask.study.inference import meta_analysis
 
     meta = meta_analysis(
-        open_results(args.results),
+        open_cube(args.results),
         test=args.test,
         method=args.method,
         association=args.association,
@@ -629,7 +647,8 @@ def _add_reliability(sub: argparse._SubParsersAction) -> None:
         "of the same tests, one per embedding, print per test and weighting the Pearson and Spearman correlations "
         "of the languages' effect sizes d between each pair of stores, with bootstrap intervals over languages and "
         "n (the languages with d in both), and ICC(2,1) across all the stores (Shrout & Fleiss 1979) with its "
-        "F-based interval. Each store is named by its path (runs/cc.zarr: cc).",
+        "F-based interval. Each store is named by its path (runs/cc.zarr: cc). The results store of a study of "
+        "several embeddings, given alone, gives them all, each named as in the study.",
     )
     _add_results(p, several=True)
     p.add_argument("--test", action="append", help="only this test label (repeatable; default: all)")

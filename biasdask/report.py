@@ -21,7 +21,7 @@ from biasdask._calls import keyword_api
 from biasdask.engine.frequency import frequency_profile, frequency_profiles
 from biasdask.errors import BiasdaskError, IncompleteStoreError
 from biasdask.io.fs import Locatable, as_location
-from biasdask.io.results import FULL_VOCABULARY_TESTS, open_results, open_scores, read_null, scores_done, split_label
+from biasdask.io.results import FULL_VOCABULARY_TESTS, open_cube, open_scores, read_null, scores_done, split_label
 from biasdask.study.inference import meta_analysis
 from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, visible, word_list_family
 
@@ -45,7 +45,7 @@ def _scores_source(results: Locatable | xr.Dataset, language: str) -> xr.Dataset
 
 
 def _attribute_words(results: Locatable, language: str) -> set[str]:
-    cube = open_results(results)
+    cube = open_cube(results)
     if "gender" not in cube["test"].values:
         return set()
     cube = cube.sel({"language": language, "test": "gender"})
@@ -187,7 +187,7 @@ def least_normal_cell(results: Locatable) -> LeastNormalCell | None:
     None when no cell has a stored null.
     """
     loc = as_location(results)
-    cube = open_results(loc)
+    cube = open_cube(loc)
     best = None
     for lang in cube["language"].values:
         for method in cube["method"].values:
@@ -219,7 +219,7 @@ def figures(
     from biasdask import plot  # needs matplotlib, the plot extra
 
     loc = as_location(location)
-    results = open_results(loc)
+    results = open_cube(loc)
     out: dict[str, Any] = {}
     tests = [str(t) for t in results["test"].values]
     test = "gender" if "gender" in tests else tests[0]
@@ -565,7 +565,7 @@ def write_report(
         The page.
     """
     loc = as_location(location)
-    results = open_results(loc)
+    results = open_cube(loc)
     methods = [str(m) for m in results["method"].values]
     languages, profiles = [], {}
     # one read of each language's scores for its word lists and its frequency profile, then let go of

@@ -31,6 +31,7 @@ __all__ = [
     "FORMATS",
     "cube_table",
     "empty_reason",
+    "format_embeddings",
     "format_table",
     "format_retest",
     "format_words",
@@ -572,6 +573,23 @@ def format_table(results: xr.Dataset, fmt: Format = "table", *, columns: Sequenc
     if footnotes:
         blocks.append("notes:\n" + "\n".join(f"[{i}] {visible(text)}" for text, i in footnotes.items()))
     return "\n\n".join(blocks)
+
+
+def format_embeddings(
+    cubes: Mapping[str, xr.Dataset], fmt: Format = "table", *, columns: Sequence[str] | None = None
+) -> str:
+    """The cubes of a study of several embeddings (name -> cube: the children of the tree
+    :func:`biasdask.open_results` reads) as text: ``csv`` and ``json`` one table whose rows begin with
+    the column ``embedding``, the other formats one :func:`format_table` per embedding under its name."""
+    if fmt in ("csv", "json"):
+        table = pd.concat({name: cube_table(cube) for name, cube in cubes.items()}, names=["embedding"])
+        if columns is not None:
+            table = table[[k for k in columns if k in table]]
+        return spreadsheet_safe(table).to_csv() if fmt == "csv" else _json(table)
+    heading = {"markdown": "## embedding {}", "latex": "% embedding {}"}.get(fmt, "embedding {}:")
+    return "\n\n".join(
+        f"{heading.format(name)}\n\n{format_table(cube, fmt, columns=columns)}" for name, cube in cubes.items()
+    )
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -29,7 +29,7 @@ from biasdask.engine.scores import scores as _scores
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.io.fs import Locatable, as_location
-from biasdask.io.results import open_results, open_scores, scores_done
+from biasdask.io.results import open_cube, open_scores, scores_done
 from biasdask.lexicon import context_words
 from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.stats.association import Association
@@ -210,7 +210,7 @@ def frequency_profiles(
     """
     loc = as_location(results)
     if languages is None:
-        cube = open_results(loc)
+        cube = open_cube(loc)
         languages = [str(x) for x in cube["language"].values if scores_done(loc, str(x))]
     return {lang: frequency_profile(loc, bins=bins, by=by, language=lang) for lang in languages}
 

@@ -26,6 +26,13 @@ Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)`` and, sub
     <url>/scores/<language>/    per-word scores: u (word), t (method, word), rank (word), word coordinate
     <url>/null/<language>/<method>/<test>/   the sampled null distribution of one cell (``null``)
 
+A study of several embeddings (``embeddings`` a mapping of names in the study file) writes one such cube
+per embedding, as the child group of its name::
+
+    <url>/                      root group; attrs biasdask_store ("embeddings"), embeddings (their names, in
+                                the study's order), created, biasdask_version
+        <name>/                 the results cube of the embedding <name>, laid out as above
+
 A cube that opens at once, and a run that never shares an object between two cells: every cube
 variable is ONE chunk (the whole cube), so opening reads about two objects per variable whatever the
 number of cells. While a run goes, a finished cell is not written into those chunks (two writers
@@ -82,7 +89,16 @@ from biasdask.errors import (
     StoreConflictError,
 )
 from biasdask.io import zarr_compat
-from biasdask.io.fs import Locatable, Location, as_location, one_line, redact, storage_options_for, url_to_fs
+from biasdask.io.fs import (
+    Locatable,
+    Location,
+    as_location,
+    display_url,
+    one_line,
+    redact,
+    storage_options_for,
+    url_to_fs,
+)
 from biasdask.io.swap import lock_holder
 
 __all__ = [
@@ -95,13 +111,18 @@ __all__ = [
     "config_hash",
     "copy_cells",
     "compact_results",
+    "create_embeddings_root",
     "create_results",
     "cube_label",
     "done_cells",
+    "embedding_url",
+    "embeddings_of",
+    "open_cube",
     "open_results",
     "open_scores",
     "progress_note",
     "read_null",
+    "remove_embedding",
     "replace_results",
     "run_recorded",
     "scores_attrs",
@@ -270,6 +291,7 @@ _RESERVED_ATTRS = ("config", "config_hash", "created", "biasdask_store", "store_
 #: root attr of a cube a run is writing, or that a run left unfinished (see :func:`run_recorded`)
 _UNFINISHED = "unfinished_run"
 _STORE_KIND = "results"
+_EMBEDDINGS_KIND = "embeddings"  # the root of a study of several embeddings
 _COMPLETE = "biasdask_complete"
 _SCORES_WORD_CHUNK = 2**18
 _NULL_CHUNK = 2**20
@@ -375,10 +397,20 @@ def _open_root(loc: Locatable) -> zarr.Group | None:
         return None
 
 
+def _refuse_several(loc: Location) -> None:
+    """Raise a :class:`BiasdaskError` naming the embeddings' cubes where ``loc`` holds the results of a
+    study of several embeddings (which a function of one cube cannot read)."""
+    names = embeddings_of(loc)
+    if names:
+        cubes = ", ".join(display_url(embedding_url(loc.url, name)) for name in names)
+        raise BiasdaskError(f"{loc}: the results of a study of several embeddings; give one of their cubes: {cubes}")
+
+
 def _open_complete_root(loc: Locatable) -> zarr.Group:
     loc = as_location(loc)
     group = _open_root(loc)
     if group is None or group.attrs.get("biasdask_store") != _STORE_KIND:
+        _refuse_several(loc)
         raise IncompleteStoreError(f"{loc}: no biasdask results store there")
     if "config_hash" not in group.attrs:
         raise IncompleteStoreError(
@@ -475,12 +507,18 @@ def create_results(
 
     existing = _open_root(loc)
     if overwrite and (
-        existing.attrs.get("biasdask_store") != _STORE_KIND if existing is not None else _has_contents(loc)
+        existing.attrs.get("biasdask_store") not in (_STORE_KIND, _EMBEDDINGS_KIND)
+        if existing is not None
+        else _has_contents(loc)
     ):  # --overwrite replaces a results store, never anything else
         raise StoreConflictError(f"{loc}: holds data that is not a biasdask results store; refusing to replace it")
     if not overwrite:
         if existing is not None:
             found = existing.attrs.get("config_hash")
+            if existing.attrs.get("biasdask_store") == _EMBEDDINGS_KIND:
+                raise StoreConflictError(
+                    f"{loc}: holds the results of a study of several embeddings; pass --overwrite to replace them"
+                )
             if existing.attrs.get("biasdask_store") != _STORE_KIND:
                 raise StoreConflictError(
                     f"{loc}: holds data that is not a biasdask results store; pass --overwrite to replace it"
@@ -518,6 +556,80 @@ def create_results(
     }
     target, kw = _target(loc)
     zarr_compat.run(_create_async(target, kw, labels, attributes, digest))
+
+
+def embedding_url(url: str, name: str) -> str:
+    """The URL of the results cube of the embedding ``name`` in the results store ``url`` of a study of
+    several embeddings (its child group ``name``).
+
+    Examples
+    --------
+    >>> embedding_url("s3://bucket/iat.zarr/", "wiki")
+    's3://bucket/iat.zarr/wiki'
+    """
+    return f"{str(url).rstrip('/')}/{name}"
+
+
+def embeddings_of(loc: Locatable) -> tuple[str, ...]:
+    """The embeddings of the study of several embeddings whose results store is at ``loc`` (its root
+    group's attribute ``embeddings``), empty for anything else (a results cube, nothing)."""
+    group = _open_root(loc)
+    if group is None or group.attrs.get("biasdask_store") != _EMBEDDINGS_KIND:
+        return ()
+    names = group.attrs.get("embeddings")
+    return tuple(str(name) for name in names) if isinstance(names, list) else ()
+
+
+def create_embeddings_root(loc: Locatable, names: Sequence[str], *, overwrite: bool = False) -> None:
+    """Make ``loc`` the results store of a study of the embeddings ``names``: a group whose attribute
+    ``embeddings`` lists them, each embedding's cube (:func:`create_results`) its child group
+    (:func:`embedding_url`); or set the names of the one there.
+
+    Raises
+    ------
+    StoreConflictError
+        ``loc`` holds a results cube (of a study of one embedding) and ``overwrite`` is false, or data
+        that is no results store (never replaced).
+    """
+    loc = as_location(loc)
+    labels = _check_labels("embedding", names)
+    existing = _open_root(loc)
+    kind = existing.attrs.get("biasdask_store") if existing is not None else None
+    target, kw = _target(loc)
+    if kind == _EMBEDDINGS_KIND and not overwrite:
+        zarr.open_group(target, mode="r+", zarr_format=3, use_consolidated=False, **kw).update_attributes(
+            {"embeddings": labels}
+        )
+        return
+    if kind not in (_STORE_KIND, _EMBEDDINGS_KIND) and _has_contents(loc):
+        raise StoreConflictError(f"{loc}: holds data that is not a biasdask results store; refusing to replace it")
+    if kind == _STORE_KIND and not overwrite:
+        raise StoreConflictError(
+            f"{loc}: holds the results cube of a study of one embedding; pass --overwrite to replace it"
+        )
+    attributes = {
+        "biasdask_store": _EMBEDDINGS_KIND,
+        "embeddings": labels,
+        "description": "results of a study of several embeddings: the results cube of each in the child group "
+        "of its name",
+        "biasdask_version": __version__,
+        "created": _now(),
+    }
+    # overwrite=True deletes everything under the prefix (a cube there before, the cubes of other embeddings)
+    zarr_compat.run(zarr_async.create_group(store=target, overwrite=True, zarr_format=3, attributes=attributes, **kw))
+
+
+def remove_embedding(loc: Locatable, name: str) -> None:
+    """Delete the results cube of the embedding ``name`` from the results store of a study of several
+    embeddings at ``loc`` (one its study no longer has: set the names first, :func:`create_embeddings_root`)."""
+    loc = as_location(loc)
+    if name in embeddings_of(loc):
+        raise StoreConflictError(f"{loc}: {name} is still one of its embeddings")
+    fs, path = _fs(loc)
+    child = f"{path.rstrip('/')}/{_check_name('embedding', name)}"
+    if fs.exists(child):
+        fs.rm(child, recursive=True)
+    fs.invalidate_cache()
 
 
 def _now() -> str:
@@ -957,8 +1069,7 @@ def done_cells(loc: Locatable) -> set[tuple[str, str, str]]:
     return {(labels["language"][i], labels["method"][j], labels["test"][k]) for i, j, k in zip(*np.nonzero(done))}
 
 
-@keyword_api("open_results(location)")
-def open_results(location: Locatable) -> xr.Dataset:
+def open_cube(location: Locatable) -> xr.Dataset:
     """Open the results cube, loaded in memory, with unfinished cells masked.
 
     Parameters
@@ -984,6 +1095,9 @@ def open_results(location: Locatable) -> xr.Dataset:
     ------
     IncompleteStoreError
         No results store at ``url``, or one whose creation never finished.
+    BiasdaskError
+        ``location`` holds the results of a study of several embeddings (:func:`open_results` opens
+        those); the message names the embeddings' cubes.
 
     Examples
     --------
@@ -993,13 +1107,14 @@ def open_results(location: Locatable) -> xr.Dataset:
     >>> emb = biasdask.as_embeddings(np.random.default_rng(0).standard_normal((len(words), 20)), words, language="en")
     >>> _ = biasdask.run({"output": "memory://examples/open_results/r.zarr", "languages": {"en": {"store": emb}},
     ...                   "tests": ["gender"], "n_permutations": 99, "seed": 1})
-    >>> ds = biasdask.open_results("memory://examples/open_results/r.zarr")
+    >>> ds = open_cube("memory://examples/open_results/r.zarr")
     >>> ds["effect_size"].dims
     ('language', 'method', 'test')
     >>> ds.sel({"method": "uniform", "test": "gender"})["n_x"].values.tolist()
     [1002]
     """
     loc = as_location(location)
+    _refuse_several(loc)
     root, labels, cube, _, attrs = _load(loc)
     done = cube[_DONE]
     data_vars = {}
@@ -1016,6 +1131,71 @@ def open_results(location: Locatable) -> xr.Dataset:
     if isinstance(by_test, dict):  # which association each test label measures (studies since the option)
         coords["association"] = ("test", np.array([by_test.get(k, "") for k in labels["test"]], dtype=object))
     return xr.Dataset(data_vars, coords=coords, attrs=dict(root.attrs))
+
+
+@keyword_api("open_results(location, *, embedding=None)")
+def open_results(location: Locatable, *, embedding: str | None = None) -> xr.Dataset | xr.DataTree:
+    """Open a results store: the cube of a study (:func:`open_cube`), or the cubes of a study of several
+    embeddings as one tree.
+
+    Parameters
+    ----------
+    location
+        The results store: a path, fsspec URL, :class:`~biasdask.Location` (URL and storage options) or
+        fsspec mapper.
+    embedding : str, optional
+        Of a study of several embeddings, the one whose cube to open.
+
+    Returns
+    -------
+    xarray.Dataset or xarray.DataTree
+        The results cube (dims ``language``, ``method``, ``test``; see :func:`open_cube`). Of a study of
+        several embeddings without ``embedding``: an ``xarray.DataTree`` whose root holds the study's
+        attributes (``embeddings``: their names) and whose child of each embedding's name holds its cube
+        (``tree["cc"].to_dataset()``), as ``xarray.open_datatree`` reads the store, but with unfinished
+        cells masked; with ``embedding``, that cube.
+
+    Raises
+    ------
+    IncompleteStoreError
+        No results store at ``location``, or one whose creation never finished.
+    BiasdaskError
+        ``embedding`` is not one of the study's embeddings, or ``location`` holds no study of several
+        embeddings.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import biasdask
+    >>> words = ["male", "female", *(f"w{i}" for i in range(1000))]
+    >>> def emb(seed):
+    ...     vectors = np.random.default_rng(seed).standard_normal((len(words), 20))
+    ...     return biasdask.as_embeddings(vectors, words, language="en")
+    >>> _ = biasdask.run({"output": "memory://examples/open_results/two.zarr", "tests": ["gender"],
+    ...                   "embeddings": {"a": None, "b": None}, "languages": {"en": {"store": {"a": emb(0), "b": emb(1)}}},
+    ...                   "n_permutations": 99, "seed": 1, "placebo": False})
+    >>> tree = biasdask.open_results("memory://examples/open_results/two.zarr")
+    >>> list(tree.children), tree.attrs["embeddings"]
+    (['a', 'b'], ['a', 'b'])
+    >>> tree["b"]["effect_size"].dims
+    ('language', 'method', 'test')
+    >>> cube = biasdask.open_results("memory://examples/open_results/two.zarr", embedding="b")
+    >>> bool((cube["effect_size"] == tree["b"]["effect_size"]).all())
+    True
+    """
+    loc = as_location(location)
+    names = embeddings_of(loc)
+    if embedding is not None:
+        if embedding not in names:
+            held = f"its embeddings are {', '.join(names)}" if names else "it holds no study of several embeddings"
+            raise BiasdaskError(f"{loc}: no embedding {embedding!r} ({held})")
+        return open_cube(Location(embedding_url(loc.url, embedding), loc.storage_options))
+    if not names:
+        return open_cube(loc)
+    root = _open_root(loc)
+    assert root is not None  # it has names
+    cubes = {name: open_cube(Location(embedding_url(loc.url, name), loc.storage_options)) for name in names}
+    return xr.DataTree.from_dict({"/": xr.Dataset(attrs=dict(root.attrs)), **cubes})
 
 
 def _check_cell(loc: Locatable, cell: tuple[str, str, str]) -> None:
@@ -1155,6 +1335,7 @@ def open_scores(location: Locatable, *, language: str) -> xr.Dataset:
     loc = as_location(location)
     path = f"scores/{_check_name('language', language)}"
     if _complete_subgroup(loc, path) is None:
+        _refuse_several(loc)
         raise IncompleteStoreError(f"{loc}: no complete per-word scores for language {language!r}")
     target, kw = _target(loc)
     if _in_process_only(target):
@@ -1274,7 +1455,7 @@ def copy_cells(
     """
     source = as_location(source)
     dest = as_location(dest)
-    old = open_results(source)
+    old = open_cube(source)
     fs, src_root = _fs(source)
     _, dst_root = _fs(dest)
     n = 0

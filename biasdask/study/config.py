@@ -47,6 +47,27 @@ languages or per language): ``catalog`` (default; the catalog's translations of 
 ``biasdask languages``), ``iat`` (the 8 male and 8 female terms of Lewis & Lupyan 2020 in the
 ``iat_model``'s translations, masculine/feminine forms as in the IAT test) or explicit lists
 ``{a: [...], b: [...]}``; each cell records which (``attribute_set``). Validation happens before any work starts and every error names the offending key.
+
+Several embeddings of the same languages (corpora, training seeds) in one study: ``embeddings`` maps a
+name of each to its store template, or to a mapping ``{store: template, languages: [...], iat_model: ...}``
+whose ``languages`` are the study's languages this embedding has (default: all) and ``iat_model`` its IAT
+translations (default: the study's)::
+
+    embeddings:
+      cc: /data/iat/cc/{language}.zarr
+      wiki: /data/iat/wiki/{language}.zarr
+      subt:
+        store: /data/iat/subt/{language}.zarr
+        languages: [de, en]               # only these of the study's languages
+        iat_model: subt
+    languages:
+      de:
+      en:
+      fr: {store: {wiki: /elsewhere/fr-wiki.zarr}}   # a language's own store, per embedding
+
+Each embedding is an ordinary study (:class:`EmbeddingStudies`): its results cube is the child group
+``<output>/<name>``, the cube a study of that embedding alone would write.
+
 Credentials are only ever referenced (``${VAR}``); their values are resolved when a store is opened
 and never written to the results store or the log.
 """
@@ -68,7 +89,7 @@ from dask.base import tokenize
 from biasdask._calls import list_syntax
 from biasdask.errors import ConfigError
 from biasdask.io.embeddings import as_embeddings
-from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label
+from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label, embedding_url
 from biasdask.io.store import check_language_code
 from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm, available_tests, iat_attribute_terms, iat_languages
 from biasdask.lexicon import languages as catalog
@@ -85,6 +106,7 @@ from biasdask.stats.weights import METHODS
 __all__ = [
     "ATTRIBUTE_SETS",
     "DEFAULT_PLACEBO",
+    "EmbeddingStudies",
     "IAT_MODELS",
     "known_tests",
     "LanguageSpec",
@@ -98,6 +120,8 @@ __all__ = [
 
 
 IAT_MODELS = ("cc", "wiki", "subt")
+#: the name of an embedding of a study: a child group of the results store
+_EMBEDDING_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _KEYS = {
     "output",
@@ -260,6 +284,37 @@ class StudyConfig:
         return resolve_env(self.storage_options, "storage_options")
 
 
+@dataclass(frozen=True)
+class EmbeddingStudies:
+    """A study of several embeddings of the same languages (``embeddings`` a mapping of names to store
+    templates; see the module docstring): one ordinary study per embedding.
+
+    Attributes
+    ----------
+    output : str
+        The results store: a group whose child ``<output>/<name>`` is each embedding's results cube.
+    studies : dict of str to StudyConfig
+        Each embedding's study, by name, in the study file's order; its ``output`` is its child group.
+        The studies differ only in their languages' stores (and ``iat_model``, and the languages, where
+        an embedding names its own).
+    storage_options : dict
+        fsspec options of every URL, as in :class:`StudyConfig`.
+    """
+
+    output: str
+    studies: dict[str, StudyConfig]
+    storage_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The embeddings' names, in the study file's order."""
+        return tuple(self.studies)
+
+    def resolved_storage_options(self) -> dict[str, Any]:
+        """``storage_options`` with ``${VAR}`` references replaced by the environment's values."""
+        return resolve_env(self.storage_options, "storage_options")
+
+
 def _plain(words: tuple[str | AttributeTerm, ...]) -> list:
     """Attribute words as YAML-safe values (a term as ``{term: label, translations: [[tokens]]}``)."""
     return [
@@ -413,7 +468,108 @@ def _set_metric_words(value: Any, key: str) -> tuple[tuple[str, ...], tuple[str,
     return tuple(_words(value[k], f"{key}.{k}") for k in ("s", "a", "b"))  # type: ignore[return-value]
 
 
-def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
+def _language_codes(raw: dict) -> list[str]:
+    """The codes of ``languages`` as given (validated by :func:`_languages`)."""
+    entries = raw.get("languages")
+    return [str(c) for c in entries] if isinstance(entries, (list, dict)) else []
+
+
+def _template(value: Any, key: str) -> str | None:
+    """A store template (``{language}`` filled in per language), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or "{language}" not in value:
+        raise ConfigError(f"{key}: expected a URL template containing '{{language}}'")
+    try:
+        value.format(language="xx")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(
+            f"{key}: the template {value!r} has a bad field ({exc}); only {{language}} is filled in"
+        ) from None
+    return value
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where the stores of one embedding of a study come from."""
+
+    name: str | None  # None: the study's one embedding
+    names: tuple[str, ...]  # every embedding of the study
+    template: str | None
+    key: str  # the study key of ``template``
+    iat_model: str
+    codes: frozenset[str] | None = None  # the study's languages this embedding has (None: all)
+
+
+def _sources(raw: dict) -> tuple[_Source, ...]:
+    """The study's embeddings: one (``embeddings`` a template, or none) or several (a mapping of names)."""
+    value, iat_model = raw.get("embeddings"), raw.get("iat_model", "cc")
+    if not isinstance(value, dict):
+        return (_Source(None, (), _template(value, "embeddings"), "embeddings", iat_model),)
+    if not value:
+        raise ConfigError("embeddings: expected a store template, or a mapping of embedding names to store templates")
+    names = tuple(str(name) for name in value)
+    folded = sorted({n for n in names if [m.lower() for m in names].count(n.lower()) > 1})
+    if folded:
+        raise ConfigError(f"embeddings: the names {', '.join(folded)} differ only in case (one store would hold both)")
+    codes = _language_codes(raw)
+    sources = []
+    for name, entry in value.items():
+        key = f"embeddings.{name}"
+        if not isinstance(name, str) or not _EMBEDDING_NAME.match(name):
+            raise ConfigError(
+                f"{key}: {name!r} is not a name for an embedding (letters, digits, '_' and '-', "
+                "starting with a letter or digit)"
+            )
+        if entry is None or isinstance(entry, str):
+            entry, template_key = {"store": entry}, key
+        elif isinstance(entry, dict):
+            template_key = f"{key}.store"
+        else:
+            raise ConfigError(f"{key}: expected a store template or a mapping with store, languages, iat_model")
+        extra = set(entry) - {"store", "languages", "iat_model"}
+        if extra:
+            raise ConfigError(f"{key}: unknown key(s) {sorted(extra)}; allowed: store, languages, iat_model")
+        model = entry.get("iat_model", iat_model)
+        if model not in IAT_MODELS:
+            raise ConfigError(f"{key}.iat_model: {model!r} is not one of {list(IAT_MODELS)}")
+        subset = entry.get("languages")
+        if subset is not None:
+            if not isinstance(subset, list) or not subset:
+                raise ConfigError(f"{key}.languages: expected a non-empty list of the study's language codes")
+            strange = [str(c) for c in subset if str(c) not in codes]
+            if strange:
+                raise ConfigError(f"{key}.languages: {', '.join(map(repr, strange))} not in the study's languages")
+            subset = frozenset(str(c) for c in subset)
+        sources.append(_Source(name, names, _template(entry.get("store"), template_key), template_key, model, subset))
+    return tuple(sources)
+
+
+def _language_store(settings: dict, source: _Source, key: str, code: str) -> Any:
+    """The store of one language in one embedding: its own (``store``), else the embedding's template."""
+    given, where = settings.get("store"), f"{key}.store"
+    if source.name is not None:
+        if given is not None and not isinstance(given, dict):
+            raise ConfigError(
+                f"{where}: the study has several embeddings ({', '.join(source.names)}): give a store per "
+                f"embedding, {{{source.names[0]}: URL, ...}}"
+            )
+        given = given or {}
+        unknown = [str(name) for name in given if name not in source.names]
+        if unknown:
+            raise ConfigError(f"{where}: no embedding {', '.join(unknown)} (embeddings: {', '.join(source.names)})")
+        given, where = given.get(source.name), f"{where}.{source.name}"
+    elif isinstance(given, dict):
+        raise ConfigError(f"{where}: expected a store URL (stores per embedding need a mapping of 'embeddings')")
+    if given is None or (isinstance(given, str) and not given):
+        given = source.template.format(language=code) if source.template else None
+    if not isinstance(given, str) and not _is_embedding_object(given):
+        template = "an 'embeddings' template" if source.name is None else f"a store template {source.key}"
+        raise ConfigError(f"{where}: no store URL (give one, or {template})")
+    return given
+
+
+def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
     entries = raw.get("languages")
     if isinstance(entries, list):
         repeated = sorted({str(c) for c in entries if entries.count(c) > 1})
@@ -422,13 +578,10 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
         entries = {code: {} for code in entries}
     if not isinstance(entries, dict) or not entries:
         raise ConfigError("languages: expected a non-empty list of codes or a mapping of code to settings")
-    template = raw.get("embeddings")
-    if template is not None and (not isinstance(template, str) or "{language}" not in template):
-        raise ConfigError("embeddings: expected a URL template containing '{language}'")
     table = catalog().set_index("code")
     default_set = _attribute_choice(raw.get("attributes", "catalog"), "attributes")
     default_metric_words = _set_metric_words(raw.get("set_metric_words"), "set_metric_words")
-    iat_model = raw.get("iat_model", "cc")
+    iat_model = source.iat_model
     specs = []
     for code, settings in entries.items():
         key = f"languages.{code}"
@@ -447,16 +600,13 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
             raise ConfigError(
                 f"{key}: unknown key(s) {sorted(extra)}; allowed: store, a, b, attributes, set_metric_words"
             )
-        store = settings.get("store")
-        if store is None or (isinstance(store, str) and not store):
-            try:
-                store = template.format(language=code) if template else None
-            except (KeyError, IndexError, ValueError) as exc:
+        if source.codes is not None and str(code) not in source.codes:
+            if isinstance(settings.get("store"), dict) and source.name in settings["store"]:
                 raise ConfigError(
-                    f"embeddings: the template {template!r} has a bad field ({exc}); only {{language}} is filled in"
-                ) from None
-        if not isinstance(store, str) and not _is_embedding_object(store):
-            raise ConfigError(f"{key}.store: no store URL (give one, or an 'embeddings' template)")
+                    f"{key}.store.{source.name}: {code} is not among the languages of {source.key.removesuffix('.store')}"
+                )
+            continue
+        store = _language_store(settings, source, key, str(code))
         if ("a" in settings or "b" in settings) and "attributes" in settings:
             raise ConfigError(f"{key}: give either attributes or a and b, not both")
         if "a" in settings or "b" in settings:
@@ -478,9 +628,11 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
             b = b or (str(table.loc[code, "female"]),)
         if name == "iat":
             if iat_model not in IAT_MODELS or code not in iat_languages(iat_model):
+                where = "" if source.name is None else f" (embedding {source.name})"
                 raise ConfigError(
                     f"{key}: attributes iat: no IAT translations for language {code!r} with iat_model "
-                    f"{iat_model!r} (available: {list(iat_languages(iat_model)) if iat_model in IAT_MODELS else []})"
+                    f"{iat_model!r}{where} (available: "
+                    f"{list(iat_languages(iat_model)) if iat_model in IAT_MODELS else []})"
                 )
             a, b = iat_attribute_terms(iat_model, str(code))
         metric_words = _set_metric_words(settings.get("set_metric_words"), f"{key}.set_metric_words")
@@ -504,7 +656,7 @@ def _store_label(store: Any) -> str:
     return f"in-memory:{tokenize(emb['vectors'].data, np.asarray(emb['word'].values))}"
 
 
-def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
+def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig | EmbeddingStudies:
     """Validate a study given as a mapping (e.g. parsed YAML).
 
     Parameters
@@ -513,6 +665,12 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         The mapping.
     output
         Overrides the ``output`` key (the CLI's ``--output``).
+
+    Returns
+    -------
+    StudyConfig or EmbeddingStudies
+        The study; with ``embeddings`` a mapping of names, its several embeddings, each an ordinary
+        study writing to ``<output>/<name>``.
 
     Raises
     ------
@@ -527,6 +685,28 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
     out = output or raw.get("output")
     if not isinstance(out, str) or not out:
         raise ConfigError("output: expected the URL of the results store")
+    options = _options(raw)
+    studies = {source.name: _study(raw, out, source, options) for source in _sources(raw)}
+    if None in studies:
+        return studies[None]
+    return EmbeddingStudies(out, {str(name): study for name, study in studies.items()}, options["storage_options"])
+
+
+def _study(raw: dict, out: str, source: _Source, options: dict[str, Any]) -> StudyConfig:
+    """The study of one embedding: its languages and stores, the study's other keys (``options``)."""
+    languages = _languages(raw, source)
+    unpaired = [s.code for s in languages if len(s.a) != len(s.b)]
+    if "ripa" in options["associations"] and unpaired:
+        raise ConfigError(
+            f"associations: ripa pairs the i-th attribute word of A with the i-th of B, but a and b differ in "
+            f"length in language(s) {', '.join(unpaired)}"
+        )
+    output = out if source.name is None else embedding_url(out, source.name)
+    return StudyConfig(output=output, languages=languages, iat_model=source.iat_model, **options)
+
+
+def _options(raw: dict) -> dict[str, Any]:
+    """The study's keys shared by its embeddings, validated (all but output, embeddings, languages)."""
     alternative = raw.get("alternative", "two-sided")
     if alternative not in ALTERNATIVES:
         raise ConfigError(f"alternative: {alternative!r} is not one of {list(ALTERNATIVES)}")
@@ -549,17 +729,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
             )
     elif not isinstance(exclude_words, list) or not all(isinstance(w, str) for w in exclude_words):
         raise ConfigError("exclude_words: expected a list of words or the name of a list (gender_specific)")
-    associations = _choice_list(raw, "associations", ("cosine",), ASSOCIATIONS)
-    languages = _languages(raw)
-    unpaired = [s.code for s in languages if len(s.a) != len(s.b)]
-    if "ripa" in associations and unpaired:
-        raise ConfigError(
-            f"associations: ripa pairs the i-th attribute word of A with the i-th of B, but a and b differ in "
-            f"length in language(s) {', '.join(unpaired)}"
-        )
-    return StudyConfig(
-        output=out,
-        languages=languages,
+    return dict(
         methods=_choice_list(raw, "methods", ("uniform", "zipf"), METHODS),
         tests=_choice_list(raw, "tests", ("gender",), known_tests()),
         n_permutations=_int(raw, "n_permutations", 9999, 1, maximum=MAX_PERMUTATIONS),
@@ -575,8 +745,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         save_scores=_bool(raw, "save_scores", True),
         save_null=_bool(raw, "save_null", True),
         min_coverage=_fraction(raw, "min_coverage", 0.8),
-        iat_model=iat_model,
-        associations=associations,
+        associations=_choice_list(raw, "associations", ("cosine",), ASSOCIATIONS),
         correction=_correction(raw),
         alpha=_alpha(raw),
         ci_level=_ci_level(raw),
@@ -584,8 +753,13 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
     )
 
 
-def load_config(path: str | Path, *, output: str | None = None) -> StudyConfig:
+def load_config(path: str | Path, *, output: str | None = None) -> StudyConfig | EmbeddingStudies:
     """Read and validate a study YAML file.
+
+    Returns
+    -------
+    StudyConfig or EmbeddingStudies
+        As :func:`parse_config`.
 
     Raises
     ------
@@ -604,6 +778,14 @@ def load_config(path: str | Path, *, output: str | None = None) -> StudyConfig:
     [('en', ('male',), ('female',)), ('fr', ('mâle',), ('femelle',))]
     >>> config.methods, config.alternative
     (('uniform', 'zipf'), 'two-sided')
+
+    A study of two embeddings:
+
+    >>> _ = path.write_text("output: results.zarr\\nembeddings:\\n  cc: cc/{language}.zarr\\n  wiki: wiki/{language}.zarr\\n"
+    ...                     "languages: [en, fr]\\n")
+    >>> studies = biasdask.load_config(path)
+    >>> {name: (study.output, study.languages[1].store) for name, study in studies.studies.items()}
+    {'cc': ('results.zarr/cc', 'cc/fr.zarr'), 'wiki': ('results.zarr/wiki', 'wiki/fr.zarr')}
     """
     try:
         data = Path(path).read_bytes()

@@ -26,8 +26,8 @@ import xarray as xr
 from biasdask._calls import keyword_api
 from biasdask.engine.placebo import SPREAD_METHOD, is_spread
 from biasdask.errors import BiasdaskError
-from biasdask.io.fs import Locatable, Location, redact
-from biasdask.io.results import cube_label, open_results
+from biasdask.io.fs import Locatable, Location, as_location, redact
+from biasdask.io.results import cube_label, embedding_url, embeddings_of, open_cube
 from biasdask.lexicon import languages as catalog
 from biasdask.stats.bootstrap import ResamplingMethod
 from biasdask.stats.meta import MetaRegressionResult, RandomEffectsResult, meta_regression, random_effects
@@ -390,13 +390,32 @@ def _store_name(place: xr.Dataset | Locatable, position: int) -> str:
     return name.removesuffix(".zarr") or str(position)
 
 
+def _embeddings(place: object) -> dict[str, xr.Dataset | Locatable] | None:
+    """The cubes of a study of several embeddings by name, where ``place`` is one (its results store, or
+    the tree :func:`biasdask.open_results` reads from it); else None."""
+    if isinstance(place, xr.DataTree):
+        return {str(name): child.to_dataset() for name, child in place.children.items()}
+    if not isinstance(place, (str, os.PathLike, Location)):
+        return None
+    loc = as_location(place)
+    names = embeddings_of(loc)
+    return {name: Location(embedding_url(loc.url, name), loc.storage_options) for name in names} or None
+
+
 def _named_results(
-    results: Sequence[xr.Dataset | Locatable] | Mapping[str, xr.Dataset | Locatable],
+    results: Sequence[xr.Dataset | Locatable] | Mapping[str, xr.Dataset | Locatable] | Locatable | xr.DataTree,
 ) -> dict[str, xr.Dataset]:
     """The cubes of ``results``, opened, by name."""
-    if isinstance(results, (xr.Dataset, str, os.PathLike, Location)):
+    one = results if isinstance(results, (xr.Dataset, xr.DataTree, str, os.PathLike, Location)) else None
+    if one is None and isinstance(results, Sequence) and len(results) == 1:
+        one = results[0]
+    several = _embeddings(one) if one is not None else None
+    if several is not None:
+        results = several
+    elif isinstance(results, (xr.Dataset, xr.DataTree, str, os.PathLike, Location)):
         raise BiasdaskError(
-            "retest_reliability: give the results of several embeddings (a list, or a mapping name -> results); got one"
+            "retest_reliability: give the results of several embeddings (a list, or a mapping name -> results, or "
+            "the results store of a study of several embeddings); got one"
         )
     if isinstance(results, Mapping):
         places = {str(name): place for name, place in results.items()}
@@ -416,7 +435,7 @@ def _named_results(
         )
     cubes = {}
     for name, place in places.items():
-        cube = place if isinstance(place, xr.Dataset) else open_results(place)
+        cube = place if isinstance(place, xr.Dataset) else open_cube(place)
         missing = [v for v in ("effect_size", "language", "method", "test") if v not in cube.variables]
         if missing:
             raise BiasdaskError(f"retest_reliability: {name} is no results cube (it has no {', '.join(missing)})")
@@ -478,7 +497,7 @@ def _retest_cell(columns: Mapping[str, np.ndarray], options: Mapping[str, object
 
 
 def retest_reliability(
-    results: Sequence[xr.Dataset | Locatable] | Mapping[str, xr.Dataset | Locatable],
+    results: Sequence[xr.Dataset | Locatable] | Mapping[str, xr.Dataset | Locatable] | Locatable | xr.DataTree,
     *,
     test: str | Sequence[str] | None = None,
     method: str | Sequence[str] | None = None,
@@ -499,7 +518,8 @@ def retest_reliability(
     finite d under every one, with McGraw & Wong 1996's interval, asks whether the values themselves
     agree, not only their order: an embedding that shifts every d lowers it, not the correlations.
 
-    The results of one embedding each are several stores (one study per embedding, of the same
+    The results of one embedding each are those of a study of several embeddings (its results store,
+    whose embeddings name the results), or several stores (one study per embedding, of the same
     tests). Languages are matched by code and taken in the order of their codes, so a pair's result
     depends on its two stores alone, not on the others given or their order; a language missing from
     one store only leaves the pairs with that store (and the ICC). A classic test (no weighting: its cells are copies across methods) is computed
@@ -507,8 +527,10 @@ def retest_reliability(
 
     Parameters
     ----------
-    results : sequence or mapping of results
-        Results cubes (:func:`biasdask.open_results`) or the stores' paths/URLs: a list, each named
+    results : results store, sequence or mapping of results
+        The results store of a study of several embeddings (its path/URL, or the tree
+        :func:`biasdask.open_results` reads from it), each embedding named by its name in the study; or
+        results cubes (:func:`biasdask.open_results`) or the stores' paths/URLs: a list, each named
         by its store (``runs/cc.zarr`` is ``cc``; the whole path when two names clash; a Dataset by its
         position, ``"0"``, ``"1"``...), or a mapping name -> cube or store.
     test : str or sequence of str, optional

@@ -31,19 +31,21 @@ from biasdask.io.store import embedding_identity, open_vectors
 from biasdask.io.swap import acquire_lock
 from biasdask.progress import progress_bar
 from biasdask.study.cells import store_values
-from biasdask.study.config import LanguageSpec, StudyConfig, load_config, parse_config
+from biasdask.study.config import EmbeddingStudies, LanguageSpec, StudyChanges, StudyConfig, load_config, parse_config
 from biasdask.study.handlers import Cell
 from biasdask.study.inference import adjusted_pvalues, correction_warning
 from biasdask.study.stream import Stream
-from biasdask.study.update import check_changes, check_stores, prepare_update, run_attrs
+from biasdask.study.update import check_changes, check_embeddings, check_stores, prepare_update, run_attrs
 
 __all__ = ["CellWriter", "run"]
 
 log = logging.getLogger(__name__)
 
 
-def _as_config(config: StudyConfig | dict | str | Path, output: str | None) -> StudyConfig:
-    if isinstance(config, StudyConfig):
+def _as_config(
+    config: StudyConfig | EmbeddingStudies | dict | str | Path, output: str | None
+) -> StudyConfig | EmbeddingStudies:
+    if isinstance(config, (StudyConfig, EmbeddingStudies)):
         return config
     if isinstance(config, dict):
         return parse_config(config, output=output)
@@ -51,7 +53,7 @@ def _as_config(config: StudyConfig | dict | str | Path, output: str | None) -> S
 
 
 def run(
-    config: StudyConfig | dict | str | Path,
+    config: StudyConfig | EmbeddingStudies | dict | str | Path,
     *,
     client: Client | None = None,
     scheduler: str | None = None,
@@ -61,7 +63,7 @@ def run(
     update: bool = False,
     progress: bool | None = None,
     start_cluster: bool = False,
-) -> xr.Dataset:
+) -> xr.Dataset | xr.DataTree:
     """Run a study and return its results cube.
 
     Parameters
@@ -69,9 +71,14 @@ def run(
     config
         A :class:`~biasdask.study.config.StudyConfig`, a mapping, or the path of a study YAML file. From
         Python, a language's ``store`` may be any embedding :func:`biasdask.as_embeddings` accepts
-        (e.g. ``{"languages": {"en": {"store": kv}}}`` with a gensim ``KeyedVectors``).
+        (e.g. ``{"languages": {"en": {"store": kv}}}`` with a gensim ``KeyedVectors``). A study of several
+        embeddings (``embeddings`` a mapping of names, :class:`~biasdask.study.config.EmbeddingStudies`)
+        runs each embedding's study, one after the other on one cluster, into the child group
+        ``<output>/<name>``: everything below holds for each (resume, ``update``, ``overwrite``, the
+        checks of every store, all made before anything is written); ``update`` also adds the cubes of
+        embeddings added to the study and deletes those of embeddings removed from it.
     client, scheduler, n_workers
-        Where to run. By default the ``client`` given, else the current ``distributed`` client, else
+        _Where to run. By default the ``client`` given, else the current ``distributed`` client, else
         Dask's default scheduler (threads): no cluster is started. With ``scheduler`` or ``n_workers``
         a cluster is found or started in this order (:func:`biasdask.get_client`: scheduler
         address, ``DASK_SCHEDULER_ADDRESS``, Dask Gateway, else a ``LocalCluster`` of ``n_workers``
@@ -96,8 +103,9 @@ def run(
 
     Returns
     -------
-    xarray.Dataset
-        The results cube (dims ``language``, ``method``, ``test``), as :func:`open_results` reads it.
+    xarray.Dataset or xarray.DataTree
+        The results cube (dims ``language``, ``method``, ``test``), as :func:`open_results` reads it; of a
+        study of several embeddings, the tree of their cubes :func:`open_results` reads.
 
     Raises
     ------
@@ -140,15 +148,53 @@ def run(
     # changed: the config (above), every store (verified, of the right language; before starting a
     # cluster, which takes a while), the cluster.
     check_n_workers(n_workers)
+    where = _Where(client, scheduler, n_workers, start_cluster, progress)
+    if isinstance(cfg, EmbeddingStudies):
+        return _run_embeddings(cfg, options, where, overwrite=overwrite, update=update)
     _check_output_apart(cfg)
     with acquire_lock(Location(cfg.output, options)):  # one writer per results store, for the run's life
-        return _run_locked(cfg, options, client, scheduler, n_workers, overwrite, update, progress, start_cluster)
+        checked = _check(cfg, options, overwrite=overwrite, update=update)
+        failures = _write(checked, options, where, overwrite=overwrite)
+    if failures:
+        raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
+    return rs.open_cube(Location(cfg.output, options))
 
 
-def _run_locked(
-    cfg: StudyConfig, options: dict, client, scheduler, n_workers, overwrite, update, progress, start_cluster
-) -> xr.Dataset:
-    """:func:`run` once the study is checked, holding the lock of its results store."""
+@dataclasses.dataclass(frozen=True)
+class _Where:
+    """Where a run computes (:func:`run`'s ``client``, ``scheduler``, ``n_workers``, ``start_cluster``)
+    and whether it shows progress."""
+
+    client: Client | None
+    scheduler: str | None
+    n_workers: int | None
+    start_cluster: bool
+    progress: bool | None
+
+    def scope(self) -> contextlib.AbstractContextManager:
+        """The client to run on (None: Dask's default scheduler), found or started and closed as :func:`run` says."""
+        if self.scheduler or self.n_workers or self.start_cluster:
+            return client_scope(self.client, self.scheduler, self.n_workers)
+        return contextlib.nullcontext(active_client(self.client))
+
+    def on(self, client: Client | None) -> _Where:
+        """Run on ``client`` (found or started by the caller)."""
+        return _Where(client, None, None, False, self.progress)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Checked:
+    """A study whose results store and embedding stores are checked, nothing written yet."""
+
+    cfg: StudyConfig
+    stores: dict  # language -> its embedding
+    identities: dict  # language -> its store's identity (None: held in memory)
+    changes: StudyChanges | None  # what an update applies; None: a run into cfg.output
+
+
+def _check(cfg: StudyConfig, options: dict, *, overwrite: bool, update: bool) -> _Checked:
+    """Everything of :func:`run` that reads before it writes: the study against its results store, every
+    embedding store opened and compared with the one its cells were computed from."""
     changes = check_changes(cfg, options, overwrite=overwrite, update=update)
     weak = correction_warning(len(cfg.languages), cfg.n_permutations, correction=cfg.correction, alpha=cfg.alpha)
     if weak:
@@ -163,27 +209,59 @@ def _run_locked(
     # refused, or with update its cells are recomputed
     identities = {code: embedding_identity(emb) for code, emb in stores.items()}
     changes = check_stores(cfg, options, identities, changes, overwrite=overwrite, update=update)
+    return _Checked(cfg, stores, identities, changes)
+
+
+def _write(checked: _Checked, options: dict, where: _Where, *, overwrite: bool) -> list[str]:
+    """Run a checked study into its results store (holding its lock); return the languages' failures."""
+    cfg, identities = checked.cfg, checked.identities
     final, fresh = cfg.output, None
-    if changes is not None:
-        fresh = prepare_update(cfg, options, changes, identities)
+    if checked.changes is not None:
+        fresh = prepare_update(cfg, options, checked.changes, identities)
         cfg = dataclasses.replace(cfg, output=fresh)
     recorded = {code: store_values(identity) for code, identity in identities.items()}
     with rs.run_recorded(Location(cfg.output, options), cfg.canonical_yaml()):  # why a run stopped, in the cube
-        failures = _run_checked(
-            cfg, options, stores, recorded, client, scheduler, n_workers, overwrite, progress, start_cluster
-        )
+        failures = _run_checked(cfg, options, checked.stores, recorded, where, overwrite)
         rs.compact_results(Location(cfg.output, options))
         _write_adjusted(cfg, options)
     if fresh is not None:
         rs.replace_results(Location(fresh, options), Location(final, options))
+    return failures
+
+
+def _run_embeddings(study: EmbeddingStudies, options: dict, where: _Where, *, overwrite: bool, update: bool):
+    """:func:`run` of a study of several embeddings: every embedding's study checked (its results cube, its
+    stores) before anything is written, then run one after the other on one client into its child group."""
+    root = Location(study.output, options)
+    for cfg in study.studies.values():
+        _check_output_apart(dataclasses.replace(cfg, output=study.output))
+    with acquire_lock(root):  # one writer per results store, for the run's life
+        removed = check_embeddings(study.output, study.names, options, overwrite=overwrite, update=update)
+        checked = {
+            name: _check(cfg, options, overwrite=overwrite, update=update) for name, cfg in study.studies.items()
+        }
+        failures: list[str] = []
+        with where.scope() as client, contextlib.ExitStack() as locks:
+            rs.create_embeddings_root(root, study.names, overwrite=overwrite)
+            for name in removed:
+                rs.remove_embedding(root, name)
+                log.info("update: the cube of the embedding %s, no longer in the study, deleted", name)
+            for item in checked.values():  # every cube there from the start, its cells "not run"
+                locks.enter_context(acquire_lock(Location(item.cfg.output, options)))
+                if item.changes is None:
+                    _create(item.cfg, options, overwrite=overwrite)
+            for name, item in checked.items():
+                log.info("embedding %s: %s", name, display_url(item.cfg.output))
+                failed = _write(item, options, where.on(client), overwrite=False)
+                failures += [f"{name}: {failure}" for failure in failed]
     if failures:
         raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
-    return rs.open_results(Location(final, options))
+    return rs.open_results(root)
 
 
 def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
     """The cube's p-values corrected over their families (:mod:`biasdask.study.inference`), written whole."""
-    cube = rs.open_results(Location(cfg.output, options))
+    cube = rs.open_cube(Location(cfg.output, options))
     for variable in ("p_value", "p_value_placebo"):
         adjusted = adjusted_pvalues(cube, variable, correction=cfg.correction)
         rs.write_cube_variable(
@@ -195,37 +273,17 @@ def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
 
 
 def _run_checked(
-    cfg: StudyConfig,
-    options: dict,
-    stores: dict,
-    recorded: dict,
-    client,
-    scheduler,
-    n_workers,
-    overwrite,
-    progress,
-    start_cluster,
+    cfg: StudyConfig, options: dict, stores: dict, recorded: dict, where: _Where, overwrite: bool
 ) -> list[str]:
     """:func:`run` once every store is checked: find or start the cluster, create (or resume) the
     results store, run the stream; return the failures. ``recorded``: language -> what its cells record
     of its store (:func:`~biasdask.study.cells.store_values`)."""
     failures: list[str] = []
-    if scheduler or n_workers or start_cluster:
-        scope = client_scope(client, scheduler, n_workers)
-    else:
-        scope = contextlib.nullcontext(active_client(client))
+    progress = where.progress
     total = len(cfg.languages) * len(cfg.methods) * len(cfg.test_labels())
     out = Location(cfg.output, options)
-    with scope as c:
-        rs.create_results(
-            out,
-            languages=[lang.code for lang in cfg.languages],
-            methods=list(cfg.methods),
-            tests=list(cfg.test_labels()),
-            attrs=run_attrs(cfg),
-            config_text=cfg.canonical_yaml(),
-            overwrite=overwrite,
-        )
+    with where.scope() as c:
+        _create(cfg, options, overwrite=overwrite)
         rs.compact_results(out)  # a resumed run: fold the cells it found
         done = rs.done_cells(out)
         if c is not None:
@@ -241,6 +299,19 @@ def _run_checked(
                 stream = Stream(cfg, out, c, CellWriter(cfg, out, bar, recorded), destination, done)
                 failures += stream.run(stores)
     return failures
+
+
+def _create(cfg: StudyConfig, options: dict, *, overwrite: bool) -> None:
+    """Create the study's results cube, or find it to resume (:func:`biasdask.io.results.create_results`)."""
+    rs.create_results(
+        Location(cfg.output, options),
+        languages=[lang.code for lang in cfg.languages],
+        methods=list(cfg.methods),
+        tests=list(cfg.test_labels()),
+        attrs=run_attrs(cfg),
+        config_text=cfg.canonical_yaml(),
+        overwrite=overwrite,
+    )
 
 
 class CellWriter:

@@ -21,6 +21,11 @@ two embeddings: a language whose store changed is refused, naming it, or with ``
 recomputed as for a changed store key. A store written before stores had a fingerprint, or cells that
 recorded none (an embedding held in memory, a results store of an older biasdask), give nothing to
 compare: such a language resumes as it did before fingerprints existed.
+
+A study of several embeddings is one such study per embedding, each meeting its own cube (the child group
+of its name) as above; :func:`check_embeddings` compares the embeddings themselves with those whose cubes
+the results store holds: one added or removed is refused by name, or applied by ``update`` (the added
+ones computed, the removed ones' cubes deleted).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from biasdask.io.store import StoreIdentity
 from biasdask.study.cells import store_values
 from biasdask.study.config import StudyChanges, StudyConfig, study_changes
 
-__all__ = ["changed_stores", "check_changes", "check_stores", "prepare_update", "run_attrs"]
+__all__ = ["changed_stores", "check_changes", "check_embeddings", "check_stores", "prepare_update", "run_attrs"]
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +72,15 @@ def check_changes(cfg: StudyConfig, options: dict, *, overwrite: bool, update: b
         it can apply) ``update`` is given; the message names the changed keys.
     """
     text = None if overwrite else rs.stored_config(Location(cfg.output, options))
+    where = display_url(cfg.output)
+    if text is None and not overwrite and rs.embeddings_of(Location(cfg.output, options)):
+        raise StoreConflictError(
+            f"{where}: holds the results of a study of several embeddings "
+            f"({', '.join(rs.embeddings_of(Location(cfg.output, options)))}); pass --overwrite to replace them"
+        )
     if text is None or text == cfg.canonical_yaml():
         return None
     changes = study_changes(yaml.safe_load(text) or {}, cfg.canonical())
-    where = display_url(cfg.output)
     if not changes.updatable:
         detail = f"changed {_keys(changes.keys)}" if changes.keys else "written by another version of the study file"
         verb = "changes" if len(changes.global_keys) == 1 else "change"
@@ -84,11 +94,45 @@ def check_changes(cfg: StudyConfig, options: dict, *, overwrite: bool, update: b
     return changes
 
 
+def check_embeddings(
+    output: str, names: tuple[str, ...], options: dict, *, overwrite: bool, update: bool
+) -> tuple[str, ...]:
+    """Compare the embeddings ``names`` of a study of several with those whose cubes its results store at
+    ``output`` holds; return those whose cubes go (no longer the study's, with ``update``). Each
+    embedding's own cube is compared with its study by :func:`check_changes`.
+
+    Raises
+    ------
+    StoreConflictError
+        Without ``overwrite``: ``output`` holds the results cube of a study of one embedding, or (without
+        ``update``) the cubes of other embeddings than ``names``; the message names them.
+    """
+    loc, where = Location(output, options), display_url(output)
+    if overwrite:
+        return ()
+    if rs.stored_config(loc) is not None:
+        raise StoreConflictError(
+            f"{where}: holds the results cube of a study of one embedding; pass --overwrite to replace it by the "
+            f"cubes of the study's embeddings ({', '.join(names)})"
+        )
+    before = rs.embeddings_of(loc)
+    added, removed = [n for n in names if before and n not in before], [n for n in before if n not in names]
+    if (added or removed) and not update:
+        changed = "; ".join(
+            ([f"added {', '.join(added)}"] if added else []) + ([f"removed {', '.join(removed)}"] if removed else [])
+        )
+        raise StoreConflictError(
+            f"{where}: results of another study (embeddings: {changed}): pass --update to compute the added "
+            "embeddings and delete the removed ones' cubes, keeping the others, or --overwrite to start over"
+        )
+    return tuple(removed)
+
+
 def changed_stores(loc: Location, fingerprints: Mapping[str, str]) -> tuple[str, ...]:
     """The languages of ``fingerprints`` (language -> the fingerprint of its store at hand, empty when it
     has none) whose finished cells, or per-word scores, in the results store at ``loc`` recorded another
     store's fingerprint. Cells and scores that recorded none are not compared."""
-    cube = rs.open_results(loc)
+    cube = rs.open_cube(loc)
     stale = []
     for code in cube["language"].values:
         now = fingerprints.get(str(code), "")
@@ -163,7 +207,7 @@ def prepare_update(
             return fresh
         log.info("an embedding store changed since the update in %s began: starting it again", display_url(fresh))
     codes = [lang.code for lang in cfg.languages]
-    old = rs.open_results(Location(cfg.output, options))
+    old = rs.open_cube(Location(cfg.output, options))
     old_cfg = yaml.safe_load(old.attrs["config"]) or {}
     kept_languages = [c for c in codes if c in set(old["language"].values) and c not in changes.changed_languages]
     methods = [m for m in cfg.methods if m in set(old["method"].values)]
