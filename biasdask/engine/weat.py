@@ -53,8 +53,8 @@ from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import WordSets, iat_categories, iat_words, weat_test, xweat_test
 from biasdask.stats.bootstrap import bootstrap_effect_size
 from biasdask.stats.permutation import PermutationTestResult
-from biasdask.stats.resampling import Resampling
 from biasdask.stats.reliability import InternalConsistency, internal_consistency
+from biasdask.stats.resampling import Resampling
 from biasdask.stats.resampling import resampling as resampling_options
 from biasdask.stats.weat import (
     SIMILARITIES,

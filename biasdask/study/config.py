@@ -427,7 +427,9 @@ def _attribute_choice(value: Any, key: str) -> tuple[str, tuple[str, ...] | None
         return "bolukbasi", tuple(male for _, male in pairs), tuple(female for female, _ in pairs)
     if isinstance(value, dict) and "pairs" in value:
         if set(value) != {"pairs"}:
-            raise ConfigError(f"{key}: base pairs stand alone: {{pairs: [[a, b], ...]}} or {{pairs: iat}}, without a or b")
+            raise ConfigError(
+                f"{key}: base pairs stand alone: {{pairs: [[a, b], ...]}} or {{pairs: iat}}, without a or b"
+            )
         if value["pairs"] == "iat":
             return "iat_pairs", None, None
         return ("pairs", *_pairs(value["pairs"], f"{key}.pairs"))
