@@ -5,7 +5,8 @@ with that pair alone (for cosine, cos(w, a_j) − cos(w, b_j)): these are the it
 (Du, Fang & Nguyen 2021). The tasks that compute u gather the items' moments in the same read
 (:class:`biasdask.stats.reliability.ItemMoments`); merged in chunk order, they give the same bits however
 the vocabulary is chunked and wherever the tasks run. A study's ``gender`` cells of base pairs report the
-same figures (``cronbach_alpha``, ``split_half``).
+same figures (``cronbach_alpha``, ``split_half``, and for cosine and RIPA the range of d leaving out
+one pair).
 """
 
 from __future__ import annotations
@@ -22,9 +23,31 @@ from biasdask.errors import BiasdaskError, BiasdaskTypeError
 from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.stats.association import ASSOCIATIONS, Association
-from biasdask.stats.reliability import InternalConsistency, internal_consistency, merge_item_moments
+from biasdask.stats.reliability import (
+    InternalConsistency,
+    internal_consistency,
+    merge_item_moments,
+    vocabulary_effect_size,
+)
 
-__all__ = ["pair_consistency"]
+__all__ = ["LINEAR_IN_PAIRS", "pair_consistency", "pairs_consistency"]
+
+#: the associations whose u is the mean of the pairs' items (when every pair is found), so that d without
+#: a pair follows from the items' moments
+LINEAR_IN_PAIRS = ("cosine", "ripa")
+
+
+def pairs_consistency(
+    gathered: Sequence[ChunkMoments], labels: Sequence[str], association: str, *, seed: int, n_splits: int = 5000
+) -> InternalConsistency:
+    """The internal consistency of base pairs from what the scores tasks gathered (in chunk order): α and
+    the split halves of the pairs' items, and for a :data:`LINEAR_IN_PAIRS` association d of the pairs'
+    mean association leaving out each pair (:func:`biasdask.stats.reliability.vocabulary_effect_size`)."""
+    items = merge_item_moments(*(g.items for g in gathered if g.items is not None))
+    effect_size = vocabulary_effect_size(items, n_a=None) if association in LINEAR_IN_PAIRS else None
+    return internal_consistency(
+        items, n_a=None, seed=seed, words=list(labels), effect_size=effect_size, n_splits=n_splits
+    )
 
 
 def _pairs(pairs: Sequence[Sequence[str]]) -> tuple[list[str], list[str]]:
@@ -85,7 +108,9 @@ def pair_consistency(
     Returns
     -------
     InternalConsistency
-        ``alpha`` (items in the order of the pairs in use), ``split_half``; no ``leave_one_out``.
+        ``alpha`` (items in the order of the pairs in use), ``split_half``, and for ``cosine`` and
+        ``ripa`` (whose u is the mean of the pairs' items) ``leave_one_out``: the full-vocabulary test's
+        d of the pairs' mean association without each pair in turn (None for the others).
 
     Raises
     ------
@@ -126,6 +151,6 @@ def pair_consistency(
     )
     assert graph.moments is not None
     (pieces,) = compute(graph.moments, client=client)
-    gathered: list[ChunkMoments] = [moments for _, moments in pieces]
-    items = merge_item_moments(*(g.items for g in gathered if g.items is not None))
-    return internal_consistency(items, n_a=None, seed=seed, words=found.labels, n_splits=n_splits)
+    return pairs_consistency(
+        [moments for _, moments in pieces], found.labels, association, seed=seed, n_splits=n_splits
+    )

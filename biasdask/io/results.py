@@ -275,10 +275,11 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "effect_size_loo_low": (
         _FLOAT,
         np.nan,
-        "smallest effect size d with one attribute word left out (each word of A and B in turn; classic tests)",
+        "smallest effect size d with one attribute word left out (each word of A and B in turn, classic tests; "
+        "each base pair of a cosine or RIPA gender cell of pairs, from the pairs' moments over the vocabulary)",
     ),
     "effect_size_loo_high": (_FLOAT, np.nan, "largest effect size d with one attribute word left out"),
-    "loo_word": (str, "", "the attribute word whose leaving out moves d most, e.g. 'he (A)'"),
+    "loo_word": (str, "", "the attribute word whose leaving out moves d most, e.g. 'he (A)', or base pair, 'he/she'"),
     "effect_size_without_loo_word": (_FLOAT, np.nan, "the effect size d without loo_word"),
 }
 #: a short name of a cube variable for figures and tables (its attr long_name), where it has one

@@ -70,6 +70,7 @@ __all__ = [
     "pairwise_correlations",
     "score_correlation",
     "split_half",
+    "vocabulary_effect_size",
 ]
 
 MOMENT_BLOCK = 1024
@@ -1366,6 +1367,51 @@ def _composite_d(items: NDArray[np.float64], n_a: int | None, n_x: int) -> Calla
         else:
             s = items[:, a_index].mean(axis=1) + items[:, n_a + b_index].mean(axis=1)
         return weat_effect_size(s[:n_x], s[n_x:])
+
+    return d
+
+
+def vocabulary_effect_size(
+    items: ItemMoments, *, n_a: int | None
+) -> Callable[[NDArray[np.intp], NDArray[np.intp]], float]:
+    """The full-vocabulary test's d of the association the items make, from their moments over a
+    vocabulary: ``effect_size(a_index, b_index)`` for :func:`internal_consistency` (d without a word or
+    pair, with no second pass over the vectors).
+
+    The association with the items ``a_index`` of A and ``b_index`` of B is the composite s = Σ_j w_j x_j
+    with w_j = 1/|a_index| on A's and 1/|b_index| on B's (for pairs, ``n_a`` None, 1/|a_index| on the pairs
+    kept): the test's u when u is linear in the attribute vectors (cosine, RIPA). Against a dummy
+    language of as many words scoring 0, d = s̄ / √((wᵀCw + n s̄²/2) / (2n − 1)) with s̄ = wᵀμ, C the
+    centred cross-products and n the words used (:func:`biasdask.stats.effect.effect_size`).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(0.1, 1.0, size=(1000, 3))
+    >>> d = vocabulary_effect_size(item_moments(x), n_a=None)
+    >>> s = x[:, [0, 2]].mean(axis=1)
+    >>> pooled = np.r_[s, np.zeros(1000)]
+    >>> bool(np.isclose(d(np.array([0, 2]), np.array([0, 2])), s.mean() / pooled.std(ddof=1)))
+    True
+    """
+    if not isinstance(items, ItemMoments):
+        raise TypeError(f"items must be ItemMoments, got {type(items).__name__}")
+    totals = items.totals()
+    k, n = totals.k, totals.n
+    if n_a is not None and not 1 <= n_a < k:
+        raise ValueError(f"n_a must be in 1..{k - 1}, got {n_a}")
+
+    def d(a_index: NDArray[np.intp], b_index: NDArray[np.intp]) -> float:
+        w = np.zeros(k)
+        if n_a is None:
+            w[a_index] = 1.0 / len(a_index)
+        else:
+            w[a_index] = 1.0 / len(a_index)
+            w[n_a + np.asarray(b_index)] = 1.0 / len(b_index)
+        mean = math.fsum((w * totals.mean).tolist())
+        spread = math.fsum((np.multiply.outer(w, w) * totals.comoment).ravel().tolist())
+        variance = (spread + n * mean * mean / 2.0) / (2 * n - 1) if n > 0 else math.nan
+        return mean / math.sqrt(variance) if variance > 0 else math.nan
 
     return d
 

@@ -217,7 +217,7 @@ class Stream:
             placebo = self.tasks.submit(family_placebo, job, rows, *pieces, priority=plan.pool_priority)
             family.futures.append(placebo)
         if graph.pairs is not None and len(graph.pairs.labels) >= 2:  # the pairs' items, gathered with the scores
-            job = {"pairs": graph.pairs.labels, "seed": plan.seed}
+            job = {"pairs": graph.pairs.labels, "association": split_label(label).association, "seed": plan.seed}
             consistency = self.tasks.submit(family_consistency, job, *pieces, priority=plan.pool_priority)
             family.futures.append(consistency)
         cells = self.tasks.submit(

@@ -19,6 +19,7 @@ import dask
 import numpy as np
 import xarray as xr
 
+from biasdask.engine.consistency import pairs_consistency
 from biasdask.engine.placebo import PlaceboResult, run_placebo, weights_from_scores
 from biasdask.engine.pools import Pool, finish_pools, pools_batch, prepare_pools
 from biasdask.engine.scores import ChunkMoments
@@ -29,7 +30,6 @@ from biasdask.io.fs import Location
 from biasdask.io.store import embedding_identity, open_embeddings, stored_vectors, vocabulary_files
 from biasdask.stats.permutation import PermutationTestResult
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
-from biasdask.stats.reliability import internal_consistency, merge_item_moments
 from biasdask.study.cells import cell_values, consistency_values, run_cell, store_values
 
 __all__ = [
@@ -214,9 +214,9 @@ def family_cells(
 def family_consistency(job: dict, *pieces) -> dict:
     """Task: the internal consistency of a gender family's base pairs over the vocabulary, from the item
     moments its scores tasks gathered (merged in chunk order; the same bits however the vocabulary was
-    cut), as the cube's variables. ``job``: the ``pairs`` in use (``he/she``), the family's ``seed``."""
-    items = [gathered.items for gathered in _gathered(pieces) if gathered.items is not None]
-    found = internal_consistency(merge_item_moments(*items), n_a=None, seed=job["seed"], words=job["pairs"])
+    cut), as the cube's variables. ``job``: the ``pairs`` in use (``he/she``), the family's
+    ``association`` and ``seed``."""
+    found = pairs_consistency(_gathered(pieces), job["pairs"], job["association"], seed=job["seed"])
     return consistency_values(found, n_a=None)
 
 

@@ -116,11 +116,18 @@ def test_gender_cells_of_base_pairs_store_alpha_over_the_vocabulary(pair_stores,
     assert str(got["attribute_words_a"].values).startswith("man, boy, he")
     for label, association in (("gender", "cosine"), ("gender.ripa", "ripa")):
         api = biasdask.pair_consistency(few, pairs, association=association, seed=family_seed(SEED, "en", label))
+        loo = api.leave_one_out
         for method in ("uniform", "zipf"):
             c = cell(cube, label, method)
             assert float(c["cronbach_alpha"]).hex() == api.alpha.alpha.hex()
             assert float(c["split_half"]).hex() == api.split_half.reliability.hex()
-            assert math.isnan(float(c["effect_size_loo_low"])) and str(c["loo_word"].values) == ""
+            assert (float(c["effect_size_loo_low"]), float(c["effect_size_loo_high"])) == (loo.low, loo.high)
+            assert str(c["loo_word"].values) == loo.word and "/" in loo.word
+        # d of the pairs' mean association is the cell's d, and without each pair numpy's
+        assert loo.statistic == pytest.approx(float(cell(cube, label)["effect_size"]), abs=1e-5)
+    s = [np.delete(items, j, axis=1).mean(axis=1) for j in range(10)]
+    brute = [x.mean() / np.r_[x, np.zeros_like(x)].std(ddof=1) for x in s]
+    assert np.allclose(biasdask.pair_consistency(few, pairs, seed=0).leave_one_out.values, brute, rtol=0, atol=1e-5)
     # without a placebo, and over a store chunked otherwise: the same bits
     other = biasdask.run(pair_study({"en": many}, tmp_path / "many.zarr", placebo=False), progress=False)
     assert alpha_bits(other) == alpha_bits(cube)
