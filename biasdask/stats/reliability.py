@@ -1350,11 +1350,14 @@ class InternalConsistency:
     leave_one_out : LeaveOneOut or None
         The effect size d leaving out each attribute word (or pair) in turn; None without cases to
         compute d from (a vocabulary's moments).
+    n_a : int or None
+        The items of A (the first ones, then B's); None when the items are base pairs.
     """
 
     alpha: CronbachAlpha
     split_half: SplitHalf
     leave_one_out: LeaveOneOut | None
+    n_a: int | None
 
 
 def _composite_d(items: NDArray[np.float64], n_a: int | None, n_x: int) -> Callable:
@@ -1503,6 +1506,7 @@ def internal_consistency(
         alpha=cronbach_alpha(moments),
         split_half=split_half(moments, seed=seed, n_a=n_a, n_splits=n_splits),
         leave_one_out=loo,
+        n_a=n_a,
     )
 
 

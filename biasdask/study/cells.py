@@ -171,16 +171,16 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
     if getattr(result, "n_placebo", 0):
         values.update({name: getattr(result, name) for name in PLACEBO_FIELDS})
     if getattr(result, "consistency", None) is not None:
-        values.update(consistency_values(result.consistency, n_a=result.n_a))
+        values.update(consistency_values(result.consistency))
     values.update(extra)
     return values
 
 
-def consistency_values(consistency: InternalConsistency, *, n_a: int | None) -> dict[str, float | str]:
+def consistency_values(consistency: InternalConsistency) -> dict[str, float | str]:
     """The cube variables of a cell's internal consistency: ``cronbach_alpha``, ``split_half`` and, where
     d was recomputed without each attribute word, ``effect_size_loo_low``, ``effect_size_loo_high``,
-    ``loo_word`` (``he (A)``; a pair as ``he/she``) and ``effect_size_without_loo_word``. ``n_a``: the words
-    of A among the items (None: the items are pairs)."""
+    ``loo_word`` (``he (A)``; a pair as ``he/she``) and ``effect_size_without_loo_word``."""
+    n_a = consistency.n_a
     values: dict[str, float | str] = {
         "cronbach_alpha": consistency.alpha.alpha,
         "split_half": consistency.split_half.reliability,

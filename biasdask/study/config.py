@@ -432,7 +432,8 @@ def _attribute_choice(value: Any, key: str) -> tuple[str, tuple[str, ...] | None
             )
         if value["pairs"] == "iat":
             return "iat_pairs", None, None
-        return ("pairs", *_pairs(value["pairs"], f"{key}.pairs"))
+        a, b = _pairs(value["pairs"], f"{key}.pairs")
+        return "pairs", a, b
     if isinstance(value, dict):
         extra = set(value) - {"a", "b"}
         if extra or "a" not in value or "b" not in value:

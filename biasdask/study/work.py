@@ -217,7 +217,7 @@ def family_consistency(job: dict, *pieces) -> dict:
     cut), as the cube's variables. ``job``: the ``pairs`` in use (``he/she``), the family's
     ``association`` and ``seed``."""
     found = pairs_consistency(_gathered(pieces), job["pairs"], job["association"], seed=job["seed"])
-    return consistency_values(found, n_a=None)
+    return consistency_values(found)
 
 
 def family_placebo(job: dict, rows: list[int], *pieces) -> PlaceboResult | str:

@@ -66,7 +66,7 @@ def test_classic_cells_store_the_consistency_the_api_gives(glove_store, iat_stor
         for method in ds["method"].values:
             got = cell(ds, test, str(method))
             assert {v: float(got[v]).hex() for v in CONSISTENCY} == {v: float(want[v]).hex() for v in CONSISTENCY}
-            side = "A" if loo.most_influential < api.n_a else "B"
+            side = "A" if loo.most_influential < api.consistency.n_a else "B"
             assert str(got["loo_word"].values) == f"{loo.word} ({side})"
     assert cube["cronbach_alpha"].attrs["long_name"] == "Cronbach's alpha of the attribute words"
     assert "Spearman-Brown" in cube["split_half"].attrs["description"]
