@@ -652,7 +652,7 @@ def career_family_consistency(entries, vectors: Mapping[str, np.ndarray], *, see
     """The internal consistency of a career/family test's attribute words: α and the split halves of the
     career and family words as items of the target words (:func:`~biasdask.stats.weat.career_family_items`),
     and Lewis & Lupyan's d recomputed without each attribute word in turn."""
-    found = career_family_items(entries, vectors)
+    found = career_family_items(entries, vectors, order=iat_categories())
     kept_a, kept_b = set(found.words_a), set(found.words_b)
 
     def effect_size(a_index: np.ndarray, b_index: np.ndarray) -> float:

@@ -362,12 +362,15 @@ def career_family_items(
     *,
     targets: tuple[str, str] = ("male", "female"),
     attributes: tuple[str, str] = ("career", "family"),
+    order: Mapping[str, Sequence[str]] | None = None,
 ) -> CareerFamilyItems:
     """The attribute words of Lewis & Lupyan 2020's career/family test as items of its target words, with
     the vectors of :func:`career_family_effect`: a word's vector the mean of its translations', and with
     grammatical gender the first target category's words and the attributes of the masculine run, the
     second's of the feminine run, so that the mean of a row's items over each attribute category is
-    that word's s. An attribute word is an item when every run has it.
+    that word's s. An attribute word is an item when every run has it. ``order``: the words of each
+    category in the order of the rows and columns (e.g. :func:`biasdask.lexicon.iat_categories`);
+    by default the order of their first translation in ``entries``.
 
     Raises
     ------
@@ -380,6 +383,8 @@ def career_family_items(
     for category, word, *_ in checked:
         if word not in listed.setdefault(category, []):
             listed[category].append(word)
+    if order is not None:
+        listed = {c: [w for w in order.get(c, ()) if w in words] for c, words in listed.items()}
     columns = [tuple(w for w in listed.get(c, []) if all((c, w) in wv for wv in runs)) for c in attributes]
     blocks = []
     for target, wv in zip(targets, (runs[0], runs[-1])):
