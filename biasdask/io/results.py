@@ -355,7 +355,7 @@ def _in_process_only(target: str) -> bool:
     return any(fsspec.core.split_protocol(link)[0] == "memory" for link in target.split("::"))
 
 
-def _variable_attrs(name: str, description: str) -> dict[str, str]:
+def _variable_attrs(name: str, description: str) -> dict[str, Any]:
     """The attrs of a cube variable: its description, and its long name where it has one."""
     return {"description": description, **({"long_name": LONG_NAMES[name]} if name in LONG_NAMES else {})}
 

@@ -1477,9 +1477,9 @@ def internal_consistency(
     >>> res = internal_consistency(np.hstack([cos_a, -cos_b]), n_a=3, n_x=4, seed=0,
     ...                            words=["he", "man", "boy", "she", "woman", "girl"])
     >>> res.split_half.exact, res.split_half.n_splits, res.leave_one_out.word
-    (True, 9, 'she')
+    (True, 9, 'girl')
     >>> round(res.alpha.alpha, 3), round(res.leave_one_out.statistic, 3)
-    (-0.318, 0.738)
+    (0.403, 0.888)
     """
     seed = check_seed(seed)
     if n_x is not None and effect_size is not None:
@@ -1500,8 +1500,9 @@ def internal_consistency(
     moments = table if isinstance(table, ItemMoments) else item_moments(table)
     loo = None
     if effect_size is not None:
-        sizes = dict(n_a=k, n_b=k, paired=True) if n_a is None else dict(n_a=n_a, n_b=k - n_a)
-        loo = leave_one_out(effect_size, words=words, **sizes)
+        paired = n_a is None
+        n_b = k if n_a is None else k - n_a
+        loo = leave_one_out(effect_size, n_a=k if n_a is None else n_a, n_b=n_b, paired=paired, words=words)
     return InternalConsistency(
         alpha=cronbach_alpha(moments),
         split_half=split_half(moments, seed=seed, n_a=n_a, n_splits=n_splits),
