@@ -27,6 +27,7 @@ _EXPORTS = {
     "full_vocabulary_test": "biasdask.engine.bias_tests",
     "pairwise_vocabulary_test": "biasdask.engine.bias_tests",
     "attribute_sensitivity": "biasdask.engine.robustness",
+    "pair_consistency": "biasdask.engine.consistency",
     "weat": "biasdask.engine.weat",
     "career_family_test": "biasdask.engine.weat",
     "align": "biasdask.engine.alignment",

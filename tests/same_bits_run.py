@@ -8,7 +8,8 @@ The data are generated from integers (no library's floating-point kernel makes t
 2,400 words with the words of every shipped test among them, ingested as a user would. Then one study
 (every test family and association, three weightings, placebo pairs, intervals, adjusted p-values) and
 the API calls beside it (tests in this process, set metrics, directions, debiasing, alignment,
-frequency profiles, grammatical gender, meta-analyses, attribute sensitivity).
+frequency profiles, grammatical gender, meta-analyses, attribute sensitivity, the internal consistency of
+base pairs over a vocabulary).
 """
 
 from __future__ import annotations
@@ -228,6 +229,10 @@ def api(work: Path, stores: dict[str, str], words: dict[str, list[str]], cube: s
                 covariate=covariate,
             ),
         )
+    pairs = [(m, f) for f, m in lexicon.bolukbasi().definitional_pairs if f in words["en"] and m in words["en"]]
+    for association in ("cosine", "ripa", "euclidean"):
+        found = biasdask.pair_consistency(en, pairs, seed=SEED, association=association)
+        record(out, f"pair_consistency.{association}", found)
     record(
         out,
         "attribute_sensitivity",

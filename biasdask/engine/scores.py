@@ -33,9 +33,10 @@ from biasdask.io.vocabulary import word_positions
 from biasdask.lexicon import AttributeTerm, named_word_list
 from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.lexicon.vocabulary import vocabulary as vocabulary_options
-from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes
+from biasdask.stats.association import ASSOCIATIONS, Association, associate, association_axes, pair_associations
 from biasdask.stats.elementary import exp10
 from biasdask.stats.placebo import LinearMoments, MomentAccumulator, VocabularySample, gram_step, merge_moments
+from biasdask.stats.reliability import ItemMoments, item_moments, merge_item_moments
 from biasdask.stats.weights import METHODS, zipf_weights
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "attribute_set_from_rows",
     "attribute_vectors",
     "Attributes",
+    "ChunkMoments",
     "attributes_graph",
     "AttributeSet",
     "AttributeVectors",
@@ -59,6 +61,8 @@ __all__ = [
     "Method",
     "nfc",
     "observed_frequencies",
+    "pair_axes",
+    "PairAxes",
     "positions",
     "read_rows",
     "score_rows",
@@ -208,9 +212,10 @@ class ScoresGraph(NamedTuple):
     """The other attributes of :func:`scores` (``n_a``... ``n_zero_vectors``, ``n_duplicate_vectors``),
     delayed; its computation raises :class:`MissingWordsError` when A or B has no usable word."""
     moments: list[Delayed] | None
-    """With ``moments``, one delayed pair per chunk of its rows (u stacked on t) and its placebo moments
-    (:class:`LinearMoments`, or a sample; merged in chunk order by
-    :func:`biasdask.stats.placebo.merge_moments`): the task that computes the rows. Else None."""
+    """With ``moments`` or ``pair_axes``, one delayed pair per task of its rows (u stacked on t) and its
+    :class:`ChunkMoments` (the placebo moments, :class:`LinearMoments` or a sample, merged in chunk
+    order by :func:`biasdask.stats.placebo.merge_moments`; the pairs' item moments): the task that
+    computes the rows. Else None."""
 
 
 def attribute_set(emb: xr.Dataset, words: Iterable[str | AttributeTerm], label: str) -> AttributeSet:
@@ -397,6 +402,15 @@ def score_rows(
     return out
 
 
+class ChunkMoments(NamedTuple):
+    """What a scores task gathers from its rows besides u and t, in the same read."""
+
+    placebo: list[LinearMoments | VocabularySample]
+    """The placebo moments of each of its chunks, in order (empty without a placebo)."""
+    items: ItemMoments | None
+    """The moments of the base pairs' associations of its words in use (None without pairs)."""
+
+
 def _scores_and_moments(
     norms: np.ndarray,
     blocks,
@@ -407,19 +421,33 @@ def _scores_and_moments(
     n: int,
     methods: Sequence[str],
     step: int,
-) -> tuple[np.ndarray, LinearMoments | VocabularySample]:
-    """:func:`score_rows` of a chunk's rows (``blocks`` as :func:`_stored_blocks` gives them) and the
-    placebo moments of its words in use, gathered from each block while it is in the cache."""
+    item_axes: np.ndarray | None,
+) -> tuple[np.ndarray, ChunkMoments]:
+    """:func:`score_rows` of a chunk's rows (``blocks`` as :func:`_stored_blocks` gives them), the
+    placebo moments of its words in use (with a ``step``) and the moments of their associations with
+    each base pair (with ``item_axes``), gathered from each block while it is in the cache."""
     count = norms.size
     u = np.empty(count, dtype=np.float32)
     z = score_weights(start, count, n, methods, **extras)
     mask = extras.get("mask")
-    acc = MomentAccumulator(kind, axes.shape[1], len(methods), step=step, rows=count)
+    acc = MomentAccumulator(kind, axes.shape[1], len(methods), step=step, rows=count) if step else None
+    items = []
     for lo, hi, rows in blocks:
         u[lo:hi] = associate(kind, rows, norms[lo:hi], axes)
         keep = np.isfinite(u[lo:hi]) if mask is None else np.isfinite(u[lo:hi]) & mask[lo:hi]
-        acc.add(start + lo, rows, norms[lo:hi], z[:, lo:hi], keep)
-    return score_rows(u, start, n, methods, z, **extras), acc.moments()
+        if acc is not None:
+            acc.add(start + lo, rows, norms[lo:hi], z[:, lo:hi], keep)
+        if item_axes is not None:
+            scores = pair_associations(kind, rows, norms[lo:hi], item_axes)
+            scores[~keep] = np.nan
+            items.append(item_moments(scores, start=start + lo))
+    gathered = ChunkMoments([] if acc is None else [acc.moments()], merge_item_moments(*items) if items else None)
+    return score_rows(u, start, n, methods, z, **extras), gathered
+
+
+def _merged(parts: list[ChunkMoments]) -> ChunkMoments:
+    items = [p.items for p in parts if p.items is not None]
+    return ChunkMoments([m for p in parts for m in p.placebo], merge_item_moments(*items) if items else None)
 
 
 def stored_scores(
@@ -432,28 +460,33 @@ def stored_scores(
     methods: Sequence[str],
     extras: Sequence[str],
     gram_step: int = 0,
+    item_axes: np.ndarray | None = None,
     block_info=None,
-) -> np.ndarray | tuple[np.ndarray, list[LinearMoments | VocabularySample]]:
+) -> np.ndarray | tuple[np.ndarray, ChunkMoments]:
     """Task: :func:`score_rows` of one block of a store's words, whole stored chunks of ``chunk`` rows
     (each its :func:`stored_association`, chunk after chunk); ``arrays`` are the block's ``extras`` in
-    that order. With ``gram_step`` (the placebo's sample step, :func:`biasdask.stats.placebo.gram_step`),
-    also each chunk's placebo moments, from the same read: ``(rows, [moments of each chunk])``."""
+    that order. With ``gram_step`` (the placebo's sample step, :func:`biasdask.stats.placebo.gram_step`)
+    or ``item_axes`` (each base pair's axes), also what :class:`ChunkMoments` holds, from the same read:
+    ``(rows, moments)``."""
     loc = as_location(loc)
     (start, stop) = block_info[None]["array-location"][1]
     named = dict(zip(extras, arrays))
+    gather = bool(gram_step) or item_axes is not None
     rows, moments = [], []
     for lo in range(start, stop, chunk):  # a block starts at a chunk boundary (see _task_chunks)
         hi = min(stop, lo + chunk)
         part = {name: values[lo - start : hi - start] for name, values in named.items()}
-        if gram_step:
+        if gather:
             norms, blocks = _stored_blocks(loc, chunk, lo, hi)
-            chunk_rows, chunk_moments = _scores_and_moments(norms, blocks, lo, kind, axes, part, n, methods, gram_step)
+            chunk_rows, chunk_moments = _scores_and_moments(
+                norms, blocks, lo, kind, axes, part, n, methods, gram_step, item_axes
+            )
             moments.append(chunk_moments)
         else:
             chunk_rows = score_rows(stored_association(loc, chunk, kind, axes, lo, hi), lo, n, methods, **part)
         rows.append(chunk_rows)
     joined = rows[0] if len(rows) == 1 else np.concatenate(rows, axis=1)
-    return (joined, moments) if gram_step else joined
+    return (joined, _merged(moments)) if gather else joined
 
 
 def _mask_block(excluded: np.ndarray, block_info=None) -> np.ndarray:
@@ -492,17 +525,18 @@ def _memory_scores_and_moments(
     n: int,
     methods: Sequence[str],
     extras: Sequence[str],
-    gram_step: int,
-) -> tuple[np.ndarray, LinearMoments | VocabularySample]:
+    gram_step: int = 0,
+    item_axes: np.ndarray | None = None,
+) -> tuple[np.ndarray, ChunkMoments]:
     """Task: :func:`stored_scores` with moments, for the block of an in-memory model's words from ``start``."""
     vectors = np.asarray(vectors, dtype=np.float32)
     blocks = (
         (lo, min(lo + _DECODE_ROWS, len(vectors)), vectors[lo : lo + _DECODE_ROWS])
         for lo in range(0, len(vectors), _DECODE_ROWS)
     )
-    return _scores_and_moments(
-        np.asarray(norms, dtype=np.float64), blocks, start, kind, axes, dict(zip(extras, arrays)), n, methods, gram_step
-    )
+    named = dict(zip(extras, arrays))
+    norms = np.asarray(norms, dtype=np.float64)
+    return _scores_and_moments(norms, blocks, start, kind, axes, named, n, methods, gram_step, item_axes)
 
 
 def _item(pair: tuple, i: int):
@@ -714,6 +748,7 @@ def scores_graph(
     association: Association = "cosine",
     attributes: Attributes | None = None,
     moments: bool = False,
+    pair_axes: np.ndarray | None = None,
 ) -> ScoresGraph:
     """:func:`scores` as a graph only: nothing of the vectors is read in this process (nor of the words,
     for a store opened without them: ``dedupe_vectors``' hashes and ``frequency``'s weights are tasks).
@@ -724,13 +759,14 @@ def scores_graph(
     ``emb``, ``a``, ``b`` and ``association`` (default: that graph, computed with the scores), and
     ``moments``: also gather the placebo moments of the words in use
     (:class:`biasdask.stats.placebo.MomentAccumulator`; for ``euclidean`` a sample of the words) in
-    the tasks that compute u.
+    the tasks that compute u, and ``pair_axes`` (shape (k, m, D), :func:`pair_axes`): also gather there
+    the :class:`~biasdask.stats.reliability.ItemMoments` of the words' associations with each base pair.
 
     Returns
     -------
     ScoresGraph
         The lazy scores, the array they are rows of, the attributes found (delayed) and, with
-        ``moments``, the chunks' (rows, moments) pairs.
+        ``moments`` or ``pair_axes``, the chunks' (rows, :class:`ChunkMoments`) pairs.
     """
     emb = as_embeddings(emb)
     a, b = word_list(a, "a"), word_list(b, "b")
@@ -804,27 +840,23 @@ def scores_graph(
         shape["new_axis"] = [0]
     rows = dict(n=n, methods=methods, extras=tuple(extras))
     step, parts = (gram_step(n) if moments else 0), None
+    gather = {
+        **({"gram_step": step} if moments else {}),
+        **({"item_axes": np.asarray(pair_axes, dtype=np.float64)} if pair_axes is not None else {}),
+    }
     if stored is not None:  # straight from the stored chunks, no float copy of scaled ones
         ut = da.map_blocks(
-            stored_scores,
-            stored.location,
-            stored.chunk,
-            association,
-            axes,
-            *extras.values(),
-            **rows,
-            **shape,
-            **({"gram_step": step} if moments else {}),
+            stored_scores, stored.location, stored.chunk, association, axes, *extras.values(), **rows, **shape, **gather
         )
-        if moments:  # each block a (rows, moments) pair: the array is its rows; the pairs themselves as parts
+        if gather:  # each block a (rows, moments) pair: the array is its rows; the pairs themselves as parts
             parts = ut.to_delayed(optimize_graph=False).ravel().tolist()
             ut = ut.map_blocks(_item, 0, dtype=np.float32, meta=np.empty((0, 0), np.float32))
-    elif moments:
+    elif gather:
         starts = np.cumsum((0, *chunks[:-1]))
         blocks = [x.to_delayed(optimize_graph=False).ravel() for x in (v.rechunk({1: -1}), norm, *extras.values())]
         pairs = [
             dask.delayed(_memory_scores_and_moments, pure=True)(
-                *(x[i] for x in blocks), start=int(starts[i]), kind=association, axes=axes, gram_step=step, **rows
+                *(x[i] for x in blocks), start=int(starts[i]), kind=association, axes=axes, **gather, **rows
             )
             for i in range(len(chunks))
         ]
@@ -895,7 +927,7 @@ def scores_and_moments(
     out, _, meta, pairs = scores_graph(emb, a, b, methods=methods, moments=True, **options)
     computed_pairs, found = compute(pairs, meta, client=client)  # each chunk's rows and moments, one read
     computed = np.concatenate([rows for rows, _ in computed_pairs], axis=1)
-    moments = [m for _, ms in computed_pairs for m in (ms if isinstance(ms, list) else [ms])]
+    moments = [m for _, gathered in computed_pairs for m in gathered.placebo]
     out = out.copy()
     out["u"] = ("word",), computed[0]
     out["t"] = ("method", "word"), computed[1:]
@@ -983,3 +1015,38 @@ def attribute_vectors(
             f"language {language!r}"
         )
     return AttributeVectors(np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
+
+
+class PairAxes(NamedTuple):
+    """The base pairs of a test whose two words an embedding has, and each one's association axes
+    (:func:`pair_axes`)."""
+
+    axes: np.ndarray
+    """Shape (k, m, D): pair j's :func:`~biasdask.stats.association.association_axes`, of its words alone."""
+    labels: list[str]
+    """``he/she``: the pairs in use."""
+    dropped: list[str]
+    """The pairs left out: a word absent or a zero vector, or (RIPA, SemAxis) two words of one vector."""
+
+
+def pair_axes(
+    association: Association,
+    terms_a: Sequence[str | AttributeTerm],
+    terms_b: Sequence[str | AttributeTerm],
+    attr_a: AttributeSet,
+    attr_b: AttributeSet,
+) -> PairAxes:
+    """The axes of each base pair (a[i], b[i]) whose two words were found (``attr_a``, ``attr_b``: the
+    sets :func:`attributes_graph` found), for the items of the pairs' internal consistency."""
+    vec_a, vec_b = dict(zip(attr_a.used, attr_a.vectors)), dict(zip(attr_b.used, attr_b.vectors))
+    axes, labels, dropped = [], [], []
+    for x, y in zip(as_terms(terms_a), as_terms(terms_b)):
+        label = f"{x.label}/{y.label}"
+        try:
+            axes.append(association_axes(association, vec_a[x.label][None], vec_b[y.label][None]))
+        except (KeyError, ValueError):
+            dropped.append(label)
+            continue
+        labels.append(label)
+    dim = attr_a.vectors.shape[1]
+    return PairAxes(np.array(axes) if axes else np.empty((0, 1, dim)), labels, dropped)

@@ -53,9 +53,18 @@ from biasdask.io.embeddings import Embeddings, as_embeddings
 from biasdask.lexicon import WordSets, iat_categories, iat_words, weat_test, xweat_test
 from biasdask.stats.bootstrap import bootstrap_effect_size
 from biasdask.stats.permutation import PermutationTestResult
+from biasdask.stats.reliability import InternalConsistency, internal_consistency
 from biasdask.stats.resampling import Resampling
 from biasdask.stats.resampling import resampling as resampling_options
-from biasdask.stats.weat import SIMILARITIES, career_family_effect, weat_effect_size, weat_scores, weat_statistic
+from biasdask.stats.weat import (
+    SIMILARITIES,
+    career_family_effect,
+    career_family_items,
+    weat_effect_size,
+    weat_items,
+    weat_scores,
+    weat_statistic,
+)
 
 __all__ = [
     "DEFAULT_MIN_COVERAGE",
@@ -63,6 +72,7 @@ __all__ = [
     "CoverageError",
     "SetCoverage",
     "effect_size_interval",
+    "career_family_consistency",
     "career_family_test",
     "cross_lingual_weat",
     "weat",
@@ -213,6 +223,12 @@ class ClassicTestResult(PermutationTestResult):
     words X and Y, resampled apart with replacement, the attribute words fixed
     (:func:`biasdask.stats.bootstrap.bootstrap_effect_size`: a studentized bootstrap of a normal model of
     each set's scores, seeded by the test's ``seed``).
+
+    ``consistency`` (WEAT, XWEAT, career/family; None for the set-level metrics) says how well the
+    attribute words agree: Cronbach's α with the words of A and B as items and the target words as
+    cases, the split-half reliability of A and B (seeded by the test's ``seed``) and the range of d
+    leaving out one attribute word at a time
+    (:class:`~biasdask.stats.reliability.InternalConsistency`).
     """
 
     n_a: int
@@ -222,6 +238,7 @@ class ClassicTestResult(PermutationTestResult):
     similarity: str
     convention: str
     coverage: dict[str, SetCoverage]
+    consistency: InternalConsistency | None = None
 
 
 def _result(res: PermutationTestResult, coverage: dict[str, SetCoverage], **extra) -> ClassicTestResult:
@@ -466,6 +483,13 @@ def weat(
         matrices = {r: np.array([(tv if r in "xy" else av)[w] for w in coverage[r].found]) for r in _ROLES}
         s_x, s_y = weat_scores(matrices["x"], matrices["y"], matrices["a"], matrices["b"], similarity)
         res = permutation_test(s_x, s_y, resampling=options, client=c, return_null=return_null, progress=progress)
+    consistency = internal_consistency(
+        weat_items(matrices["x"], matrices["y"], matrices["a"], matrices["b"], similarity),
+        n_a=len(coverage["a"].found),
+        n_x=len(coverage["x"].found),
+        seed=res.seed,
+        words=[*coverage["a"].found, *coverage["b"].found],
+    )
     extra = {}
     if options.placebo:  # placebo attribute words from the attributes' language (cross-lingual: attributes_from)
 
@@ -493,6 +517,7 @@ def weat(
         language=language,
         similarity=similarity,
         convention=_CONVENTIONS[similarity],
+        consistency=consistency,
         **effect_size_interval(s_x, s_y, seed=res.seed, ci_level=ci_level),
         **extra,
     )
@@ -611,6 +636,7 @@ def career_family_test(
         res,
         coverage,
         effect_size=effect.effect_size,
+        consistency=career_family_consistency(entries, vectors, seed=res.seed),
         **extra,
         test="career_family",
         language=language,
@@ -619,6 +645,23 @@ def career_family_test(
         **effect_size_interval(
             effect.s_x, effect.s_y, seed=res.seed, ci_level=ci_level, effect_size=effect.effect_size
         ),
+    )
+
+
+def career_family_consistency(entries, vectors: Mapping[str, np.ndarray], *, seed: int) -> InternalConsistency:
+    """The internal consistency of a career/family test's attribute words: α and the split halves of the
+    career and family words as items of the target words (:func:`~biasdask.stats.weat.career_family_items`),
+    and Lewis & Lupyan's d recomputed without each attribute word in turn."""
+    found = career_family_items(entries, vectors, order=iat_categories())
+    kept_a, kept_b = set(found.words_a), set(found.words_b)
+
+    def effect_size(a_index: np.ndarray, b_index: np.ndarray) -> float:
+        left_out = (kept_a - {found.words_a[i] for i in a_index}) | (kept_b - {found.words_b[i] for i in b_index})
+        kept = [e for e in entries if not (e.category in ("career", "family") and e.word in left_out)]
+        return career_family_effect(kept, vectors).effect_size
+
+    return internal_consistency(
+        found.items, n_a=len(found.words_a), effect_size=effect_size, seed=seed, words=[*found.words_a, *found.words_b]
     )
 
 

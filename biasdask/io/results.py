@@ -17,6 +17,9 @@ Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)`` and, sub
                                 str, fill "": the identity of the embedding store the cell's
                                 language was read from (its fingerprint, and the file it was ingested
                                 from; empty for an embedding held in memory)
+        cronbach_alpha split_half effect_size_loo_low effect_size_loo_high effect_size_without_loo_word
+                                float64, fill NaN: how well the cell's attribute words (or base
+                                pairs) agree; loo_word (str) the word whose leaving out moves d most
         done                    bool, fill False: the cell's completion flag
     attrs: seed, alternative, similarity, sd_ddof, biasdask_version, config (YAML text), config_hash,
            created, biasdask_store ("results"), store_id (new at every creation); while a run
@@ -107,6 +110,7 @@ __all__ = [
     "DIMS",
     "FORMER_NAMES",
     "FULL_VOCABULARY_TESTS",
+    "LONG_NAMES",
     "TestLabel",
     "config_hash",
     "copy_cells",
@@ -275,6 +279,38 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
         "ingest); empty for an embedding held in memory or a store written before stores had one",
     ),
     "store_source": (str, "", "where that embedding store's data came from (the file it was ingested from)"),
+    "cronbach_alpha": (
+        _FLOAT,
+        np.nan,
+        "Cronbach's alpha of the attribute words as items (cos(w, a) for A's, -cos(w, b) for B's) over the target "
+        "words X and Y as cases (classic tests); of the base pairs as items (each pair's association) over the "
+        "whole vocabulary as cases (gender with attribute pairs); NaN with fewer than 2 items",
+    ),
+    "split_half": (
+        _FLOAT,
+        np.nan,
+        "split-half reliability of the attribute words (or base pairs): the correlation over the cases of the "
+        "associations of two halves of A and B, Spearman-Brown corrected, averaged over every split (or over "
+        "random splits seeded by the cell's seed when there are more)",
+    ),
+    "effect_size_loo_low": (
+        _FLOAT,
+        np.nan,
+        "smallest effect size d with one attribute word left out (each word of A and B in turn, classic tests; "
+        "each base pair of a cosine or RIPA gender cell of pairs, from the pairs' moments over the vocabulary)",
+    ),
+    "effect_size_loo_high": (_FLOAT, np.nan, "largest effect size d with one attribute word left out"),
+    "loo_word": (str, "", "the attribute word whose leaving out moves d most, e.g. 'he (A)', or base pair, 'he/she'"),
+    "effect_size_without_loo_word": (_FLOAT, np.nan, "the effect size d without loo_word"),
+}
+#: a short name of a cube variable for figures and tables (its attr long_name), where it has one
+LONG_NAMES: dict[str, str] = {
+    "cronbach_alpha": "Cronbach's alpha of the attribute words",
+    "split_half": "split-half reliability of the attribute words",
+    "effect_size_loo_low": "effect size, one attribute word left out: lowest",
+    "effect_size_loo_high": "effect size, one attribute word left out: highest",
+    "loo_word": "attribute word that moves the effect size most",
+    "effect_size_without_loo_word": "effect size without that word",
 }
 #: variables computed from the whole cube at the end of a run (:func:`write_cube_variable`), not by a cell
 DERIVED_VARIABLES: tuple[str, ...] = ("p_value_adjusted", "p_value_placebo_adjusted")
@@ -339,6 +375,11 @@ def _in_process_only(target: str) -> bool:
     every missing chunk into fill values: data of these stores must be read in this process.
     """
     return any(fsspec.core.split_protocol(link)[0] == "memory" for link in target.split("::"))
+
+
+def _variable_attrs(name: str, description: str) -> dict[str, Any]:
+    """The attrs of a cube variable: its description, and its long name where it has one."""
+    return {"description": description, **({"long_name": LONG_NAMES[name]} if name in LONG_NAMES else {})}
 
 
 def _check_name(kind: str, name: Any) -> str:
@@ -743,7 +784,7 @@ async def _create_async(
                 fill_value=fill,
                 chunks=shape,  # one object per variable: the cube opens at once (cells go to records)
                 dimension_names=DIMS,
-                attributes={"description": description},
+                attributes=_variable_attrs(name, description),
             )
             for name, (dtype, fill, description) in variables.items()
         ),
@@ -962,7 +1003,7 @@ async def _load_async(target: str, kw: dict[str, Any], url: str) -> tuple[Any, d
         for name, value in record.items():
             cube[name][idx] = value
         cube[_DONE][idx] = True
-    attrs = {n: dict(arrays[n].attrs) if n in arrays else {"description": variables[n][2]} for n in variables}
+    attrs = {n: dict(arrays[n].attrs) if n in arrays else _variable_attrs(n, variables[n][2]) for n in variables}
     return root, labels, cube, records, attrs
 
 

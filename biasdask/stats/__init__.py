@@ -30,6 +30,8 @@ _EXPORTS = {
     "cronbach_alpha": "biasdask.stats.reliability",
     "split_half": "biasdask.stats.reliability",
     "leave_one_out": "biasdask.stats.reliability",
+    "internal_consistency": "biasdask.stats.reliability",
+    "vocabulary_effect_size": "biasdask.stats.reliability",
     "item_moments": "biasdask.stats.reliability",
     "merge_item_moments": "biasdask.stats.reliability",
     "score_correlation": "biasdask.stats.reliability",

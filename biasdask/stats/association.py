@@ -38,6 +38,7 @@ __all__ = [
     "association_axes",
     "attribute_direction",
     "linear_directions",
+    "pair_associations",
     "unit_rows",
 ]
 
@@ -258,3 +259,35 @@ def associate(kind: Association, vectors: NDArray, norms: NDArray, axes: NDArray
         )
         return (to_b - to_a).astype(np.float32)
     raise ValueError(f"unknown association {kind!r}; choose from {list(ASSOCIATIONS)}")
+
+
+def pair_associations(kind: Association, vectors: NDArray, norms: NDArray, pair_axes: NDArray) -> NDArray[np.float64]:
+    """The association ``kind`` of a block of words with each base pair on its own: the items whose
+    agreement over a vocabulary is the internal consistency of the pairs.
+
+    Parameters
+    ----------
+    kind
+        One of :data:`ASSOCIATIONS`.
+    vectors, norms
+        As for :func:`associate`.
+    pair_axes
+        Shape (k, m, D): pair j's :func:`association_axes` (of its two words alone).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (n, k), float64: column j is :func:`associate` with pair j's axes (float32, as u), widened;
+        NaN where the norm is 0.
+
+    Examples
+    --------
+    >>> axes = np.stack([association_axes("cosine", [[1.0, 0.0]], [[0.0, 1.0]]),
+    ...                  association_axes("cosine", [[1.0, 1.0]], [[-1.0, 1.0]])])
+    >>> pair_associations("cosine", np.array([[2.0, 0.0]], np.float32), np.array([2.0]), axes).round(4).tolist()
+    [[1.0, 1.4142]]
+    """
+    out = np.empty((np.shape(vectors)[0], len(pair_axes)))
+    for j, axes in enumerate(pair_axes):
+        out[:, j] = associate(kind, vectors, norms, axes)
+    return out

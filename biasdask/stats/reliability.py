@@ -9,7 +9,8 @@ Test-retest and agreement between rules (:func:`paired_correlation`, :func:`pair
     ``paired=True``, BCa by default); ICC(2,1) across k embeddings (Shrout & Fleiss 1979) with the
     F-based interval of McGraw & Wong 1996 asks whether the values themselves agree, not only their order.
 
-Internal consistency (:func:`cronbach_alpha`, :func:`split_half`, :func:`leave_one_out`)
+Internal consistency (:func:`cronbach_alpha`, :func:`split_half`, :func:`leave_one_out`; the three of one
+test by :func:`internal_consistency`)
     The items are the attribute words (or the base pairs of a direction), the cases the target words
     (or the whole vocabulary). Item j's score for target w is cos(w, a_j) for a word of A and
     −cos(w, b_j) for a word of B, so that every item is larger when w leans towards A and their mean
@@ -44,11 +45,13 @@ from scipy import special, stats
 
 from biasdask.stats.bootstrap import RESAMPLING_METHODS, ResamplingMethod, bootstrap_bounds
 from biasdask.stats.checks import check_count, check_seed
+from biasdask.stats.weat import weat_effect_size
 
 __all__ = [
     "MOMENT_BLOCK",
     "PAIR_FIELDS",
     "CronbachAlpha",
+    "InternalConsistency",
     "IntraclassCorrelation",
     "ItemMoments",
     "LeaveOneOut",
@@ -58,6 +61,7 @@ __all__ = [
     "ScoreCorrelation",
     "SplitHalf",
     "cronbach_alpha",
+    "internal_consistency",
     "intraclass_correlation",
     "item_moments",
     "leave_one_out",
@@ -66,6 +70,7 @@ __all__ = [
     "pairwise_correlations",
     "score_correlation",
     "split_half",
+    "vocabulary_effect_size",
 ]
 
 MOMENT_BLOCK = 1024
@@ -1329,6 +1334,180 @@ def leave_one_out(
         most_influential=most,
         word=names[most],
         shift=float(values[most] - full),
+    )
+
+
+@dataclass(frozen=True)
+class InternalConsistency:
+    """How well the attribute words (or base pairs) of one test agree (:func:`internal_consistency`).
+
+    Attributes
+    ----------
+    alpha : CronbachAlpha
+        Cronbach's α of the items over the cases.
+    split_half : SplitHalf
+        The Spearman-Brown corrected split-half reliability of the attribute sets.
+    leave_one_out : LeaveOneOut or None
+        The effect size d leaving out each attribute word (or pair) in turn; None without cases to
+        compute d from (a vocabulary's moments).
+    n_a : int or None
+        The items of A (the first ones, then B's); None when the items are base pairs.
+    """
+
+    alpha: CronbachAlpha
+    split_half: SplitHalf
+    leave_one_out: LeaveOneOut | None
+    n_a: int | None
+
+
+def _composite_d(items: NDArray[np.float64], n_a: int | None, n_x: int) -> Callable:
+    """d of the association the items make, s(w) = mean of A's items + mean of B's items (B's items are
+    −cos(w, b)) or the mean of the pairs' items, X the first ``n_x`` cases."""
+
+    def d(a_index: NDArray[np.intp], b_index: NDArray[np.intp]) -> float:
+        if n_a is None:
+            s = items[:, a_index].mean(axis=1)
+        else:
+            s = items[:, a_index].mean(axis=1) + items[:, n_a + b_index].mean(axis=1)
+        return weat_effect_size(s[:n_x], s[n_x:])
+
+    return d
+
+
+def vocabulary_effect_size(
+    items: ItemMoments, *, n_a: int | None
+) -> Callable[[NDArray[np.intp], NDArray[np.intp]], float]:
+    """The full-vocabulary test's d of the association the items make, from their moments over a
+    vocabulary: ``effect_size(a_index, b_index)`` for :func:`internal_consistency` (d without a word or
+    pair, with no second pass over the vectors).
+
+    The association with the items ``a_index`` of A and ``b_index`` of B is the composite s = Σ_j w_j x_j
+    with w_j = 1/|a_index| on A's and 1/|b_index| on B's (for pairs, ``n_a`` None, 1/|a_index| on the pairs
+    kept): the test's u when u is linear in the attribute vectors (cosine, RIPA). Against a dummy
+    language of as many words scoring 0, d = s̄ / √((wᵀCw + n s̄²/2) / (2n − 1)) with s̄ = wᵀμ, C the
+    centred cross-products and n the words used (:func:`biasdask.stats.effect.effect_size`).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(0.1, 1.0, size=(1000, 3))
+    >>> d = vocabulary_effect_size(item_moments(x), n_a=None)
+    >>> s = x[:, [0, 2]].mean(axis=1)
+    >>> pooled = np.r_[s, np.zeros(1000)]
+    >>> bool(np.isclose(d(np.array([0, 2]), np.array([0, 2])), s.mean() / pooled.std(ddof=1)))
+    True
+    """
+    if not isinstance(items, ItemMoments):
+        raise TypeError(f"items must be ItemMoments, got {type(items).__name__}")
+    totals = items.totals()
+    k, n = totals.k, totals.n
+    if n_a is not None and not 1 <= n_a < k:
+        raise ValueError(f"n_a must be in 1..{k - 1}, got {n_a}")
+
+    def d(a_index: NDArray[np.intp], b_index: NDArray[np.intp]) -> float:
+        w = np.zeros(k)
+        if n_a is None:
+            w[a_index] = 1.0 / len(a_index)
+        else:
+            w[a_index] = 1.0 / len(a_index)
+            w[n_a + np.asarray(b_index)] = 1.0 / len(b_index)
+        mean = math.fsum((w * totals.mean).tolist())
+        spread = math.fsum((np.multiply.outer(w, w) * totals.comoment).ravel().tolist())
+        variance = (spread + n * mean * mean / 2.0) / (2 * n - 1) if n > 0 else math.nan
+        return mean / math.sqrt(variance) if variance > 0 else math.nan
+
+    return d
+
+
+def internal_consistency(
+    items: ArrayLike | ItemMoments,
+    *,
+    seed: int,
+    n_a: int | None,
+    n_x: int | None = None,
+    effect_size: Callable[[NDArray[np.intp], NDArray[np.intp]], float] | None = None,
+    words: Sequence[str] | None = None,
+    n_splits: int = 5000,
+) -> InternalConsistency:
+    """The internal consistency of a test's attribute words (Du, Fang & Nguyen 2021): Cronbach's α
+    (:func:`cronbach_alpha`), the split-half reliability (:func:`split_half`) and the range of d leaving
+    out one word (or pair) at a time (:func:`leave_one_out`), in one call.
+
+    Parameters
+    ----------
+    items
+        Item scores, shape (n cases, k items): for a WEAT-style test the target words X then Y as cases
+        and the attribute words of A then B as items, cos(w, a_j) for A's and −cos(w, b_j) for B's
+        (:func:`biasdask.stats.weat.weat_items`); for base pairs one column per pair, its association.
+        Or their :class:`ItemMoments` gathered over a vocabulary (no ``n_x``: no d).
+    seed
+        Seeds the random splits (non-negative integer).
+    n_a
+        A's items (the first ``n_a`` columns); None when the items are base pairs (one list).
+    n_x
+        The first ``n_x`` cases are X, the others Y: d is WEAT's effect size of the association the
+        items make, s(w) = mean of A's items + mean of B's items (mean_A cos − mean_B cos), or the mean
+        of the pairs' items.
+    effect_size
+        Instead of ``n_x``: ``effect_size(a_index, b_index)`` → d with the words ``a_index`` of A and
+        ``b_index`` of B (for pairs the same index twice), when the test's d is not WEAT's of these items
+        (Lewis & Lupyan's career/family d with its grammatical-gender runs).
+    words
+        Names of the items (A's then B's, or the pairs), for the word :func:`leave_one_out` names.
+    n_splits
+        As in :func:`split_half`.
+
+    Returns
+    -------
+    InternalConsistency
+
+    Raises
+    ------
+    ValueError, TypeError
+        ``n_x`` and ``effect_size`` both given, ``n_x`` without cases (moments) or not leaving a case
+        to Y, and as :func:`cronbach_alpha`, :func:`split_half` and :func:`leave_one_out`.
+
+    Examples
+    --------
+    WEAT's items for 4 + 4 targets and 3 + 3 attribute words (random cosines here):
+
+    >>> rng = np.random.default_rng(1)
+    >>> cos_a, cos_b = rng.normal(0.3, 0.1, (8, 3)), rng.normal(0.2, 0.1, (8, 3))
+    >>> cos_a[:4] += 0.1
+    >>> res = internal_consistency(np.hstack([cos_a, -cos_b]), n_a=3, n_x=4, seed=0,
+    ...                            words=["he", "man", "boy", "she", "woman", "girl"])
+    >>> res.split_half.exact, res.split_half.n_splits, res.leave_one_out.word
+    (True, 9, 'girl')
+    >>> round(res.alpha.alpha, 3), round(res.leave_one_out.statistic, 3)
+    (0.403, 0.888)
+    """
+    seed = check_seed(seed)
+    if n_x is not None and effect_size is not None:
+        raise ValueError("give n_x (WEAT's d of the items) or effect_size (the test's own d), not both")
+    table = items if isinstance(items, ItemMoments) else _numbers(items, "items", 2)
+    k = table.k if isinstance(table, ItemMoments) else table.shape[1]
+    if n_a is not None:
+        n_a = check_count(n_a, "n_a", 1)
+        if n_a >= k:
+            raise ValueError(f"n_a must leave at least one of the {k} items to B, got {n_a}")
+    if n_x is not None:
+        if isinstance(table, ItemMoments):
+            raise ValueError("n_x needs the items' scores case by case, not their moments")
+        n_x = check_count(n_x, "n_x", 1)
+        if n_x >= table.shape[0]:
+            raise ValueError(f"n_x must leave at least one of the {table.shape[0]} cases to Y, got {n_x}")
+        effect_size = _composite_d(table, n_a, n_x)
+    moments = table if isinstance(table, ItemMoments) else item_moments(table)
+    loo = None
+    if effect_size is not None:
+        paired = n_a is None
+        n_b = k if n_a is None else k - n_a
+        loo = leave_one_out(effect_size, n_a=k if n_a is None else n_a, n_b=n_b, paired=paired, words=words)
+    return InternalConsistency(
+        alpha=cronbach_alpha(moments),
+        split_half=split_half(moments, seed=seed, n_a=n_a, n_splits=n_splits),
+        leave_one_out=loo,
+        n_a=n_a,
     )
 
 

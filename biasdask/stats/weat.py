@@ -8,10 +8,12 @@
   (|â - b̂|² = 2 - 2 cos) and the two measures rank pairs identically.
 - :func:`word_association`: s(w, A, B) = mean_a f(w, a) - mean_b f(w, b) for each row w (eq. 2).
 - :func:`weat_statistic`: s(X, Y, A, B) = Σ_x s(x, A, B) - Σ_y s(y, A, B) (eq. 1).
+- :func:`weat_items`: the attribute words as items of the target words (their internal consistency).
 - :func:`weat_effect_size`: (mean_X s - mean_Y s) / sd_{X∪Y} s with the sample SD, ddof = 1 (eq. 3; the
   convention that reproduces Caliskan et al.'s published values).
 - :func:`career_family_effect`: Lewis & Lupyan 2020's career/family IAT effect size per language, with
   their averaging over translations and their grammatical-gender convention.
+- :func:`career_family_items`: its attribute words as items of its target words, with those vectors.
 
 Permutation p-values are the engine's (:mod:`biasdask.engine.permutation`): it takes the per-word
 scores s_x, s_y computed here.
@@ -31,10 +33,13 @@ from biasdask.stats.linalg import matmul_t
 __all__ = [
     "SIMILARITIES",
     "CareerFamilyEffect",
+    "CareerFamilyItems",
     "CareerFamilyRun",
     "career_family_effect",
+    "career_family_items",
     "similarity_matrix",
     "weat_effect_size",
+    "weat_items",
     "weat_scores",
     "weat_statistic",
     "word_association",
@@ -123,6 +128,29 @@ def weat_scores(
     xu, yu = _matrix(x, "w"), _matrix(y, "w")
     s = _associations(np.concatenate([xu, yu]), a, b, similarity)
     return s[: len(xu)], s[len(xu) :]
+
+
+def weat_items(
+    x: ArrayLike, y: ArrayLike, a: ArrayLike, b: ArrayLike, similarity: str = "cosine"
+) -> NDArray[np.float64]:
+    """The attribute words as items of the target words: f(w, a_j) for A's words, then −f(w, b_j) for
+    B's, one row per word of X then of Y (shape (|X| + |Y|, |A| + |B|)); the mean of A's items plus the
+    mean of B's is s(w, A, B) (:func:`word_association`). What
+    :func:`biasdask.stats.reliability.internal_consistency` takes for a WEAT-style test.
+
+    Examples
+    --------
+    >>> weat_items([[1.0, 0.0]], [[0.0, 1.0]], [[1.0, 0.0], [1.0, 1.0]], [[0.0, 2.0]]).round(3).tolist()
+    [[1.0, 0.707, -0.0], [0.0, 0.707, -1.0]]
+    """
+    wu = np.concatenate([_matrix(x, "w"), _matrix(y, "w")])
+    dim = wu.shape[1]
+    return np.hstack(
+        [
+            _similarities(wu, _unit_attributes(a, "a", dim), similarity),
+            -_similarities(wu, _unit_attributes(b, "b", dim), similarity),
+        ]
+    )
 
 
 def weat_statistic(s_x: ArrayLike, s_y: ArrayLike) -> float:
@@ -277,21 +305,93 @@ def career_family_effect(
     MissingWordsError
         When no word of some category has a token in ``vectors`` (in some run).
     """
-    entries = [(c, w, g, t, tuple(tok)) for c, w, g, t, tok in entries]
-    bad = sorted({g for _, _, g, _, _ in entries} - {"M", "F", "N"})
-    if bad:
-        raise ValueError(f"unknown grammatical gender(s) {bad}: expected M, F or N")
-    gendered = any(g != "N" for _, _, g, _, _ in entries)
-    if not gendered:
-        run = _career_family_run("all", entries, vectors, targets, attributes, ddof)
-        s_x, s_y = run.s[targets[0]], run.s[targets[1]]
-        runs: tuple[CareerFamilyRun, ...] = (run,)
-        sd = run.sd
-    else:
-        masc = _career_family_run("masculine", [e for e in entries if e[2] != "F"], vectors, targets, attributes, ddof)
-        fem = _career_family_run("feminine", [e for e in entries if e[2] != "M"], vectors, targets, attributes, ddof)
-        s_x, s_y = masc.s[targets[0]], fem.s[targets[1]]
-        runs = (masc, fem)
-        sd = (masc.sd + fem.sd) / 2
+    runs = tuple(
+        _career_family_run(forms, run, vectors, targets, attributes, ddof) for forms, run in _runs(_entries(entries))
+    )
+    gendered = len(runs) == 2
+    s_x, s_y = runs[0].s[targets[0]], runs[-1].s[targets[1]]
+    sd = (runs[0].sd + runs[1].sd) / 2 if gendered else runs[0].sd
     d = float((s_x.mean() - s_y.mean()) / sd) if sd > 0 else float("nan")
     return CareerFamilyEffect(effect_size=d, grammatical_gender=gendered, runs=runs, s_x=s_x, s_y=s_y)
+
+
+_Entry = tuple[str, str, str, str, tuple[str, ...]]
+
+
+def _entries(entries: Iterable[tuple[str, str, str, str, Sequence[str]]]) -> list[_Entry]:
+    """IAT translations as tuples, their grammatical genders checked."""
+    out = [(c, w, g, t, tuple(tok)) for c, w, g, t, tok in entries]
+    bad = sorted({g for _, _, g, _, _ in out} - {"M", "F", "N"})
+    if bad:
+        raise ValueError(f"unknown grammatical gender(s) {bad}: expected M, F or N")
+    return out
+
+
+def _runs(entries: list[_Entry]) -> list[tuple[str, list[_Entry]]]:
+    """Lewis & Lupyan's runs: every form, or with grammatical gender the masculine and neutral forms
+    (the first target category's run) and the feminine and neutral ones (the second's)."""
+    if all(g == "N" for _, _, g, _, _ in entries):
+        return [("all", entries)]
+    return [("masculine", [e for e in entries if e[2] != "F"]), ("feminine", [e for e in entries if e[2] != "M"])]
+
+
+@dataclass(frozen=True)
+class CareerFamilyItems:
+    """The attribute words of the career/family test as items of its target words (:func:`career_family_items`).
+
+    Attributes
+    ----------
+    items
+        Shape (n_x + n_y, n_a + n_b): cos(w, a_j) for the words of the first attribute category, then
+        −cos(w, b_j) for the second's; rows the words of the first target category, then the second's.
+    n_x
+        Words of the first target category (the first rows).
+    words_a, words_b
+        The attribute words (English glosses) of the columns.
+    """
+
+    items: NDArray[np.float64]
+    n_x: int
+    words_a: tuple[str, ...]
+    words_b: tuple[str, ...]
+
+
+def career_family_items(
+    entries: Iterable[tuple[str, str, str, str, Sequence[str]]],
+    vectors: Mapping[str, ArrayLike],
+    *,
+    targets: tuple[str, str] = ("male", "female"),
+    attributes: tuple[str, str] = ("career", "family"),
+    order: Mapping[str, Sequence[str]] | None = None,
+) -> CareerFamilyItems:
+    """The attribute words of Lewis & Lupyan 2020's career/family test as items of its target words, with
+    the vectors of :func:`career_family_effect`: a word's vector the mean of its translations', and with
+    grammatical gender the first target category's words and the attributes of the masculine run, the
+    second's of the feminine run, so that the mean of a row's items over each attribute category is
+    that word's s. An attribute word is an item when every run has it. ``order``: the words of each
+    category in the order of the rows and columns (e.g. :func:`biasdask.lexicon.iat_categories`);
+    by default the order of their first translation in ``entries``.
+
+    Raises
+    ------
+    MissingWordsError
+        No word of a category found (in some run).
+    """
+    checked = _entries(entries)
+    runs = [word_vectors(run, vectors) for _, run in _runs(checked)]
+    listed: dict[str, list[str]] = {}
+    for category, word, *_ in checked:
+        if word not in listed.setdefault(category, []):
+            listed[category].append(word)
+    if order is not None:
+        listed = {c: [w for w in order.get(c, ()) if w in words] for c, words in listed.items()}
+    columns = [tuple(w for w in listed.get(c, []) if all((c, w) in wv for wv in runs)) for c in attributes]
+    blocks = []
+    for target, wv in zip(targets, (runs[0], runs[-1])):
+        rows = [wv[(target, w)] for w in listed.get(target, []) if (target, w) in wv]
+        empty = [c for c, words in zip((target, *attributes), (rows, *columns)) if not len(words)]
+        if empty:
+            raise MissingWordsError(f"career/family test: no word of category {', '.join(empty)} was found")
+        a, b = (np.array([wv[(c, w)] for w in words]) for c, words in zip(attributes, columns))
+        blocks.append(np.hstack([similarity_matrix(rows, a), -similarity_matrix(rows, b)]))
+    return CareerFamilyItems(np.concatenate(blocks), len(blocks[0]), columns[0], columns[1])

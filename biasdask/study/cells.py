@@ -9,6 +9,7 @@ variables a finished (or skipped) test writes into the results cube.
 - :func:`cell_word_sets`: where a cell's word sets come from (``weat7``, ``xweat7:de``, ...), recorded
   with it so that cells of one test column built from different lists are not compared unawares.
 - :func:`cell_values`: the one builder of a cube cell's variables from any test result.
+- :func:`consistency_values`: the variables of a cell's internal consistency.
 - :func:`store_values`: the variables that record which embedding store a language's cells read.
 """
 
@@ -28,12 +29,14 @@ from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.io.store import StoreIdentity
 from biasdask.lexicon import available_tests, iat_languages, iat_words, weat_test, xweat_test
+from biasdask.stats.reliability import InternalConsistency
 from biasdask.stats.resampling import Resampling
 
 __all__ = [
     "cell_values",
     "cell_word_sets",
     "cell_words",
+    "consistency_values",
     "coverage_values",
     "run_cell",
     "store_values",
@@ -167,7 +170,30 @@ def cell_values(result, **extra) -> dict[str, float | int | bool | str]:
             values[name] = getattr(result, name)
     if getattr(result, "n_placebo", 0):
         values.update({name: getattr(result, name) for name in PLACEBO_FIELDS})
+    if getattr(result, "consistency", None) is not None:
+        values.update(consistency_values(result.consistency))
     values.update(extra)
+    return values
+
+
+def consistency_values(consistency: InternalConsistency) -> dict[str, float | str]:
+    """The cube variables of a cell's internal consistency: ``cronbach_alpha``, ``split_half`` and, where
+    d was recomputed without each attribute word, ``effect_size_loo_low``, ``effect_size_loo_high``,
+    ``loo_word`` (``he (A)``; a pair as ``he/she``) and ``effect_size_without_loo_word``."""
+    n_a = consistency.n_a
+    values: dict[str, float | str] = {
+        "cronbach_alpha": consistency.alpha.alpha,
+        "split_half": consistency.split_half.reliability,
+    }
+    loo = consistency.leave_one_out
+    if loo is not None and loo.most_influential >= 0:
+        side = "" if n_a is None else " (A)" if loo.most_influential < n_a else " (B)"
+        values.update(
+            effect_size_loo_low=loo.low,
+            effect_size_loo_high=loo.high,
+            loo_word=f"{loo.word}{side}",
+            effect_size_without_loo_word=float(loo.values[loo.most_influential]),
+        )
     return values
 
 

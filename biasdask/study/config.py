@@ -17,7 +17,7 @@ Example::
     alpha: 0.05                  # the level the correction, the report and the figures use
     ci_level: 0.95               # effect size intervals (classic tests: bootstrap of target words); null: none
     placebo: {n: 1000, exclude: [], words: letters, rank_ratio: 2, min_candidates: 50}  # default; false: none
-    attributes: iat              # catalog (default) | iat | {a: [...], b: [...]}; also per language
+    attributes: iat              # catalog (default) | iat | bolukbasi | {a: [...], b: [...]} | {pairs: [[a, b], ...]} | {pairs: iat}; also per language
     exclude_words: gender_specific   # or a list of words
     dedupe_vectors: true         # score each distinct vector once (its first, most frequent word)
     storage_options:                                  # fsspec options of every URL
@@ -46,7 +46,13 @@ or ``{fr: {attributes: iat}}``. The attribute words of the ``gender`` test (``at
 languages or per language): ``catalog`` (default; the catalog's translations of *male* and *female* from
 ``biasdask languages``), ``iat`` (the 8 male and 8 female terms of Lewis & Lupyan 2020 in the
 ``iat_model``'s translations, masculine/feminine forms as in the IAT test) or explicit lists
-``{a: [...], b: [...]}``; each cell records which (``attribute_set``). Validation happens before any work starts and every error names the offending key.
+``{a: [...], b: [...]}``; or base pairs (a[i], b[i]): ``bolukbasi`` (Bolukbasi et al. 2016's ten
+definitional pairs, English: he/she, man/woman, ...), ``{pairs: [[he, she], [man, woman], ...]}`` (the
+first word of each pair in A) or ``{pairs: iat}`` (the IAT's terms paired in their order: male/female,
+man/woman, boy/girl, ...). A ``gender`` cell of pairs also reports their internal consistency over the
+whole vocabulary (``cronbach_alpha``, ``split_half``: each pair's association a per-word item), gathered
+in the pass that computes the scores. Each cell records which (``attribute_set``). Validation happens
+before any work starts and every error names the offending key.
 
 Several embeddings of the same languages (corpora, training seeds) in one study: ``embeddings`` maps a
 name of each to its store template, or to a mapping ``{store: template, languages: [...], iat_model: ...}``
@@ -91,7 +97,16 @@ from biasdask.errors import ConfigError
 from biasdask.io.embeddings import as_embeddings
 from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label, embedding_url
 from biasdask.io.store import check_language_code
-from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm, available_tests, iat_attribute_terms, iat_languages
+from biasdask.lexicon import (
+    NAMED_WORD_LISTS,
+    AttributeTerm,
+    AttributeTerms,
+    available_tests,
+    bolukbasi,
+    iat_attribute_terms,
+    iat_categories,
+    iat_languages,
+)
 from biasdask.lexicon import languages as catalog
 from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.stats.association import ASSOCIATIONS
@@ -107,6 +122,7 @@ __all__ = [
     "ATTRIBUTE_SETS",
     "DEFAULT_PLACEBO",
     "EmbeddingStudies",
+    "PAIRED_SETS",
     "IAT_MODELS",
     "known_tests",
     "LanguageSpec",
@@ -151,7 +167,11 @@ _KEYS = {
     "ci_level",
     "placebo",
 }
-ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
+#: attribute sets of base pairs (a[i], b[i]): Bolukbasi et al. 2016's ten definitional pairs (English), pairs
+#: the study names, the IAT's male and female terms paired in their order; a gender cell of one reports
+#: the pairs' internal consistency over the whole vocabulary
+PAIRED_SETS = ("bolukbasi", "pairs", "iat_pairs")
+ATTRIBUTE_SETS = ("catalog", "iat", "explicit", *PAIRED_SETS)
 
 #: Placebo pairs per test unless the study says otherwise (``placebo: {n: ...}``; ``placebo: false``:
 #: none). Their statistics come from moments gathered in the scoring pass, so a study with them takes
@@ -181,6 +201,11 @@ class LanguageSpec:
     attribute_set: str = "catalog"
     set_metric_words: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
     """Words S, A, B of the set-level metrics (``rnd`` ...), when the study names them."""
+
+    @property
+    def paired(self) -> bool:
+        """Whether ``a`` and ``b`` are base pairs (a[i], b[i]) (:data:`PAIRED_SETS`)."""
+        return self.attribute_set in PAIRED_SETS
 
 
 @dataclass(frozen=True)
@@ -448,15 +473,57 @@ def _choice_list(raw: dict, key: str, default: tuple[str, ...], choices: tuple[s
 
 
 def _attribute_choice(value: Any, key: str) -> tuple[str, tuple[str, ...] | None, tuple[str, ...] | None]:
-    """``attributes:`` as (set name, a, b): ``catalog``, ``iat``, or explicit ``{a: [...], b: [...]}``."""
+    """``attributes:`` as (set name, a, b): ``catalog``, ``iat``, ``bolukbasi``, explicit
+    ``{a: [...], b: [...]}``, or base pairs ``{pairs: [[a, b], ...]}`` or ``{pairs: iat}``."""
     if value in ("catalog", "iat"):
         return value, None, None
+    if value == "bolukbasi":  # (female, male) pairs; A is male
+        pairs = bolukbasi().definitional_pairs
+        return "bolukbasi", tuple(male for _, male in pairs), tuple(female for female, _ in pairs)
+    if isinstance(value, dict) and "pairs" in value:
+        if set(value) != {"pairs"}:
+            raise ConfigError(
+                f"{key}: base pairs stand alone: {{pairs: [[a, b], ...]}} or {{pairs: iat}}, without a or b"
+            )
+        if value["pairs"] == "iat":
+            return "iat_pairs", None, None
+        a, b = _pairs(value["pairs"], f"{key}.pairs")
+        return "pairs", a, b
     if isinstance(value, dict):
         extra = set(value) - {"a", "b"}
         if extra or "a" not in value or "b" not in value:
             raise ConfigError(f"{key}: explicit attribute lists need exactly the keys a and b")
         return "explicit", _words(value["a"], f"{key}.a"), _words(value["b"], f"{key}.b")
-    raise ConfigError(f"{key}: expected catalog, iat or a mapping {{a: [...], b: [...]}}, got {value!r}")
+    raise ConfigError(
+        f"{key}: expected catalog, iat, bolukbasi, a mapping {{a: [...], b: [...]}} or base pairs "
+        f"{{pairs: [[a, b], ...]}} (or {{pairs: iat}}), got {value!r}"
+    )
+
+
+def _pairs(value: Any, key: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Base pairs ``[[a, b], ...]`` as the words of A and of B, in order."""
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{key}: expected a non-empty list of pairs [[a, b], ...] (or iat)")
+    for i, pair in enumerate(value):
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(w, str) and w for w in pair):
+            raise ConfigError(f"{key}[{i}]: expected a pair of two words [a, b], got {pair!r}")
+        if pair[0] == pair[1]:
+            raise ConfigError(f"{key}[{i}]: a pair of one word twice ({pair[0]!r}) has no direction")
+    a, b = tuple(p[0] for p in value), tuple(p[1] for p in value)
+    for side, words in (("first", a), ("second", b)):
+        repeated = sorted({w for w in words if words.count(w) > 1})
+        if repeated:
+            raise ConfigError(f"{key}: {', '.join(map(repr, repeated))} is the {side} word of more than one pair")
+    return a, b
+
+
+def _iat_pairs(terms: AttributeTerms) -> tuple[tuple[AttributeTerm, ...], tuple[AttributeTerm, ...]]:
+    """The IAT's male and female terms paired in their order (male/female, man/woman, ... son/daughter),
+    the pairs of which a language lacks a term left out."""
+    male, female = (dict((t.label, t) for t in side) for side in terms)
+    order = iat_categories()
+    pairs = [(male[m], female[f]) for m, f in zip(order["male"], order["female"]) if m in male and f in female]
+    return tuple(m for m, _ in pairs), tuple(f for _, f in pairs)
 
 
 def _set_metric_words(value: Any, key: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None:
@@ -618,7 +685,12 @@ def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
             name, a, b = _attribute_choice(settings["attributes"], f"{key}.attributes")
         else:
             name, a, b = default_set
-        if (a is None or b is None) and name != "iat":
+        if name == "bolukbasi" and code != "en":
+            raise ConfigError(
+                f"{key}: attributes bolukbasi: Bolukbasi et al. 2016's definitional pairs are English; for "
+                f"language {code!r} give pairs: [[a, b], ...] or pairs: iat"
+            )
+        if (a is None or b is None) and name not in ("iat", "iat_pairs"):
             if code not in table.index:
                 raise ConfigError(
                     f"{key}: language {code!r} is not in the catalog (biasdask languages); give its attribute "
@@ -626,15 +698,16 @@ def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
                 )
             a = a or (str(table.loc[code, "male"]),)
             b = b or (str(table.loc[code, "female"]),)
-        if name == "iat":
+        if name in ("iat", "iat_pairs"):
             if iat_model not in IAT_MODELS or code not in iat_languages(iat_model):
                 where = "" if source.name is None else f" (embedding {source.name})"
                 raise ConfigError(
-                    f"{key}: attributes iat: no IAT translations for language {code!r} with iat_model "
-                    f"{iat_model!r}{where} (available: "
+                    f"{key}: attributes {'iat' if name == 'iat' else 'pairs: iat'}: no IAT translations for "
+                    f"language {code!r} with iat_model {iat_model!r}{where} (available: "
                     f"{list(iat_languages(iat_model)) if iat_model in IAT_MODELS else []})"
                 )
-            a, b = iat_attribute_terms(iat_model, str(code))
+            terms = iat_attribute_terms(iat_model, str(code))
+            a, b = _iat_pairs(terms) if name == "iat_pairs" else terms
         metric_words = _set_metric_words(settings.get("set_metric_words"), f"{key}.set_metric_words")
         specs.append(LanguageSpec(str(code), store, a, b, name, metric_words or default_metric_words))
     return tuple(specs)

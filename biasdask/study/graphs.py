@@ -19,11 +19,13 @@ from dask.delayed import Delayed
 from biasdask.engine.placebo import PlaceboPlan, placebo_forbidden, plan_placebo
 from biasdask.engine.scores import (
     Attributes,
+    PairAxes,
     as_terms,
     attribute_vectors,
     attributes_graph,
     excluded_targets,
     nfc,
+    pair_axes,
     positions,
     scores_graph,
 )
@@ -106,11 +108,14 @@ class FamilyGraph:
     found: Delayed
     """The attributes of the scores that come from reading the vectors, delayed."""
     moments: list[Delayed] | None
-    """With a placebo, each chunk's (rows, moments) pair, delayed."""
+    """With a placebo or base pairs, each task's (rows, moments) pair, delayed."""
     attributes: Attributes
     """The attribute sets as a task found them, and the association's axes."""
     placebo: PlaceboPlan | None
     """The family's placebo plan (None without a placebo)."""
+    pairs: PairAxes | None = None
+    """A gender family of base pairs: the pairs in use and their axes, whose items' moments the scores
+    tasks gather (None otherwise)."""
 
 
 def family_graph(
@@ -133,8 +138,11 @@ def family_graph(
         (attributes,) = future.result()
     finally:
         tasks.release([future])
-    # the placebo's moments are gathered where u is computed, in the same read
+    # the placebo's moments, and the base pairs' item moments, are gathered where u is computed, in the same read
     moments = bool(cfg.placebo and plan.families.get(label))
+    pairs = None
+    if test == "gender" and lang.paired and plan.families.get(label):
+        pairs = pair_axes(association, a, b, attributes.a, attributes.b)
     graph = scores_graph(
         emb,
         a,
@@ -144,6 +152,7 @@ def family_graph(
         vocabulary=vocabulary,
         attributes=attributes,
         moments=moments,
+        pair_axes=pairs.axes if pairs is not None and len(pairs.labels) >= 2 else None,
     )
     placebo = None
     if moments:  # its words looked up here, in the thread that builds the graph
@@ -159,7 +168,7 @@ def family_graph(
                 association, as_terms(a), as_terms(b), attributes.a, attributes.b, lang.code
             ),
         )
-    return FamilyGraph(graph.scores, graph.stacked, graph.found, graph.moments, attributes, placebo)
+    return FamilyGraph(graph.scores, graph.stacked, graph.found, graph.moments, attributes, placebo, pairs)
 
 
 def cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_words) -> xr.Dataset:

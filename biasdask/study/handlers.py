@@ -188,7 +188,9 @@ def family_cells(code: str, test: str, methods: Sequence[str], values: dict, com
     cells = []
     placebo = computed.placebo
     for k, (method, res, d_w) in enumerate(zip(methods, computed.results, computed.weighted)):
-        cell = cell_values(res, **{**values, "t_method": method, "effect_size_weighted": float(d_w)})
+        cell = cell_values(
+            res, **{**values, **computed.consistency, "t_method": method, "effect_size_weighted": float(d_w)}
+        )
         draws = None
         if isinstance(placebo, PlaceboResult):
             cell.update(**placebo.fields(k), **placebo.interval)

@@ -47,6 +47,7 @@ from biasdask.study.work import (
     classic_cell,
     family_batch,
     family_cells,
+    family_consistency,
     family_placebo,
     family_pools,
     write_gathered_scores,
@@ -209,16 +210,21 @@ class Stream:
         # one message submits every batch; they depend on the pool: no round trip through this process
         ranges = plan.ranges
         parts = self.tasks.map(family_batch, [pool] * len(ranges), *zip(*ranges), priority=plan.priority)
-        placebo = None
-        if graph.moments is not None:  # the same placebo pairs for every weighting of the family, seeded by it
+        placebo = consistency = None
+        if graph.placebo is not None:  # the same placebo pairs for every weighting of the family, seeded by it
             # beside the pool, before the permutations: it is not left to lengthen the family's tail
             job = {"plan": graph.placebo, "n": cfg.placebo, "ci_level": cfg.ci_level, "seed": plan.seed}
             placebo = self.tasks.submit(family_placebo, job, rows, *pieces, priority=plan.pool_priority)
             family.futures.append(placebo)
+        if graph.pairs is not None and len(graph.pairs.labels) >= 2:  # the pairs' items, gathered with the scores
+            job = {"pairs": graph.pairs.labels, "association": split_label(label).association, "seed": plan.seed}
+            consistency = self.tasks.submit(family_consistency, job, *pieces, priority=plan.pool_priority)
+            family.futures.append(consistency)
         cells = self.tasks.submit(
             family_cells,
             pool,
             placebo,
+            consistency,
             *parts,
             return_null=cfg.save_null,
             tag=FamilyDone(code, label),

@@ -1,8 +1,9 @@
 """What a study's tasks run: plain functions of computed values, on the workers (or threads of the client).
 
 A family of full-vocabulary cells is a pool task (:func:`family_pools`, from its scores where they were
-computed), batch tasks (:func:`family_batch`), a placebo task (:func:`family_placebo`) and a last task
-that assembles its results (:func:`family_cells`). A classic cell is one task on the few rows it reads
+computed), batch tasks (:func:`family_batch`), a placebo task (:func:`family_placebo`), for base pairs a
+task of their internal consistency (:func:`family_consistency`) and a last task that assembles its
+results (:func:`family_cells`). A classic cell is one task on the few rows it reads
 (:func:`classic_cell`). A language's per-word scores are written by a task where they were computed
 (:func:`write_scores`; the words are copied from the embedding store). The functions are named by
 reference when a task is sent, so a worker runs them from this module.
@@ -18,8 +19,10 @@ import dask
 import numpy as np
 import xarray as xr
 
+from biasdask.engine.consistency import pairs_consistency
 from biasdask.engine.placebo import PlaceboResult, run_placebo, weights_from_scores
 from biasdask.engine.pools import Pool, finish_pools, pools_batch, prepare_pools
+from biasdask.engine.scores import ChunkMoments
 from biasdask.engine.weat import CoverageError
 from biasdask.errors import BiasdaskError, PlaceboUnavailableError
 from biasdask.io import results as rs
@@ -27,7 +30,7 @@ from biasdask.io.fs import Location
 from biasdask.io.store import embedding_identity, open_embeddings, stored_vectors, vocabulary_files
 from biasdask.stats.permutation import PermutationTestResult
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
-from biasdask.study.cells import cell_values, run_cell, store_values
+from biasdask.study.cells import cell_values, consistency_values, run_cell, store_values
 
 __all__ = [
     "ClassicResult",
@@ -37,6 +40,7 @@ __all__ = [
     "classic_cell",
     "family_batch",
     "family_cells",
+    "family_consistency",
     "family_placebo",
     "family_pools",
     "joined_rows",
@@ -54,11 +58,15 @@ def _rows(piece) -> list[np.ndarray]:
     return [piece[0]] if isinstance(piece, tuple) else [piece]
 
 
+def _gathered(pieces) -> list[ChunkMoments]:
+    """What the tasks of computed pieces of scores (pairs, or lists of them) gathered besides the rows,
+    in chunk order."""
+    return [gathered for piece in pieces for _, gathered in (piece if isinstance(piece, list) else [piece])]
+
+
 def _moments(pieces) -> list:
-    """The placebo moments of computed pieces of scores (pairs, or lists of them; a pair holds one
-    chunk's moments or a list of its chunks'), in chunk order."""
-    pairs = [pair for piece in pieces for pair in (piece if isinstance(piece, list) else [piece])]
-    return [m for _, ms in pairs for m in (ms if isinstance(ms, list) else [ms])]
+    """The placebo moments of computed pieces of scores, in chunk order."""
+    return [m for gathered in _gathered(pieces) for m in gathered.placebo]
 
 
 def joined_rows(pieces: tuple) -> np.ndarray:
@@ -160,6 +168,8 @@ class FamilyResults(NamedTuple):
     weighted: np.ndarray
     placebo: PlaceboResult | str | None
     """The placebo comparison, the reason there is none (text), or None when the study asks for none."""
+    consistency: dict
+    """The cube variables of its base pairs' internal consistency (empty without pairs)."""
 
 
 def family_pools(rows: list[int], n_permutations: int, alternative: str, seed: int, *pieces) -> FamilyPool | None:
@@ -188,15 +198,26 @@ def family_batch(pool: FamilyPool | None, start: int, stop: int) -> np.ndarray |
     return None if pool is None else pools_batch(pool.pools, start, stop)
 
 
-def family_cells(pool: FamilyPool | None, placebo, *batches, return_null: bool) -> FamilyResults | None:
-    """Task: the family's results from its batches, its weighted effect sizes, and its placebo comparison
-    for each result's resolved alternative (None: no usable word)."""
+def family_cells(
+    pool: FamilyPool | None, placebo, consistency: dict | None, *batches, return_null: bool
+) -> FamilyResults | None:
+    """Task: the family's results from its batches, its weighted effect sizes, its placebo comparison
+    for each result's resolved alternative and its pairs' internal consistency (None: no usable word)."""
     if pool is None:
         return None
     results = finish_pools(pool.pools, *batches, return_null=return_null)
     if isinstance(placebo, PlaceboResult):
         placebo = placebo.with_alternative([r.alternative for r in results])
-    return FamilyResults(results, pool.weighted, placebo)
+    return FamilyResults(results, pool.weighted, placebo, consistency or {})
+
+
+def family_consistency(job: dict, *pieces) -> dict:
+    """Task: the internal consistency of a gender family's base pairs over the vocabulary, from the item
+    moments its scores tasks gathered (merged in chunk order; the same bits however the vocabulary was
+    cut), as the cube's variables. ``job``: the ``pairs`` in use (``he/she``), the family's
+    ``association`` and ``seed``."""
+    found = pairs_consistency(_gathered(pieces), job["pairs"], job["association"], seed=job["seed"])
+    return consistency_values(found)
 
 
 def family_placebo(job: dict, rows: list[int], *pieces) -> PlaceboResult | str:

@@ -15,6 +15,7 @@ from biasdask.stats.reliability import (
     MOMENT_BLOCK,
     ItemMoments,
     cronbach_alpha,
+    internal_consistency,
     intraclass_correlation,
     item_moments,
     leave_one_out,
@@ -594,6 +595,77 @@ def test_leave_one_out_of_pairs_and_of_single_words():
         leave_one_out(lambda ia, ib: np.ones(2), n_a=2, n_b=2)
     with pytest.raises(TypeError, match="callable"):
         leave_one_out(pair_scores, n_a=2, n_b=2)  # type: ignore[arg-type]
+
+
+def test_internal_consistency_of_a_cell_is_the_three_oracles_at_once():
+    pg = pytest.importorskip("pingouin")
+    import pandas as pd
+
+    cos_a, cos_b = cell_cosines(seed=9, n_targets=14, n_a=5, n_b=4)
+    cos_a[:7] += 0.05
+    items = np.hstack([cos_a, -cos_b])
+    names = ["a0", "a1", "a2", "a3", "a4", "b0", "b1", "b2", "b3"]
+    res = internal_consistency(items, n_a=5, n_x=7, seed=3, words=names)
+    assert res.alpha.alpha == pytest.approx(pg.cronbach_alpha(pd.DataFrame(items))[0], abs=1e-12)
+    splits = list(itertools.product(itertools.combinations(range(5), 2), itertools.combinations(range(4), 2)))
+    assert res.split_half.exact and res.split_half.n_splits == len(splits) == 60
+    assert res.split_half.reliability == pytest.approx(brute_split_half(cos_a, cos_b, splits)[0], abs=1e-12)
+    brute = []
+    for j in range(9):
+        a = np.delete(cos_a, j, axis=1) if j < 5 else cos_a
+        b = np.delete(cos_b, j - 5, axis=1) if j >= 5 else cos_b
+        s = a.mean(axis=1) - b.mean(axis=1)
+        brute.append(weat_d(s[:7], s[7:]))
+    s = cos_a.mean(axis=1) - cos_b.mean(axis=1)
+    loo = res.leave_one_out
+    assert loo is not None and loo.statistic == pytest.approx(weat_d(s[:7], s[7:]), abs=1e-14)
+    assert np.allclose(loo.values, brute, rtol=0, atol=1e-14)
+    assert loo.word == names[int(np.argmax(np.abs(np.array(brute) - loo.statistic)))]
+    # the same figures from the items' moments (no d without the cases), and a seed only for random splits
+    moments = internal_consistency(item_moments(items), n_a=5, seed=3)
+    assert _same_alpha(moments.alpha, res.alpha) and moments.split_half == res.split_half
+    assert moments.leave_one_out is None and (moments.n_a, res.n_a) == (5, 5)
+
+
+def test_internal_consistency_of_base_pairs_and_a_test_of_its_own_d():
+    rng = np.random.default_rng(12)
+    pairs = rng.normal(size=(40, 4)) + rng.normal(size=(40, 1))
+    res = internal_consistency(pairs, n_a=None, n_x=20, seed=0, words=["p", "q", "r", "s"])
+    assert res.alpha.k == 4 and res.split_half.n_splits == 6  # {p, q} | {r, s} and the others
+    brute = [weat_d(np.delete(pairs, j, 1).mean(1)[:20], np.delete(pairs, j, 1).mean(1)[20:]) for j in range(4)]
+    assert res.leave_one_out is not None and np.allclose(res.leave_one_out.values, brute, rtol=0, atol=1e-14)
+    calls = []
+
+    def own(ia, ib):
+        calls.append((ia.tolist(), ib.tolist()))
+        return float(len(ia) + 10 * len(ib))
+
+    mine = internal_consistency(pairs, n_a=1, effect_size=own, seed=0).leave_one_out
+    assert mine is not None and mine.statistic == 31.0 and calls[0] == ([0], [0, 1, 2])
+    assert math.isnan(mine.values[0]) and mine.values[1:].tolist() == [21.0, 21.0, 21.0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"n_a": 2, "n_x": 3, "effect_size": lambda ia, ib: 0.0}, ValueError, "not both"),
+        ({"n_a": 4}, ValueError, "leave at least one"),
+        ({"n_a": 0}, ValueError, "at least 1"),
+        ({"n_a": 2, "n_x": 6}, ValueError, "to Y"),
+        ({"n_a": 2, "n_x": 0}, ValueError, "at least 1"),
+        ({"n_a": 2, "seed": -1}, ValueError, "non-negative"),
+        ({"n_a": 2, "seed": 1.5}, TypeError, "integer"),
+        ({"n_a": 2, "n_x": 3, "words": ["x"]}, ValueError, "words must name"),
+    ],
+)
+def test_internal_consistency_refuses_bad_arguments(kwargs, error, match):
+    items = np.random.default_rng(0).normal(size=(6, 4))
+    with pytest.raises(error, match=match):
+        internal_consistency(items, **{"seed": 0, **kwargs})
+    with pytest.raises(ValueError, match="moments"):
+        internal_consistency(item_moments(items), n_a=2, n_x=3, seed=0)
+    with pytest.raises(ValueError, match="2-D"):
+        internal_consistency(items[0], n_a=2, seed=0)
 
 
 # ----------------------------------------------------------------------------------------------
