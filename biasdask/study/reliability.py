@@ -93,7 +93,7 @@ AGREEMENT_VARIABLES: dict[str, str] = {
     "word_ci_low": "lower end of r's Fisher-z interval (words as independent draws: too narrow over a vocabulary)",
     "word_ci_high": "upper end of r's Fisher-z interval",
     "word_n": "words with a score under every association of the test",
-    "word_n_skipped": "words left out for a missing score (attribute words, excluded words, zero vectors)",
+    "word_n_skipped": "words left out for a missing score (excluded from the targets, or a zero vector)",
     "word_note": "why the per-word correlation is NaN ('' otherwise)",
     **{f"association_{k}": f"d between two associations: {v}" for k, v in _PAIR_TEXT.items()},
     **{f"measure_{k}": f"two measures of one test family on the same sets: {v}" for k, v in _PAIR_TEXT.items()},
@@ -227,7 +227,7 @@ def _language_measures(cube: xr.Dataset, languages: Sequence[str], measures: Seq
     for j, measure in enumerate(measures):
         if measure != "d":
             values[:, j] = MEASURES[measure][0] * _cells(cube, "statistic", measure, method, languages)
-    for i, language in enumerate(languages):
+    for i, language in enumerate(languages) if "word_sets" in cube else ():
         cell = cube.sel({"language": language, "method": method})
         sets[i] = next((s for m in metrics if (s := str(cell["word_sets"].sel(test=m).values))), "")
         tests[i] = next((t for t in classic if _same_sets(sets[i], str(cell["word_sets"].sel(test=t).values))), "")
