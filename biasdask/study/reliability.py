@@ -285,12 +285,12 @@ def agreement(
     """Agreement across scoring rules and across the tests of one family, from a finished study's
     results store (its cube and per-word scores; the vectors are not read).
 
-    - ``word_*`` (language, test, association_pair): Pearson's r over the vocabulary between the
+    - ``word_*`` (language, vocabulary_test, association_pair): Pearson's r over the vocabulary between the
       per-word scores u of two associations, with its Fisher-z interval and n
       (:func:`biasdask.stats.score_correlation`), from the stored per-word scores (``save_scores``),
       which the store keeps for ``gender``; bit-identical whatever the chunks they were computed and
       stored in.
-    - ``association_*`` (test, method, association_pair): the Pearson and Spearman correlations of the
+    - ``association_*`` (vocabulary_test, method, association_pair): the Pearson and Spearman correlations of the
       languages' d under two associations (``gender`` against ``gender.ripa``), with bootstrap
       intervals over languages and n (:func:`biasdask.stats.paired_correlation`). Every association
       counts u > 0 as closer to A, so the d's share their sign.
@@ -302,8 +302,11 @@ def agreement(
       paired with a magnitude enters as |value|. ``measure_value`` (language, measure) holds the
       values, ``measure_test`` and ``measure_sets`` (language) where they come from.
 
-    The languages are taken in the order of their codes, and every pair is resampled with ``seed``, so
-    a pair's figures depend on its two columns and the seed alone.
+    The languages are resampled in the order of their codes, and every pair with ``seed``, so a pair's
+    figures depend on its two columns and the seed alone. The dims ``language`` and ``method`` are the
+    cube's, in its order; ``vocabulary_test`` names the full-vocabulary tests run under several
+    associations (``gender``, ``context``), so that the Dataset, stored in the child group
+    ``reliability/agreement``, opens with the cube in one ``xarray.open_datatree``.
 
     Parameters
     ----------
@@ -343,7 +346,7 @@ def agreement(
     ...                   "tests": ["gender"], "associations": ["cosine", "ripa"], "methods": ["uniform"],
     ...                   "n_permutations": 9, "placebo": False, "seed": 1})
     >>> figures = biasdask.agreement(url, n_resamples=99)
-    >>> pair = figures.sel({"language": "en", "test": "gender", "association_pair": "cosine vs ripa"})
+    >>> pair = figures.sel({"language": "en", "vocabulary_test": "gender", "association_pair": "cosine vs ripa"})
     >>> int(pair["word_n"]), round(float(pair["word_pearson"]), 3)
     (300, 0.975)
     """
@@ -355,7 +358,8 @@ def agreement(
     options: dict[str, Any] = dict(
         seed=int(seed), ci_level=float(ci_level), ci_method=ci_method, n_resamples=int(n_resamples)
     )
-    languages = sorted(str(v) for v in cube["language"].values)
+    order = [str(v) for v in cube["language"].values]  # the cube's, as the child group's dim shares it
+    languages = sorted(order)
     methods = [str(v) for v in cube["method"].values]
     labels = _association_labels(cube)
     associations = list(dict.fromkeys(a for ran in labels.values() for a in ran))
@@ -373,10 +377,11 @@ def agreement(
     measures = _measures(cube)
     per_language = _language_measures(cube, languages, measures)
     by_measure = _measure_pairs(per_language["measure_value"], measures, options)
-    ds = _dataset(languages, list(labels), methods, associations, measures, words, by_association, by_measure)
+    ds = _dataset(order, list(labels), methods, associations, measures, words, by_association, by_measure)
+    at = [languages.index(language) for language in order]
     for name, values in per_language.items():
         dims = ("language", "measure") if name == "measure_value" else ("language",)
-        ds[name] = (dims, values, {"description": AGREEMENT_VARIABLES[name]})
+        ds[name] = (dims, values[at], {"description": AGREEMENT_VARIABLES[name]})
     ds.attrs.update(_attrs(options))
     return ds
 
@@ -390,7 +395,7 @@ def _word_variables(
     associations: Sequence[str],
     words: Mapping[tuple[str, str], Mapping[str, Any]],
 ) -> dict[str, np.ndarray]:
-    """The word_* variables (language, test, association_pair)."""
+    """The word_* variables (language, vocabulary_test, association_pair)."""
     at = [(associations.index(a), associations.index(b)) for a, b in itertools.combinations(associations, 2)]
     shape = (len(languages), len(tests), len(at))
     out: dict[str, np.ndarray] = {
@@ -439,8 +444,8 @@ def _dataset(
     measure_cells = np.empty(len(m_pairs), dtype=object)
     measure_cells[:] = by_measure
     dims = {
-        "word": ("language", "test", "association_pair"),
-        "association": ("test", "method", "association_pair"),
+        "word": ("language", "vocabulary_test", "association_pair"),
+        "association": ("vocabulary_test", "method", "association_pair"),
         "measure": ("measure_pair",),
     }
     variables = {
@@ -452,7 +457,7 @@ def _dataset(
         {k: (d, v, {"description": AGREEMENT_VARIABLES[k]}) for k, (d, v) in variables.items()},
         coords={
             "language": languages,
-            "test": tests,
+            "vocabulary_test": tests,
             "method": methods,
             "association_pair": [f"{a} vs {b}" for a, b in a_pairs],
             "association_first": ("association_pair", [a for a, _ in a_pairs]),
@@ -495,14 +500,14 @@ def agreement_table(figures: xr.Dataset) -> pd.DataFrame:
     rows: list[tuple[Any, ...]] = []
     f = figures
     for test, method, pair in itertools.product(
-        *(map(str, f[d].values) for d in ("test", "method", "association_pair"))
+        *(map(str, f[d].values) for d in ("vocabulary_test", "method", "association_pair"))
     ):
-        cell = f.sel({"test": test, "method": method, "association_pair": pair})
+        cell = f.sel({"vocabulary_test": test, "method": method, "association_pair": pair})
         rows += _correlation_rows("association", cell, (test, method, "languages", pair))
     for test, language, pair in itertools.product(
-        *(map(str, f[d].values) for d in ("test", "language", "association_pair"))
+        *(map(str, f[d].values) for d in ("vocabulary_test", "language", "association_pair"))
     ):
-        c = f.sel({"test": test, "language": language, "association_pair": pair})
+        c = f.sel({"vocabulary_test": test, "language": language, "association_pair": pair})
         estimate = (float(c["word_pearson"]), float(c["word_ci_low"]), float(c["word_ci_high"]))
         rows.append(
             (
