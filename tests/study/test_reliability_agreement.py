@@ -70,7 +70,7 @@ def _vectors(shared_data, language: str) -> tuple[list[str], np.ndarray]:
 @pytest.fixture(scope="module")
 def iat_study(shared_data, iat_store, tmp_path_factory) -> dict:
     languages = {}
-    for code in LANGUAGES:
+    for code in reversed(LANGUAGES):  # the study's order is not the codes' order, in which languages are resampled
         words, _ = _vectors(shared_data, code)
         a, b = _attribute_pairs(shared_data, code, set(words))
         if len(a) >= 2:
@@ -173,7 +173,7 @@ def _assert_scipys(cell: xr.Dataset, prefix: str, x: np.ndarray, y: np.ndarray) 
 def test_the_languages_d_under_two_associations_correlate_as_scipy_says(figures, iat_study):
     cube = biasdask.open_results(iat_study["results"])
     languages = sorted(iat_study["languages"])
-    assert sorted(figures["language"].values) == languages
+    assert list(figures["language"].values) == [str(v) for v in cube["language"].values] != languages
     assert list(figures["vocabulary_test"].values) == ["gender"] and list(figures["method"].values) == ["uniform"]
 
     def d(label: str) -> np.ndarray:
@@ -237,6 +237,7 @@ def test_the_figures_are_the_same_bits_whatever_the_chunks_and_the_scheduler(tmp
     codes = ("en", "fr", "de")
 
     def run(name: str, chunk_words: int, **where) -> xr.Dataset:
+        (tmp_path / name).mkdir()
         stores = {
             c: generated_store(tmp_path / name, c, n_words=2500, seed=i, chunk_words=chunk_words)
             for i, c in enumerate(codes)
