@@ -45,6 +45,7 @@ _EXPORTS = {
     "load_config": "biasdask.study.config",
     "meta_analysis": "biasdask.study.inference",
     "retest_reliability": "biasdask.study.inference",
+    "agreement": "biasdask.study.reliability",
     "Resampling": "biasdask.stats.resampling",
     "Vocabulary": "biasdask.lexicon.vocabulary",
     "WordSets": "biasdask.lexicon",

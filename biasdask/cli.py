@@ -30,6 +30,7 @@ from biasdask.errors import BiasdaskError, BiasdaskException
 from biasdask.tables import (
     COLUMNS,
     FORMATS,
+    format_agreement,
     format_embeddings,
     format_retest,
     format_table,
@@ -653,15 +654,33 @@ def _add_reliability(sub: argparse._SubParsersAction) -> None:
     _add_results(p, several=True)
     p.add_argument("--test", action="append", help="only this test label (repeatable; default: all)")
     _add_cell_choice(p, method="default: every one", association="of the --test given; default: cosine")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
-    p.add_argument(
-        "--n-resamples", type=int, default=9999, metavar="N", help="bootstrap resamples (default: %(default)s)"
-    )
-    p.add_argument(
-        "--ci-level", type=float, default=0.95, metavar="LEVEL", help="confidence level (default: %(default)s)"
-    )
+    _add_bootstrap(p, seed="0", n_resamples="9999", ci_level="0.95")
     _add_format(p)
     p.set_defaults(func=_cmd_reliability)
+
+
+def _add_bootstrap(p: argparse.ArgumentParser, *, seed: str, n_resamples: str, ci_level: str) -> None:
+    """The options of a bootstrap over languages, with what each defaults to (given as None: the
+    subcommand decides)."""
+    p.add_argument("--seed", type=int, metavar="N", help=f"seed of the bootstrap (default: {seed})")
+    p.add_argument("--n-resamples", type=int, metavar="N", help=f"bootstrap resamples (default: {n_resamples})")
+    p.add_argument("--ci-level", type=float, metavar="LEVEL", help=f"confidence level (default: {ci_level})")
+
+
+def _bootstrap_options(args: argparse.Namespace) -> dict:
+    """``--seed``, ``--n-resamples``, ``--ci-level`` as given (None where not), checked."""
+    given = {"seed": args.seed, "n_resamples": args.n_resamples, "ci_level": args.ci_level}
+    bad = (
+        (args.n_resamples is not None and args.n_resamples < 1)
+        or (args.seed is not None and args.seed < 0)
+        or (args.ci_level is not None and not 0 < args.ci_level < 1)
+    )
+    if bad:
+        raise BiasdaskError(
+            f"{args.command}: --n-resamples must be at least 1, --seed at least 0, --ci-level between 0 and 1; got "
+            f"{args.n_resamples}, {args.seed}, {args.ci_level}"
+        )
+    return given
 
 
 def _cmd_reliability(args: argparse.Namespace) -> int:
@@ -670,21 +689,56 @@ def _cmd_reliability(args: argparse.Namespace) -> int:
 
     if args.association and not args.test:
         raise BiasdaskError("reliability: --association picks the association of a --test; give --test too")
-    if args.n_resamples < 1 or args.seed < 0 or not 0 < args.ci_level < 1:
-        raise BiasdaskError(
-            "reliability: --n-resamples must be at least 1, --seed at least 0, --ci-level between 0 and 1; got "
-            f"{args.n_resamples}, {args.seed}, {args.ci_level}"
-        )
+    defaults = {"seed": 0, "n_resamples": 9999, "ci_level": 0.95}
+    options = {k: defaults[k] if v is None else v for k, v in _bootstrap_options(args).items()}
     tests = [cube_label(t, args.association) for t in args.test] if args.association else args.test
-    reliability = retest_reliability(
-        args.results,
-        test=tests,
-        method=args.method,
-        seed=args.seed,
-        ci_level=args.ci_level,
-        n_resamples=args.n_resamples,
+    reliability = retest_reliability(args.results, test=tests, method=args.method, **options)
+    _print_text(format_retest(retest_table(reliability), args.format, ci_level=options["ci_level"]))
+    return 0
+
+
+def _add_agreement(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "agreement",
+        help="agreement across scoring rules and tests: do the associations and the measures of one family agree?",
+        description="Agreement across scoring rules (Du, Fang & Nguyen 2021's inter-rater consistency) in one results "
+        "store: per language, Pearson's r over the vocabulary between the per-word scores of each pair of the "
+        "study's associations (cosine, semaxis, ripa, euclidean; from the stored per-word scores); across languages, "
+        "the Pearson and Spearman correlations of the cells' d between associations (gender vs gender.ripa) per "
+        "weighting, and between the measures of one test family on the same sets (WEAT's d of weat7, xweat7 or "
+        "career_family vs rnd, rnsb, mac, ect, nas, each turned so that larger means more bias), with bootstrap "
+        "intervals over languages and n. Prints the figures a run stored (reliability/agreement), or computes "
+        "them when other bootstrap options are given.",
     )
-    _print_text(format_retest(retest_table(reliability), args.format, ci_level=args.ci_level))
+    _add_results(p)
+    _add_bootstrap(p, seed="the study's", n_resamples="9999", ci_level="the study's ci_level")
+    _add_format(p)
+    p.set_defaults(func=_cmd_agreement)
+
+
+def _cmd_agreement(args: argparse.Namespace) -> int:
+    from biasdask.errors import IncompleteStoreError
+    from biasdask.io.results import open_reliability, open_results
+    from biasdask.study.reliability import agreement, agreement_table, has_agreement
+
+    given = {k: v for k, v in _bootstrap_options(args).items() if v is not None}
+    cube = open_results(args.results)
+    if not has_agreement(cube):
+        raise BiasdaskError(
+            f"agreement: {args.results} has one association per test and no two measures of one family: nothing to compare"
+        )
+    try:
+        stored = open_reliability(args.results, kind="agreement")
+    except IncompleteStoreError:
+        stored = None
+    if stored is not None and all(stored.attrs.get(k) == v for k, v in given.items()):
+        figures = stored
+    else:  # what is not given, as the run computed it
+        kept = (
+            {k: stored.attrs[k] for k in ("seed", "ci_level", "ci_method", "n_resamples")} if stored is not None else {}
+        )
+        figures = agreement(args.results, **{**kept, **given})
+    _print_text(format_agreement(agreement_table(figures), args.format, ci_level=figures.attrs["ci_level"]))
     return 0
 
 
@@ -715,6 +769,7 @@ _COMMANDS = [
     _add_report,
     _add_meta,
     _add_reliability,
+    _add_agreement,
     _add_languages,
 ]
 

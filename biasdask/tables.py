@@ -31,9 +31,10 @@ __all__ = [
     "FORMATS",
     "cube_table",
     "empty_reason",
+    "format_agreement",
     "format_embeddings",
-    "format_table",
     "format_retest",
+    "format_table",
     "format_words",
     "leaning",
     "p_text",
@@ -663,6 +664,25 @@ def format_retest(table: pd.DataFrame, fmt: Format = "table", *, ci_level: float
     """:func:`biasdask.study.inference.retest_table` as text (``table``, ``csv``, ``markdown``, ``latex`` or
     ``json``): ``csv`` and ``json`` at full precision (NaN as an empty cell, null), the others with the
     estimates to 3 decimals and each interval as one column."""
+    what = (
+        "test-retest reliability of the languages' effect sizes across embeddings: Pearson and Spearman "
+        f"correlations between each pair (bootstrap {100 * ci_level:g} % CI over languages) and ICC(2,1) across all"
+    )
+    return _format_correlations(table, fmt, ci_level=ci_level, what=what, label="tab:biasdask-retest")
+
+
+def format_agreement(table: pd.DataFrame, fmt: Format = "table", *, ci_level: float = 0.95) -> str:
+    """:func:`biasdask.study.reliability.agreement_table` as text, in the formats of :func:`format_retest`."""
+    what = (
+        "agreement across scoring rules and tests: correlations of the languages' values between two associations "
+        f"or two measures on the same sets (bootstrap {100 * ci_level:g} % CI over languages), and of the per-word "
+        "scores over a language's vocabulary (Fisher-z CI, words taken as independent)"
+    )
+    return _format_correlations(table, fmt, ci_level=ci_level, what=what, label="tab:biasdask-agreement")
+
+
+def _format_correlations(table: pd.DataFrame, fmt: Format, *, ci_level: float, what: str, label: str) -> str:
+    """A long table of correlations (``estimate``, ``ci_low``, ``ci_high``, ``n``, ``note``) as text."""
     if fmt not in FORMATS:
         raise BiasdaskError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     if fmt == "csv":
@@ -690,15 +710,11 @@ def format_retest(table: pd.DataFrame, fmt: Format = "table", *, ci_level: float
         shown = shown.drop(columns="note")
     if fmt == "markdown":
         return _markdown(shown)
-    what = (
-        "test-retest reliability of the languages' effect sizes across embeddings: Pearson and Spearman "
-        f"correlations between each pair (bootstrap {interval} over languages) and ICC(2,1) across all"
-    )
     if fmt == "latex":
         styler = shown.reset_index().style.hide(axis="index").format(escape="latex")
         styler = styler.format_index(escape="latex", axis="columns")
         caption = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in what)
-        return styler.to_latex(hrules=True, caption=caption, label="tab:biasdask-retest", position_float="centering")
+        return styler.to_latex(hrules=True, caption=caption, label=label, position_float="centering")
     return f"{what}\n" + shown.to_string()
 
 

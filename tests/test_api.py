@@ -39,6 +39,7 @@ DATA = {
     "load_config": ["path"],
     "meta_analysis": ["results"],
     "retest_reliability": ["results"],
+    "agreement": ["results"],
     "pair_consistency": ["emb", "pairs"],
 }
 TESTS = [

@@ -260,6 +260,7 @@ SUBCOMMANDS = (
     "report",
     "meta",
     "reliability",
+    "agreement",
     "languages",
 )
 

@@ -28,6 +28,9 @@ Layout, readable by plain ``xarray.open_zarr(url, consolidated=False)`` and, sub
     <url>/cells/<i>.<j>.<k>/    the record of one cell finished since the last compaction (pending)
     <url>/scores/<language>/    per-word scores: u (word), t (method, word), rank (word), word coordinate
     <url>/null/<language>/<method>/<test>/   the sampled null distribution of one cell (``null``)
+    <url>/reliability/<kind>/   figures over several cells or languages, as an xarray Dataset with attrs
+                                saying what each is: ``agreement`` (agreement across scoring rules
+                                and tests, written at the end of a run)
 
 A study of several embeddings (``embeddings`` a mapping of names in the study file) writes one such cube
 per embedding, as the child group of its name::
@@ -52,8 +55,8 @@ last record wins), so a run must hand each cell to one writer, and only one proc
 :func:`open_results` and :func:`done_cells` read the chunks plus any pending records; plain xarray
 sees the chunks only, i.e. every cell finished up to the last compaction (all of them after a run).
 Other completion markers: the template's attribute ``config_hash`` is written last by
-:func:`create_results`; a scores subgroup or a null distribution gets attribute ``biasdask_complete``
-last. Cells not done read back from :func:`open_results` as NaN (floats), -1 (int64), False
+:func:`create_results`; a scores subgroup, a null distribution or a group of reliability figures gets
+attribute ``biasdask_complete`` last. Cells not done read back from :func:`open_results` as NaN (floats), -1 (int64), False
 (``exact``), "" (strings) and the note "not run", never zero.
 """
 
@@ -123,6 +126,7 @@ __all__ = [
     "embeddings_of",
     "open_cube",
     "open_results",
+    "open_reliability",
     "open_scores",
     "progress_note",
     "read_null",
@@ -136,6 +140,7 @@ __all__ = [
     "write_cell",
     "write_cube_variable",
     "write_null",
+    "write_reliability",
     "write_scores",
     "NOT_RUN",
     "root_metadata",
@@ -1383,6 +1388,46 @@ def open_scores(location: Locatable, *, language: str) -> xr.Dataset:
         # chunks=None: read without dask, so that no default distributed client computes it elsewhere
         return xr.open_zarr(target, group=path, consolidated=False, zarr_format=3, chunks=None, **kw).load()
     return xr.open_zarr(target, group=path, consolidated=False, zarr_format=3, **kw)
+
+
+def _reliability_path(kind: str) -> str:
+    return f"reliability/{_check_name('reliability figures', kind)}"
+
+
+def write_reliability(loc: Locatable, kind: str, figures: xr.Dataset) -> None:
+    """Store a Dataset of reliability figures in the child group ``reliability/<kind>`` of a results store
+    (e.g. ``agreement``), replacing what was there; marked ``biasdask_complete`` last, so one
+    interrupted while writing reads as absent (:func:`open_reliability`). Text variables and coordinates
+    are stored as variable-length strings."""
+    loc = as_location(loc)
+    _open_complete_root(loc)
+    group = _reliability_path(kind)
+    ds = figures.copy()
+    for name in list(ds.variables):
+        if ds[name].dtype.kind == "U":
+            ds[name] = ds[name].astype(object)
+    ds.attrs.pop(_COMPLETE, None)
+    target, kw = _target(loc)
+    ds.to_zarr(target, group=group, mode="w", consolidated=False, zarr_format=3, **kw)
+    zarr.open_group(target, path=group, mode="r+", zarr_format=3, use_consolidated=False, **kw).attrs[_COMPLETE] = True
+
+
+def open_reliability(location: Locatable, *, kind: str) -> xr.Dataset:
+    """The reliability figures of a results store's group ``reliability/<kind>`` (loaded; they are small).
+
+    Raises
+    ------
+    IncompleteStoreError
+        The group was never written, or its writing never finished.
+    """
+    loc = as_location(location)
+    path = _reliability_path(kind)
+    if _complete_subgroup(loc, path) is None:
+        raise IncompleteStoreError(f"{loc}: no complete reliability figures {kind!r} (group {path})")
+    target, kw = _target(loc)
+    ds = xr.open_zarr(target, group=path, consolidated=False, zarr_format=3, chunks=None, **kw).load()
+    ds.attrs.pop(_COMPLETE, None)
+    return ds
 
 
 #: the distributions a cell may store: its permutation null, and its placebo statistics

@@ -60,6 +60,7 @@ from scipy import stats
 
 from biasdask._calls import deprecated, keyword_api
 from biasdask.stats.association import LINEAR_ASSOCIATIONS, Association, linear_directions
+from biasdask.stats.checks import check_level
 from biasdask.stats.placebo import (
     LinearMoments,
     VocabularySample,
@@ -177,10 +178,7 @@ class AttributeInterval(IntervalAliases):
 def _check_options(
     ci_level: float, ci_method: str, n_resamples: int, seed: int, methods: tuple[str, ...] = INTERVAL_METHODS
 ) -> None:
-    if isinstance(ci_level, (bool, np.bool_)) or not isinstance(ci_level, (int, float, np.floating, np.integer)):
-        raise TypeError(f"ci_level must be a number in (0, 1), got {ci_level!r}")
-    if not 0.0 < float(ci_level) < 1.0:
-        raise ValueError(f"ci_level must lie strictly between 0 and 1, got {ci_level}")
+    check_level(ci_level)
     if ci_method not in methods:
         raise ValueError(f"ci_method must be one of {', '.join(methods)}; got {ci_method!r}")
     for name, value, low in (("n_resamples", n_resamples, 1), ("seed", seed, 0)):

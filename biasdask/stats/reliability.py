@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
 from biasdask.stats.bootstrap import RESAMPLING_METHODS, ResamplingMethod, bootstrap_bounds
-from biasdask.stats.checks import check_count, check_seed
+from biasdask.stats.checks import check_count, check_level, check_seed
 from biasdask.stats.weat import weat_effect_size
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "PairwiseCorrelations",
     "ScoreCorrelation",
     "SplitHalf",
+    "check_bootstrap",
     "cronbach_alpha",
     "internal_consistency",
     "intraclass_correlation",
@@ -81,16 +82,10 @@ MOMENT_BLOCK = 1024
 # Argument checks
 
 
-def _check_level(ci_level: float) -> float:
-    if isinstance(ci_level, (bool, np.bool_)) or not isinstance(ci_level, (int, float, np.integer, np.floating)):
-        raise TypeError(f"ci_level must be a number in (0, 1), got {ci_level!r}")
-    if not 0.0 < float(ci_level) < 1.0:
-        raise ValueError(f"ci_level must lie strictly between 0 and 1, got {ci_level}")
-    return float(ci_level)
-
-
-def _check_bootstrap(ci_level: float, ci_method: str, n_resamples: int, seed: int) -> None:
-    _check_level(ci_level)
+def check_bootstrap(ci_level: float, ci_method: str, n_resamples: int, seed: int) -> None:
+    """Check the options of a bootstrap over paired values (:func:`paired_correlation`'s): TypeError or
+    ValueError naming the first bad one."""
+    check_level(ci_level)
     if ci_method not in RESAMPLING_METHODS:
         raise ValueError(f"ci_method must be one of {', '.join(RESAMPLING_METHODS)}; got {ci_method!r}")
     check_count(n_resamples, "n_resamples", 1)
@@ -293,7 +288,7 @@ def paired_correlation(
     >>> res.ci_method, res.pearson_ci_low < res.pearson < res.pearson_ci_high
     ('BCa', True)
     """
-    _check_bootstrap(ci_level, ci_method, n_resamples, seed)
+    check_bootstrap(ci_level, ci_method, n_resamples, seed)
     xs, ys = _numbers(x, "x", 1), _numbers(y, "y", 1)
     if xs.size != ys.size:
         raise ValueError(f"x and y must be paired (one value each per language), got lengths {xs.size} and {ys.size}")
@@ -405,7 +400,7 @@ def pairwise_correlations(
     >>> res.matrix("n").tolist()
     [[9, 9, 9], [9, 10, 10], [9, 10, 10]]
     """
-    _check_bootstrap(ci_level, ci_method, n_resamples, seed)
+    check_bootstrap(ci_level, ci_method, n_resamples, seed)
     labels, table = _table(data, "data")
     k = table.shape[1]
     if k < 2:
@@ -519,7 +514,7 @@ def intraclass_correlation(
     >>> round(res.icc, 2), round(res.ci_low, 3), round(res.ci_high, 3), (res.df1, res.df2)
     (0.29, 0.019, 0.761, (5, 15))
     """
-    level = _check_level(ci_level)
+    level = check_level(ci_level)
     labels, table = _table(data, "data")
     k = table.shape[1]
     if k < 2:
@@ -1588,7 +1583,7 @@ def score_correlation(
     >>> res.correlation.round(3).tolist()[0], res.n
     ([1.0, 0.894, 0.013], 10000)
     """
-    level = _check_level(ci_level)
+    level = check_level(ci_level)
     totals = _totals(scores)
     k, n, c = totals.k, totals.n, totals.comoment
     if labels is None:

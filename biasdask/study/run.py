@@ -4,7 +4,8 @@
 cluster), creates the results store (or resumes it: cells already done are skipped, so a killed run
 resumes where it stopped; or applies an edited study, :mod:`biasdask.study.update`), runs the study's
 stream of tasks (:mod:`biasdask.study.stream`) and, once every cell is written, compacts the cube and
-writes its corrected p-values (:mod:`biasdask.study.inference`). Every cell is a function of the study
+writes its corrected p-values (:mod:`biasdask.study.inference`) and the agreement across its scoring
+rules and test families (:mod:`biasdask.study.reliability`). Every cell is a function of the study
 seed and its labels (:mod:`biasdask.study.plan`): results do not depend on which cells a run computes
 together, on the scheduler or on the number of workers.
 """
@@ -34,6 +35,7 @@ from biasdask.study.cells import store_values
 from biasdask.study.config import EmbeddingStudies, LanguageSpec, StudyChanges, StudyConfig, load_config, parse_config
 from biasdask.study.handlers import Cell
 from biasdask.study.inference import adjusted_pvalues, correction_warning
+from biasdask.study.reliability import agreement, has_agreement
 from biasdask.study.stream import Stream
 from biasdask.study.update import check_changes, check_embeddings, check_stores, prepare_update, run_attrs
 
@@ -224,6 +226,7 @@ def _write(checked: _Checked, options: dict, where: _Where, *, overwrite: bool) 
         failures = _run_checked(cfg, options, checked.stores, recorded, where, overwrite)
         rs.compact_results(Location(cfg.output, options))
         _write_adjusted(cfg, options)
+        _write_agreement(cfg, options)
     if fresh is not None:
         rs.replace_results(Location(fresh, options), Location(final, options))
     return failures
@@ -270,6 +273,15 @@ def _write_adjusted(cfg: StudyConfig, options: dict) -> None:
             adjusted.transpose(*rs.DIMS).values,
             {"correction": cfg.correction, "alpha": cfg.alpha},
         )
+
+
+def _write_agreement(cfg: StudyConfig, options: dict) -> None:
+    """The agreement across the study's scoring rules and test families (:mod:`biasdask.study.reliability`),
+    from its cube and stored per-word scores, into ``reliability/agreement``; nothing when the study has
+    one association and no two measures of one family."""
+    out = Location(cfg.output, options)
+    if has_agreement(rs.open_results(out)):
+        rs.write_reliability(out, "agreement", agreement(out, seed=cfg.seed, ci_level=cfg.ci_level or 0.95))
 
 
 def _run_checked(
