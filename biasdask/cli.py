@@ -30,6 +30,7 @@ from biasdask.tables import (
     COLUMNS,
     FORMATS,
     format_retest,
+    format_store_info,
     format_table,
     format_words,
     parse_columns,
@@ -444,6 +445,28 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_info(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "info",
+        help="print an embedding store's identity and provenance (source, how it was ingested)",
+        description="Print what an embedding store records of itself, from its metadata alone (no vector is "
+        "read): its language, words, dimensions, vector encoding and chunks, its fingerprint (equal for equal "
+        "contents) and store id; the file it was ingested from (URL without credentials, size, and the ETag, "
+        "Last-Modified, modification time or content hash its file system gave) and how it was ingested "
+        "(the options and what ingest counted: repeated words dropped, zero vectors...).",
+    )
+    p.add_argument("store", metavar="STORE", help="path or URL of the embedding store")
+    _add_format(p)
+    p.set_defaults(func=_cmd_info)
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from biasdask.io.store import describe_store
+
+    _print_text(format_store_info(describe_store(args.store), args.format))
+    return 0
+
+
 def _add_words(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "words",
@@ -691,6 +714,7 @@ _COMMANDS = [
     _add_run,
     _add_demo,
     _add_show,
+    _add_info,
     _add_words,
     _add_plot,
     _add_report,

@@ -39,6 +39,7 @@ DATA = {
     "load_config": ["path"],
     "meta_analysis": ["results"],
     "retest_reliability": ["results"],
+    "read_word_sets": ["place"],
 }
 TESTS = [
     "permutation_test",

@@ -7,7 +7,9 @@ Example::
     languages: [ar, de, en, zh]                       # or a mapping, see below
     methods: [uniform, zipf]
     associations: [cosine, ripa]  # per-word association of the gender/context tests (default [cosine])
-    tests: [gender]
+    tests: [gender, weathub.weat7]
+    word_sets:                   # files in WEATHub's layout; test NAME.TEST fills {test}
+      weathub: https://raw.githubusercontent.com/iamshnoo/weathub/main/data/{language}_all/{test}.json
     n_permutations: 9999
     seed: 20240601
     min_coverage: 0.8            # classic tests: skip a test whose word set is found below 80 %
@@ -29,7 +31,8 @@ Tests: ``gender`` (the full-vocabulary test), ``context`` (Valentini et al. 2022
 ``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr), ``career_family``
 (languages with IAT translations) and the set-level metrics ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas``
 (on WEAT-7's sets in English, XWEAT-7's in de, es, hr, it, ru, tr, the IAT words elsewhere; or the
-study's ``set_metric_words: {s: [...], a: [...], b: [...]}``, for all languages or per language). Each language runs the tests that apply to it; the other cells are
+study's ``set_metric_words: {s: [...], a: [...], b: [...]}``, for all languages or per language), and the
+tests of the study's ``word_sets`` files (:mod:`biasdask.study.wordsets`). Each language runs the tests that apply to it; the other cells are
 written as "not applicable" (NaN, with a ``note``). Classic tests have no weighting: their values are
 the same in every ``method`` cell.
 
@@ -70,7 +73,14 @@ from biasdask.errors import ConfigError
 from biasdask.io.embeddings import as_embeddings
 from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label
 from biasdask.io.store import check_language_code
-from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm, available_tests, iat_attribute_terms, iat_languages
+from biasdask.lexicon import (
+    NAMED_WORD_LISTS,
+    AttributeTerm,
+    WordSets,
+    available_tests,
+    iat_attribute_terms,
+    iat_languages,
+)
 from biasdask.lexicon import languages as catalog
 from biasdask.lexicon.vocabulary import Vocabulary
 from biasdask.stats.association import ASSOCIATIONS
@@ -81,6 +91,13 @@ from biasdask.stats.resampling import ALTERNATIVES
 from biasdask.stats.setmetrics import METRICS
 from biasdask.stats.weat import SIMILARITIES
 from biasdask.stats.weights import METHODS
+from biasdask.study.wordsets import (
+    canonical_word_sets,
+    changed_word_sets,
+    file_test_labels,
+    read_study_word_sets,
+    word_set_sources,
+)
 
 __all__ = [
     "ATTRIBUTE_SETS",
@@ -126,6 +143,7 @@ _KEYS = {
     "alpha",
     "ci_level",
     "placebo",
+    "word_sets",
 }
 ATTRIBUTE_SETS = ("catalog", "iat", "explicit")
 
@@ -188,6 +206,9 @@ class StudyConfig:
     placebo: int = DEFAULT_PLACEBO
     placebo_exclude: tuple[str, ...] = ()
     placebo_match: PlaceboMatch = DEFAULT_MATCH
+    word_sets: dict[str, dict[str, WordSets]] = field(default_factory=dict)
+    """The tests of the study's ``word_sets`` files: test label -> language -> its word sets (a language
+    without a file absent; :mod:`biasdask.study.wordsets`)."""
 
     def test_labels(self) -> tuple[str, ...]:
         """The cube's test labels: each full-vocabulary test once per association, the others once."""
@@ -207,6 +228,9 @@ class StudyConfig:
             d.pop("associations")  # the default leaves the hash of studies written before the option
         if self.ci_level == 0.95:
             d.pop("ci_level")  # likewise
+        word_sets = d.pop("word_sets")
+        if word_sets:  # the words read, not where from: a file whose words change is a changed study
+            d["word_sets"] = canonical_word_sets(word_sets)
         exclude, match = d.pop("placebo_exclude"), d.pop("placebo_match")
         if self.placebo:
             d["placebo"] = {
@@ -551,6 +575,10 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         raise ConfigError("exclude_words: expected a list of words or the name of a list (gender_specific)")
     associations = _choice_list(raw, "associations", ("cosine",), ASSOCIATIONS)
     languages = _languages(raw)
+    sources = word_set_sources(raw, known_tests())
+    named = raw.get("tests") or []
+    file_tests = file_test_labels([named] if isinstance(named, str) else named, sources)
+    tests = _choice_list(raw, "tests", ("gender",), (*known_tests(), *file_tests))
     unpaired = [s.code for s in languages if len(s.a) != len(s.b)]
     if "ripa" in associations and unpaired:
         raise ConfigError(
@@ -561,7 +589,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         output=out,
         languages=languages,
         methods=_choice_list(raw, "methods", ("uniform", "zipf"), METHODS),
-        tests=_choice_list(raw, "tests", ("gender",), known_tests()),
+        tests=tests,
         n_permutations=_int(raw, "n_permutations", 9999, 1, maximum=MAX_PERMUTATIONS),
         seed=_int(raw, "seed", 0, 0),
         alternative=alternative,
@@ -581,6 +609,10 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         alpha=_alpha(raw),
         ci_level=_ci_level(raw),
         **_placebo(raw),
+        # read last, once every other key is valid
+        word_sets=read_study_word_sets(
+            sources, file_tests, [s.code for s in languages], resolve_env(storage_options, "storage_options")
+        ),
     )
 
 
@@ -650,8 +682,8 @@ def _yaml_where(exc: yaml.YAMLError) -> str:
 
 
 #: canonical keys whose change touches only the labels they name (languages, methods, tests,
-#: associations); a change of any other key changes every cell
-_LABEL_KEYS = ("languages", "methods", "tests", "associations")
+#: associations, a test's word sets); a change of any other key changes every cell
+_LABEL_KEYS = ("languages", "methods", "tests", "associations", "word_sets")
 
 
 @dataclass(frozen=True)
@@ -715,6 +747,8 @@ def study_changes(old: dict[str, Any], new: dict[str, Any]) -> StudyChanges:
             if not language_keys and [e["code"] for e in a or []] != [e["code"] for e in b or []]:
                 language_keys.append("languages")  # the same languages in another order
             keys += language_keys
+        elif key == "word_sets":  # a test's words: its cells
+            keys += [f"word_sets.{label}" for label in changed_word_sets(a, b)]
         elif a != b:
             keys.append(key)
             if key not in _LABEL_KEYS:
