@@ -777,6 +777,10 @@ class StoreDescription:
         return out
 
 
+#: what reading a store's array metadata may raise, which :func:`describe_store` shows without
+_DESCRIBE_ERRORS: tuple[type[Exception], ...] = (*_METADATA_ERRORS, CorruptStoreError)
+
+
 @quiet_codecs
 def describe_store(location: Locatable) -> StoreDescription:
     """The identity and provenance of the embedding store at ``location`` (complete or not), from its
@@ -798,8 +802,8 @@ def describe_store(location: Locatable) -> StoreDescription:
     >>> _ = biasdask.ingest("memory://examples/describe/tiny.vec", "memory://examples/describe/en.zarr",
     ...                     language="en", progress=False)
     >>> info = describe_store("memory://examples/describe/en.zarr")
-    >>> info.identity.n_words, info.dim, info.vector_encoding, info.chunk_words, info.identity.source["size"]
-    (2, 3, 'int16', 2, 35)
+    >>> info.identity.n_words, info.dim, info.vector_encoding, info.n_chunks, info.identity.source["size"]
+    (2, 3, 'int16', 1, 35)
     """
     loc = as_location(location)
     shown = display_url(loc.url)
@@ -817,7 +821,7 @@ def describe_store(location: Locatable) -> StoreDescription:
     try:
         vectors = zarr_compat.array(_group(loc, mode="r"), "vectors")
         chunk_words, n_chunks = int(vectors.chunks[0]), -(-int(vectors.shape[0]) // int(vectors.chunks[0]))
-    except (*_METADATA_ERRORS, CorruptStoreError):
+    except _DESCRIBE_ERRORS:
         pass  # an incomplete or damaged store: the rest is still worth showing
     ingest = attrs.get("ingest")
     return StoreDescription(

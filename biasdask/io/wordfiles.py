@@ -169,8 +169,14 @@ def parse_word_sets(shown: str, data: bytes, *, test: str | None = None, languag
     if test is None:
         test = shown.rstrip("/").rsplit("/", 1)[-1].removesuffix(".json")
     return WordSets(
-        **sets,
-        **{f"{role}_name": name for role, name in names.items()},
+        sets["x"],
+        sets["y"],
+        sets["a"],
+        sets["b"],
+        x_name=names["x"],
+        y_name=names["y"],
+        a_name=names["a"],
+        b_name=names["b"],
         test=test,
         language=language,
         source=shown,
