@@ -492,11 +492,14 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
             name, a, b = _attribute_choice(settings["attributes"], f"{key}.attributes")
         else:
             name, a, b = default_set
+        if (a is None or b is None) and name != "iat" and code not in table.index and not _reads_attributes(raw):
+            a, b = a or (), b or ()
         if (a is None or b is None) and name != "iat":
             if code not in table.index:
                 raise ConfigError(
                     f"{key}: language {code!r} is not in the catalog (biasdask languages); give its attribute "
-                    "words a and b, or attributes: iat"
+                    "words a and b, or attributes: iat (a study of classic tests alone needs none with "
+                    "save_scores: false)"
                 )
             a = a or (str(table.loc[code, "male"]),)
             b = b or (str(table.loc[code, "female"]),)
@@ -510,6 +513,16 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
         metric_words = _set_metric_words(settings.get("set_metric_words"), f"{key}.set_metric_words")
         specs.append(LanguageSpec(str(code), store, a, b, name, metric_words or default_metric_words))
     return tuple(specs)
+
+
+def _reads_attributes(raw: dict) -> bool:
+    """Whether the study reads its languages' attribute words: a full-vocabulary test (``gender``,
+    ``context``), or the per-word scores saved (``save_scores``, of the ``gender`` test). A study of classic
+    tests alone (WEAT, a word set file's tests) with ``save_scores: false`` reads none, so a language the
+    catalog lacks needs none."""
+    tests = raw.get("tests", ["gender"])
+    tests = [tests] if isinstance(tests, str) else tests if isinstance(tests, list) else []
+    return raw.get("save_scores", True) is not False or any(t in FULL_VOCABULARY_TESTS for t in tests)
 
 
 def _is_embedding_object(value: Any) -> bool:

@@ -275,3 +275,22 @@ def test_a_file_without_language_or_test_serves_every_language_as_one_test(tmp_p
     )
     assert set(cfg.word_sets["mine"]) == {"en", "de", "fr"}
     assert isinstance(cfg.word_sets["mine"]["fr"], WordSets) and cfg.word_sets["mine"]["fr"].language == "fr"
+
+
+def test_a_language_the_catalog_lacks_runs_the_file_tests_alone(tmp_path, served):
+    root, base = served
+    x, y, a, b = ([f"{role}{i}" for i in range(6)] for role in "xyab")
+    write_weathub(root, {("ckb", "weat7"): (x, y, a, b)})
+    words = [*x, *y, *a, *b, *(f"filler{i}" for i in range(40))]
+    rng = np.random.default_rng(8)
+    stores = {"ckb": make_store(tmp_path, "ckb", words, rng.standard_normal((len(words), 10)), language="ckb")}
+    study = _study(stores, tmp_path / "r.zarr", base, tests=["weathub.weat7"])
+    cube = biasdask.run(study, progress=False)
+    check_against_oracle(
+        cube.sel({"language": "ckb", "test": "weathub.weat7", "method": "uniform"}),
+        stored_values(stores["ckb"]),
+        (x, y, a, b),
+    )
+    del study["save_scores"]  # the per-word scores are the gender test's, which needs attribute words
+    with pytest.raises(ConfigError, match=r"languages\.ckb: language 'ckb' is not in the catalog.*save_scores: false"):
+        parse_config(study)
