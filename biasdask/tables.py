@@ -678,7 +678,7 @@ def store_info_rows(info: StoreDescription) -> list[tuple[str, str]]:
     encoding = info.vector_encoding
     if encoding != "float32":
         encoding += " (scaled integers, 4 decimals, lossless)"
-    chunks = "" if info.n_chunks is None else f"{info.n_chunks:,} of {info.chunk_words:,} words"
+    chunks = "" if info.n_chunks is None else f"{info.n_chunks:,} ({info.chunk_words:,} words each)"
     rows = [
         ("store", ident.url),
         ("language", ident.language),

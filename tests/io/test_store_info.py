@@ -44,7 +44,7 @@ def test_info_prints_what_the_store_records(served_store, cli):
     assert rows["store"] == dest and rows["language"] == "en" and rows["complete"] == "yes"
     assert rows["words"] == "5" and rows["dimensions"] == "5"  # the repeated word dropped
     assert rows["format"] == "vec" and rows["vector encoding"].startswith("int16")
-    assert rows["chunks"] == "3 of 2 words"
+    assert rows["chunks"] == "3 (2 words each)"
     assert rows["fingerprint"] == identity.fingerprint and rows["store id"] == identity.store_id
     assert rows["source"] == shown_source and "SECRET" not in out
     assert rows["source size"] == f"{os.path.getsize(source):,}"
@@ -77,7 +77,7 @@ def test_an_incomplete_store_says_so(tmp_path, cli):
     prepare_store(dest, language="fr", source="fr.vec", format="vec", dim=4, chunk_words=8, n_words=16)
     code, out, _ = cli("info", dest, "--format", "csv")
     rows = _rows(out)
-    assert code == 0 and rows["complete"].startswith("no") and rows["chunks"] == "2 of 8 words"
+    assert code == 0 and rows["complete"].startswith("no") and rows["chunks"] == "2 (8 words each)"
     assert rows["language"] == "fr" and rows["fingerprint"].startswith("none recorded")
 
 
