@@ -270,7 +270,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--overwrite (start over); so is a language whose embedding store changed since its cells were "
         "computed (ingested again). "
         "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
-        "xweat1..10, career_family, rnd, rnsb, mac, ect, nas) and associations (the per-word association "
+        "xweat1..10, career_family, rnd, rnsb, mac, ect, nas, and NAME.TEST of the files in WEATHub's layout that "
+        "word_sets names by path or URL) and associations (the per-word association "
         "of gender and context: cosine, euclidean, ripa, semaxis; each non-cosine one adds a test label "
         "such as gender.ripa); see the Studies guide of the documentation (docs/guide/studies.md).",
     )

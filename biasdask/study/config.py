@@ -554,7 +554,9 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
     Raises
     ------
     ConfigError
-        Naming the first offending key.
+        Naming the first offending key (for a file of ``word_sets``, the file and what is wrong in it).
+    BiasdaskOSError
+        A file of ``word_sets`` that cannot be read (the network, a timeout), named with its key.
     """
     if not isinstance(raw, dict):
         raise ConfigError("the study file must be a YAML mapping")
