@@ -294,3 +294,20 @@ def test_a_language_the_catalog_lacks_runs_the_file_tests_alone(tmp_path, served
     del study["save_scores"]  # the per-word scores are the gender test's, which needs attribute words
     with pytest.raises(ConfigError, match=r"languages\.ckb: language 'ckb' is not in the catalog.*save_scores: false"):
         parse_config(study)
+
+
+def test_a_silent_server_fails_after_the_configured_timeout_naming_the_file():
+    import socket
+
+    import dask.config
+
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/{{language}}_all/{{test}}.json"
+        with dask.config.set({"biasdask.http.read-timeout": 0.5}):
+            with pytest.raises(
+                BiasdaskOSError,
+                match=r"en_all/weat7\.json: the server did not answer within the read timeout of 0\.5 s",
+            ):
+                biasdask.read_word_sets(url, language="en", test="weat7")
