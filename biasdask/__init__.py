@@ -49,6 +49,7 @@ _EXPORTS = {
     "Resampling": "biasdask.stats.resampling",
     "Vocabulary": "biasdask.lexicon.vocabulary",
     "WordSets": "biasdask.lexicon",
+    "read_word_sets": "biasdask.io.wordfiles",
     "Location": "biasdask.io.fs",
 }
 

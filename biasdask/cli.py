@@ -33,6 +33,7 @@ from biasdask.tables import (
     format_agreement,
     format_embeddings,
     format_retest,
+    format_store_info,
     format_table,
     format_words,
     parse_columns,
@@ -275,7 +276,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--overwrite (start over); so is a language whose embedding store changed since its cells were "
         "computed (ingested again). "
         "Study keys include methods (uniform, zipf, frequency), tests (gender, context, weat1..10, "
-        "xweat1..10, career_family, rnd, rnsb, mac, ect, nas) and associations (the per-word association "
+        "xweat1..10, career_family, rnd, rnsb, mac, ect, nas, and NAME.TEST of the files in WEATHub's layout that "
+        "word_sets names by path or URL) and associations (the per-word association "
         "of gender and context: cosine, euclidean, ripa, semaxis; each non-cosine one adds a test label "
         "such as gender.ripa); a study may name several embeddings of its languages (embeddings: a mapping of "
         "names to store templates), each written as a cube of its own into OUTPUT/NAME; see the Studies guide of "
@@ -460,6 +462,28 @@ def _cmd_show(args: argparse.Namespace) -> int:
     for name, note in notes.items():
         if note:
             print(f"{name}: {note}" if name else note, file=sys.stderr)
+    return 0
+
+
+def _add_info(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "info",
+        help="print an embedding store's identity and provenance (source, how it was ingested)",
+        description="Print what an embedding store records of itself, from its metadata alone (no vector is "
+        "read): its language, words, dimensions, vector encoding and chunks, its fingerprint (equal for equal "
+        "contents) and store id; the file it was ingested from (URL without credentials, size, and the ETag, "
+        "Last-Modified, modification time or content hash its file system gave) and how it was ingested "
+        "(the options and what ingest counted: repeated words dropped, zero vectors...).",
+    )
+    p.add_argument("store", metavar="STORE", help="path or URL of the embedding store")
+    _add_format(p)
+    p.set_defaults(func=_cmd_info)
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from biasdask.io.store import describe_store
+
+    _print_text(format_store_info(describe_store(args.store), args.format))
     return 0
 
 
@@ -764,6 +788,7 @@ _COMMANDS = [
     _add_run,
     _add_demo,
     _add_show,
+    _add_info,
     _add_words,
     _add_plot,
     _add_report,

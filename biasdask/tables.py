@@ -24,6 +24,7 @@ import xarray as xr
 
 from biasdask.engine.placebo import is_spread
 from biasdask.errors import BiasdaskError
+from biasdask.io.store import INGEST_COUNTS, StoreDescription
 
 __all__ = [
     "COLUMNS",
@@ -34,8 +35,10 @@ __all__ = [
     "format_agreement",
     "format_embeddings",
     "format_retest",
+    "format_store_info",
     "format_table",
     "format_words",
+    "store_info_rows",
     "leaning",
     "p_text",
     "parse_columns",
@@ -171,7 +174,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("alternative", "alternative", "alternative", "text", "alternative hypothesis"),
     Column("t_method", "t_method", "t method", "text", "method weighting t (none for classic tests)", printed=False),
     Column("association", "u_association", "association", "text", "per-word association u", printed=False),
-    Column("sets", "word_sets", "word sets", "text", "source of the word sets (weat7, xweat7:de, iat:...)"),
+    Column(
+        "sets",
+        "word_sets",
+        "word sets",
+        "text",
+        "source of the word sets (weat7, xweat7:de, iat:..., weathub.weat7:ar)",
+    ),
     Column("coverage", "target_coverage", "coverage", "share", "target words found"),
     Column("X", "target_words_x", "X", "text", "target words of X used"),
     Column("Y", "target_words_y", "Y", "text", "target words of Y used"),
@@ -660,6 +669,84 @@ def format_words(table: pd.DataFrame, fmt: Format = "table") -> str:
     return f"language {a.get('language')}: {what}\n" + shown.to_string()
 
 
+#: the fields of a store's recorded source (:func:`biasdask.io.fs.source_record`) as ``biasdask info`` names them
+_SOURCE_FIELDS = {
+    "url": "source",
+    "size": "source size",
+    "etag": "source ETag",
+    "last_modified": "source Last-Modified",
+    "mtime": "source modified",
+}
+
+
+def _info_value(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_info_value(v)}" for k, v in value.items())
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return "" if value is None else str(value)
+
+
+def store_info_rows(info: StoreDescription) -> list[tuple[str, str]]:
+    """An embedding store's identity and provenance (:func:`biasdask.io.store.describe_store`) as
+    ``(field, value)`` rows of text, in the order ``biasdask info`` prints them: what the store is, where
+    its data came from (every field its source record holds), how it was ingested, what ingest counted."""
+    ident = info.identity
+    encoding = info.vector_encoding
+    if encoding != "float32":
+        encoding += " (scaled integers, 4 decimals, lossless)"
+    chunks = "" if info.n_chunks is None else f"{info.n_chunks:,} ({info.chunk_words:,} words each)"
+    rows = [
+        ("store", ident.url),
+        ("language", ident.language),
+        ("complete", "yes" if info.complete else "no (its writing never finished: readers refuse it)"),
+        ("words", _info_value(ident.n_words) if info.complete else ""),
+        ("dimensions", _info_value(info.dim)),
+        ("format", info.format),
+        ("vector encoding", encoding),
+        ("chunks", chunks),
+        ("fingerprint", ident.fingerprint or "none recorded (written before biasdask recorded one)"),
+        ("store id", _info_value(ident.store_id)),
+        ("created", _info_value(ident.created)),
+        ("biasdask version", _info_value(info.biasdask_version)),
+    ]
+    source = dict(ident.source)
+    rows += [(name, _info_value(source.pop(key))) for key, name in _SOURCE_FIELDS.items() if key in source]
+    rows += [(f"source {key.replace('_', ' ')}", _info_value(value)) for key, value in source.items()]
+    rows += [(f"ingest {key.replace('_', ' ')}", _info_value(value)) for key, value in info.ingest.items()]
+    rows += [(INGEST_COUNTS[key], _info_value(value)) for key, value in info.counts.items()]
+    return rows
+
+
+def format_store_info(info: StoreDescription, fmt: Format = "table") -> str:
+    """An embedding store's identity and provenance (:func:`store_info_rows`) as text: ``table`` (aligned
+    ``field  value`` lines), ``csv``, ``markdown``, ``latex`` (two columns) or ``json`` (one object with
+    the recorded values as they are, :meth:`~biasdask.io.store.StoreDescription.as_dict`)."""
+    if fmt not in FORMATS:
+        raise BiasdaskError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if fmt == "json":
+        return json.dumps(info.as_dict(), indent=1, ensure_ascii=False)
+    rows = [(field, visible(value)) for field, value in store_info_rows(info)]
+    frame = pd.DataFrame(rows, columns=["field", "value"])
+    if fmt == "csv":
+        return spreadsheet_safe(frame).to_csv(index=False)
+    if fmt == "markdown":
+        return _markdown(frame.set_index("field"))
+    if fmt == "latex":
+        styler = frame.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis="columns")
+        return styler.to_latex(
+            hrules=True,
+            column_format="ll",
+            caption=f"embedding store {info.identity.url} (language {info.identity.language})",
+            label=f"tab:biasdask-store-{info.identity.language}",
+            position_float="centering",
+        )
+    width = max(len(field) for field, _ in rows)
+    return "\n".join(f"{field:<{width}}  {value}" for field, value in rows)
+
+
 def format_retest(table: pd.DataFrame, fmt: Format = "table", *, ci_level: float = 0.95) -> str:
     """:func:`biasdask.study.inference.retest_table` as text (``table``, ``csv``, ``markdown``, ``latex`` or
     ``json``): ``csv`` and ``json`` at full precision (NaN as an empty cell, null), the others with the
@@ -751,18 +838,22 @@ _EMPTY_REASONS = (
 
 def word_list_family(source: str) -> str:
     """The word lists a ``word_sets`` source names, whatever the language: a translation of a test's lists
-    (XWEAT's of WEAT's, the IAT's per language) counts as the same lists; different families (WEAT-7's
-    math words, the IAT's career words) measure different words.
+    (XWEAT's of WEAT's, the IAT's per language, a word set file's per language) counts as the same lists;
+    different families (WEAT-7's math words, the IAT's career words) measure different words.
 
     Examples
     --------
     >>> word_list_family("xweat7:de"), word_list_family("weat7"), word_list_family("iat:career:fr (cc)")
     ('weat7', 'weat7', 'iat:career (cc)')
+    >>> word_list_family("weathub.weat7:ar")
+    'weathub.weat7'
     """
     head, _, model = source.partition(" ")
     parts = head.split(":")
     if parts[0].startswith("xweat"):
         return parts[0][1:]
+    if len(parts) == 2 and not model:  # a test's lists in one language
+        return parts[0]
     if parts[0] == "iat" and len(parts) == 3:
         return f"iat:{parts[1]}" + (f" {model}" if model else "")
     return source

@@ -41,6 +41,7 @@ DATA = {
     "retest_reliability": ["results"],
     "agreement": ["results"],
     "pair_consistency": ["emb", "pairs"],
+    "read_word_sets": ["place"],
 }
 TESTS = [
     "permutation_test",
@@ -94,7 +95,7 @@ def emb():
     "call, says",
     [
         (lambda e: biasdask.weat(e, ["a"], ["b"], ["c"], ["d"]), r"weat\(emb, WordSets\(x, y, a, b\)"),
-        (lambda e: biasdask.weat(e, "weat7"), r"a test name goes in test=: weat\(emb, test='weat7'\)"),
+        (lambda e: biasdask.weat(e, "weat7"), r"a test name or word set file goes in test=: weat\(emb, test='weat7'\)"),
         (lambda e: biasdask.weat(e, test="weat7", n_permutations=99), r"n_permutations= is now resampling=Resampling"),
         (lambda e: biasdask.weat(e, ["a", "b"]), r"the word sets go in one WordSets"),
         (

@@ -255,6 +255,7 @@ SUBCOMMANDS = (
     "demo",
     "debias",
     "show",
+    "info",
     "words",
     "plot",
     "report",

@@ -44,6 +44,7 @@ from biasdask.engine.weat import (
 from biasdask.engine.words import store_language
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings, as_embeddings
+from biasdask.io.fs import Locatable
 from biasdask.lexicon import (
     WordSets,
     available_tests,
@@ -174,7 +175,7 @@ def set_metric_test(
     sets: WordSets | None = None,
     *,
     metric: Literal["rnd", "rnsb", "mac", "ect", "nas"],
-    test: str | None = None,
+    test: str | Locatable | None = None,
     resampling: Resampling | None = None,
     client: Client | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
@@ -197,7 +198,8 @@ def set_metric_test(
         ``"rnd"``, ``"rnsb"``, ``"mac"``, ``"ect"`` or ``"nas"`` (see :mod:`biasdask.stats.setmetrics`);
         also the result's label.
     test
-        Instead of ``sets``, the name of a lexicon test (``"weat7"``, ``"xweat7"``) whose X, A and B are used.
+        Instead of ``sets``, the name of a lexicon test (``"weat7"``, ``"xweat7"``) or a file of word sets
+        in WEATHub's layout (as :func:`biasdask.weat` takes it), whose X, A and B are used.
     resampling
         :class:`~biasdask.Resampling`: ``n_permutations`` relabellings sampled (all enumerated when
         ``C(|A| + |B|, |A|)`` is at most this); ``alternative``: ``"two-sided"``

@@ -34,9 +34,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import xarray as xr
@@ -50,6 +51,8 @@ from biasdask.engine.scores import read_rows
 from biasdask.engine.words import store_language
 from biasdask.errors import BiasdaskError, BiasdaskTypeError, MissingWordsError
 from biasdask.io.embeddings import Embeddings, as_embeddings
+from biasdask.io.fs import Locatable, Location
+from biasdask.io.wordfiles import read_word_sets
 from biasdask.lexicon import WordSets, iat_categories, iat_words, weat_test, xweat_test
 from biasdask.stats.bootstrap import bootstrap_effect_size
 from biasdask.stats.permutation import PermutationTestResult
@@ -76,6 +79,7 @@ __all__ = [
     "career_family_test",
     "cross_lingual_weat",
     "weat",
+    "is_word_set_file",
     "word_sets",
     "CI_RESAMPLES",
     "check_coverage",
@@ -331,14 +335,30 @@ def iat_coverage(
 # WEAT
 
 
-def word_sets(function: str, sets: WordSets | None, test: str | None, emb: xr.Dataset, roles: str = "xyab") -> WordSets:
-    """The word sets of a call: ``sets``, or the lexicon test named ``test`` (``"weat7"``; ``"xweat7"`` in
-    the embedding's language), each set checked as a list of words, those of ``roles`` not empty."""
+def is_word_set_file(test: object) -> bool:
+    """Whether a ``test=`` argument names a file of word sets (a :class:`~biasdask.Location`, a path, a
+    URL, a name ending in ``.json``) rather than a lexicon test (``"weat7"``)."""
+    if isinstance(test, (Location, os.PathLike)):
+        return True
+    return isinstance(test, str) and ("/" in test or "://" in test or test.endswith(".json"))
+
+
+def word_sets(
+    function: str, sets: WordSets | None, test: str | Locatable | None, emb: xr.Dataset, roles: str = "xyab"
+) -> WordSets:
+    """The word sets of a call: ``sets``; the lexicon test named ``test`` (``"weat7"``; ``"xweat7"`` in
+    the embedding's language); or the file ``test`` names in WEATHub's layout
+    (:func:`biasdask.io.wordfiles.read_word_sets`, its ``{language}`` the embedding's); each set checked
+    as a list of words, those of ``roles`` not empty."""
     if isinstance(sets, str):
-        raise BiasdaskTypeError(f"{function}: a test name goes in test=: {function}(emb, test={sets!r})")
+        raise BiasdaskTypeError(
+            f"{function}: a test name or word set file goes in test=: {function}(emb, test={sets!r})"
+        )
     if sets is not None and test is not None:
         raise BiasdaskError(f"{function}: give the word sets or the name of a lexicon test (test=), not both")
-    if test is not None:
+    if is_word_set_file(test):
+        sets = read_word_sets(cast(Locatable, test), language=emb.attrs.get("language"))
+    elif test is not None:
         sets = weat_test(test) if str(test).startswith("weat") else xweat_test(store_language(emb), test)
     if not isinstance(sets, WordSets):
         raise BiasdaskTypeError(
@@ -357,7 +377,7 @@ def weat(
     emb: Embeddings,
     sets: WordSets | None = None,
     *,
-    test: str | None = None,
+    test: str | Locatable | None = None,
     similarity: Literal["cosine", "euclidean"] = "cosine",
     resampling: Resampling | None = None,
     client: Client | None = None,
@@ -385,7 +405,9 @@ def weat(
     test
         Instead of ``sets``, the name of a lexicon test: ``"weat7"`` (Caliskan et al.'s lists,
         :func:`biasdask.lexicon.weat_test`) or ``"xweat7"`` (its XWEAT translation into the embedding's
-        ``language``, :func:`biasdask.lexicon.xweat_test`).
+        ``language``, :func:`biasdask.lexicon.xweat_test`); or a file of word sets in WEATHub's layout
+        (Mukherjee et al. 2023), as a path, URL or :class:`~biasdask.Location`, whose ``{language}`` is
+        filled with the embedding's (:func:`biasdask.read_word_sets`).
     similarity
         ``"cosine"``, or ``"euclidean"``: f = minus the distance between unit vectors, so the direction
         of the test is the same as with cosine (s > 0: X closer to A), which is Lauscher & Glavaš 2019's flipped

@@ -218,7 +218,7 @@ CELL_VARIABLES: dict[str, tuple[Any, Any, str]] = {
     "word_sets": (
         str,
         "",
-        "source of the cell's word sets: weat7, xweat7:de, iat:career:fr (cc), study; catalog, iat or explicit attribute words of a full-vocabulary cell",
+        "source of the cell's word sets: weat7, xweat7:de, iat:career:fr (cc), study, weathub.weat7:ar (a test of the study's word_sets files in one language); catalog, iat or explicit attribute words of a full-vocabulary cell",
     ),
     "target_words_x": (str, "", "target words of X found and used (classic tests; S of a set metric), comma-separated"),
     "target_words_y": (str, "", "target words of Y found and used (classic tests), comma-separated"),

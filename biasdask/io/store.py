@@ -77,7 +77,7 @@ import zarr.storage
 
 from biasdask._calls import keyword_api
 from biasdask._version import __version__
-from biasdask.errors import BiasdaskError, CorruptStoreError, IncompleteStoreError, StoreConflictError
+from biasdask.errors import BiasdaskError, BiasdaskOSError, CorruptStoreError, IncompleteStoreError, StoreConflictError
 from biasdask.io import zarr_compat
 from biasdask.io.codecs import (
     NEGATIVE_ZERO,
@@ -114,6 +114,8 @@ __all__ = [
     "compact_store",
     "COMPLETE_ATTR",
     "default_chunk_words",
+    "INGEST_COUNTS",
+    "describe_store",
     "embedding_identity",
     "find_words",
     "finish_store",
@@ -135,6 +137,7 @@ __all__ = [
     "store_identity",
     "stored_vectors",
     "StoredVectors",
+    "StoreDescription",
     "StoreIdentity",
     "vocabulary_files",
     "write_block",
@@ -709,6 +712,130 @@ def embedding_identity(emb: xr.Dataset) -> StoreIdentity | None:
     """
     stored = stored_vectors(emb["vectors"].data)
     return None if stored is None else _identity(stored.location, emb.attrs)
+
+
+#: what ingest counts of its input, as attrs of the store, and their names: words repeated (the first
+#: kept), of which spellings NFC normalisation merged, words with invalid UTF-8 (decoded with replacement
+#: characters), zero vectors, words whose vector repeats an earlier word's bit for bit
+INGEST_COUNTS = {
+    "n_duplicates": "repeated words dropped",
+    "n_nfc_merged": "NFC-merged spellings",
+    "n_invalid_utf8": "words with invalid UTF-8",
+    "n_zero_vectors": "zero vectors",
+    "n_duplicate_vectors": "words repeating a vector",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreDescription:
+    """An embedding store's identity and provenance as it records them (:func:`describe_store`;
+    ``biasdask info`` prints it).
+
+    Attributes
+    ----------
+    identity
+        Which store, with which contents: URL, language, words, fingerprint, ``store_id``, when it was
+        created, and its source as recorded (``url`` without credentials, ``size``, and whichever of
+        ``etag``, ``last_modified``, ``mtime`` and content hashes its file system gave)
+        (:class:`StoreIdentity`).
+    complete
+        Whether its writing finished (an incomplete store is refused by every reader).
+    dim
+        Dimensions of its vectors.
+    format
+        The format of the file it was read from (``vec``, ``glove``, ``word2vec-binary``; ``debias``,
+        ``align`` for a store made from another).
+    vector_encoding
+        How its vectors are stored: ``float32``, or ``int16``/``int32`` scaled integers (lossless for
+        text of at most 4 decimals).
+    chunk_words, n_chunks
+        Words per chunk and number of chunks of its vectors (None where its metadata cannot be read).
+    biasdask_version
+        The version of biasdask that wrote it.
+    ingest
+        How it was ingested, as recorded (attr ``ingest``: the format asked for, ``max_words``,
+        ``chunk_words``, the compression found); empty when the store records none.
+    counts
+        What ingest counted of its input (:data:`INGEST_COUNTS`), where recorded.
+    """
+
+    identity: StoreIdentity
+    complete: bool
+    dim: int
+    format: str
+    vector_encoding: str
+    chunk_words: int | None
+    n_chunks: int | None
+    biasdask_version: str | None
+    ingest: dict[str, Any]
+    counts: dict[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-serialisable dict (the identity's fields first, flat)."""
+        out = self.identity.as_dict()
+        out.update({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "identity"})
+        return out
+
+
+#: what reading a store's array metadata may raise, which :func:`describe_store` shows without
+_DESCRIBE_ERRORS: tuple[type[Exception], ...] = (*_METADATA_ERRORS, CorruptStoreError)
+
+
+@quiet_codecs
+def describe_store(location: Locatable) -> StoreDescription:
+    """The identity and provenance of the embedding store at ``location`` (complete or not), from its
+    metadata alone: its group's attrs and its vectors' array metadata (no chunk is read).
+
+    Raises
+    ------
+    BiasdaskError
+        Nothing at ``location``, or something that is no biasdask embedding store (naming it).
+    BiasdaskOSError
+        The store cannot be read (the network, permissions), naming it.
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> import biasdask
+    >>> with fsspec.open("memory://examples/describe/tiny.vec", "w") as f:
+    ...     _ = f.write("2 3\\nhe 0.1 0.2 0.3\\nshe 0.3 0.2 0.1\\n")
+    >>> _ = biasdask.ingest("memory://examples/describe/tiny.vec", "memory://examples/describe/en.zarr",
+    ...                     language="en", progress=False)
+    >>> info = describe_store("memory://examples/describe/en.zarr")
+    >>> info.identity.n_words, info.dim, info.vector_encoding, info.n_chunks, info.identity.source["size"]
+    (2, 3, 'int16', 1, 35)
+    """
+    loc = as_location(location)
+    shown = display_url(loc.url)
+    try:
+        fs, path = url_to_fs(loc)
+        attrs = read_group_attrs(loc)
+        present = attrs is not None or fs.exists(path)
+    except NETWORK_ERRORS as exc:
+        raise BiasdaskOSError(f"{shown}: cannot read the store: {redact(' '.join(str(exc).split()))}") from None
+    if not present:
+        raise BiasdaskError(f"{shown}: no such store (nothing there)")
+    if attrs is None or not is_embedding_store(attrs):
+        raise BiasdaskError(f"{shown}: not a biasdask embedding store (no embedding store's attrs in its zarr.json)")
+    chunk_words = n_chunks = None
+    try:
+        vectors = zarr_compat.array(_group(loc, mode="r"), "vectors")
+        chunk_words, n_chunks = int(vectors.chunks[0]), -(-int(vectors.shape[0]) // int(vectors.chunks[0]))
+    except _DESCRIBE_ERRORS:
+        pass  # an incomplete or damaged store: the rest is still worth showing
+    ingest = attrs.get("ingest")
+    return StoreDescription(
+        identity=_identity(loc, attrs),
+        complete=attrs.get(COMPLETE_ATTR) is True,
+        dim=int(attrs["dim"]),
+        format=str(attrs["format"]),
+        vector_encoding=str(attrs.get("vector_encoding", "float32")),
+        chunk_words=chunk_words,
+        n_chunks=n_chunks,
+        biasdask_version=attrs.get("biasdask_version"),
+        ingest=dict(ingest) if isinstance(ingest, dict) else {},
+        counts={key: int(attrs[key]) for key in INGEST_COUNTS if isinstance(attrs.get(key), int)},
+    )
 
 
 def _identity(loc: Location, attrs: Mapping[str, Any]) -> StoreIdentity:

@@ -7,7 +7,8 @@ variables a finished (or skipped) test writes into the results cube.
 - :func:`cell_words`: the vocabulary tokens whose rows :func:`run_cell` reads (a study's task reads
   only those).
 - :func:`cell_word_sets`: where a cell's word sets come from (``weat7``, ``xweat7:de``, ...), recorded
-  with it so that cells of one test column built from different lists are not compared unawares.
+  with it so that cells of one test column built from different lists are not compared unawares;
+  :func:`file_word_sets` for a test of the study's ``word_sets`` files (``weathub.weat7:ar``).
 - :func:`cell_values`: the one builder of a cube cell's variables from any test result.
 - :func:`consistency_values`: the variables of a cell's internal consistency.
 - :func:`store_values`: the variables that record which embedding store a language's cells read.
@@ -28,7 +29,7 @@ from biasdask.engine.weat import DEFAULT_MIN_COVERAGE, ClassicTestResult, Covera
 from biasdask.errors import BiasdaskError
 from biasdask.io.embeddings import Embeddings
 from biasdask.io.store import StoreIdentity
-from biasdask.lexicon import available_tests, iat_languages, iat_words, weat_test, xweat_test
+from biasdask.lexicon import WordSets, available_tests, iat_languages, iat_words, weat_test, xweat_test
 from biasdask.stats.reliability import InternalConsistency
 from biasdask.stats.resampling import Resampling
 
@@ -38,6 +39,7 @@ __all__ = [
     "cell_words",
     "consistency_values",
     "coverage_values",
+    "file_word_sets",
     "run_cell",
     "store_values",
     "tests_for_language",
@@ -110,6 +112,20 @@ def cell_word_sets(
     if test.startswith("weat"):
         return test
     return attribute_set
+
+
+def file_word_sets(sets: WordSets) -> str:
+    """Where the word sets of a cell of a test of the study's ``word_sets`` files come from, as the cube's
+    ``word_sets`` variable records it: the test and the language of its file (``weathub.weat7:ar``), as
+    :func:`cell_word_sets` records a translation of a lexicon test; the study's canonical form names
+    the file (:func:`biasdask.study.wordsets.canonical_word_sets`).
+
+    Examples
+    --------
+    >>> file_word_sets(WordSets(["math"], ["art"], ["he"], ["she"], test="weathub.weat7", language="ar"))
+    'weathub.weat7:ar'
+    """
+    return f"{sets.test}:{sets.language}"
 
 
 def store_values(identity: StoreIdentity | None) -> dict[str, str]:
@@ -226,6 +242,7 @@ def cell_words(
     *,
     iat_model: Literal["cc", "wiki", "subt"] = "cc",
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
+    sets: WordSets | None = None,
 ) -> list[str]:
     """The vocabulary tokens whose rows :func:`run_cell` reads for ``test`` in ``language`` (same
     parameters): :func:`run_cell` on a store cut down to these rows gives the same result. Empty for
@@ -236,6 +253,8 @@ def cell_words(
     >>> cell_words("weat7", "en")[:3]
     ['math', 'algebra', 'geometry']
     """
+    if sets is not None:
+        return [*sets.x, *sets.y, *sets.a, *sets.b]
     tests = available_tests()
     if test in SET_METRICS:
         if set_metric_words is not None:
@@ -269,6 +288,7 @@ def run_cell(
     progress: bool = False,
     set_metric_words: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
     ci_level: float | None = 0.95,
+    sets: WordSets | None = None,
 ) -> ClassicTestResult:
     """Run one classic test of a study on one language's store.
 
@@ -293,6 +313,9 @@ def run_cell(
     ci_level
         Confidence level of the effect size's bootstrap interval (WEAT, XWEAT, career_family; the
         set-level metrics have no effect size); None for none.
+    sets
+        The word sets of a test of the study's ``word_sets`` files (:mod:`biasdask.study.wordsets`): a
+        WEAT on them, whatever ``test`` is called.
 
     Returns
     -------
@@ -320,13 +343,6 @@ def run_cell(
             progress=progress,
             set_metric_words=set_metric_words,
         )
-    tests = available_tests()
-    if test not in tests:
-        raise BiasdaskError(f"unknown test {test!r}; choose from {sorted(tests)}")
-    if language not in tests[test]:
-        raise BiasdaskError(
-            f"test {test!r} does not apply to language {language!r} (it applies to {list(tests[test])})"
-        )
     common = dict(
         resampling=resampling,
         client=client,
@@ -335,6 +351,15 @@ def run_cell(
         progress=progress,
         ci_level=ci_level,
     )
+    if sets is not None:
+        return weat(emb, sets, similarity=similarity, **common)
+    tests = available_tests()
+    if test not in tests:
+        raise BiasdaskError(f"unknown test {test!r}; choose from {sorted(tests)}")
+    if language not in tests[test]:
+        raise BiasdaskError(
+            f"test {test!r} does not apply to language {language!r} (it applies to {list(tests[test])})"
+        )
     if test == "career_family":
         if similarity != "cosine":
             raise BiasdaskError(f"test 'career_family' is defined with cosine similarity, not {similarity!r}")

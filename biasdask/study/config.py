@@ -7,7 +7,9 @@ Example::
     languages: [ar, de, en, zh]                       # or a mapping, see below
     methods: [uniform, zipf]
     associations: [cosine, ripa]  # per-word association of the gender/context tests (default [cosine])
-    tests: [gender]
+    tests: [gender, weathub.weat7]
+    word_sets:                   # files in WEATHub's layout; test NAME.TEST fills {test}
+      weathub: https://raw.githubusercontent.com/iamshnoo/weathub/main/data/{language}_all/{test}.json
     n_permutations: 9999
     seed: 20240601
     min_coverage: 0.8            # classic tests: skip a test whose word set is found below 80 %
@@ -29,7 +31,8 @@ Tests: ``gender`` (the full-vocabulary test), ``context`` (Valentini et al. 2022
 ``weat1``..``weat10`` (English), ``xweat1``..``xweat10`` (de, es, hr, it, ru, tr), ``career_family``
 (languages with IAT translations) and the set-level metrics ``rnd``, ``rnsb``, ``mac``, ``ect``, ``nas``
 (on WEAT-7's sets in English, XWEAT-7's in de, es, hr, it, ru, tr, the IAT words elsewhere; or the
-study's ``set_metric_words: {s: [...], a: [...], b: [...]}``, for all languages or per language). Each language runs the tests that apply to it; the other cells are
+study's ``set_metric_words: {s: [...], a: [...], b: [...]}``, for all languages or per language), and the
+tests of the study's ``word_sets`` files (:mod:`biasdask.study.wordsets`). Each language runs the tests that apply to it; the other cells are
 written as "not applicable" (NaN, with a ``note``). Classic tests have no weighting: their values are
 the same in every ``method`` cell.
 
@@ -83,7 +86,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +104,7 @@ from biasdask.lexicon import (
     NAMED_WORD_LISTS,
     AttributeTerm,
     AttributeTerms,
+    WordSets,
     available_tests,
     bolukbasi,
     iat_attribute_terms,
@@ -117,6 +121,13 @@ from biasdask.stats.resampling import ALTERNATIVES
 from biasdask.stats.setmetrics import METRICS
 from biasdask.stats.weat import SIMILARITIES
 from biasdask.stats.weights import METHODS
+from biasdask.study.wordsets import (
+    canonical_word_sets,
+    changed_word_sets,
+    file_test_labels,
+    read_study_word_sets,
+    word_set_sources,
+)
 
 __all__ = [
     "ATTRIBUTE_SETS",
@@ -166,6 +177,7 @@ _KEYS = {
     "alpha",
     "ci_level",
     "placebo",
+    "word_sets",
 }
 #: attribute sets of base pairs (a[i], b[i]): Bolukbasi et al. 2016's ten definitional pairs (English), pairs
 #: the study names, the IAT's male and female terms paired in their order; a gender cell of one reports
@@ -237,6 +249,9 @@ class StudyConfig:
     placebo: int = DEFAULT_PLACEBO
     placebo_exclude: tuple[str, ...] = ()
     placebo_match: PlaceboMatch = DEFAULT_MATCH
+    word_sets: dict[str, dict[str, WordSets]] = field(default_factory=dict)
+    """The tests of the study's ``word_sets`` files: test label -> language -> its word sets (a language
+    without a file absent; :mod:`biasdask.study.wordsets`)."""
 
     def test_labels(self) -> tuple[str, ...]:
         """The cube's test labels: each full-vocabulary test once per association, the others once."""
@@ -256,6 +271,9 @@ class StudyConfig:
             d.pop("associations")  # the default leaves the hash of studies written before the option
         if self.ci_level == 0.95:
             d.pop("ci_level")  # likewise
+        word_sets = d.pop("word_sets")
+        if word_sets:  # the words read, not where from: a file whose words change is a changed study
+            d["word_sets"] = canonical_word_sets(word_sets)
         exclude, match = d.pop("placebo_exclude"), d.pop("placebo_match")
         if self.placebo:
             d["placebo"] = {
@@ -690,11 +708,19 @@ def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
                 f"{key}: attributes bolukbasi: Bolukbasi et al. 2016's definitional pairs are English; for "
                 f"language {code!r} give pairs: [[a, b], ...] or pairs: iat"
             )
+        if (
+            (a is None or b is None)
+            and name not in ("iat", "iat_pairs")
+            and code not in table.index
+            and not _reads_attributes(raw)
+        ):
+            a, b = a or (), b or ()
         if (a is None or b is None) and name not in ("iat", "iat_pairs"):
             if code not in table.index:
                 raise ConfigError(
                     f"{key}: language {code!r} is not in the catalog (biasdask languages); give its attribute "
-                    "words a and b, or attributes: iat"
+                    "words a and b, or attributes: iat (a study of classic tests alone needs none with "
+                    "save_scores: false)"
                 )
             a = a or (str(table.loc[code, "male"]),)
             b = b or (str(table.loc[code, "female"]),)
@@ -711,6 +737,16 @@ def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
         metric_words = _set_metric_words(settings.get("set_metric_words"), f"{key}.set_metric_words")
         specs.append(LanguageSpec(str(code), store, a, b, name, metric_words or default_metric_words))
     return tuple(specs)
+
+
+def _reads_attributes(raw: dict) -> bool:
+    """Whether the study reads its languages' attribute words: a full-vocabulary test (``gender``,
+    ``context``), or the per-word scores saved (``save_scores``, of the ``gender`` test). A study of classic
+    tests alone (WEAT, a word set file's tests) with ``save_scores: false`` reads none, so a language the
+    catalog lacks needs none."""
+    tests = raw.get("tests", ["gender"])
+    tests = [tests] if isinstance(tests, str) else tests if isinstance(tests, list) else []
+    return raw.get("save_scores", True) is not False or any(t in FULL_VOCABULARY_TESTS for t in tests)
 
 
 def _is_embedding_object(value: Any) -> bool:
@@ -748,7 +784,9 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig | Embedd
     Raises
     ------
     ConfigError
-        Naming the first offending key.
+        Naming the first offending key (for a file of ``word_sets``, the file and what is wrong in it).
+    BiasdaskOSError
+        A file of ``word_sets`` that cannot be read (the network, a timeout), named with its key.
     """
     if not isinstance(raw, dict):
         raise ConfigError("the study file must be a YAML mapping")
@@ -760,6 +798,9 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig | Embedd
         raise ConfigError("output: expected the URL of the results store")
     options = _options(raw)
     studies = {source.name: _study(raw, out, source, options) for source in _sources(raw)}
+    codes = list(dict.fromkeys(spec.code for study in studies.values() for spec in study.languages))
+    word_sets = _word_sets(raw, codes, options["storage_options"])
+    studies = {name: replace(study, word_sets=word_sets) for name, study in studies.items()}
     if None in studies:
         return studies[None]
     return EmbeddingStudies(out, {str(name): study for name, study in studies.items()}, options["storage_options"])
@@ -804,7 +845,7 @@ def _options(raw: dict) -> dict[str, Any]:
         raise ConfigError("exclude_words: expected a list of words or the name of a list (gender_specific)")
     return dict(
         methods=_choice_list(raw, "methods", ("uniform", "zipf"), METHODS),
-        tests=_choice_list(raw, "tests", ("gender",), known_tests()),
+        tests=_choice_list(raw, "tests", ("gender",), (*known_tests(), *_file_tests(raw))),
         n_permutations=_int(raw, "n_permutations", 9999, 1, maximum=MAX_PERMUTATIONS),
         seed=_int(raw, "seed", 0, 0),
         alternative=alternative,
@@ -823,6 +864,19 @@ def _options(raw: dict) -> dict[str, Any]:
         alpha=_alpha(raw),
         ci_level=_ci_level(raw),
         **_placebo(raw),
+    )
+
+
+def _file_tests(raw: dict) -> list[str]:
+    """The labels of the tests the study's ``word_sets`` files define (:mod:`biasdask.study.wordsets`)."""
+    named = raw.get("tests") or []
+    return file_test_labels([named] if isinstance(named, str) else named, word_set_sources(raw, known_tests()))
+
+
+def _word_sets(raw: dict, codes: list[str], storage_options: dict) -> dict[str, dict[str, WordSets]]:
+    """The study's ``word_sets`` files read for the languages ``codes`` (last, once every other key is valid)."""
+    return read_study_word_sets(
+        word_set_sources(raw, known_tests()), _file_tests(raw), codes, resolve_env(storage_options, "storage_options")
     )
 
 
@@ -905,8 +959,8 @@ def _yaml_where(exc: yaml.YAMLError) -> str:
 
 
 #: canonical keys whose change touches only the labels they name (languages, methods, tests,
-#: associations); a change of any other key changes every cell
-_LABEL_KEYS = ("languages", "methods", "tests", "associations")
+#: associations, a test's word sets); a change of any other key changes every cell
+_LABEL_KEYS = ("languages", "methods", "tests", "associations", "word_sets")
 
 
 @dataclass(frozen=True)
@@ -970,6 +1024,8 @@ def study_changes(old: dict[str, Any], new: dict[str, Any]) -> StudyChanges:
             if not language_keys and [e["code"] for e in a or []] != [e["code"] for e in b or []]:
                 language_keys.append("languages")  # the same languages in another order
             keys += language_keys
+        elif key == "word_sets":  # a test's words: its cells
+            keys += [f"word_sets.{label}" for label in changed_word_sets(a, b)]
         elif a != b:
             keys.append(key)
             if key not in _LABEL_KEYS:

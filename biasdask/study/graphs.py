@@ -45,6 +45,7 @@ __all__ = [
     "cell_rows",
     "family_graph",
     "missing_words",
+    "study_cell_words",
     "vector_source",
     "vocabulary_words",
     "words_to_find",
@@ -67,8 +68,20 @@ def words_to_find(cfg: StudyConfig, lang: LanguageSpec, emb: xr.Dataset) -> list
             words += placebo_forbidden(emb, cfg.placebo_exclude, nfc(tokens))
     for label in labels:
         if not is_family(label):
-            words += cell_words(label, lang.code, iat_model=cfg.iat_model, set_metric_words=lang.set_metric_words)
+            words += study_cell_words(cfg, label, lang.code, lang.set_metric_words)
     return sorted(set(nfc(words)))
+
+
+def study_cell_words(cfg: StudyConfig, test: str, code: str, set_metric_words) -> list[str]:
+    """The words the classic cell ``test`` of language ``code`` reads (:func:`biasdask.study.cells.cell_words`),
+    with the word sets the study read for it from its ``word_sets`` files, if any."""
+    return cell_words(
+        test,
+        code,
+        iat_model=cfg.iat_model,
+        set_metric_words=set_metric_words,
+        sets=cfg.word_sets.get(test, {}).get(code),
+    )
 
 
 def vocabulary_words(emb: xr.Dataset, max_words: int | None) -> Iterator[str]:
@@ -176,13 +189,7 @@ def cell_rows(emb: xr.Dataset, tests, code: str, cfg: StudyConfig, set_metric_wo
     each word's first row), not read yet: the task that loads them reads only the chunks that hold them.
     A cell gives the same result on these rows as on the whole vocabulary (it looks up only its own
     words)."""
-    words = list(
-        dict.fromkeys(
-            w
-            for test in tests
-            for w in cell_words(test, code, iat_model=cfg.iat_model, set_metric_words=set_metric_words)
-        )
-    )
+    words = list(dict.fromkeys(w for test in tests for w in study_cell_words(cfg, test, code, set_metric_words)))
     pos = positions(emb, words) if words else np.empty(0, dtype=np.int64)
     rows = np.unique(pos[pos >= 0])
     if "word" in emb.coords:

@@ -23,6 +23,7 @@ from biasdask.engine.pools import KernelRate, batch_plan
 from biasdask.engine.setmetrics import SET_METRICS, set_metric_sets
 from biasdask.errors import BiasdaskError
 from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label, split_label
+from biasdask.lexicon import WordSets
 from biasdask.stats.resampling import Resampling
 from biasdask.study.cells import cell_word_sets, tests_for_language
 from biasdask.study.config import LanguageSpec, StudyConfig
@@ -64,6 +65,7 @@ def applicable_tests(cfg: StudyConfig, language: str) -> set[str]:
         tests |= set(SET_METRICS)
     if language == "en":
         tests.add("context")
+    tests |= {label for label, per_language in cfg.word_sets.items() if language in per_language}
     return {label for label in cfg.test_labels() if split_label(label)[0] in tests}
 
 
@@ -190,8 +192,10 @@ class ClassicWork:
     methods: tuple[str, ...]
     resampling: Resampling
     """Seeded by the test's ``uniform`` cell (:func:`cell_seed`)."""
-    word_sets: str
-    """Where its word sets come from (:func:`biasdask.study.cells.cell_word_sets`)."""
+    word_sets: str | WordSets
+    """Where its word sets come from (:func:`biasdask.study.cells.cell_word_sets`); for a test of the
+    study's ``word_sets`` files, the word sets themselves, read when the study was loaded (the task
+    receives them: a worker needs no access to the files)."""
 
 
 @dataclass(frozen=True)
@@ -321,7 +325,9 @@ class StreamPlanner:
                     placebo_rank_ratio=cfg.placebo_match.rank_ratio,
                     placebo_min_candidates=cfg.placebo_match.min_candidates,
                 ),
-                cell_word_sets(test, lang.code, iat_model=cfg.iat_model, set_metric_words=lang.set_metric_words),
+                cfg.word_sets[test][lang.code]
+                if test in cfg.word_sets
+                else cell_word_sets(test, lang.code, iat_model=cfg.iat_model, set_metric_words=lang.set_metric_words),
             )
             for test, methods in plan.classic.items()
         )

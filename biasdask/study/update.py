@@ -4,9 +4,9 @@ A results store records its study (the canonical YAML, see :meth:`biasdask.study
 Run against a store of another study, :func:`check_changes` names the changed keys before anything else
 happens (no store opened, no cluster started). Keys that change every cell (``seed``,
 ``n_permutations``, ``alternative``...) are applied only by starting over (``overwrite``). The others,
-languages, methods, tests and associations added or removed, and a language's store or attribute words,
-are applied by ``update``: the new cube is written next to the old one
-(``<output>.update-<hash of the new study>``), every cell the change leaves untouched is copied into it
+languages, methods, tests and associations added or removed, a language's store or attribute words, and
+the words of a test's word set files (:mod:`biasdask.study.wordsets`: that test's cells), are applied by
+``update``: the new cube is written next to the old one (``<output>.update-<hash of the new study>``), every cell the change leaves untouched is copied into it
 bit for bit (values, nulls, per-word scores), the affected and new cells are computed, and only then does
 it take the old store's place (:func:`biasdask.io.results.replace_results`). Cells cannot depend on
 other cells (each has its own seed, a hash of the study seed and its labels), so the result equals a
@@ -43,6 +43,7 @@ from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
 from biasdask.io.store import StoreIdentity
 from biasdask.study.cells import store_values
 from biasdask.study.config import StudyChanges, StudyConfig, study_changes
+from biasdask.study.wordsets import changed_word_sets
 
 __all__ = ["changed_stores", "check_changes", "check_embeddings", "check_stores", "prepare_update", "run_attrs"]
 
@@ -211,7 +212,9 @@ def prepare_update(
     old_cfg = yaml.safe_load(old.attrs["config"]) or {}
     kept_languages = [c for c in codes if c in set(old["language"].values) and c not in changes.changed_languages]
     methods = [m for m in cfg.methods if m in set(old["method"].values)]
-    tests = [t for t in cfg.test_labels() if t in set(old["test"].values)]
+    # a test whose word set files changed is computed again, as a test added
+    rewritten = set(changed_word_sets(old_cfg.get("word_sets"), (yaml.safe_load(new_text) or {}).get("word_sets")))
+    tests = [t for t in cfg.test_labels() if t in set(old["test"].values) and t not in rewritten]
     rs.create_results(
         Location(fresh, options),
         languages=codes,

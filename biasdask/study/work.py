@@ -28,9 +28,10 @@ from biasdask.errors import BiasdaskError, PlaceboUnavailableError
 from biasdask.io import results as rs
 from biasdask.io.fs import Location
 from biasdask.io.store import embedding_identity, open_embeddings, stored_vectors, vocabulary_files
+from biasdask.lexicon import WordSets
 from biasdask.stats.permutation import PermutationTestResult
 from biasdask.stats.placebo import merge_moments, weighted_effect_size
-from biasdask.study.cells import cell_values, consistency_values, run_cell, store_values
+from biasdask.study.cells import cell_values, consistency_values, file_word_sets, run_cell, store_values
 
 __all__ = [
     "ClassicResult",
@@ -253,11 +254,16 @@ class ClassicResult(NamedTuple):
 
 
 def classic_cell(
-    rows: xr.Dataset, test: str, code: str, set_metric_words, word_sets: str, options: dict
+    rows: xr.Dataset, test: str, code: str, set_metric_words, word_sets: str | WordSets, options: dict
 ) -> ClassicResult:
     """Task: one classic test of a language (seeded by its uniform cell) on the rows it reads (those of
     :func:`biasdask.study.cells.cell_words`): its cells' values and null. Its permutations run in the
-    task (a few words)."""
+    task (a few words). ``word_sets``: where its word sets come from, or, for a test of the study's
+    ``word_sets`` files, the word sets (:class:`~biasdask.study.plan.ClassicWork`)."""
+    sets = word_sets if isinstance(word_sets, WordSets) else None
+    if sets is not None:
+        options = {**options, "sets": sets}
+        word_sets = file_word_sets(sets)
     source = options.pop("source", None)
     if source is not None:  # a placebo needs the whole vocabulary: the test reads its rows there too
         rows = open_embeddings(source) if isinstance(source, Location) else source
