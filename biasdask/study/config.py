@@ -708,14 +708,10 @@ def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
                 f"{key}: attributes bolukbasi: Bolukbasi et al. 2016's definitional pairs are English; for "
                 f"language {code!r} give pairs: [[a, b], ...] or pairs: iat"
             )
-        if (
-            (a is None or b is None)
-            and name not in ("iat", "iat_pairs")
-            and code not in table.index
-            and not _reads_attributes(raw)
-        ):
+        named_words = name not in ("iat", "iat_pairs")  # words from the catalog unless given
+        if (a is None or b is None) and named_words and code not in table.index and not _reads_attributes(raw):
             a, b = a or (), b or ()
-        if (a is None or b is None) and name not in ("iat", "iat_pairs"):
+        if (a is None or b is None) and named_words:
             if code not in table.index:
                 raise ConfigError(
                     f"{key}: language {code!r} is not in the catalog (biasdask languages); give its attribute "
