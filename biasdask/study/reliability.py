@@ -299,7 +299,7 @@ def agreement(
       (``weat7`` in English, ``xweat7`` in de, es, hr, it, ru, tr, ``career_family`` elsewhere) and
       RND, RNSB, MAC, ECT, NAS, each turned by its ``measure_sign`` so that larger means more bias
       (``measure_kind`` ``signed``: towards A; ``magnitude``: without a direction). A signed measure
-      paired with a magnitude enters as |value|. ``measure_value`` (language, measure) holds the
+      paired with a magnitude enters as its absolute value. ``measure_value`` (language, measure) holds the
       values, ``measure_test`` and ``measure_sets`` (language) where they come from.
 
     The languages are resampled in the order of their codes, and every pair with ``seed``, so a pair's
