@@ -1377,8 +1377,8 @@ def vocabulary_effect_size(
     pair, with no second pass over the vectors).
 
     The association with the items ``a_index`` of A and ``b_index`` of B is the composite s = Σ_j w_j x_j
-    with w_j = 1/|a_index| on A's and 1/|b_index| on B's (for pairs, ``n_a`` None, 1/|a_index| on the pairs
-    kept): the test's u when u is linear in the attribute vectors (cosine, RIPA). Against a dummy
+    with ``w_j = 1/len(a_index)`` on A's and ``1/len(b_index)`` on B's (for pairs, ``n_a`` None,
+    ``1/len(a_index)`` on the pairs kept): the test's u when u is linear in the attribute vectors (cosine, RIPA). Against a dummy
     language of as many words scoring 0, d = s̄ / √((wᵀCw + n s̄²/2) / (2n − 1)) with s̄ = wᵀμ, C the
     centred cross-products and n the words used (:func:`biasdask.stats.effect.effect_size`).
 
