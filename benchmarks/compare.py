@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from machine import cpu_model
+
 # One figure of a run: its value and whether a larger value is better (a rate) or worse (a time).
 Figures = dict[str, tuple[float, Literal["higher", "lower"]]]
 
@@ -139,17 +141,6 @@ PARSERS: dict[str, Callable[[str], Figures]] = {
     "in_memory": parse_in_memory,
     "study": parse_study,
 }
-
-
-def cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo`` (else what the platform module says)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def busy_seconds() -> float:

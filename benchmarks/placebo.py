@@ -20,26 +20,15 @@ import argparse
 import datetime as dt
 import functools
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from machine import cpu_model
 
 from biasdask import Resampling, Vocabulary
 from biasdask.study.config import DEFAULT_PLACEBO
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
 
 #: a word is ``w`` and its row's digits as letters (``wba`` for 10): word-like tokens a placebo may draw
 LETTERS = str.maketrans("0123456789", "abcdefghij")
@@ -174,7 +163,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=4, help="study pairs timed, interleaved (default: %(default)s)")
     args = parser.parse_args()
     print(
-        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {_cpu()} · {os.cpu_count()} logical CPUs · "
+        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC · {cpu_model()} · {os.cpu_count()} logical CPUs · "
         f"load {os.getloadavg()[0]:.2f}"
     )
     print(kernels())

@@ -74,6 +74,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from machine import cpu_model
 
 CODES = [
     "en",
@@ -911,13 +912,7 @@ def detail_lines(r: dict) -> list[str]:
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{model}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
+    return f"{cpu_model()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
 
 
 def print_durations(label: str, durations: dict, given: dict) -> None:

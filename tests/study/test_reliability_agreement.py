@@ -25,6 +25,7 @@ import biasdask
 from biasdask.io import results as rs
 from biasdask.io.results import open_reliability
 from biasdask.study.reliability import agreement_table
+from tests.oracles import paired_bootstrap, pearson, spearman
 from tests.stores import generated_store, read_text_rows, study_of, unit
 
 #: every language with the IAT words in Common Crawl whose set metrics run on them (not WEAT-7's or XWEAT-7's):
@@ -137,34 +138,14 @@ def test_the_per_word_correlations_are_scipys_over_scores_recomputed_from_the_ve
             assert str(cell["word_note"].values) == ""
 
 
-def _bootstrap(x, y, statistic):
-    return stats.bootstrap(
-        (x, y),
-        statistic,
-        paired=True,
-        vectorized=True,
-        n_resamples=RESAMPLES,
-        method="BCa",
-        rng=np.random.default_rng(np.random.SeedSequence(SEED)),
-    ).confidence_interval
-
-
-def _pearson(x, y, axis=-1):
-    return stats.pearsonr(x, y, axis=axis).statistic
-
-
-def _spearman(x, y, axis=-1):
-    return stats.pearsonr(stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis), axis=axis).statistic
-
-
 def _assert_scipys(cell: xr.Dataset, prefix: str, x: np.ndarray, y: np.ndarray) -> None:
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]
     assert int(cell[f"{prefix}_n"]) == x.size >= 6
     assert float(cell[f"{prefix}_pearson"]) == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-9)
     assert float(cell[f"{prefix}_spearman"]) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-9)
-    for name, statistic in (("pearson", _pearson), ("spearman", _spearman)):
-        oracle = _bootstrap(x, y, statistic)
+    for name, statistic in (("pearson", pearson), ("spearman", spearman)):
+        oracle = paired_bootstrap(x, y, statistic, n_resamples=RESAMPLES, seed=SEED)
         got = (float(cell[f"{prefix}_{name}_ci_low"]), float(cell[f"{prefix}_{name}_ci_high"]))
         assert got == pytest.approx((oracle.low, oracle.high), abs=1e-9)
 

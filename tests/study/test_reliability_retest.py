@@ -27,6 +27,7 @@ from biasdask.cli import main
 from biasdask.engine.ingest import ingest
 from biasdask.errors import BiasdaskError
 from biasdask.study.inference import retest_reliability, retest_table
+from tests.oracles import paired_bootstrap, pearson, spearman
 
 #: the study's iat_model -> the published table's column
 CORPORA = {"cc": "lang_es_wiki_cc", "wiki": "lang_es_wiki", "subt": "lang_es_sub"}
@@ -71,27 +72,6 @@ def _pair_oracle(published: pd.DataFrame, first: str, second: str) -> tuple[np.n
     return both[CORPORA[first]].to_numpy(), both[CORPORA[second]].to_numpy()
 
 
-def _bootstrap(x, y, statistic, level: float = 0.95):
-    return stats.bootstrap(
-        (x, y),
-        statistic,
-        paired=True,
-        vectorized=True,
-        n_resamples=RESAMPLES,
-        confidence_level=level,
-        method="BCa",
-        rng=np.random.default_rng(np.random.SeedSequence(SEED)),
-    ).confidence_interval
-
-
-def _pearson(x, y, axis=-1):
-    return stats.pearsonr(x, y, axis=axis).statistic
-
-
-def _spearman(x, y, axis=-1):
-    return stats.pearsonr(stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis), axis=axis).statistic
-
-
 def _pingouin_icc2(table: np.ndarray) -> pd.Series:
     pg = pytest.importorskip("pingouin")
     n, k = table.shape
@@ -116,8 +96,8 @@ def test_the_iat_correlations_are_those_of_the_published_table(iat_reliability, 
         assert int(cell["n"]) == x.size
         assert float(cell["pearson"]) == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-9)
         assert float(cell["spearman"]) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-9)
-        for name, statistic in (("pearson", _pearson), ("spearman", _spearman)):
-            oracle = _bootstrap(x, y, statistic)
+        for name, statistic in (("pearson", pearson), ("spearman", spearman)):
+            oracle = paired_bootstrap(x, y, statistic, n_resamples=RESAMPLES, seed=SEED)
             got = (float(cell[f"{name}_ci_low"]), float(cell[f"{name}_ci_high"]))
             assert got == pytest.approx((oracle.low, oracle.high), abs=1e-9)
         assert str(cell["note"].values) == ""
