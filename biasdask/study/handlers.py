@@ -249,6 +249,10 @@ def graph_built(stream: StreamOps, event: GraphBuilt, future: Any) -> None:
     try:
         graph: FamilyGraph = future.result()
     except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
+        if not methods:  # only the per-word scores asked for it: the language's tests run without them
+            log.warning("%s: per-word scores not written: %s", code, exc)
+            stream.add_scores(code, label, None)
+            return
         log.warning("%s: %s test not run: %s", code, label, exc)
         if split_label(label).test == "gender":
             for cell in missing_attribute_cells(event.lang, event.emb, label, methods, exc):

@@ -353,3 +353,30 @@ def test_a_language_whose_cells_are_all_notes_ends_the_run(tmp_path):
         progress=False,
     )
     assert cube["note"].values.ravel().tolist() == ["not applicable: test weat7 has no word lists for language fr"]
+
+
+def test_a_study_without_the_gender_test_runs_where_the_catalog_words_are_missing(tmp_path, shared_data, caplog):
+    """Dutch's catalog word for *female* (vrouwlijk) is not among the IAT vectors: a study of the
+    career/family test still runs Dutch (only its per-word gender scores are left out), with the cells
+    of the same study that saves no scores."""
+    stores = {}
+    for code in ("en", "nl"):
+        stores[code] = str(tmp_path / f"{code}.zarr")
+        source = str(shared_data / "iat" / "cc" / f"{code}.vec")
+        ingest(source, stores[code], language=code, client=False, progress=False)
+    study = {
+        "languages": {code: {"store": url} for code, url in stores.items()},
+        "tests": ["career_family"],
+        "n_permutations": 99,
+        "seed": 3,
+        "placebo": False,
+    }
+    with caplog.at_level("WARNING", logger="biasdask"):
+        out = biasdask.run({**study, "output": str(tmp_path / "r.zarr")}, progress=False, start_cluster=False)
+    assert "nl: per-word scores not written" in caplog.text
+    bare = biasdask.run(
+        {**study, "output": str(tmp_path / "bare.zarr"), "save_scores": False}, progress=False, start_cluster=False
+    )
+    d = out["effect_size"].sel({"test": "career_family"})
+    assert np.isfinite(d.values).all()
+    np.testing.assert_array_equal(d.values, bare["effect_size"].sel({"test": "career_family"}).values)
