@@ -222,7 +222,11 @@ def bootstrap_bounds(
     flat = ~(se > 0)
     low, high = np.where(flat, np.nan, low), np.where(flat, np.nan, high)
     degenerate = flat.any() or any(issubclass(w.category, stats.DegenerateDataWarning) for w in caught)
-    note = "every resample gives the same value, or too few differ: the interval is undefined" if degenerate else ""
+    note = (
+        "every resample gives the same value, or some give none (they repeat too few cases): the interval is undefined"
+        if degenerate
+        else ""
+    )
     return low, high, se, note
 
 

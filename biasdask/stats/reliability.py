@@ -66,6 +66,7 @@ __all__ = [
     "intraclass_correlation",
     "item_moments",
     "leave_one_out",
+    "measure_note",
     "merge_item_moments",
     "paired_correlation",
     "pairwise_correlations",
@@ -293,6 +294,24 @@ def paired_correlation(
     if xs.size != ys.size:
         raise ValueError(f"x and y must be paired (one value each per language), got lengths {xs.size} and {ys.size}")
     return _paired(xs, ys, ci_level=float(ci_level), ci_method=ci_method, n_resamples=int(n_resamples), seed=int(seed))
+
+
+def measure_note(note: str, measure: str) -> str:
+    """The part of a :class:`PairedCorrelation`'s ``note`` about ``measure`` (``pearson`` or
+    ``spearman``): the note without the other measure's part, and without the measure's name.
+
+    Examples
+    --------
+    >>> measure_note("pearson: no interval; spearman: no spread", "spearman")
+    'no spread'
+    >>> measure_note("3 pair(s) with both values", "pearson")
+    '3 pair(s) with both values'
+    """
+    parts = note.split("; ")
+    named = [p for p in parts if p.split(": ", 1)[0] in ("pearson", "spearman")]
+    if len(named) != len(parts):  # a note about the pair as a whole
+        return note
+    return "; ".join(p.split(": ", 1)[1] for p in named if p.startswith(f"{measure}: "))
 
 
 PAIR_FIELDS = (

@@ -32,7 +32,7 @@ from biasdask.lexicon import languages as catalog
 from biasdask.stats.bootstrap import ResamplingMethod
 from biasdask.stats.meta import MetaRegressionResult, RandomEffectsResult, meta_regression, random_effects
 from biasdask.stats.multitest import CORRECTIONS, adjust_pvalues, first_threshold, min_permutations
-from biasdask.stats.reliability import PAIR_FIELDS, intraclass_correlation, pairwise_correlations
+from biasdask.stats.reliability import PAIR_FIELDS, intraclass_correlation, measure_note, pairwise_correlations
 
 __all__ = [
     "RETEST_VARIABLES",
@@ -654,7 +654,8 @@ def retest_table(reliability: xr.Dataset) -> pd.DataFrame:
                 c = cell.sel({"pair": pair})
                 for measure in ("pearson", "spearman"):
                     bounds = (float(c[f"{measure}_ci_low"]), float(c[f"{measure}_ci_high"]))
-                    rows.append((t, m, pair, measure, float(c[measure]), *bounds, int(c["n"]), str(c["note"].values)))
+                    note = measure_note(str(c["note"].values), measure)
+                    rows.append((t, m, pair, measure, float(c[measure]), *bounds, int(c["n"]), note))
             bounds = (float(cell["icc_ci_low"]), float(cell["icc_ci_high"]))
             rows.append(
                 (t, m, everyone, "icc", float(cell["icc"]), *bounds, int(cell["icc_n"]), str(cell["icc_note"].values))

@@ -37,6 +37,7 @@ from biasdask.stats.reliability import (
     ItemMoments,
     check_bootstrap,
     item_moments,
+    measure_note,
     merge_item_moments,
     paired_correlation,
     pairwise_correlations,
@@ -530,6 +531,6 @@ def agreement_table(figures: xr.Dataset) -> pd.DataFrame:
 def _correlation_rows(prefix: str, cell: xr.Dataset, key: tuple[str, ...]) -> list[tuple[Any, ...]]:
     note, n = str(cell[f"{prefix}_note"].values), int(cell[f"{prefix}_n"])
     return [
-        (*key, m, *(float(cell[f"{prefix}_{m}{end}"]) for end in ("", "_ci_low", "_ci_high")), n, note)
+        (*key, m, *(float(cell[f"{prefix}_{m}{end}"]) for end in ("", "_ci_low", "_ci_high")), n, measure_note(note, m))
         for m in ("pearson", "spearman")
     ]
