@@ -742,11 +742,11 @@ def _add_agreement(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_agreement(args: argparse.Namespace) -> int:
     from biasdask.errors import IncompleteStoreError
-    from biasdask.io.results import open_reliability, open_results
+    from biasdask.io.results import open_cube, open_reliability
     from biasdask.study.reliability import agreement, agreement_table, has_agreement
 
     given = {k: v for k, v in _bootstrap_options(args).items() if v is not None}
-    cube = open_results(args.results)
+    cube = open_cube(args.results)
     if not has_agreement(cube):
         raise BiasdaskError(
             f"agreement: {args.results} has one association per test and no two measures of one family: nothing to compare"

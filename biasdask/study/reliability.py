@@ -353,7 +353,7 @@ def agreement(
     """
     if isinstance(results, xr.Dataset):
         raise TypeError("agreement: give the results store (path or URL): the per-word agreement reads its scores")
-    cube = rs.open_results(results)
+    cube = rs.open_cube(results)
     seed = int(cube.attrs.get("seed", 0)) if seed is None else seed
     check_bootstrap(ci_level, ci_method, n_resamples, seed)
     options: dict[str, Any] = dict(

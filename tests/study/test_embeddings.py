@@ -147,12 +147,18 @@ def test_show_prints_each_embedding_and_report_says_which_to_give(several, tmp_p
     table = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))
     assert list(table.columns[:4]) == ["embedding", "language", "test", "method"]
     assert len(table) == 6 and list(table["embedding"].unique()) == ["cc", "wiki", "subt"]
-    for command in (["report", several, "--output", str(tmp_path / "report")], ["words", several, "en"]):
+    for command in (
+        ["report", several, "--output", str(tmp_path / "report")],
+        ["words", several, "en"],
+        ["agreement", several],
+    ):
         assert main(command) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "several embeddings" in err and f"{several}/wiki" in err
     with pytest.raises(BiasdaskError, match="no embedding 'books'.*cc, wiki, subt"):
         biasdask.open_results(several, embedding="books")
+    with pytest.raises(BiasdaskError, match="several embeddings.*/cc, .*/wiki, .*/subt"):
+        biasdask.agreement(several)
 
 
 class Stop(Exception):
