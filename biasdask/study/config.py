@@ -60,14 +60,17 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import numpy as np
 import xarray as xr
 import yaml
 from dask.base import tokenize
 
 from biasdask._calls import list_syntax
-from biasdask.errors import ConfigError
+from biasdask.errors import BiasdaskError, ConfigError
 from biasdask.io.embeddings import as_embeddings
+from biasdask.io.formats import FORMATS
+from biasdask.io.fs import display_url, storage_options_for
 from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label
 from biasdask.io.store import check_language_code
 from biasdask.lexicon import NAMED_WORD_LISTS, AttributeTerm, available_tests, iat_attribute_terms, iat_languages
@@ -86,6 +89,7 @@ __all__ = [
     "ATTRIBUTE_SETS",
     "DEFAULT_PLACEBO",
     "IAT_MODELS",
+    "IngestOptions",
     "known_tests",
     "LanguageSpec",
     "load_config",
@@ -102,6 +106,8 @@ _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _KEYS = {
     "output",
     "embeddings",
+    "sources",
+    "ingest",
     "languages",
     "methods",
     "tests",
@@ -157,6 +163,20 @@ class LanguageSpec:
     attribute_set: str = "catalog"
     set_metric_words: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
     """Words S, A, B of the set-level metrics (``rnd`` ...), when the study names them."""
+    source: str | None = None
+    """The embedding file its store is ingested from when missing (``sources``), or None."""
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How a study ingests its sources (the study key ``ingest``): as :func:`biasdask.ingest` takes them
+    (``format``, ``max_words``, ``chunk_words``), and the dimension every source must have (``dim``;
+    None: any)."""
+
+    input_format: str = "auto"
+    max_words: int | None = None
+    chunk_words: int | None = None
+    dim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +208,7 @@ class StudyConfig:
     placebo: int = DEFAULT_PLACEBO
     placebo_exclude: tuple[str, ...] = ()
     placebo_match: PlaceboMatch = DEFAULT_MATCH
+    ingest: IngestOptions = IngestOptions()
 
     def test_labels(self) -> tuple[str, ...]:
         """The cube's test labels: each full-vocabulary test once per association, the others once."""
@@ -201,7 +222,17 @@ class StudyConfig:
         """Everything that determines the results (not where they go, nor credentials)."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}  # not asdict: it would deep-copy in-memory stores
         # not the cells' values: the correction of p over the cube is recomputed at the end of every run
-        for volatile in ("output", "storage_options", "batch_size", "save_scores", "save_null", "correction", "alpha"):
+        # nor how a store was made: its fingerprint, which every cell records, tells its contents
+        for volatile in (
+            "output",
+            "storage_options",
+            "batch_size",
+            "save_scores",
+            "save_null",
+            "correction",
+            "alpha",
+            "ingest",
+        ):
             d.pop(volatile)
         if self.associations == ("cosine",):
             d.pop("associations")  # the default leaves the hash of studies written before the option
@@ -442,10 +473,10 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
             settings = {}
         if not isinstance(settings, dict):
             raise ConfigError(f"{key}: expected a store URL or a mapping with store, a, b, attributes")
-        extra = set(settings) - {"store", "a", "b", "attributes", "set_metric_words"}
+        extra = set(settings) - {"store", "source", "a", "b", "attributes", "set_metric_words"}
         if extra:
             raise ConfigError(
-                f"{key}: unknown key(s) {sorted(extra)}; allowed: store, a, b, attributes, set_metric_words"
+                f"{key}: unknown key(s) {sorted(extra)}; allowed: store, source, a, b, attributes, set_metric_words"
             )
         store = settings.get("store")
         if store is None or (isinstance(store, str) and not store):
@@ -484,8 +515,70 @@ def _languages(raw: dict) -> tuple[LanguageSpec, ...]:
                 )
             a, b = iat_attribute_terms(iat_model, str(code))
         metric_words = _set_metric_words(settings.get("set_metric_words"), f"{key}.set_metric_words")
-        specs.append(LanguageSpec(str(code), store, a, b, name, metric_words or default_metric_words))
+        source = _source(raw, str(code), settings, store)
+        specs.append(LanguageSpec(str(code), store, a, b, name, metric_words or default_metric_words, source))
+    _check_source_languages(raw, specs)
     return tuple(specs)
+
+
+def _source(raw: dict, code: str, settings: dict, store: Any) -> str | None:
+    """The source of language ``code``: its ``source`` setting, else the study's ``sources`` (a URL
+    template with ``{language}``, or a mapping of language code to URL); None without one."""
+    key, value = f"languages.{code}.source", settings.get("source")
+    sources = raw.get("sources")
+    if value is None and isinstance(sources, dict):
+        key, value = f"sources.{code}", sources.get(code)
+    elif value is None and sources is not None:
+        if not isinstance(sources, str) or "{language}" not in sources:
+            raise ConfigError(
+                "sources: expected a URL template containing '{language}' or a mapping of language code to URL"
+            )
+        key, value = "sources", sources.replace("{language}", code)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key}: expected the path or URL of an embedding file, got {value!r}")
+    if not isinstance(store, str):
+        raise ConfigError(f"{key}: a source is ingested into a store URL (languages.{code}.store or embeddings)")
+    protocol = fsspec.core.split_protocol(value)[0] or "file"
+    try:
+        storage_options_for(value, None)  # its file system's package is installed
+        fsspec.get_filesystem_class(protocol)
+    except (ImportError, BiasdaskError) as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+    except ValueError:
+        raise ConfigError(f"{key}: unknown protocol {protocol}:// in {display_url(value)}") from None
+    return value
+
+
+def _check_source_languages(raw: dict, specs: list[LanguageSpec]) -> None:
+    """A ``sources`` mapping names languages of the study only."""
+    sources = raw.get("sources")
+    if isinstance(sources, dict):
+        codes = {s.code for s in specs}
+        for code in sources:
+            if str(code) not in codes:
+                raise ConfigError(
+                    f"sources.{code}: not a language of the study (languages: {', '.join(sorted(codes))})"
+                )
+
+
+def _ingest(raw: dict) -> IngestOptions:
+    """``ingest: {format: auto, max_words: N, chunk_words: N, dim: N}``: how the sources are ingested."""
+    value = raw.get("ingest") or {}
+    if not isinstance(value, dict):
+        raise ConfigError("ingest: expected a mapping {format: auto, max_words: N, chunk_words: N, dim: N}")
+    unknown = set(value) - {"format", "max_words", "chunk_words", "dim"}
+    if unknown:
+        raise ConfigError(f"ingest: unknown key(s) {sorted(unknown)}; allowed: chunk_words, dim, format, max_words")
+    input_format = value.get("format", "auto")
+    if input_format not in ("auto", *FORMATS):
+        raise ConfigError(f"ingest.format: {input_format!r} is not one of {['auto', *FORMATS]}")
+    try:
+        counts = {key: _int(value, key, None, 1, allow_none=True) for key in ("max_words", "chunk_words", "dim")}
+    except ConfigError as exc:
+        raise ConfigError(f"ingest.{exc}") from None
+    return IngestOptions(input_format, **counts)
 
 
 def _is_embedding_object(value: Any) -> bool:
@@ -540,15 +633,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
     iat_model = raw.get("iat_model", "cc")
     if iat_model not in IAT_MODELS:
         raise ConfigError(f"iat_model: {iat_model!r} is not one of {list(IAT_MODELS)}")
-    exclude_words = raw.get("exclude_words") or []
-    if isinstance(exclude_words, str):
-        if exclude_words not in NAMED_WORD_LISTS:
-            raise ConfigError(
-                f"exclude_words: {exclude_words!r} is not a word list of the package {list(NAMED_WORD_LISTS)}; "
-                "give a list of words"
-            )
-    elif not isinstance(exclude_words, list) or not all(isinstance(w, str) for w in exclude_words):
-        raise ConfigError("exclude_words: expected a list of words or the name of a list (gender_specific)")
+    exclude_words = _exclude_words(raw)
     associations = _choice_list(raw, "associations", ("cosine",), ASSOCIATIONS)
     languages = _languages(raw)
     unpaired = [s.code for s in languages if len(s.a) != len(s.b)]
@@ -568,7 +653,7 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         similarity=similarity,
         max_words=_int(raw, "max_words", None, 1, allow_none=True),
         exclude_attributes=_bool(raw, "exclude_attributes", False),
-        exclude_words=exclude_words if isinstance(exclude_words, str) else tuple(exclude_words),
+        exclude_words=exclude_words,
         dedupe_vectors=_bool(raw, "dedupe_vectors", False),
         batch_size=_int(raw, "batch_size", None, 1, allow_none=True),
         storage_options=storage_options,
@@ -581,7 +666,22 @@ def parse_config(raw: Any, *, output: str | None = None) -> StudyConfig:
         alpha=_alpha(raw),
         ci_level=_ci_level(raw),
         **_placebo(raw),
+        ingest=_ingest(raw),
     )
+
+
+def _exclude_words(raw: dict) -> tuple[str, ...] | str:
+    exclude_words = raw.get("exclude_words") or []
+    if isinstance(exclude_words, str):
+        if exclude_words not in NAMED_WORD_LISTS:
+            raise ConfigError(
+                f"exclude_words: {exclude_words!r} is not a word list of the package {list(NAMED_WORD_LISTS)}; "
+                "give a list of words"
+            )
+        return exclude_words
+    if not isinstance(exclude_words, list) or not all(isinstance(w, str) for w in exclude_words):
+        raise ConfigError("exclude_words: expected a list of words or the name of a list (gender_specific)")
+    return tuple(exclude_words)
 
 
 def load_config(path: str | Path, *, output: str | None = None) -> StudyConfig:

@@ -16,6 +16,8 @@ import contextlib
 import dataclasses
 import logging
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import xarray as xr
@@ -23,19 +25,21 @@ from distributed import Client
 from tqdm import tqdm
 
 from biasdask.engine.cluster import active_client, check_n_workers, client_scope, workers_keep_freed_memory
+from biasdask.engine.sources import FetchedEvents
 from biasdask.errors import BiasdaskError, ConfigError
 from biasdask.io import results as rs
 from biasdask.io.embeddings import as_embeddings
 from biasdask.io.fs import Location, as_location, display_url, nesting
 from biasdask.io.store import embedding_identity, open_vectors
 from biasdask.io.swap import acquire_lock
-from biasdask.progress import progress_bar
+from biasdask.progress import progress_bar, wanted
 from biasdask.study.cells import store_values
 from biasdask.study.config import LanguageSpec, StudyConfig, load_config, parse_config
 from biasdask.study.handlers import Cell
 from biasdask.study.inference import adjusted_pvalues, correction_warning
+from biasdask.study.sources import RunProgress, SourceRun, check_sources
 from biasdask.study.stream import Stream
-from biasdask.study.update import check_changes, check_stores, prepare_update, run_attrs
+from biasdask.study.update import check_changes, check_stores, prepare_update, run_attrs, with_changed_languages
 
 __all__ = ["CellWriter", "run"]
 
@@ -153,16 +157,23 @@ def _run_locked(
     weak = correction_warning(len(cfg.languages), cfg.n_permutations, correction=cfg.correction, alpha=cfg.alpha)
     if weak:
         log.warning("%s", weak)
-    # The stores are checked and opened first, without their words (metadata and listings: milliseconds
-    # each), in parallel threads, before anything is written; each language starts once a task has found
-    # its words, and a word chunk failing its checksum there fails that language only.
-    with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:
-        embeddings = list(pool.map(lambda lang: _check_language(lang, options), cfg.languages))
-    stores = {lang.code: emb for lang, emb in zip(cfg.languages, embeddings)}
+    # the stores to make from their sources (missing, or their source changed: refused without update),
+    # asked of the sources without reading them
+    sources = check_sources(cfg, options, update=update)
+    # The other stores are checked and opened first, without their words (metadata and listings:
+    # milliseconds each), in parallel threads, before anything is written; each language starts once a
+    # task has found its words, and a word chunk failing its checksum there fails that language only.
+    present = [lang for lang in cfg.languages if lang.code not in sources.jobs]
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(8, len(present)))) as pool:
+        embeddings = list(pool.map(lambda lang: _check_language(lang, options), present))
+    stores = {lang.code: emb for lang, emb in zip(present, embeddings)}
     # a resumed study never mixes two embeddings: a store changed since its cells were computed is
-    # refused, or with update its cells are recomputed
+    # refused, or with update its cells are recomputed (so are those of a store made again from its
+    # changed source)
     identities = {code: embedding_identity(emb) for code, emb in stores.items()}
     changes = check_stores(cfg, options, identities, changes, overwrite=overwrite, update=update)
+    if sources.changed and not overwrite and rs.stored_config(Location(cfg.output, options)) is not None:
+        changes = with_changed_languages(changes, sorted(sources.changed), "source")
     final, fresh = cfg.output, None
     if changes is not None:
         fresh = prepare_update(cfg, options, changes, identities)
@@ -170,7 +181,16 @@ def _run_locked(
     recorded = {code: store_values(identity) for code, identity in identities.items()}
     with rs.run_recorded(Location(cfg.output, options), cfg.canonical_yaml()):  # why a run stopped, in the cube
         failures = _run_checked(
-            cfg, options, stores, recorded, client, scheduler, n_workers, overwrite, progress, start_cluster
+            cfg,
+            options,
+            stores,
+            SourceRun(sources, recorded=recorded),
+            client,
+            scheduler,
+            n_workers,
+            overwrite,
+            progress,
+            start_cluster,
         )
         rs.compact_results(Location(cfg.output, options))
         _write_adjusted(cfg, options)
@@ -198,7 +218,7 @@ def _run_checked(
     cfg: StudyConfig,
     options: dict,
     stores: dict,
-    recorded: dict,
+    sources: SourceRun,
     client,
     scheduler,
     n_workers,
@@ -207,8 +227,8 @@ def _run_checked(
     start_cluster,
 ) -> list[str]:
     """:func:`run` once every store is checked: find or start the cluster, create (or resume) the
-    results store, run the stream; return the failures. ``recorded``: language -> what its cells record
-    of its store (:func:`~biasdask.study.cells.store_values`)."""
+    results store, run the stream; return the failures. ``sources``: the stores to make from their
+    sources, and language -> what its cells record of its store (:func:`~biasdask.study.cells.store_values`)."""
     failures: list[str] = []
     if scheduler or n_workers or start_cluster:
         scope = client_scope(client, scheduler, n_workers)
@@ -233,14 +253,38 @@ def _run_checked(
         with (
             progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar,
             workers_keep_freed_memory(c),  # chunks read for u, otherwise fresh pages each (see there)
+            _fetched_bytes(c, sources, bar, wanted(progress)),
         ):
             # where the workers write per-word scores: asked of a worker while the first languages start
             # (its answer is needed only by the first scores write)
             with concurrent.futures.ThreadPoolExecutor(1) as probe:
                 destination = probe.submit(_scores_destination, c, out)
-                stream = Stream(cfg, out, c, CellWriter(cfg, out, bar, recorded), destination, done)
+                writer = CellWriter(cfg, out, bar, sources.recorded)
+                stream = Stream(cfg, out, c, writer, destination, done, sources)
                 failures += stream.run(stores)
     return failures
+
+
+@contextlib.contextmanager
+def _fetched_bytes(client: Client | None, sources: SourceRun, bar: tqdm, shown: bool) -> Iterator[None]:
+    """The one display of the run (:class:`~biasdask.study.sources.RunProgress`) on ``bar``, and the bytes
+    the ingest tasks fetch reported to it: called in this process, or sent as events by the workers."""
+    sources.progress = RunProgress(bar, len(sources.plan.jobs))
+    if not (shown and sources.plan.jobs):
+        yield
+        return
+    if client is None:
+        sources.report = sources.progress.fetched
+        yield
+        return
+    topic = f"biasdask-fetched-{uuid.uuid4().hex[:12]}"
+    sources.report = FetchedEvents(topic)
+    client.subscribe_topic(topic, lambda event: sources.progress.fetched(event[1]))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            client.unsubscribe_topic(topic)
 
 
 class CellWriter:
