@@ -23,6 +23,7 @@ words. Each failure is one line naming the source (credentials removed) and the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,19 +96,21 @@ class SourceJob:
 
 
 class FetchedEvents:
-    """What an ingest task on a worker calls with the bytes it fetches: an event of ``topic`` for the
-    client that subscribed to it (``distributed``'s ``Worker.log_event`` and ``Client.subscribe_topic``,
-    whose handler receives ``(time, bytes)``); nothing outside a worker."""
+    """Where an ingest task on a worker reports the bytes it fetches: events of ``topic`` for the client
+    that subscribed to it (``distributed``'s ``Worker.log_event`` and ``Client.subscribe_topic``, whose
+    handler receives ``(time, bytes)``)."""
 
     def __init__(self, topic: str) -> None:
         self.topic = topic
 
-    def __call__(self, n: int) -> None:
+    def in_this_task(self) -> Callable[[int], None] | None:
+        """What the running task (and the threads it starts) calls with the bytes: the events of its
+        worker, looked up here, in the task's thread; None outside a worker."""
         try:
             worker = get_worker()
-        except ValueError:  # not on a worker
-            return
-        worker.log_event(self.topic, int(n))
+        except ValueError:
+            return None
+        return functools.partial(worker.log_event, self.topic)
 
 
 def is_remote(source: Location) -> bool:
@@ -137,11 +140,12 @@ def stored_source_change(attrs: dict | None, job: SourceJob, record: dict[str, A
     return None
 
 
-def ingest_source(job: SourceJob, report: Callable[[int], None] | None = None) -> dict[str, Any]:
+def ingest_source(job: SourceJob, report: Callable[[int], None] | FetchedEvents | None = None) -> dict[str, Any]:
     """Task: make the store of ``job`` from its source, unless the store there is already made from it as
     it is now; return the store's identity (:meth:`biasdask.io.store.StoreIdentity.as_dict`).
 
-    ``report`` is called with the bytes of each piece fetched from the network.
+    ``report`` is called with the bytes of each piece fetched from the network (or, a
+    :class:`FetchedEvents`, they are sent to the client as events).
 
     Raises
     ------
@@ -156,6 +160,8 @@ def ingest_source(job: SourceJob, report: Callable[[int], None] | None = None) -
         The store's place holds something else, or another writer holds its lock.
     """
     dest = job.store.absolute()
+    if isinstance(report, FetchedEvents):
+        report = report.in_this_task()
     with acquire_lock(dest):
         with formats.reading_source(job.shown):
             record = source_details(job.source)

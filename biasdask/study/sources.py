@@ -26,7 +26,7 @@ from dask.utils import parse_bytes
 from tqdm import tqdm
 
 from biasdask.engine.scores import as_terms, nfc
-from biasdask.engine.sources import SourceJob, stored_source_change
+from biasdask.engine.sources import FetchedEvents, SourceJob, stored_source_change
 from biasdask.errors import BiasdaskError, StoreConflictError
 from biasdask.io.fs import NETWORK_ERRORS, Location, display_url, one_line, source_details
 from biasdask.io.store import check_replaceable, read_group_attrs
@@ -99,7 +99,7 @@ class SourceRun:
     a store made adds its own) and the display."""
 
     plan: SourcePlan = field(default_factory=SourcePlan)
-    report: Callable[[int], None] | None = None
+    report: Callable[[int], None] | FetchedEvents | None = None
     recorded: dict[str, dict] = field(default_factory=dict)
     progress: RunProgress = field(default_factory=RunProgress)
 
