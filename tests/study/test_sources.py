@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
+from tqdm import tqdm
 
 import biasdask
 from biasdask.demo import filler_words
@@ -191,14 +192,23 @@ def test_bad_sources_are_refused_naming_the_key(keys, message):
 # -- ingested by the run, reused, updated --------------------------------------------------------------
 
 
-def test_run_ingests_the_missing_stores_then_reuses_them_without_reading_the_sources(tmp_path, sources):
+def test_run_ingests_the_missing_stores_then_reuses_them_without_reading_the_sources(tmp_path, sources, cli):
     root, base, server = sources
     codes = ["en", "de", "fr"]
     for i, code in enumerate(codes):
         vec_gz(root / f"cc.{code}.vec.gz", code, seed=i)
     study = _study(tmp_path, base, codes)
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study))
     with dask.config.set({"biasdask.sources.part-size": "16KiB"}):
-        cube = biasdask.run(study, progress=False)
+        code, _, err = cli("run", path, "--workers", "0", "--progress")
+    assert code == 0
+    # one display: the cells, the bytes fetched and the stores made
+    total = sum((root / f"cc.{c}.vec.gz").stat().st_size for c in codes)
+    last = err.replace("\r", "\n").strip().splitlines()[-1]
+    assert last.startswith("cells: 100%") and "stores made 3/3" in last
+    assert f"fetched {tqdm.format_sizeof(total, 'B', 1024)}" in last
+    cube = rs.open_results(study["output"])
     clean, stores = _clean_run(tmp_path, root, codes, "clean")
     _same_cells(cube, clean)
     for code in codes:
@@ -267,7 +277,8 @@ def test_failing_sources_stop_their_language_alone_with_one_line_each(tmp_path, 
         line = [ln for ln in lines if ln.startswith(f"biasdask: {code}: ")]
         url = silent_url if code == "pt" else f"{base}/cc.{code}.vec.gz"
         assert len(line) == 1 and url in line[0] and reason in line[0], (code, lines)
-    assert lines[-1].startswith("biasdask: error: 5 language(s) with cells not run")
+    assert lines[-1].startswith("biasdask: error: 5 language(s) with cells not run"), lines[-1]
+    assert "fetched" not in err and "cells:" not in err  # --quiet
     cube = rs.open_results(study["output"])
     assert np.isfinite(cube["statistic"].sel({"language": "en"}).values).all()
     done = rs.done_cells(study["output"])
