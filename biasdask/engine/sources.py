@@ -73,6 +73,9 @@ class SourceJob:
         refused as another language's (empty: not checked).
     part_bytes
         The most bytes fetched before they are copied beside the store.
+    run
+        The run that asks (a retry of its task takes over the lock its killed attempt left on object
+        storage: :func:`biasdask.io.swap.acquire_lock`).
     """
 
     language: str
@@ -84,6 +87,7 @@ class SourceJob:
     dim: int | None = None
     words: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     part_bytes: int = DEFAULT_PART_BYTES
+    run: str | None = None
     settings: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -162,7 +166,7 @@ def ingest_source(job: SourceJob, report: Callable[[int], None] | FetchedEvents 
     dest = job.store.absolute()
     if isinstance(report, FetchedEvents):
         report = report.in_this_task()
-    with acquire_lock(dest):
+    with acquire_lock(dest, owner=None if job.run is None else f"biasdask run {job.run}"):
         with formats.reading_source(job.shown):
             record = source_details(job.source)
         if stored_source_change(read_group_attrs(dest), job, record) is None:  # made meanwhile (another run)

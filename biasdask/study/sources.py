@@ -18,6 +18,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -104,8 +105,9 @@ class SourceRun:
     progress: RunProgress = field(default_factory=RunProgress)
 
 
-def source_job(cfg: StudyConfig, lang: LanguageSpec, options: Mapping) -> SourceJob:
-    """The ingest task of ``lang``'s source (it must have one), with the study's settings."""
+def source_job(cfg: StudyConfig, lang: LanguageSpec, options: Mapping, run: str | None = None) -> SourceJob:
+    """The ingest task of ``lang``'s source (it must have one), with the study's settings, for the run
+    ``run``."""
     assert lang.source is not None and isinstance(lang.store, (str, os.PathLike))
     words = tuple(tuple(nfc([t for term in as_terms(side) for t in term.tokens])) for side in (lang.a, lang.b))
     ingest = cfg.ingest
@@ -119,6 +121,7 @@ def source_job(cfg: StudyConfig, lang: LanguageSpec, options: Mapping) -> Source
         dim=ingest.dim,
         words=(words[0], words[1]),
         part_bytes=int(parse_bytes(dask.config.get("biasdask.sources.part-size"))),
+        run=run,
     )
 
 
@@ -137,7 +140,8 @@ def check_sources(cfg: StudyConfig, options: Mapping, *, update: bool) -> Source
     langs = [lang for lang in cfg.languages if lang.source is not None]
     if not langs:
         return SourcePlan()
-    jobs = {lang.code: source_job(cfg, lang, options) for lang in langs}
+    run = uuid.uuid4().hex
+    jobs = {lang.code: source_job(cfg, lang, options, run) for lang in langs}
     with concurrent.futures.ThreadPoolExecutor(min(8, len(langs))) as pool:
         reasons = dict(zip(jobs, pool.map(_why_ingest, jobs.values())))
     todo = {code: job for code, job in jobs.items() if reasons[code] is not None}
