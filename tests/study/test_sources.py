@@ -338,3 +338,39 @@ def test_a_run_killed_while_downloading_resumes_the_download_and_equals_an_unint
     for code in codes:
         assert store_identity(tmp_path / "emb" / f"{code}.zarr").fingerprint == store_identity(stores[code]).fingerprint
     assert not staged.exists()
+
+
+@pytest.mark.slow
+def test_a_worker_killed_while_downloading_is_replaced_and_its_task_resumes_the_download(
+    tmp_path, sources, dask_client
+):
+    root, base, server = sources
+    vec_gz(root / "cc.en.vec.gz", "en", n_words=4000)
+    server.piece, server.delay = 4096, 0.05
+    study = _study(tmp_path, base, ["en"])
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            with dask.config.set({"biasdask.sources.part-size": "16KiB"}):
+                outcome["cube"] = biasdask.run(study, client=dask_client, progress=False)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    staged = tmp_path / "emb" / "en.zarr.source"
+    deadline = time.monotonic() + 120
+    while len(list(staged.glob("part-*"))) < 2:
+        assert thread.is_alive() and time.monotonic() < deadline, outcome
+        time.sleep(0.01)
+    busy = [addr for addr, keys in dask_client.processing().items() if any("ingest_source" in k for k in keys)]
+    pids = dask_client.run(os.getpid, workers=busy)
+    os.kill(pids[busy[0]], signal.SIGKILL)
+    thread.join(240)
+    assert "error" not in outcome, outcome.get("error")
+    gets = [rng for kind, p, rng in server.log if kind == "GET" and p == "/cc.en.vec.gz"]
+    assert gets[0] is None and len(gets) == 2 and int(re.fullmatch(r"bytes=(\d+)-", gets[1])[1]) > 0
+    clean, stores = _clean_run(tmp_path, root, ["en"], "clean")
+    _same_cells(outcome["cube"], clean)
+    assert store_identity(tmp_path / "emb" / "en.zarr").fingerprint == store_identity(stores["en"]).fingerprint
