@@ -4,6 +4,8 @@ Example::
 
     output: s3://my-bucket/results/gender.zarr
     embeddings: s3://my-bucket/emb/{language}.zarr     # store of each language (a template)
+    sources: https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{language}.300.vec.gz  # missing stores made from these
+    ingest: {dim: 300}                                # how: format, max_words, chunk_words; dim every source must have
     languages: [ar, de, en, zh]                       # or a mapping, see below
     methods: [uniform, zipf]
     associations: [cosine, ripa]  # per-word association of the gender/context tests (default [cosine])
@@ -40,6 +42,12 @@ label (``gender``) and every other gets its own (``gender.ripa``), with the cube
 ``association`` along ``test`` saying which (``none`` for the classic tests, to which associations do
 not apply). ``ripa`` pairs the i-th word of A with the i-th of B, so explicit attribute lists must then
 have equal lengths.
+
+Sources: ``sources`` is a URL template with ``{language}`` or a mapping of language code to URL; a
+language's own ``source`` wins. A language with a source has its store (which must be a URL) made by the
+run when it is missing, and a store made from its source unchanged is used as it is
+(:mod:`biasdask.study.sources`). Neither ``sources`` nor ``ingest`` is part of the canonical study: the
+fingerprint of each store, which every cell records, says what the cells were computed from.
 
 ``languages`` may also map codes to settings: ``{en: {store: ..., a: [male, man], b: [female, woman]}}``
 or ``{fr: {attributes: iat}}``. The attribute words of the ``gender`` test (``attributes``, for all

@@ -1,7 +1,7 @@
 """A study run: every (language, method, test) cell, on whatever cluster is at hand, into the results cube.
 
-:func:`run` checks everything that can fail before any work (the study, every store, the output, the
-cluster), creates the results store (or resumes it: cells already done are skipped, so a killed run
+:func:`run` checks everything that can fail before any work (the study, every store, the sources of
+the stores it is to make, the output, the cluster), creates the results store (or resumes it: cells already done are skipped, so a killed run
 resumes where it stopped; or applies an edited study, :mod:`biasdask.study.update`), runs the study's
 stream of tasks (:mod:`biasdask.study.stream`) and, once every cell is written, compacts the cube and
 writes its corrected p-values (:mod:`biasdask.study.inference`). Every cell is a function of the study
@@ -87,7 +87,9 @@ def run(
     update
         Apply a change of the study to its results store: languages, methods, tests or associations
         added or removed, a language's store or attribute words changed, or the contents of a
-        language's store changed since its cells were computed (the store ingested again). The
+        language's store changed since its cells were computed (the store ingested again), or its
+        source changed since its store was made (the store is made again: see ``sources`` in
+        :mod:`biasdask.study.config` and :mod:`biasdask.study.sources`). The
         affected and new cells are computed; every other cell is kept bit for bit (see
         :mod:`biasdask.study.update`). Without it a changed study is refused, naming the changed keys,
         or the languages whose store changed, before anything is written.
@@ -110,7 +112,8 @@ def run(
         (:class:`biasdask.io.swap.StoreLock`) for its whole life, and a second one stops at once,
         naming the holder. Or, without ``update``, a language's embedding store changed since its cells
         in ``output`` were computed: every cell records the fingerprint of its language's store
-        (``store_fingerprint``), and a resumed study never mixes two embeddings.
+        (``store_fingerprint``), and a resumed study never mixes two embeddings. Or, without ``update``,
+        a source changed since its store was made from it (:mod:`biasdask.study.sources`).
     BiasdaskError
         Before the results store is created or changed: an invalid ``n_workers``, an ``output`` that is,
         lies inside or contains an embedding store of the study, a store that is missing, incomplete,
@@ -118,7 +121,10 @@ def run(
         runnable cell is written, if in some language no attribute word of A (or of B) is in the
         vocabulary: its ``gender`` cells stay NaN with a note naming the words, the message names them
         too; likewise, naming the chunk, if a language's stored bytes fail their checksum when read
-        (its words as the language starts, its vectors in its tasks). A missing attribute word (of
+        (its words as the language starts, its vectors in its tasks); likewise, naming the source and
+        why, if a language's store could not be made from its source (missing, timed out, cut short,
+        malformed, of another dimension or language): a warning names it at once, its cells are not
+        run and the other languages go on. A missing attribute word (of
         several), a language whose targets have no observed frequency for ``frequency`` (no wordfreq
         list, or none of its words in it), a test not applicable to a language or below ``min_coverage`` are not errors: a warning in the log, and a
         note in the cells.
