@@ -156,11 +156,10 @@ def _flock(path: str, owner: str | None = None) -> int:
     import fcntl
 
     parent = os.path.dirname(path)
-    if not os.path.isdir(parent):
-        try:
-            os.makedirs(parent)
-        except FileExistsError:  # a parent is a file
-            raise NotADirectoryError(parent) from None
+    try:
+        os.makedirs(parent, exist_ok=True)  # also when another thread or process makes it meanwhile
+    except FileExistsError:  # a parent is a file
+        raise NotADirectoryError(parent) from None
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

@@ -202,7 +202,7 @@ def test_run_ingests_the_missing_stores_then_reuses_them_without_reading_the_sou
     path.write_text(yaml.safe_dump(study))
     with dask.config.set({"biasdask.sources.part-size": "16KiB"}):
         code, _, err = cli("run", path, "--workers", "0", "--progress")
-    assert code == 0
+    assert code == 0, err
     # one display: the cells, the bytes fetched and the stores made
     total = sum((root / f"cc.{c}.vec.gz").stat().st_size for c in codes)
     last = err.replace("\r", "\n").strip().splitlines()[-1]
