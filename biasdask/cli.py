@@ -271,7 +271,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "run",
         help="run a study (languages x methods x tests) into a results store",
         description="Run the study described by CONFIG.yaml on a Dask cluster and write the results cube. "
-        "An interrupted run resumes where it stopped; an edited "
+        "A study that names its sources (sources:) has every missing embedding store ingested by the workers "
+        "as part of the run; a store whose source is unchanged is used without reading the source again. "
+        "An interrupted run resumes where it stopped (a download too); an edited "
         "study is refused, naming the changed keys, unless --update (recompute the affected cells) or "
         "--overwrite (start over); so is a language whose embedding store changed since its cells were "
         "computed (ingested again). "
@@ -290,8 +292,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--update",
         action="store_true",
         help="apply an edited study to its results: compute the cells of added or changed languages, methods, "
-        "tests and associations, and of languages whose embedding store changed, keep every other cell bit "
-        "for bit (a changed seed, n_permutations, alternative... needs --overwrite)",
+        "tests and associations, and of languages whose embedding store changed, or whose source changed "
+        "(its store is ingested again), keep every other cell bit for bit (a changed seed, n_permutations, "
+        "alternative... needs --overwrite)",
     )
     _add_where(p, "$DASK_SCHEDULER_ADDRESS, else Dask Gateway ($DASK_GATEWAY__ADDRESS), else one process per core")
     p.set_defaults(func=_cmd_run)

@@ -24,6 +24,7 @@ __all__ = [
     "MissingWordsError",
     "PlaceboUnavailableError",
     "SchedulerError",
+    "SourceError",
     "StorageFullError",
     "StoreConflictError",
 ]
@@ -67,6 +68,11 @@ class PlaceboUnavailableError(BiasdaskError):
 
 class ConfigError(BiasdaskError):
     """A study configuration that fails validation (names the key)."""
+
+
+class SourceError(BiasdaskError):
+    """A study's source that cannot give its language's store: vectors of another dimension than the
+    study's, or of another language (names the source)."""
 
 
 class StoreConflictError(BiasdaskOSError, FileExistsError):

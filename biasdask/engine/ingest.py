@@ -56,6 +56,7 @@ import errno
 import os
 import warnings
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -72,6 +73,7 @@ from biasdask.io.formats import SourceInfo
 from biasdask.io.fs import Locatable, Location, as_location
 from biasdask.io.parse import parse_block, row_hashes
 from biasdask.io.store import (
+    INGEST_ATTR,
     check_language_code,
     check_replaceable,
     compact_store,
@@ -93,7 +95,9 @@ __all__ = [
     "SHARED_VECTORS_WARNING",
     "ChunkResult",
     "ingest",
+    "ingest_settings",
     "plan_ranges",
+    "write_store",
 ]
 
 
@@ -215,58 +219,95 @@ def ingest(
     dest = dst.absolute()  # workers may run elsewhere in the file tree
     check_replaceable(dest, language=language, overwrite=overwrite)
     info = formats.sniff_source(src.absolute(), input_format)
+    with acquire_lock(dest):
+        write_store(
+            info,
+            dest,
+            language=language,
+            max_words=max_words,
+            chunk_words=chunk_words,
+            settings=ingest_settings(input_format, max_words, chunk_words),
+            client=client,
+            progress=progress,
+        )
+    return open_embeddings(dest)
+
+
+def ingest_settings(input_format: str, max_words: int | None, chunk_words: int | None) -> dict[str, Any]:
+    """How a store is ingested, as it records it (attr ``ingest``): the format asked for (``auto``: found
+    from the content; the format found is attr ``format``), ``max_words`` and ``chunk_words`` as given
+    (None: all words, the default chunks)."""
+    return {"input_format": input_format, "max_words": max_words, "chunk_words": chunk_words}
+
+
+def write_store(
+    info: SourceInfo,
+    dest: Location,
+    *,
+    language: str,
+    max_words: int | None = None,
+    chunk_words: int | None = None,
+    settings: dict[str, Any] | None = None,
+    client=False,
+    progress: bool | None = False,
+    check: Callable[[np.ndarray], None] | None = None,
+) -> None:
+    """Write the store of the sniffed source ``info`` at ``dest`` (a store of ``language`` there, or
+    nothing), holding the lock of ``dest``: at a fresh location beside it, swapped in once complete.
+
+    ``settings`` (:func:`ingest_settings`) and the compression found are recorded as attr ``ingest``.
+    ``check``, given the 64-bit hashes of every word (:func:`biasdask.io.parse.word_hash`) once all are
+    written, may raise to refuse the store: it is then removed and ``dest`` left as it was.
+    """
     cw = int(chunk_words or ingest_chunk_words(info.dim, _planned_words(info, max_words)))
     mode = _choose_mode(info, dest, client)
-    lock = acquire_lock(dest)
-    try:
-        remove_leftovers(dest)
-        encoding = _first_encoding(info)
-        while True:
-            # the new store is written next to DEST and swapped in once complete: DEST is untouched until then
-            fresh = Location(fresh_location(dest.url), dest.storage_options)
-            try:
-                prepare_store(
-                    fresh,
-                    language=language,
-                    source=info.display,
-                    format=info.format,
-                    dim=info.dim,
-                    chunk_words=cw,
-                    n_words=_planned_words(info, max_words) or 0,
-                    vector_encoding=encoding,
-                    source_info=info.record,
-                )
-                job = _Job(info, fresh, cw, max_words, progress, shown=str(dest))
-                if mode == "sequential" and info.splittable and _protocol(info.url) in ("file", "local"):
-                    job.run_ranges(None)  # a local file: parsed in place from its memory map
-                elif mode == "sequential":
-                    job.run_sequential()
-                else:
-                    with client_scope(client) as c:
-                        if mode == "ranges":
-                            job.run_ranges(c)
-                        else:
-                            job.run_stream(c)
-                job.finish()
-                swap_in(fresh.url, dest)
-                break
-            except EncodingError as exc:  # a later block needs a wider encoding: start over with it
-                with contextlib.suppress(Exception):
-                    remove_store(fresh)
-                encoding = exc.needed
-            except BaseException as exc:
-                with contextlib.suppress(Exception):
-                    remove_store(fresh)
-                if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise StorageFullError(
-                        f"{dest}: the destination's disk is full ({os.strerror(exc.errno)}); "
-                        "nothing was written: free some space (or choose another destination) and ingest again"
-                    ) from None
-                raise
-    finally:
-        with contextlib.suppress(Exception):
-            lock.release()
-    return open_embeddings(dest)
+    record = {**(settings or {}), "compression": info.compression}
+    remove_leftovers(dest)
+    encoding = _first_encoding(info)
+    while True:
+        # the new store is written next to DEST and swapped in once complete: DEST is untouched until then
+        fresh = Location(fresh_location(dest.url), dest.storage_options)
+        try:
+            prepare_store(
+                fresh,
+                language=language,
+                source=info.display,
+                format=info.format,
+                dim=info.dim,
+                chunk_words=cw,
+                n_words=_planned_words(info, max_words) or 0,
+                vector_encoding=encoding,
+                source_info=info.record,
+            )
+            job = _Job(info, fresh, cw, max_words, progress, shown=str(dest))
+            if mode == "sequential" and info.splittable and _protocol(info.url) in ("file", "local"):
+                job.run_ranges(None)  # a local file: parsed in place from its memory map
+            elif mode == "sequential":
+                job.run_sequential()
+            else:
+                with client_scope(client) as c:
+                    if mode == "ranges":
+                        job.run_ranges(c)
+                    else:
+                        job.run_stream(c)
+            hashes = job.finish({INGEST_ATTR: record})
+            if check is not None:
+                check(hashes)
+            swap_in(fresh.url, dest)
+            return
+        except EncodingError as exc:  # a later block needs a wider encoding: start over with it
+            with contextlib.suppress(Exception):
+                remove_store(fresh)
+            encoding = exc.needed
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                remove_store(fresh)
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StorageFullError(
+                    f"{dest}: the destination's disk is full ({os.strerror(exc.errno)}); "
+                    "nothing was written: free some space (or choose another destination) and ingest again"
+                ) from None
+            raise
 
 
 def _protocol(url: str) -> str:
@@ -551,11 +592,13 @@ class _Job:
 
     # finishing ----------------------------------------------------------------------------------
 
-    def finish(self) -> None:
+    def finish(self, attrs: dict[str, Any]) -> np.ndarray:
+        """Drop repeated words, count, and record ``attrs`` with the counts; return every word's hash."""
         results = [self.results[k] for k in range(len(self.results))]
         n_rows = sum(len(r.hashes) for r in results)
         normalised = np.concatenate([r.normalised for r in results])
-        drop, n_nfc_merged = _duplicates(self.dest, np.concatenate([r.hashes for r in results]), normalised)
+        hashes = np.concatenate([r.hashes for r in results])
+        drop, n_nfc_merged = _duplicates(self.dest, hashes, normalised)
         dropped_zeros = compact_store(self.dest, drop) if drop.size else 0
         n_shared = _shared_vectors(results, drop)
         if n_shared > SHARED_VECTORS_WARNING * max(n_rows - int(drop.size), 1):
@@ -569,6 +612,7 @@ class _Job:
         set_attrs(  # everything but the completion marker, which is set after the swap
             self.dest,
             {
+                **attrs,
                 "n_words": n_rows - int(drop.size),
                 "n_duplicates": int(drop.size),
                 "n_nfc_merged": n_nfc_merged,
@@ -577,6 +621,7 @@ class _Job:
                 "n_duplicate_vectors": n_shared,
             },
         )
+        return hashes
 
 
 SHARED_VECTORS_WARNING = 0.10

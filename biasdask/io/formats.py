@@ -33,7 +33,7 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Iterator
-from typing import IO, cast
+from typing import IO, Protocol, cast
 
 import fsspec
 import numpy as np
@@ -56,11 +56,13 @@ __all__ = [
     "FORMATS",
     "PIECE_BYTES",
     "Block",
+    "RawSource",
     "check_only_whitespace_after",
     "count_newlines",
     "head_block",
     "iter_blocks",
     "read_range",
+    "reading_source",
     "skip_lines",
     "sniff_source",
     "SourceInfo",
@@ -120,6 +122,9 @@ class SourceInfo:
         True when the file can be read as independent byte ranges (uncompressed text).
     record
         Where it comes from, as the store records it (:func:`biasdask.io.fs.source_record`).
+    opener
+        What gives the file's raw bytes from their start (e.g. a copy staged beside the store,
+        :class:`biasdask.io.download.Download`); None: the file system of ``location``.
     """
 
     location: Location
@@ -132,6 +137,7 @@ class SourceInfo:
     size: int | None
     splittable: bool
     record: dict = dataclasses.field(default_factory=dict)
+    opener: Callable[[], RawSource] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -163,8 +169,10 @@ def _open_raw(fs: fsspec.AbstractFileSystem, path: str):
 
 
 @contextlib.contextmanager
-def _reading(display: str, compression: str | None = None) -> Iterator[None]:
-    """Turn the errors of reading a source (``compression``: its decompressor's) into one-line errors."""
+def reading_source(display: str, compression: str | None = None) -> Iterator[None]:
+    """Turn the errors of reading the source ``display`` (``compression``: its decompressor's) into
+    one-line errors naming it: a 404 or missing file, a timeout (naming the setting), a refused or cut
+    connection, truncated or corrupt compressed data."""
     try:
         yield
     except EOFError:
@@ -211,14 +219,26 @@ class _RawReader:
         return data
 
 
-class _Stream:
-    """The decompressed bytes of a source, read piece by piece."""
+class RawSource(Protocol):
+    """The raw (stored, maybe compressed) bytes of a source, read from its start."""
 
-    def __init__(self, loc: Location, display: str):
+    def read(self, n: int = -1) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class _Stream:
+    """The decompressed bytes of a source, read piece by piece (its raw bytes from ``opener``, or from
+    the file system of ``loc``)."""
+
+    def __init__(self, loc: Location, display: str, opener: Callable[[], RawSource] | None = None):
         self.display = display
-        with _reading(display):
-            fs, path = url_to_fs(loc)
-            self._raw = _open_raw(fs, path)
+        with reading_source(display):
+            if opener is not None:
+                self._raw = opener()
+            else:
+                fs, path = url_to_fs(loc)
+                self._raw = _open_raw(fs, path)
             head = self._raw.read(_MAGIC_BYTES)
         for magic, what in _UNSUPPORTED.items():
             if head.startswith(magic):
@@ -243,7 +263,7 @@ class _Stream:
 
     def read(self, n: int = PIECE_BYTES) -> bytes:
         """Up to ``n`` bytes of the decompressed stream; ``b""`` at its end."""
-        with _reading(self.display, self.compression):
+        with reading_source(self.display, self.compression):
             return self._file.read(n)
 
     def close(self) -> None:
@@ -256,7 +276,13 @@ class _Stream:
         self.close()
 
 
-def sniff_source(source: Locatable, format: str = "auto") -> SourceInfo:
+def sniff_source(
+    source: Locatable,
+    format: str = "auto",
+    *,
+    record: dict | None = None,
+    opener: Callable[[], RawSource] | None = None,
+) -> SourceInfo:
     """Read the beginning of ``source`` and describe it.
 
     Parameters
@@ -267,6 +293,11 @@ def sniff_source(source: Locatable, format: str = "auto") -> SourceInfo:
         ``"auto"`` or one of :data:`FORMATS`. ``auto`` takes a first line ``N D`` (two integers) for a
         header, then tells text from binary by the bytes after the first word; without a header it is
         GloVe.
+    record
+        Its record (:func:`biasdask.io.fs.source_details`), when the caller has it: not asked again.
+    opener
+        What gives its raw bytes (:attr:`SourceInfo.opener`); None: its file system.
+
     Raises
     ------
     InputFormatError
@@ -278,17 +309,18 @@ def sniff_source(source: Locatable, format: str = "auto") -> SourceInfo:
         raise BiasdaskError(f"unknown format {format!r}: expected auto, {', '.join(FORMATS)}")
     loc = as_location(source, "source")
     display = display_url(loc.url)
-    fs, path = url_to_fs(loc)
-    with _reading(display):
-        try:
-            details = fs.info(path)
-        except FileNotFoundError:
-            raise
-        except Exception:  # noqa: BLE001 - some servers do not tell the size; it is only for progress
-            details = {}
-    record = source_record(display, details)
+    if record is None:
+        fs, path = url_to_fs(loc)
+        with reading_source(display):
+            try:
+                details = fs.info(path)
+            except FileNotFoundError:
+                raise
+            except Exception:  # noqa: BLE001 - some servers do not tell the size; it is only for progress
+                details = {}
+        record = source_record(display, details)
     size = record.get("size")
-    with _Stream(loc, display) as stream:
+    with _Stream(loc, display, opener) as stream:
         head = b""
         while len(head) < _SNIFF_BYTES:
             piece = stream.read(_SNIFF_BYTES - len(head))
@@ -343,8 +375,9 @@ def sniff_source(source: Locatable, format: str = "auto") -> SourceInfo:
         dim=dim,
         body_offset=body_offset,
         size=size,
-        splittable=splittable,
+        splittable=splittable and opener is None,
         record=record,
+        opener=opener,
     )
 
 
@@ -426,7 +459,7 @@ def iter_blocks(
     if max_words is not None:
         target = max_words if target is None else min(target, max_words)
     record_bytes = info.record_bytes
-    with _Stream(info.location, info.display) as stream:
+    with _Stream(info.location, info.display, info.opener) as stream:
         reported = 0
 
         def progress() -> None:
@@ -506,7 +539,7 @@ def iter_blocks(
 def head_block(info: SourceInfo, max_words: int, max_bytes: int = _SNIFF_BYTES) -> Block | None:
     """The first whole lines of a text source (at most ``max_words``, within its first ``max_bytes``
     after the header), for a look at its values; None when not even one line fits."""
-    with _Stream(info.location, info.display) as stream:
+    with _Stream(info.location, info.display, info.opener) as stream:
         head = b""
         while len(head) < info.body_offset + max_bytes:
             piece = stream.read(info.body_offset + max_bytes - len(head))
@@ -569,7 +602,7 @@ def view_range(loc: Location, start: int, end: int) -> bytes | memoryview:
     if (fsspec.core.split_protocol(url)[0] or "file") not in ("file", "local") or end <= start:
         return read_range(loc, start, end)
     base = start - start % mmap.ALLOCATIONGRANULARITY
-    with _reading(display_url(url)), open(fsspec.core.strip_protocol(str(url)), "rb") as f:
+    with reading_source(display_url(url)), open(fsspec.core.strip_protocol(str(url)), "rb") as f:
         if os.fstat(f.fileno()).st_size < end:
             raise InputFormatError(f"{display_url(url)}: the file is shorter than when ingest began: did it change?")
         mapped = mmap.mmap(f.fileno(), end - base, access=mmap.ACCESS_READ, offset=base)
@@ -579,7 +612,7 @@ def view_range(loc: Location, start: int, end: int) -> bytes | memoryview:
 def read_range(loc: Location, start: int, end: int) -> bytes:
     """Bytes ``[start, end)`` of an uncompressed file."""
     fs, path = url_to_fs(loc)
-    with _reading(display_url(loc.url)):
+    with reading_source(display_url(loc.url)):
         return fs.cat_file(path, start=start, end=end)
 
 

@@ -44,6 +44,8 @@ __all__ = [
     "nesting",
     "one_line",
     "redact",
+    "source_change",
+    "source_details",
     "source_record",
     "storage_options_for",
     "timeout_error",
@@ -423,7 +425,9 @@ def check_kept(place: Locatable, what: str) -> None:
 def source_record(display: str, details: Mapping[str, Any]) -> dict[str, Any]:
     """What an embedding store records of the file it was made from: its URL without credentials,
     and, from the file system's ``info`` of it (``details``), its size and whichever of ETag,
-    Last-Modified (http, S3, gs) and modification time (local) the protocol gives, as JSON values.
+    Last-Modified (http, S3, gs), modification time (local) and content hashes (``content_hash``:
+    Content-MD5 or Digest headers, gs's md5 and crc32c, S3's checksums) the protocol gives, as JSON
+    values. :func:`source_change` compares two.
 
     Examples
     --------
@@ -442,7 +446,61 @@ def source_record(display: str, details: Mapping[str, Any]) -> dict[str, Any]:
     mtime = details.get("mtime")
     if isinstance(mtime, (int, float)):
         record["mtime"] = datetime.datetime.fromtimestamp(mtime, datetime.timezone.utc).isoformat()
+    hashes = {name: str(details[key]) for key, name in _CONTENT_HASHES.items() if details.get(key)}
+    if hashes:
+        record["content_hash"] = hashes
     return record
+
+
+#: the content hashes file systems give in a file's details (http headers, gs, S3), as a record names them
+_CONTENT_HASHES = {
+    "Content-MD5": "md5",
+    "Digest": "digest",
+    "md5Hash": "md5",
+    "crc32c": "crc32c",
+    "ChecksumSHA256": "sha256",
+    "ChecksumCRC32C": "crc32c",
+}
+
+#: the fields of a source record that tell its contents apart, in the order a change is named
+_IDENTITY_FIELDS = ("url", "size", "content_hash", "etag", "last_modified", "mtime")
+
+
+def source_details(place: Locatable) -> dict[str, Any]:
+    """The record of the source at ``place`` as it is now (:func:`source_record` of its file system's
+    ``info``: a HEAD request for http(s), no read of its bytes).
+
+    Raises
+    ------
+    FileNotFoundError, PermissionError, TimeoutError, OSError
+        As the file system raises them (a 404 is a FileNotFoundError).
+    """
+    loc = as_location(place)
+    fs, path = url_to_fs(loc)
+    return source_record(display_url(loc.url), fs.info(path))
+
+
+def source_change(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+    """How the source recorded as ``recorded`` (:func:`source_record`) differs from what it is ``now``,
+    as ``"etag '"a"' -> '"b"'"``; None when every field both records give agrees (a field only one gives,
+    e.g. a server that stopped sending ETags, is not compared).
+
+    Examples
+    --------
+    >>> source_change({"url": "https://x/a.vec", "size": 10, "etag": '"1"'}, {"url": "https://x/a.vec", "size": 10})
+    >>> source_change({"url": "https://x/a.vec", "size": 10}, {"url": "https://x/a.vec", "size": 12})
+    'size 10 -> 12'
+    """
+    for key in _IDENTITY_FIELDS:
+        if key in recorded and key in now and recorded[key] != now[key]:
+            if key == "content_hash":
+                shared = set(recorded[key]) & set(now[key])
+                if not any(recorded[key][k] != now[key][k] for k in shared):
+                    continue
+            if key == "size":
+                return f"size {recorded[key]} -> {now[key]}"
+            return f"{key.replace('_', ' ')} {recorded[key]!r} -> {now[key]!r}"
+    return None
 
 
 def one_line(exc: BaseException) -> str:

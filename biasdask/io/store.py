@@ -16,7 +16,8 @@ Layout, as ``xarray.open_zarr(url, consolidated=False)`` shows it:
 - coordinates ``word`` (variable-length UTF-8 strings) and ``rank`` (int64, 1..N in file order);
 - ``norm`` float32 (word): the raw L2 length of each vector (0 for zero vectors);
 - attrs ``language``, ``source``, ``source_info`` (where the data came from: URL or path, size, and the
-  ETag, Last-Modified or modification time its file system gives), ``format``, ``dim``, ``created``,
+  ETag, Last-Modified, modification time or content hash its file system gives), ``ingest`` (how: the
+  format asked for, ``max_words``, ``chunk_words``, the compression found), ``format``, ``dim``, ``created``,
   ``biasdask_version``, ``store_id`` (new at every creation), and, once every chunk is written,
   ``n_words``, ``n_duplicates``, ``n_nfc_merged``, ``n_invalid_utf8``, ``n_zero_vectors``,
   ``n_duplicate_vectors`` (words whose vector is bit-identical to an earlier word's), ``fingerprint``
@@ -106,6 +107,8 @@ from biasdask.io.fs import (
 from biasdask.io.vocabulary import word_positions
 
 __all__ = [
+    "INGEST_ATTR",
+    "SOURCE_INFO_ATTR",
     "adopt_copy",
     "check_embeddings",
     "check_language_code",
@@ -149,6 +152,9 @@ COMPLETE_ATTR = "biasdask_complete"
 FINGERPRINT_ATTR = "fingerprint"
 #: group attr: where the store's data came from (:func:`biasdask.io.fs.source_record`)
 SOURCE_INFO_ATTR = "source_info"
+#: group attr: how it was ingested (the format asked for, ``max_words``, ``chunk_words``, the compression
+#: found; :func:`biasdask.engine.ingest.ingest_settings`)
+INGEST_ATTR = "ingest"
 #: array attrs of a finished store: the ``store_id`` of the store it belongs to, and the CRC-32C each
 #: of its chunks ends with, in chunk order
 ARRAY_STORE_ATTR = "biasdask_store_id"
@@ -823,7 +829,7 @@ def describe_store(location: Locatable) -> StoreDescription:
         chunk_words, n_chunks = int(vectors.chunks[0]), -(-int(vectors.shape[0]) // int(vectors.chunks[0]))
     except _DESCRIBE_ERRORS:
         pass  # an incomplete or damaged store: the rest is still worth showing
-    ingest = attrs.get("ingest")
+    ingest = attrs.get(INGEST_ATTR)
     return StoreDescription(
         identity=_identity(loc, attrs),
         complete=attrs.get(COMPLETE_ATTR) is True,

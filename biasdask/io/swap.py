@@ -64,8 +64,13 @@ class StoreLock:
             pass
 
 
-def acquire_lock(loc: Locatable) -> StoreLock:
+def acquire_lock(loc: Locatable, *, owner: str | None = None) -> StoreLock:
     """Take the lock of the destination ``loc`` (see :class:`StoreLock`), creating its parents.
+
+    ``owner`` names who takes it (recorded in the lock): a lock object that the same owner left (a task
+    of a study run, retried by Dask after its worker was killed, finds the lock of its killed attempt on
+    object storage) is taken over. Only one task of a run writes a given store, and Dask retries it only
+    once its worker is gone.
 
     Raises
     ------
@@ -79,16 +84,19 @@ def acquire_lock(loc: Locatable) -> StoreLock:
     fs, path = url_to_fs(lock)
     try:
         if is_local(lock.url):
-            return StoreLock(lock, _flock(path))
+            return StoreLock(lock, _flock(path, owner))
         with fs.open(path, "xb") as f:
-            f.write(_holder())
+            f.write(_holder(owner))
         return StoreLock(lock, None)
     except FileExistsError:
         try:
             holder = json.loads(fs.cat_file(path))
             who = f" (taken by {holder.get('host')} pid {holder.get('pid')} at {holder.get('created')})"
         except Exception:  # noqa: BLE001 - only for the message
-            who = ""
+            holder, who = {}, ""
+        if owner is not None and isinstance(holder, dict) and holder.get("owner") == owner and not is_local(lock.url):
+            fs.pipe_file(path, _holder(owner))
+            return StoreLock(lock, None)
         raise StoreConflictError(
             f"{display_url(loc.url)}: another writer holds its lock {lock}{who}; "
             "if none is running any more (it was killed), delete that lock and try again"
@@ -130,13 +138,14 @@ def lock_holder(loc: Locatable) -> dict | None:
     return holder if isinstance(holder, dict) else {}
 
 
-def _holder() -> bytes:
+def _holder(owner: str | None = None) -> bytes:
     """The lock's content: who holds it, for the message of whoever finds it taken."""
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "created": now}).encode()
+    held = {"host": socket.gethostname(), "pid": os.getpid(), "created": now}
+    return json.dumps({**held, **({"owner": owner} if owner else {})}).encode()
 
 
-def _flock(path: str) -> int:
+def _flock(path: str, owner: str | None = None) -> int:
     """An open descriptor of ``path`` holding an exclusive ``flock``; FileExistsError if one is held.
 
     Hand-written rather than ``filelock.FileLock``: the lock file must name its holder (for the message
@@ -147,11 +156,10 @@ def _flock(path: str) -> int:
     import fcntl
 
     parent = os.path.dirname(path)
-    if not os.path.isdir(parent):
-        try:
-            os.makedirs(parent)
-        except FileExistsError:  # a parent is a file
-            raise NotADirectoryError(parent) from None
+    try:
+        os.makedirs(parent, exist_ok=True)  # also when another thread or process makes it meanwhile
+    except FileExistsError:  # a parent is a file
+        raise NotADirectoryError(parent) from None
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -165,7 +173,7 @@ def _flock(path: str) -> int:
             same = False
         if same:  # else the holder released (unlinked) it between our open and flock: try again
             os.ftruncate(fd, 0)
-            os.write(fd, _holder())
+            os.write(fd, _holder(owner))
             return fd
         os.close(fd)
 

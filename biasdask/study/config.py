@@ -4,6 +4,8 @@ Example::
 
     output: s3://my-bucket/results/gender.zarr
     embeddings: s3://my-bucket/emb/{language}.zarr     # store of each language (a template)
+    sources: https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{language}.300.vec.gz  # missing stores made from these
+    ingest: {dim: 300}                                # how: format, max_words, chunk_words; dim every source must have
     languages: [ar, de, en, zh]                       # or a mapping, see below
     methods: [uniform, zipf]
     associations: [cosine, ripa]  # per-word association of the gender/context tests (default [cosine])
@@ -43,6 +45,13 @@ label (``gender``) and every other gets its own (``gender.ripa``), with the cube
 ``association`` along ``test`` saying which (``none`` for the classic tests, to which associations do
 not apply). ``ripa`` pairs the i-th word of A with the i-th of B, so explicit attribute lists must then
 have equal lengths.
+
+Sources: ``sources`` is a URL template with ``{language}`` or a mapping of language code to URL; a
+language's own ``source`` wins. With several embeddings each names its own (``embeddings: {cc: {store:
+..., sources: ...}}``; a language's ``source`` then maps embedding names to URLs). A language with a
+source has its store (which must be a URL) made by the run when it is missing, and a store made from its source unchanged is used as it is
+(:mod:`biasdask.study.sources`). Neither ``sources`` nor ``ingest`` is part of the canonical study: the
+fingerprint of each store, which every cell records, says what the cells were computed from.
 
 ``languages`` may also map codes to settings: ``{en: {store: ..., a: [male, man], b: [female, woman]}}``
 or ``{fr: {attributes: iat}}``. The attribute words of the ``gender`` test (``attributes``, for all
@@ -90,14 +99,17 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import numpy as np
 import xarray as xr
 import yaml
 from dask.base import tokenize
 
 from biasdask._calls import list_syntax
-from biasdask.errors import ConfigError
+from biasdask.errors import BiasdaskError, ConfigError
 from biasdask.io.embeddings import as_embeddings
+from biasdask.io.formats import FORMATS
+from biasdask.io.fs import display_url, storage_options_for
 from biasdask.io.results import FULL_VOCABULARY_TESTS, cube_label, embedding_url
 from biasdask.io.store import check_language_code
 from biasdask.lexicon import (
@@ -135,6 +147,7 @@ __all__ = [
     "EmbeddingStudies",
     "PAIRED_SETS",
     "IAT_MODELS",
+    "IngestOptions",
     "known_tests",
     "LanguageSpec",
     "load_config",
@@ -153,6 +166,8 @@ _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _KEYS = {
     "output",
     "embeddings",
+    "sources",
+    "ingest",
     "languages",
     "methods",
     "tests",
@@ -213,11 +228,25 @@ class LanguageSpec:
     attribute_set: str = "catalog"
     set_metric_words: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
     """Words S, A, B of the set-level metrics (``rnd`` ...), when the study names them."""
+    source: str | None = None
+    """The embedding file its store is ingested from when missing (``sources``), or None."""
 
     @property
     def paired(self) -> bool:
         """Whether ``a`` and ``b`` are base pairs (a[i], b[i]) (:data:`PAIRED_SETS`)."""
         return self.attribute_set in PAIRED_SETS
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How a study ingests its sources (the study key ``ingest``): as :func:`biasdask.ingest` takes them
+    (``format``, ``max_words``, ``chunk_words``), and the dimension every source must have (``dim``;
+    None: any)."""
+
+    input_format: str = "auto"
+    max_words: int | None = None
+    chunk_words: int | None = None
+    dim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -252,6 +281,7 @@ class StudyConfig:
     word_sets: dict[str, dict[str, WordSets]] = field(default_factory=dict)
     """The tests of the study's ``word_sets`` files: test label -> language -> its word sets (a language
     without a file absent; :mod:`biasdask.study.wordsets`)."""
+    ingest: IngestOptions = IngestOptions()
 
     def test_labels(self) -> tuple[str, ...]:
         """The cube's test labels: each full-vocabulary test once per association, the others once."""
@@ -265,7 +295,17 @@ class StudyConfig:
         """Everything that determines the results (not where they go, nor credentials)."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}  # not asdict: it would deep-copy in-memory stores
         # not the cells' values: the correction of p over the cube is recomputed at the end of every run
-        for volatile in ("output", "storage_options", "batch_size", "save_scores", "save_null", "correction", "alpha"):
+        # nor how a store was made: its fingerprint, which every cell records, tells its contents
+        for volatile in (
+            "output",
+            "storage_options",
+            "batch_size",
+            "save_scores",
+            "save_null",
+            "correction",
+            "alpha",
+            "ingest",
+        ):
             d.pop(volatile)
         if self.associations == ("cosine",):
             d.pop("associations")  # the default leaves the hash of studies written before the option
@@ -584,13 +624,19 @@ class _Source:
     key: str  # the study key of ``template``
     iat_model: str
     codes: frozenset[str] | None = None  # the study's languages this embedding has (None: all)
+    sources: Any = None  # the files its missing stores are ingested from (``sources``), or None
+    sources_key: str = "sources"
 
 
 def _sources(raw: dict) -> tuple[_Source, ...]:
     """The study's embeddings: one (``embeddings`` a template, or none) or several (a mapping of names)."""
     value, iat_model = raw.get("embeddings"), raw.get("iat_model", "cc")
     if not isinstance(value, dict):
-        return (_Source(None, (), _template(value, "embeddings"), "embeddings", iat_model),)
+        return (_Source(None, (), _template(value, "embeddings"), "embeddings", iat_model, None, raw.get("sources")),)
+    if raw.get("sources") is not None:
+        raise ConfigError(
+            "sources: the study has several embeddings: give each embedding its own (embeddings.NAME.sources)"
+        )
     if not value:
         raise ConfigError("embeddings: expected a store template, or a mapping of embedding names to store templates")
     names = tuple(str(name) for name in value)
@@ -611,10 +657,12 @@ def _sources(raw: dict) -> tuple[_Source, ...]:
         elif isinstance(entry, dict):
             template_key = f"{key}.store"
         else:
-            raise ConfigError(f"{key}: expected a store template or a mapping with store, languages, iat_model")
-        extra = set(entry) - {"store", "languages", "iat_model"}
+            raise ConfigError(
+                f"{key}: expected a store template or a mapping with store, languages, iat_model, sources"
+            )
+        extra = set(entry) - {"store", "languages", "iat_model", "sources"}
         if extra:
-            raise ConfigError(f"{key}: unknown key(s) {sorted(extra)}; allowed: store, languages, iat_model")
+            raise ConfigError(f"{key}: unknown key(s) {sorted(extra)}; allowed: store, languages, iat_model, sources")
         model = entry.get("iat_model", iat_model)
         if model not in IAT_MODELS:
             raise ConfigError(f"{key}.iat_model: {model!r} is not one of {list(IAT_MODELS)}")
@@ -626,7 +674,10 @@ def _sources(raw: dict) -> tuple[_Source, ...]:
             if strange:
                 raise ConfigError(f"{key}.languages: {', '.join(map(repr, strange))} not in the study's languages")
             subset = frozenset(str(c) for c in subset)
-        sources.append(_Source(name, names, _template(entry.get("store"), template_key), template_key, model, subset))
+        template = _template(entry.get("store"), template_key)
+        sources.append(
+            _Source(name, names, template, template_key, model, subset, entry.get("sources"), f"{key}.sources")
+        )
     return tuple(sources)
 
 
@@ -680,10 +731,10 @@ def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
             settings = {}
         if not isinstance(settings, dict):
             raise ConfigError(f"{key}: expected a store URL or a mapping with store, a, b, attributes")
-        extra = set(settings) - {"store", "a", "b", "attributes", "set_metric_words"}
+        extra = set(settings) - {"store", "source", "a", "b", "attributes", "set_metric_words"}
         if extra:
             raise ConfigError(
-                f"{key}: unknown key(s) {sorted(extra)}; allowed: store, a, b, attributes, set_metric_words"
+                f"{key}: unknown key(s) {sorted(extra)}; allowed: store, source, a, b, attributes, set_metric_words"
             )
         if source.codes is not None and str(code) not in source.codes:
             if isinstance(settings.get("store"), dict) and source.name in settings["store"]:
@@ -731,7 +782,9 @@ def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
             terms = iat_attribute_terms(iat_model, str(code))
             a, b = _iat_pairs(terms) if name == "iat_pairs" else terms
         metric_words = _set_metric_words(settings.get("set_metric_words"), f"{key}.set_metric_words")
-        specs.append(LanguageSpec(str(code), store, a, b, name, metric_words or default_metric_words))
+        url = _language_source(source, str(code), settings, store)
+        specs.append(LanguageSpec(str(code), store, a, b, name, metric_words or default_metric_words, url))
+    _check_source_languages(source, specs)
     return tuple(specs)
 
 
@@ -743,6 +796,77 @@ def _reads_attributes(raw: dict) -> bool:
     tests = raw.get("tests", ["gender"])
     tests = [tests] if isinstance(tests, str) else tests if isinstance(tests, list) else []
     return raw.get("save_scores", True) is not False or any(t in FULL_VOCABULARY_TESTS for t in tests)
+
+
+def _language_source(source: _Source, code: str, settings: dict, store: Any) -> str | None:
+    """The source of language ``code`` in one embedding: its ``source`` setting (with several embeddings a
+    mapping of embedding name to URL), else the embedding's ``sources`` (a URL template with
+    ``{language}``, or a mapping of language code to URL); None without one."""
+    key, value = f"languages.{code}.source", settings.get("source")
+    if source.name is not None and value is not None:
+        if not isinstance(value, dict):
+            raise ConfigError(
+                f"{key}: the study has several embeddings ({', '.join(source.names)}): give a source per "
+                f"embedding, {{{source.names[0]}: URL, ...}}"
+            )
+        unknown = [str(name) for name in value if name not in source.names]
+        if unknown:
+            raise ConfigError(f"{key}: no embedding {', '.join(unknown)} (embeddings: {', '.join(source.names)})")
+        key, value = f"{key}.{source.name}", value.get(source.name)
+    sources = source.sources
+    if value is None and isinstance(sources, dict):
+        key, value = f"{source.sources_key}.{code}", sources.get(code)
+    elif value is None and sources is not None:
+        if not isinstance(sources, str) or "{language}" not in sources:
+            raise ConfigError(
+                f"{source.sources_key}: expected a URL template containing '{{language}}' or a mapping of "
+                "language code to URL"
+            )
+        key, value = source.sources_key, sources.replace("{language}", code)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key}: expected the path or URL of an embedding file, got {value!r}")
+    if not isinstance(store, str):
+        raise ConfigError(f"{key}: a source is ingested into a store URL (languages.{code}.store or embeddings)")
+    protocol = fsspec.core.split_protocol(value)[0] or "file"
+    try:
+        storage_options_for(value, None)  # its file system's package is installed
+        fsspec.get_filesystem_class(protocol)
+    except (ImportError, BiasdaskError) as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+    except ValueError:
+        raise ConfigError(f"{key}: unknown protocol {protocol}:// in {display_url(value)}") from None
+    return value
+
+
+def _check_source_languages(source: _Source, specs: list[LanguageSpec]) -> None:
+    """A ``sources`` mapping names languages of the (embedding's) study only."""
+    if isinstance(source.sources, dict):
+        codes = {s.code for s in specs}
+        for code in source.sources:
+            if str(code) not in codes:
+                raise ConfigError(
+                    f"{source.sources_key}.{code}: not a language of the study (languages: {', '.join(sorted(codes))})"
+                )
+
+
+def _ingest(raw: dict) -> IngestOptions:
+    """``ingest: {format: auto, max_words: N, chunk_words: N, dim: N}``: how the sources are ingested."""
+    value = raw.get("ingest") or {}
+    if not isinstance(value, dict):
+        raise ConfigError("ingest: expected a mapping {format: auto, max_words: N, chunk_words: N, dim: N}")
+    unknown = set(value) - {"format", "max_words", "chunk_words", "dim"}
+    if unknown:
+        raise ConfigError(f"ingest: unknown key(s) {sorted(unknown)}; allowed: chunk_words, dim, format, max_words")
+    input_format = value.get("format", "auto")
+    if input_format not in ("auto", *FORMATS):
+        raise ConfigError(f"ingest.format: {input_format!r} is not one of {['auto', *FORMATS]}")
+    try:
+        counts = {key: _int(value, key, None, 1, allow_none=True) for key in ("max_words", "chunk_words", "dim")}
+    except ConfigError as exc:
+        raise ConfigError(f"ingest.{exc}") from None
+    return IngestOptions(input_format, **counts)
 
 
 def _is_embedding_object(value: Any) -> bool:
@@ -848,7 +972,7 @@ def _options(raw: dict) -> dict[str, Any]:
         similarity=similarity,
         max_words=_int(raw, "max_words", None, 1, allow_none=True),
         exclude_attributes=_bool(raw, "exclude_attributes", False),
-        exclude_words=exclude_words if isinstance(exclude_words, str) else tuple(exclude_words),
+        exclude_words=exclude_words,
         dedupe_vectors=_bool(raw, "dedupe_vectors", False),
         batch_size=_int(raw, "batch_size", None, 1, allow_none=True),
         storage_options=storage_options,
@@ -860,6 +984,7 @@ def _options(raw: dict) -> dict[str, Any]:
         alpha=_alpha(raw),
         ci_level=_ci_level(raw),
         **_placebo(raw),
+        ingest=_ingest(raw),
     )
 
 

@@ -1,10 +1,10 @@
 """A finished task of a study's stream, and what it writes: one kind of event per kind of task, one handler each.
 
-A task the stream submits carries an event (:class:`WordsFound`, :class:`GraphBuilt`,
+A task the stream submits carries an event (:class:`StoreMade`, :class:`WordsFound`, :class:`GraphBuilt`,
 :class:`ScoresWritten`, :class:`FamilyDone`, :class:`ClassicDone`); when it finishes,
 :data:`HANDLERS` names the function that takes its result: it writes the cells the result fills, and
-asks the stream for the work that follows (a language's families once its words are found, a family's
-tasks once its graph is built). What a result writes is computed by plain functions
+asks the stream for the work that follows (a language's start once its store is made from its source,
+its families once its words are found, a family's tasks once its graph is built). What a result writes is computed by plain functions
 (:func:`gender_values`, :func:`family_cells`, :func:`classic_cells`, :func:`missing_attribute_cells`),
 tested without Dask. A task whose store failed its checksum fails its language only
 (:func:`handle`).
@@ -22,7 +22,8 @@ import xarray as xr
 
 from biasdask.engine.placebo import PlaceboResult
 from biasdask.engine.scores import Attributes, found_words
-from biasdask.errors import BiasdaskError, CorruptStoreError, MissingWordsError
+from biasdask.errors import BiasdaskError, BiasdaskException, CorruptStoreError, MissingWordsError
+from biasdask.io.fs import one_line, redact
 from biasdask.io.results import split_label
 from biasdask.study.cells import cell_values
 from biasdask.study.config import LanguageSpec, StudyConfig
@@ -47,6 +48,8 @@ __all__ = [
     "missing_attribute_cells",
     "scores_written",
     "ScoresWritten",
+    "store_made",
+    "StoreMade",
     "StreamOps",
     "words_found",
     "WordsFound",
@@ -66,6 +69,17 @@ class WordsFound:
     lang: LanguageSpec
     emb: xr.Dataset
     words: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class StoreMade:
+    """A language's store is made from its source (or could not be): the language starts in its turn,
+    or stops here."""
+
+    code: str
+    lang: LanguageSpec
+    source: str
+    """The source's URL without credentials."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,6 +127,8 @@ class StreamOps(Protocol):
     families: dict
 
     def write(self, cell: Cell) -> None: ...
+
+    def adopt(self, lang: LanguageSpec) -> None: ...
 
     def begin(self, lang: LanguageSpec, emb: xr.Dataset) -> None: ...
 
@@ -214,6 +230,9 @@ def handle(stream: StreamOps, event: Any, future: Any) -> None:
     """Hand a finished task to its event's handler. A store that failed its checksum (or could not be
     read) in one of a language's tasks fails that language only: its cells stay not done, to run on
     resume once the store is mended; the run's error names it and the other languages go on."""
+    if isinstance(event, StoreMade):  # not a task of a language in flight: it waits for it
+        store_made(stream, event, future)
+        return
     stream.planner.submitted(event.code, -1)
     error = None if future.cancelled() else future.exception()
     if isinstance(error, CorruptStoreError):
@@ -228,6 +247,26 @@ def handle(stream: StreamOps, event: Any, future: Any) -> None:
     else:
         HANDLERS[type(event)](stream, event, future)
     stream.planner.settle(event.code)
+
+
+def store_made(stream: StreamOps, event: StoreMade, future: Any) -> None:
+    """Let the language start once its store is made and opened, or stop it with one line naming its
+    source and why (its cells are not run; the others go on)."""
+    stream.tasks.release([future])
+    error = BiasdaskError("cancelled") if future.cancelled() else future.exception()
+    if error is None:
+        try:
+            stream.adopt(event.lang)
+        except BiasdaskException as exc:
+            error = exc
+    if error is None:
+        stream.planner.store_made(event.code)
+        return
+    reason = redact(" ".join(str(error).split()) if isinstance(error, BiasdaskException) else one_line(error))
+    if event.source not in reason:
+        reason = f"{event.source}: {reason}"
+    log.warning("%s: its store was not made from its source, its cells are not run: %s", event.code, reason)
+    stream.planner.store_failed(event.code, reason)
 
 
 def words_found(stream: StreamOps, event: WordsFound, future: Any) -> None:
@@ -303,6 +342,7 @@ def classic_done(stream: StreamOps, event: ClassicDone, future: Any) -> None:
 
 #: the handler of each kind of event
 HANDLERS: dict[type, Callable[[StreamOps, Any, Any], None]] = {
+    StoreMade: store_made,
     WordsFound: words_found,
     GraphBuilt: graph_built,
     ScoresWritten: scores_written,

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,7 +230,9 @@ class StreamPlanner:
     """What a study's stream submits next, decided from what it was told (pure: tested without Dask).
 
     Languages start in the study's order, at most :func:`languages_in_flight` at a time (a language is in
-    flight while tasks it submitted are). A distributed scheduler runs the higher priority first among
+    flight while tasks it submitted are). A language whose store a task is making from its source
+    (``awaiting``) starts once it is made (:meth:`store_made`): the languages after it do not wait for it,
+    and every store is made by its own task from the start (:meth:`stores_to_make`). A distributed scheduler runs the higher priority first among
     tasks ready at once: an earlier language's tasks go before a later one's, so cells are written while
     the later ones run, and every language's reads, pools and scores writes (priority raised by
     :data:`PREPARE_FIRST`) go before any permutation batch, so that the run's tail is short batches
@@ -248,12 +251,16 @@ class StreamPlanner:
         Worker threads of the scheduler.
     rate
         The workers' kernel rate (:func:`biasdask.engine.permutation.kernel_rate`).
+    awaiting
+        The languages whose store is being made (:mod:`biasdask.study.sources`).
     """
 
-    def __init__(self, cfg: StudyConfig, slots: int, rate: KernelRate) -> None:
+    def __init__(self, cfg: StudyConfig, slots: int, rate: KernelRate, awaiting: Iterable[str] = ()) -> None:
         self.cfg, self.slots, self.rate = cfg, slots, rate
         self.limit = languages_in_flight(slots)
         self.waiting = list(cfg.languages)
+        #: languages whose store a task is making: they wait for it, the others do not wait for them
+        self.awaiting = [lang.code for lang in cfg.languages if lang.code in set(awaiting)]
         #: language -> tasks it submitted that the stream has not handled yet
         self.pending: dict[str, int] = {}
         #: full-vocabulary families not planned yet, by language (counted from the tests that apply
@@ -268,14 +275,41 @@ class StreamPlanner:
     # -- languages in flight -------------------------------------------------------------------
 
     def busy(self) -> bool:
-        """Whether a language is still waiting or in flight."""
+        """Whether a language is still waiting (for its turn or its store) or in flight."""
         return bool(self.waiting or self.pending)
 
+    def waits(self) -> bool:
+        """Whether something the stream submitted is still to report: a task of a language in flight,
+        or a store being made."""
+        return bool(self.pending or self.awaiting)
+
     def next_language(self) -> LanguageSpec | None:
-        """The next language to start, if one waits and fewer than the limit are in flight."""
-        if self.waiting and len(self.pending) < self.limit:
-            return self.waiting.pop(0)
+        """The next language to start, if fewer than the limit are in flight: the first in the study's
+        order whose store is there (a language whose store is being made lets the next ones go first)."""
+        if len(self.pending) >= self.limit:
+            return None
+        for i, lang in enumerate(self.waiting):
+            if lang.code not in self.awaiting:
+                return self.waiting.pop(i)
         return None
+
+    # -- stores made from sources ------------------------------------------------------------------
+
+    def stores_to_make(self) -> list[tuple[str, int]]:
+        """The languages whose store is made, in the study's order, with the priority of the task that
+        makes it: its language's reads' (:data:`PREPARE_FIRST` above its cells), so that a download
+        starts before any permutation batch and an earlier language's before a later one's."""
+        return [(code, self.prepare[code]) for code in self.awaiting]
+
+    def store_made(self, code: str) -> None:
+        """``code``'s store is complete: the language starts in its turn."""
+        self.awaiting.remove(code)
+
+    def store_failed(self, code: str, reason: object) -> None:
+        """``code``'s store could not be made: the language stops here (:meth:`fail`), its cells not run."""
+        self.awaiting.remove(code)
+        self.waiting = [lang for lang in self.waiting if lang.code != code]
+        self.fail(code, reason)
 
     def submitted(self, code: str, n: int = 1) -> None:
         """``n`` tasks of ``code`` submitted (negative: handled)."""

@@ -1,8 +1,8 @@
 """A study run: every (language, method, test) cell, on whatever cluster is at hand, into the results cube.
 
-:func:`run` checks everything that can fail before any work (the study, every store, the output, the
-cluster), creates the results store (or resumes it: cells already done are skipped, so a killed run
-resumes where it stopped; or applies an edited study, :mod:`biasdask.study.update`), runs the study's
+:func:`run` checks everything that can fail before any work (the study, every store, the sources of
+the stores it is to make, the output, the cluster), creates the results store (or resumes it: cells
+already done are skipped, so a killed run resumes where it stopped; or applies an edited study, :mod:`biasdask.study.update`), runs the study's
 stream of tasks (:mod:`biasdask.study.stream`) and, once every cell is written, compacts the cube and
 writes its corrected p-values (:mod:`biasdask.study.inference`) and the agreement across its scoring
 rules and test families (:mod:`biasdask.study.reliability`). Every cell is a function of the study
@@ -17,6 +17,8 @@ import contextlib
 import dataclasses
 import logging
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import xarray as xr
@@ -24,20 +26,29 @@ from distributed import Client
 from tqdm import tqdm
 
 from biasdask.engine.cluster import active_client, check_n_workers, client_scope, workers_keep_freed_memory
+from biasdask.engine.sources import FetchedEvents
 from biasdask.errors import BiasdaskError, ConfigError
 from biasdask.io import results as rs
 from biasdask.io.embeddings import as_embeddings
 from biasdask.io.fs import Location, as_location, display_url, nesting
 from biasdask.io.store import embedding_identity, open_vectors
 from biasdask.io.swap import acquire_lock
-from biasdask.progress import progress_bar
+from biasdask.progress import progress_bar, wanted
 from biasdask.study.cells import store_values
 from biasdask.study.config import EmbeddingStudies, LanguageSpec, StudyChanges, StudyConfig, load_config, parse_config
 from biasdask.study.handlers import Cell
 from biasdask.study.inference import adjusted_pvalues, correction_warning
 from biasdask.study.reliability import agreement, has_agreement
+from biasdask.study.sources import RunProgress, SourcePlan, SourceRun, check_sources
 from biasdask.study.stream import Stream
-from biasdask.study.update import check_changes, check_embeddings, check_stores, prepare_update, run_attrs
+from biasdask.study.update import (
+    check_changes,
+    check_embeddings,
+    check_stores,
+    prepare_update,
+    run_attrs,
+    with_changed_languages,
+)
 
 __all__ = ["CellWriter", "run"]
 
@@ -92,7 +103,9 @@ def run(
     update
         Apply a change of the study to its results store: languages, methods, tests or associations
         added or removed, a language's store or attribute words changed, or the contents of a
-        language's store changed since its cells were computed (the store ingested again). The
+        language's store changed since its cells were computed (the store ingested again), or its
+        source changed since its store was made (the store is made again: see ``sources`` in
+        :mod:`biasdask.study.config` and :mod:`biasdask.study.sources`). The
         affected and new cells are computed; every other cell is kept bit for bit (see
         :mod:`biasdask.study.update`). Without it a changed study is refused, naming the changed keys,
         or the languages whose store changed, before anything is written.
@@ -116,7 +129,8 @@ def run(
         (:class:`biasdask.io.swap.StoreLock`) for its whole life, and a second one stops at once,
         naming the holder. Or, without ``update``, a language's embedding store changed since its cells
         in ``output`` were computed: every cell records the fingerprint of its language's store
-        (``store_fingerprint``), and a resumed study never mixes two embeddings.
+        (``store_fingerprint``), and a resumed study never mixes two embeddings. Or, without ``update``,
+        a source changed since its store was made from it (:mod:`biasdask.study.sources`).
     BiasdaskError
         Before the results store is created or changed: an invalid ``n_workers``, an ``output`` that is,
         lies inside or contains an embedding store of the study, a store that is missing, incomplete,
@@ -124,7 +138,10 @@ def run(
         runnable cell is written, if in some language no attribute word of A (or of B) is in the
         vocabulary: its ``gender`` cells stay NaN with a note naming the words, the message names them
         too; likewise, naming the chunk, if a language's stored bytes fail their checksum when read
-        (its words as the language starts, its vectors in its tasks). A missing attribute word (of
+        (its words as the language starts, its vectors in its tasks); likewise, naming the source and
+        why, if a language's store could not be made from its source (missing, timed out, cut short,
+        malformed, of another dimension or language): a warning names it at once, its cells are not
+        run and the other languages go on. A missing attribute word (of
         several), a language whose targets have no observed frequency for ``frequency`` (no wordfreq
         list, or none of its words in it), a test not applicable to a language or below ``min_coverage`` are not errors: a warning in the log, and a
         note in the cells.
@@ -192,6 +209,7 @@ class _Checked:
     stores: dict  # language -> its embedding
     identities: dict  # language -> its store's identity (None: held in memory)
     changes: StudyChanges | None  # what an update applies; None: a run into cfg.output
+    sources: SourcePlan  # the stores to make from their sources
 
 
 def _check(cfg: StudyConfig, options: dict, *, overwrite: bool, update: bool) -> _Checked:
@@ -201,17 +219,24 @@ def _check(cfg: StudyConfig, options: dict, *, overwrite: bool, update: bool) ->
     weak = correction_warning(len(cfg.languages), cfg.n_permutations, correction=cfg.correction, alpha=cfg.alpha)
     if weak:
         log.warning("%s", weak)
-    # The stores are checked and opened first, without their words (metadata and listings: milliseconds
-    # each), in parallel threads, before anything is written; each language starts once a task has found
-    # its words, and a word chunk failing its checksum there fails that language only.
-    with concurrent.futures.ThreadPoolExecutor(min(8, len(cfg.languages))) as pool:
-        embeddings = list(pool.map(lambda lang: _check_language(lang, options), cfg.languages))
-    stores = {lang.code: emb for lang, emb in zip(cfg.languages, embeddings)}
+    # the stores to make from their sources (missing, or their source changed: refused without update),
+    # asked of the sources without reading them
+    sources = check_sources(cfg, options, update=update)
+    # The other stores are checked and opened first, without their words (metadata and listings:
+    # milliseconds each), in parallel threads, before anything is written; each language starts once a
+    # task has found its words, and a word chunk failing its checksum there fails that language only.
+    present = [lang for lang in cfg.languages if lang.code not in sources.jobs]
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(8, len(present)))) as pool:
+        embeddings = list(pool.map(lambda lang: _check_language(lang, options), present))
+    stores = {lang.code: emb for lang, emb in zip(present, embeddings)}
     # a resumed study never mixes two embeddings: a store changed since its cells were computed is
-    # refused, or with update its cells are recomputed
+    # refused, or with update its cells are recomputed (so are those of a store made again from its
+    # changed source)
     identities = {code: embedding_identity(emb) for code, emb in stores.items()}
     changes = check_stores(cfg, options, identities, changes, overwrite=overwrite, update=update)
-    return _Checked(cfg, stores, identities, changes)
+    if sources.changed and not overwrite and rs.stored_config(Location(cfg.output, options)) is not None:
+        changes = with_changed_languages(changes, sorted(sources.changed), "source")
+    return _Checked(cfg, stores, identities, changes, sources)
 
 
 def _write(checked: _Checked, options: dict, where: _Where, *, overwrite: bool) -> list[str]:
@@ -223,7 +248,9 @@ def _write(checked: _Checked, options: dict, where: _Where, *, overwrite: bool) 
         cfg = dataclasses.replace(cfg, output=fresh)
     recorded = {code: store_values(identity) for code, identity in identities.items()}
     with rs.run_recorded(Location(cfg.output, options), cfg.canonical_yaml()):  # why a run stopped, in the cube
-        failures = _run_checked(cfg, options, checked.stores, recorded, where, overwrite)
+        failures = _run_checked(
+            cfg, options, checked.stores, SourceRun(checked.sources, recorded=recorded), where, overwrite
+        )
         rs.compact_results(Location(cfg.output, options))
         _write_adjusted(cfg, options)
         _write_agreement(cfg, options)
@@ -285,11 +312,11 @@ def _write_agreement(cfg: StudyConfig, options: dict) -> None:
 
 
 def _run_checked(
-    cfg: StudyConfig, options: dict, stores: dict, recorded: dict, where: _Where, overwrite: bool
+    cfg: StudyConfig, options: dict, stores: dict, sources: SourceRun, where: _Where, overwrite: bool
 ) -> list[str]:
     """:func:`run` once every store is checked: find or start the cluster, create (or resume) the
-    results store, run the stream; return the failures. ``recorded``: language -> what its cells record
-    of its store (:func:`~biasdask.study.cells.store_values`)."""
+    results store, run the stream; return the failures. ``sources``: the stores to make from their
+    sources, and language -> what its cells record of its store (:func:`~biasdask.study.cells.store_values`)."""
     failures: list[str] = []
     progress = where.progress
     total = len(cfg.languages) * len(cfg.methods) * len(cfg.test_labels())
@@ -303,12 +330,14 @@ def _run_checked(
         with (
             progress_bar(progress, total=total, initial=len(done), desc="cells", unit="cell") as bar,
             workers_keep_freed_memory(c),  # chunks read for u, otherwise fresh pages each (see there)
+            _fetched_bytes(c, sources, bar, wanted(progress)),
         ):
             # where the workers write per-word scores: asked of a worker while the first languages start
             # (its answer is needed only by the first scores write)
             with concurrent.futures.ThreadPoolExecutor(1) as probe:
                 destination = probe.submit(_scores_destination, c, out)
-                stream = Stream(cfg, out, c, CellWriter(cfg, out, bar, recorded), destination, done)
+                writer = CellWriter(cfg, out, bar, sources.recorded)
+                stream = Stream(cfg, out, c, writer, destination, done, sources)
                 failures += stream.run(stores)
     return failures
 
@@ -324,6 +353,28 @@ def _create(cfg: StudyConfig, options: dict, *, overwrite: bool) -> None:
         config_text=cfg.canonical_yaml(),
         overwrite=overwrite,
     )
+
+
+@contextlib.contextmanager
+def _fetched_bytes(client: Client | None, sources: SourceRun, bar: tqdm, shown: bool) -> Iterator[None]:
+    """The one display of the run (:class:`~biasdask.study.sources.RunProgress`) on ``bar``, and the bytes
+    the ingest tasks fetch reported to it: called in this process, or sent as events by the workers."""
+    sources.progress = RunProgress(bar, len(sources.plan.jobs))
+    if not (shown and sources.plan.jobs):
+        yield
+        return
+    if client is None:
+        sources.report = sources.progress.fetched
+        yield
+        return
+    topic = f"biasdask-fetched-{uuid.uuid4().hex[:12]}"
+    sources.report = FetchedEvents(topic)
+    client.subscribe_topic(topic, lambda event: sources.progress.fetched(event[1]))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            client.unsubscribe_topic(topic)
 
 
 class CellWriter:

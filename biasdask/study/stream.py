@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,12 +26,14 @@ from distributed import Client
 from biasdask.engine.cluster import n_slots
 from biasdask.engine.permutation import kernel_rate
 from biasdask.engine.scores import excluded_targets, forget_words, frequency_unavailable
+from biasdask.engine.sources import ingest_source
 from biasdask.engine.tasks import Tasks
-from biasdask.errors import MissingWordsError
+from biasdask.errors import MissingWordsError, StoreConflictError
 from biasdask.io import results as rs
-from biasdask.io.fs import Location
+from biasdask.io.fs import Location, display_url
 from biasdask.io.results import cube_label, split_label
-from biasdask.io.store import find_words, stored_vectors
+from biasdask.io.store import embedding_identity, find_words, open_vectors, stored_vectors
+from biasdask.study.cells import store_values
 from biasdask.study.config import LanguageSpec, StudyConfig
 from biasdask.study.graphs import FamilyGraph, cell_rows, family_graph, vector_source, vocabulary_words, words_to_find
 from biasdask.study.handlers import (
@@ -39,10 +42,13 @@ from biasdask.study.handlers import (
     FamilyDone,
     GraphBuilt,
     ScoresWritten,
+    StoreMade,
     WordsFound,
     handle,
 )
 from biasdask.study.plan import LanguageWork, StreamPlanner, applicable_tests, is_family, plan_language
+from biasdask.study.sources import SourceRun
+from biasdask.study.update import changed_stores
 from biasdask.study.work import (
     classic_cell,
     family_batch,
@@ -87,6 +93,11 @@ class Stream:
         the client writes them).
     done
         The cells already written (skipped).
+    sources
+        What the run makes from the study's sources (:func:`biasdask.study.sources.check_sources`), what
+        the ingest tasks report fetched bytes to (:class:`~biasdask.study.sources.RunProgress`), and each
+        language's values its cells record of its store (:func:`~biasdask.study.cells.store_values`),
+        which a store made here adds to.
     """
 
     def __init__(
@@ -97,35 +108,60 @@ class Stream:
         write: Any,
         scores_loc: concurrent.futures.Future,
         done: set,
+        sources: SourceRun | None = None,
     ) -> None:
         slots = n_slots(client)
         self.cfg, self.out, self.write, self.scores_loc, self.done = cfg, out, write, scores_loc, done
         self.tasks = Tasks(client, slots)
-        self.planner = StreamPlanner(cfg, slots, kernel_rate(client))
+        self.sources = sources or SourceRun()
+        self.planner = StreamPlanner(cfg, slots, kernel_rate(client), awaiting=self.sources.plan.jobs)
         self.families: dict[tuple[str, str], Family] = {}
+        self.stores: dict[str, xr.Dataset] = {}
         self._opened: list[xr.Dataset] = []  # stores opened without their words, whose words a task found
 
     def run(self, stores: dict[str, xr.Dataset]) -> list[str]:
-        """Run every language's missing work (``stores``: each language's embedding, opened); return the
-        failures (one line per language)."""
+        """Make the stores the study's sources give, and run every language's missing work (``stores``:
+        each other language's embedding, opened); return the failures (one line per language)."""
         planner = self.planner
+        self.stores.update(stores)
+        langs = {lang.code: lang for lang in self.cfg.languages}
+        for code, priority in planner.stores_to_make():
+            job = self.sources.plan.jobs[code]
+            tag = StoreMade(code, langs[code], job.shown)
+            self.tasks.submit(ingest_source, job, self.sources.report, tag=tag, priority=priority, pure=False)
         try:
             while planner.busy():
                 # in the study's order; meanwhile the loop handles what the started languages report
                 while (lang := planner.next_language()) is not None:
                     try:
-                        self.start(lang, stores[lang.code])
+                        self.start(lang, self.stores[lang.code])
                     except MissingWordsError as exc:  # attribute words of a test other than gender
                         planner.fail(lang.code, exc)
                         log.warning("skipped language %s: %s", lang.code, exc)
                     planner.settle(lang.code)
-                if planner.pending:
+                if planner.waits():
                     handle(self, *self.tasks.finished.get())
         finally:
             self.tasks.close()
             for emb in self._opened:
                 forget_words(emb)
         return planner.failures
+
+    def adopt(self, lang: LanguageSpec) -> None:
+        """Open a store made from its source (without its words) for its language to start, after
+        checking that the cells of it already done, if any, were computed from these contents."""
+        emb = open_vectors(Location(os.fspath(lang.store), self.out.storage_options), language=lang.code)
+        values = store_values(embedding_identity(emb))
+        if any(code == lang.code for code, _, _ in self.done) and changed_stores(
+            self.out, {lang.code: values["store_fingerprint"]}
+        ):
+            raise StoreConflictError(
+                f"its store {display_url(os.fspath(lang.store))}, made again, differs from the one its cells in "
+                f"{self.out} were computed from: run the study again with --update to recompute them"
+            )
+        self.stores[lang.code] = emb
+        self.sources.recorded[lang.code] = values
+        self.sources.progress.ingested()
 
     def start(self, lang: LanguageSpec, emb: xr.Dataset) -> None:
         """Start a language: at once when its words are in memory; for a store opened without its words,

@@ -31,7 +31,7 @@ ones computed, the removed ones' cubes deleted).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import yaml
 
@@ -45,7 +45,15 @@ from biasdask.study.cells import store_values
 from biasdask.study.config import StudyChanges, StudyConfig, study_changes
 from biasdask.study.wordsets import changed_word_sets
 
-__all__ = ["changed_stores", "check_changes", "check_embeddings", "check_stores", "prepare_update", "run_attrs"]
+__all__ = [
+    "changed_stores",
+    "check_changes",
+    "check_embeddings",
+    "check_stores",
+    "prepare_update",
+    "run_attrs",
+    "with_changed_languages",
+]
 
 log = logging.getLogger(__name__)
 
@@ -182,11 +190,18 @@ def check_stores(
             f"{display_url(cfg.output)}: the embedding store of {named} changed since {whose} there were "
             f"computed: pass --update to recompute {whose}, or --overwrite to start over"
         )
-    keys = tuple(f"languages.{code}.store" for code in stale)
+    return with_changed_languages(changes, stale, "store")
+
+
+def with_changed_languages(changes: StudyChanges | None, codes: Iterable[str], what: str) -> StudyChanges:
+    """``changes`` with the languages ``codes`` added to the changed ones (their cells recomputed), as the
+    change of their key ``languages.<code>.<what>`` (``store``: its contents; ``source``)."""
+    codes = list(codes)
+    keys = tuple(f"languages.{code}.{what}" for code in codes)
     if changes is None:
-        return StudyChanges(keys, (), frozenset(stale))
+        return StudyChanges(keys, (), frozenset(codes))
     return StudyChanges(
-        tuple(sorted(set(changes.keys) | set(keys))), changes.global_keys, changes.changed_languages | set(stale)
+        tuple(sorted(set(changes.keys) | set(keys))), changes.global_keys, changes.changed_languages | set(codes)
     )
 
 

@@ -108,3 +108,19 @@ def test_the_lock_of_a_remote_destination_is_exclusive(s3_bucket):
         acquire_lock(Location(f"s3://{bucket}/x.zarr", options))
     lock.release()
     acquire_lock(Location(f"s3://{bucket}/x.zarr", options)).release()
+
+
+def test_a_retried_task_of_a_run_takes_over_the_lock_its_killed_attempt_left(s3_bucket):
+    """On object storage a killed worker leaves its ingest's lock object: the retry of the same run's
+    task takes it over; anyone else still finds it taken."""
+    from biasdask.io.swap import acquire_lock
+
+    bucket, options = s3_bucket
+    where = Location(f"s3://{bucket}/en.zarr", options)
+    acquire_lock(where, owner="biasdask run 1")  # never released: its process was killed
+    with pytest.raises(StoreConflictError, match="delete that lock"):
+        acquire_lock(where, owner="biasdask run 2")
+    with pytest.raises(StoreConflictError):
+        acquire_lock(where)
+    acquire_lock(where, owner="biasdask run 1").release()
+    acquire_lock(where).release()

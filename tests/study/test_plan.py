@@ -151,3 +151,27 @@ def test_a_failed_language_is_named_once_and_plans_no_more_families():
     planner.fail("de", "no usable word")
     planner.fail("de", "no usable word")
     assert planner.failures == ["de: no usable word"] and "de" not in planner.to_plan
+
+
+def test_a_language_waits_for_its_store_alone_and_its_failure_stops_it_only():
+    """Stores made from sources: every one asked for at once, earlier languages first and above any
+    permutation batch; a language starts once its store is made, the others do not wait for it."""
+    planner = StreamPlanner(_config(codes=("en", "de", "fr", "es")), slots=1, rate=RATE, awaiting=["fr", "en"])
+    made = planner.stores_to_make()
+    assert [code for code, _ in made] == ["en", "fr"]  # in the study's order
+    assert made[0][1] > made[1][1] > planner.priority["en"]  # above every language's batches
+    assert made[0][1] == planner.prepare["en"]
+    de = planner.next_language()  # en waits for its store: de goes first
+    assert de.code == "de" and planner.waits() and planner.busy()
+    planner.submitted("de")
+    assert planner.next_language().code == "es"
+    planner.submitted("es")
+    planner.store_made("en")
+    assert planner.next_language() is None  # made, but two languages are in flight (the limit)
+    planner.submitted("de", -1)
+    assert planner.next_language().code == "en"
+    planner.store_failed("fr", "http://h/cc.fr.vec.gz: no such file")
+    assert planner.failures == ["fr: http://h/cc.fr.vec.gz: no such file"] and "fr" not in planner.to_plan
+    assert [lang.code for lang in planner.waiting] == [] and planner.awaiting == []
+    planner.submitted("es", -1)
+    assert not planner.busy() and not planner.waits()
