@@ -689,6 +689,10 @@ def _info_value(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+#: what an ``ingest`` setting left unset meant when the store was written
+_INGEST_UNSET = {"max_words": "all", "chunk_words": "default (at most 32 MiB a chunk)", "compression": "none"}
+
+
 def store_info_rows(info: StoreDescription) -> list[tuple[str, str]]:
     """An embedding store's identity and provenance (:func:`biasdask.io.store.describe_store`) as
     ``(field, value)`` rows of text, in the order ``biasdask info`` prints them: what the store is, where
@@ -715,7 +719,10 @@ def store_info_rows(info: StoreDescription) -> list[tuple[str, str]]:
     source = dict(ident.source)
     rows += [(name, _info_value(source.pop(key))) for key, name in _SOURCE_FIELDS.items() if key in source]
     rows += [(f"source {key.replace('_', ' ')}", _info_value(value)) for key, value in source.items()]
-    rows += [(f"ingest {key.replace('_', ' ')}", _info_value(value)) for key, value in info.ingest.items()]
+    rows += [
+        (f"ingest {key.replace('_', ' ')}", _info_value(_INGEST_UNSET.get(key) if value is None else value))
+        for key, value in info.ingest.items()
+    ]
     rows += [(INGEST_COUNTS[key], _info_value(value)) for key, value in info.counts.items()]
     return rows
 

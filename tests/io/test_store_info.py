@@ -50,6 +50,8 @@ def test_info_prints_what_the_store_records(served_store, cli):
     assert rows["source size"] == f"{os.path.getsize(source):,}"
     assert rows["source Last-Modified"] == identity.source["last_modified"]
     assert rows["repeated words dropped"] == "1" and rows["zero vectors"] == "1"
+    assert rows["ingest input format"] == "auto" and rows["ingest chunk words"] == "2"
+    assert rows["ingest max words"] == "all" and rows["ingest compression"] == "none"  # what unset meant
     code, text, _ = cli("info", dest)
     assert code == 0 and text.splitlines()[0].split() == ["store", dest]
     assert re.search(rf"^fingerprint +{identity.fingerprint}$", text, re.MULTILINE)
