@@ -1050,7 +1050,7 @@ def load_config(path: str | Path, *, output: str | None = None) -> StudyConfig |
     try:
         raw = yaml.load(text, Loader=_StudyLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML{_yaml_where(exc)}") from None
+        raise ConfigError(f"{path}: not valid YAML{_yaml_where(exc)}{_template_hint(text, exc)}") from None
     return parse_config(raw, output=output)
 
 
@@ -1077,6 +1077,21 @@ def _yaml_where(exc: yaml.YAMLError) -> str:
     if mark is None:
         return f" ({problem})"
     return f" at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
+def _template_hint(text: str, exc: yaml.YAMLError) -> str:
+    """A hint when the YAML error's line holds an unquoted ``{language}`` or ``{test}`` template, which YAML
+    reads as the start of a mapping inside ``{...}`` or ``[...]``."""
+    mark = getattr(exc, "problem_mark", None)
+    lines = text.splitlines()
+    if mark is None or mark.line >= len(lines):
+        return ""
+    line = lines[mark.line]
+    for template in ("{language}", "{test}"):
+        at = line.find(template)
+        if at >= 0 and "'" not in line[:at] and '"' not in line[:at]:
+            return f' (inside {{...}} or [...] quote a value holding {template}: "...{template}...")'
+    return ""
 
 
 #: canonical keys whose change touches only the labels they name (languages, methods, tests,

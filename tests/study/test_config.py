@@ -69,7 +69,11 @@ def test_load_config_file_errors(tmp_path):
         load_config(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("output: [unclosed\n")
-    with pytest.raises(ConfigError, match="bad.yaml: not valid YAML"):
+    with pytest.raises(ConfigError, match="bad.yaml: not valid YAML") as info:
+        load_config(bad)
+    assert "quote" not in str(info.value)
+    bad.write_text("output: r.zarr\nembeddings:\n  cc: {store: emb/cc/{language}.zarr}\n")
+    with pytest.raises(ConfigError, match=r"at line 3, column \d+: .*quote a value holding \{language\}"):
         load_config(bad)
     good = tmp_path / "study.yaml"
     good.write_text(yaml.safe_dump(_base()))
