@@ -20,21 +20,48 @@ from scipy.stats import kstest
 from biasdask._calls import keyword_api
 from biasdask.engine.frequency import frequency_profile, frequency_profiles
 from biasdask.errors import BiasdaskError, IncompleteStoreError
-from biasdask.io.fs import Locatable, as_location
-from biasdask.io.results import FULL_VOCABULARY_TESTS, open_cube, open_scores, read_null, scores_done, split_label
-from biasdask.study.inference import meta_analysis
-from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, visible, word_list_family
+from biasdask.io.fs import Locatable, Location, as_location
+from biasdask.io.results import (
+    FULL_VOCABULARY_TESTS,
+    embedding_url,
+    embeddings_of,
+    open_cube,
+    open_reliability,
+    open_scores,
+    read_null,
+    scores_done,
+    split_label,
+)
+from biasdask.study.inference import meta_analysis, retest_reliability, retest_table
+from biasdask.study.reliability import agreement_table, consistency_tests
+from biasdask.tables import (
+    COLUMNS,
+    Format,
+    cube_table,
+    empty_reason,
+    format_agreement,
+    format_retest,
+    format_table,
+    leaning,
+    printed_cells,
+    visible,
+    word_list_family,
+)
 
 __all__ = [
     "captions",
     "cells_line",
     "figures",
     "least_normal_cell",
+    "reliability",
+    "reliability_figures",
+    "reliability_tables",
     "summary",
     "top_words",
     "write_plots",
     "write_report",
     "LeastNormalCell",
+    "Reliability",
 ]
 
 
@@ -623,3 +650,107 @@ def write_report(
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reliability
+
+
+class Reliability(NamedTuple):
+    """What a results store holds on its reliability (:func:`reliability`)."""
+
+    cubes: dict[str, xr.Dataset]
+    """Embedding name -> its results cube (one, named ``""``, for a study of one embedding)."""
+    retest: xr.Dataset | None
+    """:func:`biasdask.retest_reliability` of the cubes (at its defaults, of the first weighting: d is the
+    same under every one); None for one embedding, or embeddings without a test in common."""
+    agreement: dict[str, xr.Dataset]
+    """Embedding name -> its stored agreement across scoring rules (``reliability/agreement``), where stored."""
+
+    def consistency(self) -> dict[str, xr.Dataset]:
+        """Embedding name -> the cells of its cube with a Cronbach's α or split-half (the first weighting's,
+        labelled ``all``: they are the same under every weighting); none where it has none."""
+        out = {}
+        for name, cube in self.cubes.items():
+            tests = consistency_tests(cube)
+            if tests:
+                cells = cube.sel({"test": tests}).isel(method=[0])
+                out[name] = cells.assign_coords(method=np.array(["all"], dtype=object))
+        return out
+
+    def __bool__(self) -> bool:
+        return self.retest is not None or bool(self.agreement) or bool(self.consistency())
+
+
+def reliability(location: Locatable) -> Reliability:
+    """The reliability figures of a results store: test-retest across the embeddings of a study of several
+    (computed from their cubes by :func:`biasdask.retest_reliability` with its defaults, as ``biasdask
+    reliability`` prints them), each cube's internal consistency (the cube variables ``cronbach_alpha``
+    and ``split_half``) and its stored agreement across scoring rules."""
+    loc = as_location(location)
+    names = embeddings_of(loc)
+    places = {name: Location(embedding_url(loc.url, name), loc.storage_options) for name in names} or {"": loc}
+    cubes = {name: open_cube(place) for name, place in places.items()}
+    agreements = {}
+    for name, place in places.items():
+        try:
+            agreements[name] = open_reliability(place, kind="agreement")
+        except IncompleteStoreError:
+            continue
+    retest = None
+    if len(cubes) > 1:
+        methods = [
+            m
+            for m in map(str, next(iter(cubes.values()))["method"].values)
+            if all(m in c["method"] for c in cubes.values())
+        ]
+        try:
+            retest = retest_reliability(cubes, method=methods[:1] or None)
+        except BiasdaskError:  # no test in common: nothing to compare
+            retest = None
+    return Reliability(cubes, retest, agreements)
+
+
+def reliability_figures(found: Reliability) -> dict[str, Any]:
+    """The figures of :func:`reliability` by file stem: ``retest_<test>`` (each language's d under two
+    embeddings, a panel per pair; :func:`biasdask.plot.plot_retest`) and ``internal_consistency`` (α
+    and split-half per language; :func:`biasdask.plot.plot_internal_consistency`); none where there is
+    nothing to draw."""
+    from biasdask import plot  # needs matplotlib, the plot extra
+
+    out: dict[str, Any] = {}
+    if found.retest is not None:
+        for test in map(str, found.retest["test"].values):
+            if int(found.retest["n"].sel({"test": test}).max()) > 0:
+                out[f"retest_{test}"] = plot.plot_retest(found.cubes, found.retest, test=test)
+    consistency = found.consistency()
+    if consistency:
+        out["internal_consistency"] = plot.plot_internal_consistency(
+            consistency if len(found.cubes) > 1 else consistency[""]
+        )
+    return out
+
+
+def reliability_tables(found: Reliability, fmt: Format = "table") -> dict[str, str]:
+    """The tables of :func:`reliability` as text, by heading: test-retest (:func:`biasdask.tables.format_retest`),
+    each embedding's Cronbach's α and split-half per language and test (:func:`biasdask.tables.format_table`
+    of those columns) and its agreement across scoring rules (:func:`biasdask.tables.format_agreement`)."""
+    out = {}
+    if found.retest is not None:
+        embeddings = ", ".join(found.cubes)
+        method = str(found.retest["method"].values[0])
+        heading = f"test-retest across the embeddings {embeddings} (d is the same under every weighting: {method}'s)"
+        out[heading] = format_retest(retest_table(found.retest), fmt, ci_level=float(found.retest.attrs["ci_level"]))
+    consistency = found.consistency()
+    for name in found.cubes:
+        of = f" (embedding {name})" if name else ""
+        if name in consistency:
+            heading = f"internal consistency{of}: Cronbach's alpha and split-half per language, under every weighting"
+            out[heading] = format_table(consistency[name], fmt, columns=["alpha", "split_half"])
+        figures = found.agreement.get(name)
+        if figures is not None:
+            table = agreement_table(figures)
+            if len(table):
+                text = format_agreement(table, fmt, ci_level=float(figures.attrs["ci_level"]))
+                out[f"agreement across scoring rules{of}"] = text
+    return out
