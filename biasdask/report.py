@@ -335,8 +335,22 @@ def write_plots(
       ``uniform``, whose t is u): per language, the mean bias per log10-rank bin (Valentini et al. 2022,
       Figure 1), when the store holds per-word scores.
     """
-    figs = figures(results, cell=cell)
-    return _write_pngs({name: _png(fig) for name, fig in figs.items()}, out_dir)
+    loc = as_location(results)
+    names = embeddings_of(loc)
+    if names:
+        paths = []
+        for name in names:
+            paths += write_plots(_embedding(loc, name), Path(out_dir) / name, cell=cell)
+        figs = reliability_figures(reliability(loc))
+    else:
+        figs = {**figures(loc, cell=cell), **reliability_figures(reliability(loc))}
+        paths = []
+    return paths + _write_pngs({name: _png(fig) for name, fig in figs.items()}, out_dir)
+
+
+def _embedding(loc: Location, name: str) -> Location:
+    """The results cube of the embedding ``name`` of the study of several embeddings at ``loc``."""
+    return Location(embedding_url(loc.url, name), loc.storage_options)
 
 
 def _png(fig) -> bytes:
@@ -537,6 +551,19 @@ def captions(results: xr.Dataset, names: Sequence[str]) -> dict[str, str]:
                 f"Frequency profile of t under the {name.removeprefix('frequency_profile_t_')} weighting: how much "
                 "each frequency-rank bin contributes to s, per language; each panel has its own scale."
             )
+        elif name.startswith("retest_"):
+            out[name] = (
+                f"Test-retest of test {name.removeprefix('retest_')}: each language's effect size d under one embedding "
+                "(x) against another (y), a panel per pair, with Pearson's r and Spearman's ρ over the languages, their "
+                "bootstrap intervals and n. On the dashed line y = x a language has the same d under both; a cloud "
+                "along a rising line off it keeps the languages' order but not their values (ICC in the table)."
+            )
+        elif name == "internal_consistency":
+            out[name] = (
+                "Internal consistency per language: Cronbach's α (dots) of the attribute words (or base pairs) as "
+                "items, and the split-half reliability (diamonds, Spearman-Brown corrected), per test; dotted at 0.7. "
+                "Below it the words of a side do not measure one thing, and d can rest on a few of them."
+            )
         else:
             out[name] = name
     return out
@@ -592,6 +619,8 @@ def write_report(
         The page.
     """
     loc = as_location(location)
+    if embeddings_of(loc):
+        return _write_study_report(loc, out_dir, n_words=n_words, plots_dir=plots_dir)
     results = open_cube(loc)
     methods = [str(m) for m in results["method"].values]
     languages, profiles = [], {}
@@ -615,18 +644,13 @@ def write_report(
     table = cube_table(results)
     drawn = figures(loc, profiles=profiles)
     pngs = {name: _png(fig) for name, fig in drawn.items()}
+    section, reliability_pngs = _reliability_section(reliability(loc), results, first_number=len(pngs) + 1)
     if plots_dir is not None:
-        _write_pngs(pngs, plots_dir)
+        _write_pngs({**pngs, **reliability_pngs}, plots_dir)
     texts = captions(results, list(pngs))
     columns, rows = _cube_rows(table)
     legend = "; ".join(f"{c['header']}: {c['title']}" for c in columns[3:] if c["key"] not in ("note",)) + "."
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("biasdask", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        # every text shown as itself: a word's control characters and direction marks as escapes
-        finalize=lambda value: visible(value, keep="\n\t") if type(value) is str else value,  # not Markup
-    )
+    env = _environment()
     attrs = dict(results.attrs)
     attrs.setdefault("sd_ddof", 1)
     page = env.get_template("report.html.j2").render(
@@ -640,16 +664,62 @@ def write_report(
         tests=[str(t) for t in results["test"].values],
         summary=summary(results)[1:],
         figures=[{"name": n, "caption": texts[n], "src": _data_uri(data)} for n, data in pngs.items()],
+        reliability=section,
         legend=legend,
         columns=columns,
         rows=rows,
         languages=languages,
     )
+    return _write_page(page, out_dir)
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("biasdask", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        # every text shown as itself: a word's control characters and direction marks as escapes
+        finalize=lambda value: visible(value, keep="\n\t") if type(value) is str else value,  # not Markup
+    )
+
+
+def _write_page(page: str, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def _reliability_section(
+    found: Reliability, results: xr.Dataset, *, first_number: int
+) -> tuple[dict[str, list[dict]], dict[str, bytes]]:
+    """The report's reliability section (its figures, numbered from ``first_number``, and its tables) and
+    the figures as PNG by name; both empty when the store has nothing to show."""
+    pngs = {name: _png(fig) for name, fig in reliability_figures(found).items()}
+    texts = captions(results, list(pngs))
+    drawn = [
+        {"name": n, "caption": texts[n], "src": _data_uri(data), "number": first_number + i}
+        for i, (n, data) in enumerate(pngs.items())
+    ]
+    tables = [{"title": title, "text": text} for title, text in reliability_tables(found).items()]
+    return {"figures": drawn, "tables": tables}, pngs
+
+
+def _write_study_report(loc: Location, out_dir: str | Path, *, n_words: int, plots_dir: str | Path | None) -> Path:
+    """The report of a study of several embeddings: each embedding's report in ``<out_dir>/<name>/``, and
+    a page for the study linking them with the reliability section (test-retest across them)."""
+    found = reliability(loc)
+    embeddings = []
+    for name, cube in found.cubes.items():
+        plots = None if plots_dir is None else Path(plots_dir) / name
+        write_report(_embedding(loc, name), Path(out_dir) / name, n_words=n_words, plots_dir=plots)
+        embeddings.append({"name": name, "href": f"{name}/index.html", "cells_line": cells_line(cube)})
+    section, pngs = _reliability_section(found, next(iter(found.cubes.values())), first_number=1)
+    if plots_dir is not None:
+        _write_pngs(pngs, plots_dir)
+    page = _environment().get_template("study.html.j2").render(embeddings=embeddings, reliability=section)
+    return _write_page(page, out_dir)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -689,7 +759,7 @@ def reliability(location: Locatable) -> Reliability:
     and ``split_half``) and its stored agreement across scoring rules."""
     loc = as_location(location)
     names = embeddings_of(loc)
-    places = {name: Location(embedding_url(loc.url, name), loc.storage_options) for name in names} or {"": loc}
+    places = {name: _embedding(loc, name) for name in names} or {"": loc}
     cubes = {name: open_cube(place) for name, place in places.items()}
     agreements = {}
     for name, place in places.items():
