@@ -970,12 +970,13 @@ def plot_retest(cubes: Mapping[str, xr.Dataset], retest: xr.Dataset, *, test: st
     n = len(pairs)
     columns = min(n, 3)
     rows = -(-n // columns)
-    fig = Figure(figsize=(4.3 * columns, 0.8 + 4.4 * rows), layout="constrained")
+    fig = Figure(figsize=(4.3 * columns, 1.4 + 4.3 * rows), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, columns, squeeze=False).ravel())
     d = {
         name: cube["effect_size"].sel({"test": test, "method": method}).to_series().rename(index=str)
         for name, cube in cubes.items()
     }
+    notes: dict[str, list[str]] = {}
     for ax, pair in zip(axes, pairs):
         c = cell.sel({"pair": pair})
         first, second = str(c["first"].values), str(c["second"].values)
@@ -995,9 +996,9 @@ def plot_retest(cubes: Mapping[str, xr.Dataset], retest: xr.Dataset, *, test: st
         ax.axvline(0, color="#cccccc", lw=0.6, zorder=0)
         ax.set_xlim(low, high)
         ax.set_ylim(low, high)
-        ax.set_aspect("equal", adjustable="box")
-        note = str(c["note"].values)
-        ax.set_xlabel(f"d under {first}" + (f"\n{textwrap.fill(note, 60)}" if note else ""), fontsize=8)
+        if str(c["note"].values):
+            notes.setdefault(str(c["note"].values), []).append(pair)
+        ax.set_xlabel(f"d under {first}", fontsize=8)
         ax.set_ylabel(f"d under {second}", fontsize=8)
         ax.tick_params(labelsize=7)
         pearson = _interval_text(*(float(c[f"pearson{e}"]) for e in ("", "_ci_low", "_ci_high")))
@@ -1007,6 +1008,9 @@ def plot_retest(cubes: Mapping[str, xr.Dataset], retest: xr.Dataset, *, test: st
             ax.text(0.5, 0.5, "no language with d under both", transform=ax.transAxes, ha="center", color="#707070")
     for ax in axes[n:]:
         ax.set_visible(False)
+    if notes:  # once for the pairs that share it
+        text = "; ".join(f"{', '.join(p) if len(notes) > 1 else 'every pair'}: {note}" for note, p in notes.items())
+        fig.supxlabel(textwrap.fill(f"Note ({text})", 40 * columns), fontsize=7, color="#8a4b00")
     level = 100 * float(retest.attrs.get("ci_level", 0.95))
     fig.suptitle(
         f"Test-retest of test '{test}': each language's d under two embeddings\n"
