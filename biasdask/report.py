@@ -333,7 +333,12 @@ def write_plots(
       distance to a normal), where z and p(normal) deserve the least trust;
     - ``frequency_profile_u.png`` and ``frequency_profile_t_<method>.png`` (every method but
       ``uniform``, whose t is u): per language, the mean bias per log10-rank bin (Valentini et al. 2022,
-      Figure 1), when the store holds per-word scores.
+      Figure 1), when the store holds per-word scores;
+    - ``internal_consistency.png`` and, for a study of several embeddings, ``retest_<test>.png``: the
+      figures of :func:`reliability_figures`, where the store has them.
+
+    The results store of a study of several embeddings writes each embedding's figures into
+    ``<out_dir>/<name>/`` and the study's (test-retest, α of every embedding) into ``out_dir``.
     """
     loc = as_location(results)
     names = embeddings_of(loc)
@@ -599,7 +604,9 @@ def write_report(
     :func:`summary`, then the figures of :func:`write_plots` with captions, then every cell as a table
     that sorts on a click (``index.html#sort=d:desc`` sorts on load), per language its notes and the
     words carrying the most bias (:func:`top_words`, by u and by t of every weighting), and the
-    study's configuration.
+    study's configuration. A store with reliability figures (:func:`reliability`) gets a section of
+    them before the table. The results store of a study of several embeddings writes each embedding's
+    report into ``<out_dir>/<name>/`` and a page for the study linking them, with its test-retest.
 
     Parameters
     ----------
