@@ -30,6 +30,7 @@ from biasdask.errors import BiasdaskError, BiasdaskException
 from biasdask.tables import (
     COLUMNS,
     FORMATS,
+    Format,
     format_agreement,
     format_embeddings,
     format_retest,
@@ -429,7 +430,10 @@ def _add_show(sub: argparse._SubParsersAction) -> None:
         "alternative, where the word sets come from and how many target words were found, the words used and "
         "missing, and a note for every empty cell (why) or warning. table, markdown and latex (a booktabs table "
         "for a paper) round numbers for print and leave out empty columns; csv and json give every column at full "
-        "precision.",
+        "precision. After the cube (table, markdown, latex; without --sel and --columns) the reliability tables the "
+        "store has: test-retest across the embeddings of a study of several (as biasdask reliability prints it), "
+        "Cronbach's alpha and the split-half reliability per language and test, and the agreement across scoring "
+        "rules a run stored (as biasdask agreement prints it).",
     )
     _add_results(p)
     _add_format(p)
@@ -462,10 +466,23 @@ def _cmd_show(args: argparse.Namespace) -> int:
     else:
         _print_text(format_table(select(full, selection), args.format, columns=columns))
         notes = {"": progress_note(full, args.results)}
+    if args.format not in ("csv", "json") and columns is None and not selection:
+        _print_reliability(args.results, args.format)
     for name, note in notes.items():
         if note:
             print(f"{name}: {note}" if name else note, file=sys.stderr)
     return 0
+
+
+def _print_reliability(results: str, fmt: Format) -> None:
+    """show's reliability tables after the cube (test-retest, alpha and split-half, agreement), each under
+    its heading; nothing for a store without them."""
+    from biasdask.report import reliability, reliability_tables
+
+    heading = {"markdown": "## {}", "latex": "% {}"}.get(fmt, "reliability: {}")
+    for title, text in reliability_tables(reliability(results), fmt).items():
+        print()
+        _print_text(f"{heading.format(title)}\n\n{text}")
 
 
 def _add_info(sub: argparse._SubParsersAction) -> None:

@@ -22,6 +22,7 @@ from biasdask.engine.frequency import profile_for_plot
 from biasdask.errors import missing_dependency
 from biasdask.io.results import FULL_VOCABULARY_TESTS, split_label
 from biasdask.stats.frequency import BinProfile
+from biasdask.study.reliability import consistency_tests
 from biasdask.tables import empty_reason, leaning, word_list_family
 
 try:
@@ -41,9 +42,11 @@ __all__ = [
     "plot_forest",
     "plot_frequency_profile",
     "plot_gender_form_bias",
+    "plot_internal_consistency",
     "plot_null_distribution",
     "plot_overview",
     "plot_pvalue_calibration",
+    "plot_retest",
 ]
 
 _VARIABLE_LABELS = {
@@ -925,4 +928,182 @@ def plot_pvalue_calibration(pvalues: Mapping[str, ArrayLike], *, alpha: float = 
     zoom.set_title(f"below {4 * alpha:g} (bar: where a calibrated test's rate falls at {alpha:g})", fontsize=8)
     whole.legend(fontsize=7, title=f"rejected at {alpha:g}", title_fontsize=7, loc="lower right")
     fig.suptitle(title or "p-values of tests whose null hypothesis holds", fontsize=10)
+    return fig
+
+
+def _interval_text(value: float, low: float, high: float) -> str:
+    if not np.isfinite(value):
+        return "–"
+    bounds = f" [{low:.2f}, {high:.2f}]" if np.isfinite(low) and np.isfinite(high) else " [no interval]"
+    return f"{value:.2f}{bounds}"
+
+
+def plot_retest(cubes: Mapping[str, xr.Dataset], retest: xr.Dataset, *, test: str, method: str | None = None) -> Figure:
+    """Test-retest of one test: each language's effect size d under one embedding against another.
+
+    One panel per pair of embeddings (the pairs of ``retest``): a point per language with a finite d
+    under both, labelled with its code, x its d under the first embedding, y under the second, and
+    the identity line y = x (a language on it has the same d under both). A cloud along a rising line
+    that is not the identity (shifted or tilted) keeps the languages' order but not their values: the
+    correlations stay high while ICC(2,1) drops. Each panel's title gives Pearson's r and Spearman's ρ
+    with their bootstrap intervals and n, as :func:`biasdask.retest_reliability` computed them (its
+    ``note`` under the panel when it has one); both axes share one scale.
+
+    Parameters
+    ----------
+    cubes : mapping of str to xarray.Dataset
+        Embedding name -> its results cube (the children of the tree :func:`biasdask.open_results`
+        reads from the results store of a study of several embeddings).
+    retest : xarray.Dataset
+        :func:`biasdask.retest_reliability` of those cubes.
+    test : str
+        The test label (``career_family``, ``gender.ripa``...).
+    method : str, optional
+        The weighting (default: the first of ``retest``); d is the same under every weighting.
+    """
+    tests = [str(t) for t in retest["test"].values]
+    if test not in tests:
+        raise KeyError(f"the test-retest figures have no test {test!r}; they have {', '.join(tests)}")
+    method = str(retest["method"].values[0]) if method is None else method
+    cell = retest.sel({"test": test, "method": method})
+    pairs = [str(p) for p in retest["pair"].values]
+    n = len(pairs)
+    columns = min(n, 3)
+    rows = -(-n // columns)
+    fig = Figure(figsize=(4.3 * columns, 1.4 + 4.3 * rows), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, columns, squeeze=False).ravel())
+    d = {
+        name: cube["effect_size"].sel({"test": test, "method": method}).to_series().rename(index=str)
+        for name, cube in cubes.items()
+    }
+    notes: dict[str, list[str]] = {}
+    for ax, pair in zip(axes, pairs):
+        c = cell.sel({"pair": pair})
+        first, second = str(c["first"].values), str(c["second"].values)
+        both = np.intersect1d(d[first].index[np.isfinite(d[first])], d[second].index[np.isfinite(d[second])])
+        x, y = d[first][both].to_numpy(dtype=float), d[second][both].to_numpy(dtype=float)
+        ax.scatter(x, y, s=18, color="#2166ac", zorder=3)
+        for code, xi, yi in zip(both, x, y):
+            ax.annotate(
+                code, (xi, yi), xytext=(3, 2), textcoords="offset points", fontsize=7, color="#333333", zorder=4
+            )
+        values = np.r_[x, y, 0.0]
+        low, high = float(values.min()), float(values.max())
+        pad = 0.08 * (high - low or 1.0)
+        low, high = low - pad, high + pad
+        ax.plot([low, high], [low, high], color="#888888", lw=0.9, ls="--", label="y = x (same d)", zorder=1)
+        ax.axhline(0, color="#cccccc", lw=0.6, zorder=0)
+        ax.axvline(0, color="#cccccc", lw=0.6, zorder=0)
+        ax.set_xlim(low, high)
+        ax.set_ylim(low, high)
+        if str(c["note"].values):
+            notes.setdefault(str(c["note"].values), []).append(pair)
+        ax.set_xlabel(f"d under {first}", fontsize=8)
+        ax.set_ylabel(f"d under {second}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        pearson = _interval_text(*(float(c[f"pearson{e}"]) for e in ("", "_ci_low", "_ci_high")))
+        spearman = _interval_text(*(float(c[f"spearman{e}"]) for e in ("", "_ci_low", "_ci_high")))
+        ax.set_title(f"{first} vs {second} (n = {int(c['n'])})\nr = {pearson}\nρ = {spearman}", fontsize=8)
+        if not x.size:
+            ax.text(0.5, 0.5, "no language with d under both", transform=ax.transAxes, ha="center", color="#707070")
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    if notes:  # once for the pairs that share it
+        text = "; ".join(f"{', '.join(p) if len(notes) > 1 else 'every pair'}: {note}" for note, p in notes.items())
+        fig.supxlabel(textwrap.fill(f"Note ({text})", 40 * columns), fontsize=7, color="#8a4b00")
+    level = 100 * float(retest.attrs.get("ci_level", 0.95))
+    fig.suptitle(
+        f"Test-retest of test '{test}': each language's d under two embeddings\n"
+        f"Pearson's r and Spearman's ρ over languages, {level:g} % bootstrap intervals "
+        f"({retest.attrs.get('ci_method', '')}, languages resampled); dashed: y = x",
+        fontsize=9,
+    )
+    return fig
+
+
+_EMBEDDING_COLORS = ("#2166ac", "#b2182b", "#1b7837", "#762a83", "#e08214", "#4d4d4d")
+
+
+def plot_internal_consistency(cubes: Mapping[str, xr.Dataset] | xr.Dataset, *, reference: float = 0.7) -> Figure:
+    """Internal consistency per language: Cronbach's α (filled dot) and the split-half reliability
+    (open diamond) of each test's attribute words (or base pairs), a panel per test.
+
+    The cube variables ``cronbach_alpha`` and ``split_half`` as a run stored them (the same under every
+    weighting: the first weighting's are drawn). α treats the attribute words of A and B as items and
+    the target words (the vocabulary, for base pairs) as cases; a value below ``reference`` (dotted,
+    0.7 by the usual rule of thumb) says the words of a side do not measure one thing, and a finding
+    can rest on a few of them. Several embeddings (a mapping of cubes) share each language's row,
+    one colour each.
+
+    Parameters
+    ----------
+    cubes : xarray.Dataset or mapping of str to xarray.Dataset
+        A results cube, or embedding name -> cube.
+    reference : float
+        Where to draw the reference line.
+
+    Raises
+    ------
+    ValueError
+        No cube has α or a split-half reliability.
+    """
+    named = {"": cubes} if isinstance(cubes, xr.Dataset) else dict(cubes)
+    tests = list(dict.fromkeys(t for cube in named.values() for t in consistency_tests(cube)))
+    if not tests:
+        raise ValueError("no Cronbach's alpha or split-half reliability in the results")
+    languages = sorted({str(v) for cube in named.values() for v in cube["language"].values}, reverse=True)
+    k = len(named)
+    fig = Figure(
+        figsize=(min(14.0, max(7.0, 1.5 + 4.2 * len(tests))), 1.9 + 0.24 * len(languages) * max(1, k / 2)),
+        layout="constrained",
+    )
+    axes = fig.subplots(1, len(tests), sharey=True, squeeze=False).ravel()
+    y = np.arange(len(languages), dtype=float)
+    offsets = ((k - 1) / 2 - np.arange(k)) * (0.6 / max(k, 1))  # the first embedding on top
+    lowest = 0.0
+    for ax, test in zip(axes, tests):
+        for j, cube in enumerate(named.values()):
+            colour = _EMBEDDING_COLORS[j % len(_EMBEDDING_COLORS)]
+            for variable, marker, face in (("cronbach_alpha", "o", colour), ("split_half", "D", "white")):
+                if variable not in cube or test not in [str(t) for t in cube["test"].values]:
+                    continue
+                series = cube[variable].sel({"test": test}).isel(method=0).to_series().rename(index=str)
+                values = series.reindex(languages).to_numpy(dtype=float)
+                ok = np.isfinite(values)
+                ax.scatter(
+                    values[ok],
+                    y[ok] + offsets[j],
+                    marker=marker,
+                    s=26 if marker == "o" else 20,
+                    facecolors=face,
+                    edgecolors=colour,
+                    linewidths=1.0,
+                    zorder=3,
+                )
+                if ok.any():
+                    lowest = min(lowest, float(values[ok].min()))
+        ax.axvline(reference, color="#555555", lw=0.9, ls=":", zorder=1)
+        ax.axvline(0, color="#cccccc", lw=0.6, zorder=0)
+        ax.set_title(f"test '{test}'", fontsize=9)
+        ax.set_xlabel("reliability (1: the words agree fully)", fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.grid(axis="y", color="#eeeeee", lw=0.6)
+    for ax in axes:
+        ax.set_xlim(lowest - 0.05 * (1.05 - lowest), 1.05)
+    axes[0].set_yticks(y, languages)
+    axes[0].set_ylim(-0.6, len(languages) - 0.4)
+    axes[0].set_ylabel("language")
+    handles = [
+        Line2D([], [], ls="", marker="o", color="#555555", label="Cronbach's α"),
+        Line2D(
+            [], [], ls="", marker="D", color="#555555", markerfacecolor="white", label="split-half (Spearman-Brown)"
+        ),
+        Line2D([], [], color="#555555", ls=":", label=f"{reference:g} (rule of thumb)"),
+    ]
+    if k > 1:
+        handles += [
+            Patch(color=_EMBEDDING_COLORS[j % len(_EMBEDDING_COLORS)], label=name) for j, name in enumerate(named)
+        ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    fig.suptitle("Internal consistency of the attribute words (or base pairs), per language", fontsize=10)
     return fig

@@ -20,21 +20,48 @@ from scipy.stats import kstest
 from biasdask._calls import keyword_api
 from biasdask.engine.frequency import frequency_profile, frequency_profiles
 from biasdask.errors import BiasdaskError, IncompleteStoreError
-from biasdask.io.fs import Locatable, as_location
-from biasdask.io.results import FULL_VOCABULARY_TESTS, open_cube, open_scores, read_null, scores_done, split_label
-from biasdask.study.inference import meta_analysis
-from biasdask.tables import COLUMNS, cube_table, empty_reason, leaning, printed_cells, visible, word_list_family
+from biasdask.io.fs import Locatable, Location, as_location
+from biasdask.io.results import (
+    FULL_VOCABULARY_TESTS,
+    embedding_url,
+    embeddings_of,
+    open_cube,
+    open_reliability,
+    open_scores,
+    read_null,
+    scores_done,
+    split_label,
+)
+from biasdask.study.inference import meta_analysis, retest_reliability, retest_table
+from biasdask.study.reliability import agreement_table, consistency_tests
+from biasdask.tables import (
+    COLUMNS,
+    Format,
+    cube_table,
+    empty_reason,
+    format_agreement,
+    format_retest,
+    format_table,
+    leaning,
+    printed_cells,
+    visible,
+    word_list_family,
+)
 
 __all__ = [
     "captions",
     "cells_line",
     "figures",
     "least_normal_cell",
+    "reliability",
+    "reliability_figures",
+    "reliability_tables",
     "summary",
     "top_words",
     "write_plots",
     "write_report",
     "LeastNormalCell",
+    "Reliability",
 ]
 
 
@@ -306,10 +333,29 @@ def write_plots(
       distance to a normal), where z and p(normal) deserve the least trust;
     - ``frequency_profile_u.png`` and ``frequency_profile_t_<method>.png`` (every method but
       ``uniform``, whose t is u): per language, the mean bias per log10-rank bin (Valentini et al. 2022,
-      Figure 1), when the store holds per-word scores.
+      Figure 1), when the store holds per-word scores;
+    - ``internal_consistency.png`` and, for a study of several embeddings, ``retest_<test>.png``: the
+      figures of :func:`reliability_figures`, where the store has them.
+
+    The results store of a study of several embeddings writes each embedding's figures into
+    ``<out_dir>/<name>/`` and the study's (test-retest, α of every embedding) into ``out_dir``.
     """
-    figs = figures(results, cell=cell)
-    return _write_pngs({name: _png(fig) for name, fig in figs.items()}, out_dir)
+    loc = as_location(results)
+    names = embeddings_of(loc)
+    if names:
+        paths = []
+        for name in names:
+            paths += write_plots(_embedding(loc, name), Path(out_dir) / name, cell=cell)
+        figs = reliability_figures(reliability(loc))
+    else:
+        figs = {**figures(loc, cell=cell), **reliability_figures(reliability(loc))}
+        paths = []
+    return paths + _write_pngs({name: _png(fig) for name, fig in figs.items()}, out_dir)
+
+
+def _embedding(loc: Location, name: str) -> Location:
+    """The results cube of the embedding ``name`` of the study of several embeddings at ``loc``."""
+    return Location(embedding_url(loc.url, name), loc.storage_options)
 
 
 def _png(fig) -> bytes:
@@ -510,6 +556,19 @@ def captions(results: xr.Dataset, names: Sequence[str]) -> dict[str, str]:
                 f"Frequency profile of t under the {name.removeprefix('frequency_profile_t_')} weighting: how much "
                 "each frequency-rank bin contributes to s, per language; each panel has its own scale."
             )
+        elif name.startswith("retest_"):
+            out[name] = (
+                f"Test-retest of test {name.removeprefix('retest_')}: each language's effect size d under one embedding "
+                "(x) against another (y), a panel per pair, with Pearson's r and Spearman's ρ over the languages, their "
+                "bootstrap intervals and n. On the dashed line y = x a language has the same d under both; a cloud "
+                "along a rising line off it keeps the languages' order but not their values (ICC in the table)."
+            )
+        elif name == "internal_consistency":
+            out[name] = (
+                "Internal consistency per language: Cronbach's α (dots) of the attribute words (or base pairs) as "
+                "items, and the split-half reliability (diamonds, Spearman-Brown corrected), per test; dotted at 0.7. "
+                "Below it the words of a side do not measure one thing, and d can rest on a few of them."
+            )
         else:
             out[name] = name
     return out
@@ -545,7 +604,9 @@ def write_report(
     :func:`summary`, then the figures of :func:`write_plots` with captions, then every cell as a table
     that sorts on a click (``index.html#sort=d:desc`` sorts on load), per language its notes and the
     words carrying the most bias (:func:`top_words`, by u and by t of every weighting), and the
-    study's configuration.
+    study's configuration. A store with reliability figures (:func:`reliability`) gets a section of
+    them before the table. The results store of a study of several embeddings writes each embedding's
+    report into ``<out_dir>/<name>/`` and a page for the study linking them, with its test-retest.
 
     Parameters
     ----------
@@ -565,6 +626,8 @@ def write_report(
         The page.
     """
     loc = as_location(location)
+    if embeddings_of(loc):
+        return _write_study_report(loc, out_dir, n_words=n_words, plots_dir=plots_dir)
     results = open_cube(loc)
     methods = [str(m) for m in results["method"].values]
     languages, profiles = [], {}
@@ -588,18 +651,13 @@ def write_report(
     table = cube_table(results)
     drawn = figures(loc, profiles=profiles)
     pngs = {name: _png(fig) for name, fig in drawn.items()}
+    section, reliability_pngs = _reliability_section(reliability(loc), results, first_number=len(pngs) + 1)
     if plots_dir is not None:
-        _write_pngs(pngs, plots_dir)
+        _write_pngs({**pngs, **reliability_pngs}, plots_dir)
     texts = captions(results, list(pngs))
     columns, rows = _cube_rows(table)
     legend = "; ".join(f"{c['header']}: {c['title']}" for c in columns[3:] if c["key"] not in ("note",)) + "."
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("biasdask", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        # every text shown as itself: a word's control characters and direction marks as escapes
-        finalize=lambda value: visible(value, keep="\n\t") if type(value) is str else value,  # not Markup
-    )
+    env = _environment()
     attrs = dict(results.attrs)
     attrs.setdefault("sd_ddof", 1)
     page = env.get_template("report.html.j2").render(
@@ -613,13 +671,163 @@ def write_report(
         tests=[str(t) for t in results["test"].values],
         summary=summary(results)[1:],
         figures=[{"name": n, "caption": texts[n], "src": _data_uri(data)} for n, data in pngs.items()],
+        reliability=section,
         legend=legend,
         columns=columns,
         rows=rows,
         languages=languages,
     )
+    return _write_page(page, out_dir)
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("biasdask", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        # every text shown as itself: a word's control characters and direction marks as escapes
+        finalize=lambda value: visible(value, keep="\n\t") if type(value) is str else value,  # not Markup
+    )
+
+
+def _write_page(page: str, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def _reliability_section(
+    found: Reliability, results: xr.Dataset, *, first_number: int
+) -> tuple[dict[str, list[dict]], dict[str, bytes]]:
+    """The report's reliability section (its figures, numbered from ``first_number``, and its tables) and
+    the figures as PNG by name; both empty when the store has nothing to show."""
+    pngs = {name: _png(fig) for name, fig in reliability_figures(found).items()}
+    texts = captions(results, list(pngs))
+    drawn = [
+        {"name": n, "caption": texts[n], "src": _data_uri(data), "number": first_number + i}
+        for i, (n, data) in enumerate(pngs.items())
+    ]
+    tables = [{"title": title, "text": text} for title, text in reliability_tables(found).items()]
+    return {"figures": drawn, "tables": tables}, pngs
+
+
+def _write_study_report(loc: Location, out_dir: str | Path, *, n_words: int, plots_dir: str | Path | None) -> Path:
+    """The report of a study of several embeddings: each embedding's report in ``<out_dir>/<name>/``, and
+    a page for the study linking them with the reliability section (test-retest across them)."""
+    found = reliability(loc)
+    embeddings = []
+    for name, cube in found.cubes.items():
+        plots = None if plots_dir is None else Path(plots_dir) / name
+        write_report(_embedding(loc, name), Path(out_dir) / name, n_words=n_words, plots_dir=plots)
+        embeddings.append({"name": name, "href": f"{name}/index.html", "cells_line": cells_line(cube)})
+    section, pngs = _reliability_section(found, next(iter(found.cubes.values())), first_number=1)
+    if plots_dir is not None:
+        _write_pngs(pngs, plots_dir)
+    page = _environment().get_template("study.html.j2").render(embeddings=embeddings, reliability=section)
+    return _write_page(page, out_dir)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reliability
+
+
+class Reliability(NamedTuple):
+    """What a results store holds on its reliability (:func:`reliability`)."""
+
+    cubes: dict[str, xr.Dataset]
+    """Embedding name -> its results cube (one, named ``""``, for a study of one embedding)."""
+    retest: xr.Dataset | None
+    """:func:`biasdask.retest_reliability` of the cubes (at its defaults, of the first weighting: d is the
+    same under every one); None for one embedding, or embeddings without a test in common."""
+    agreement: dict[str, xr.Dataset]
+    """Embedding name -> its stored agreement across scoring rules (``reliability/agreement``), where stored."""
+
+    def consistency(self) -> dict[str, xr.Dataset]:
+        """Embedding name -> the cells of its cube with a Cronbach's α or split-half (the first weighting's,
+        labelled ``all``: they are the same under every weighting); none where it has none."""
+        out = {}
+        for name, cube in self.cubes.items():
+            tests = consistency_tests(cube)
+            if tests:
+                cells = cube.sel({"test": tests}).isel(method=[0])
+                out[name] = cells.assign_coords(method=np.array(["all"], dtype=object))
+        return out
+
+    def __bool__(self) -> bool:
+        return self.retest is not None or bool(self.agreement) or bool(self.consistency())
+
+
+def reliability(location: Locatable) -> Reliability:
+    """The reliability figures of a results store: test-retest across the embeddings of a study of several
+    (computed from their cubes by :func:`biasdask.retest_reliability` with its defaults, as ``biasdask
+    reliability`` prints them), each cube's internal consistency (the cube variables ``cronbach_alpha``
+    and ``split_half``) and its stored agreement across scoring rules."""
+    loc = as_location(location)
+    names = embeddings_of(loc)
+    places = {name: _embedding(loc, name) for name in names} or {"": loc}
+    cubes = {name: open_cube(place) for name, place in places.items()}
+    agreements = {}
+    for name, place in places.items():
+        try:
+            agreements[name] = open_reliability(place, kind="agreement")
+        except IncompleteStoreError:
+            continue
+    retest = None
+    if len(cubes) > 1:
+        methods = [
+            m
+            for m in map(str, next(iter(cubes.values()))["method"].values)
+            if all(m in c["method"] for c in cubes.values())
+        ]
+        try:
+            retest = retest_reliability(cubes, method=methods[:1] or None)
+        except BiasdaskError:  # no test in common: nothing to compare
+            retest = None
+    return Reliability(cubes, retest, agreements)
+
+
+def reliability_figures(found: Reliability) -> dict[str, Any]:
+    """The figures of :func:`reliability` by file stem: ``retest_<test>`` (each language's d under two
+    embeddings, a panel per pair; :func:`biasdask.plot.plot_retest`) and ``internal_consistency`` (α
+    and split-half per language; :func:`biasdask.plot.plot_internal_consistency`); none where there is
+    nothing to draw."""
+    from biasdask import plot  # needs matplotlib, the plot extra
+
+    out: dict[str, Any] = {}
+    if found.retest is not None:
+        for test in map(str, found.retest["test"].values):
+            if int(found.retest["n"].sel({"test": test}).max()) > 0:
+                out[f"retest_{test}"] = plot.plot_retest(found.cubes, found.retest, test=test)
+    consistency = found.consistency()
+    if consistency:
+        out["internal_consistency"] = plot.plot_internal_consistency(
+            consistency if len(found.cubes) > 1 else consistency[""]
+        )
+    return out
+
+
+def reliability_tables(found: Reliability, fmt: Format = "table") -> dict[str, str]:
+    """The tables of :func:`reliability` as text, by heading: test-retest (:func:`biasdask.tables.format_retest`),
+    each embedding's Cronbach's α and split-half per language and test (:func:`biasdask.tables.format_table`
+    of those columns) and its agreement across scoring rules (:func:`biasdask.tables.format_agreement`)."""
+    out = {}
+    if found.retest is not None:
+        embeddings = ", ".join(found.cubes)
+        method = str(found.retest["method"].values[0])
+        heading = f"test-retest across the embeddings {embeddings} (d is the same under every weighting: {method}'s)"
+        out[heading] = format_retest(retest_table(found.retest), fmt, ci_level=float(found.retest.attrs["ci_level"]))
+    consistency = found.consistency()
+    for name in found.cubes:
+        of = f" (embedding {name})" if name else ""
+        if name in consistency:
+            heading = f"internal consistency{of}: Cronbach's alpha and split-half per language, under every weighting"
+            out[heading] = format_table(consistency[name], fmt, columns=["alpha", "split_half"])
+        figures = found.agreement.get(name)
+        if figures is not None:
+            table = agreement_table(figures)
+            if len(table):
+                text = format_agreement(table, fmt, ci_level=float(figures.attrs["ci_level"]))
+                out[f"agreement across scoring rules{of}"] = text
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 import re
@@ -561,3 +562,121 @@ def test_show_names_the_attribute_word_spread_apart_from_confidence_intervals():
     text = format_table(cube)
     assert "d spread" in text and "d CI" in text and "not a confidence interval" in text
     assert "d spread" not in format_table(cube.sel(language=["fr"]))  # an empty column is left out
+
+
+# --- the reliability section: test-retest across embeddings, internal consistency, agreement -----------------
+
+REL_LANGS, REL_TESTS = ["de", "en", "es", "fr", "nl", "pl"], ["gender", "gender.ripa", "weat7"]
+
+
+@pytest.fixture(scope="module")
+def study_of_two(tmp_path_factory):
+    """A study of the embeddings cc and wiki written through the results API: d of every cell, α and the
+    split-half of the classic cells, and cc's agreement across its two associations, stored."""
+    root = str(tmp_path_factory.mktemp("reliability") / "study.zarr")
+    R.create_embeddings_root(root, ["cc", "wiki"])
+    rng = np.random.default_rng(5)
+    base = rng.normal(0.3, 0.5, (len(REL_LANGS), len(REL_TESTS)))
+    d = {"cc": base, "wiki": base + rng.normal(0, 0.3, base.shape)}
+    for name in ("cc", "wiki"):
+        url = R.embedding_url(root, name)
+        R.create_results(
+            url,
+            REL_LANGS,
+            METHODS,
+            REL_TESTS,
+            {"seed": 1, "alternative": "two-sided", "similarity": "cosine"},
+            "seed: 1\n",
+        )
+        for (i, lang), (j, test), m in itertools.product(enumerate(REL_LANGS), enumerate(REL_TESTS), METHODS):
+            values = {"statistic": d[name][i, j], "effect_size": d[name][i, j], "t_method": m}
+            if test == "weat7":
+                values.update(cronbach_alpha=0.9 - 0.3 * i - (name == "wiki"), split_half=0.95 - 0.1 * i)
+            R.write_cell(url, lang, m, test, values)
+        R.compact_results(url)
+    cc = R.embedding_url(root, "cc")
+    R.write_reliability(cc, "agreement", biasdask.agreement(cc, n_resamples=99))
+    return root, d
+
+
+def test_show_prints_test_retest_alpha_and_agreement_as_stored(study_of_two, store, capsys):
+    from biasdask.cli import main
+    from biasdask.study.reliability import agreement_table
+    from biasdask.tables import format_agreement
+
+    root, d = study_of_two
+    assert main(["show", root]) == 0
+    out = capsys.readouterr().out
+    retest = biasdask.retest_reliability(root, method="uniform")
+    for j, test in enumerate(REL_TESTS):  # oracle: scipy on the cubes' d
+        pattern = rf"^{re.escape(test)}\s+uniform\s+cc vs wiki\s+pearson\s+(\S+).*\n\s+spearman\s+(\S+)"
+        rows = re.findall(pattern, out, re.M)
+        x, y = d["cc"][:, j], d["wiki"][:, j]
+        assert rows == [(f"{scipy.stats.pearsonr(x, y)[0]:.3f}", f"{scipy.stats.spearmanr(x, y)[0]:.3f}")], test
+        cell = retest.sel({"test": test, "method": "uniform", "pair": "cc vs wiki"})
+        assert rows[0] == (f"{float(cell['pearson']):.3f}", f"{float(cell['spearman']):.3f}")
+    assert (
+        "zipf" not in out[out.index("reliability: test-retest") :].split("reliability: internal")[0]
+    )  # d has no weighting
+    for name in ("cc", "wiki"):
+        block = out.split(f"reliability: internal consistency (embedding {name})")[1].split("reliability:")[0]
+        cube = biasdask.open_results(root, embedding=name)
+        for lang in REL_LANGS:
+            stored = cube.sel({"language": lang, "method": "uniform", "test": "weat7"})
+            shown = re.search(rf"^{lang}\s+all\s+(\S+)\s+(\S+)$", block, re.M)
+            assert shown and shown.groups() == (
+                f"{float(stored['cronbach_alpha']):.3g}",
+                f"{float(stored['split_half']):.3g}",
+            )
+    stored = R.open_reliability(R.embedding_url(root, "cc"), kind="agreement")
+    assert format_agreement(agreement_table(stored), ci_level=stored.attrs["ci_level"]) in out
+    assert "agreement across scoring rules (embedding wiki)" not in out  # wiki stored none
+    # a store without any of it prints none of it, and machine formats stay one table
+    assert main(["show", store]) == 0 and "reliability:" not in capsys.readouterr().out
+    assert main(["show", root, "--format", "csv"]) == 0 and "reliability" not in capsys.readouterr().out
+
+
+def test_retest_figure_draws_the_cubes_d_and_the_stored_correlations(study_of_two):
+    from biasdask.plot import plot_retest
+
+    root, d = study_of_two
+    tree = biasdask.open_results(root)
+    cubes = {n: c.to_dataset() for n, c in tree.children.items()}
+    retest = biasdask.retest_reliability(cubes, method="uniform", n_resamples=199)
+    fig = plot_retest(cubes, retest, test="weat7")
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    np.testing.assert_array_equal(ax.collections[0].get_offsets(), np.column_stack([d["cc"][:, 2], d["wiki"][:, 2]]))
+    assert sorted(t.get_text() for t in ax.texts) == REL_LANGS
+    r = float(retest["pearson"].sel({"test": "weat7", "method": "uniform"}).item())
+    assert f"r = {r:.2f} [" in ax.get_title() and "(n = 6)" in ax.get_title()
+
+
+def test_report_and_plot_of_a_study_of_several_embeddings(study_of_two, store, tmp_path):
+    from biasdask.report import write_plots, write_report
+
+    root, _ = study_of_two
+    names = {p.relative_to(tmp_path / "plots").as_posix() for p in write_plots(root, tmp_path / "plots")}
+    assert {"retest_gender.png", "retest_weat7.png", "internal_consistency.png", "cc/internal_consistency.png"} <= names
+    assert "cc/overview.png" in names and not any(n.startswith("cc/retest") for n in names)
+    page = write_report(root, tmp_path / "site")
+    text = page.read_text(encoding="utf-8")
+    assert 'href="cc/index.html"' in text and 'id="figure-retest_weat7"' in text and "ICC(2,1)" in text
+    child = (tmp_path / "site" / "cc" / "index.html").read_text(encoding="utf-8")
+    assert (
+        'id="figure-internal_consistency"' in child
+        and "figure-retest" not in child
+        and "agreement across scoring" in child
+    )
+    alone = write_report(store, tmp_path / "alone").read_text(encoding="utf-8")  # nothing to show: no section
+    assert 'id="reliability"' not in alone and "internal_consistency" not in alone
+    assert not any("internal_consistency" in p.name or "retest" in p.name for p in write_plots(store, tmp_path / "p"))
+
+    browser = _browser()
+    proxy = _RecordingProxy()
+    try:
+        dom = _dump_dom(browser, page.as_uri(), proxy, tmp_path / "profile")
+    finally:
+        proxy.close()
+    images = re.findall(r'<figure id="figure-([^"]+)"><img[^>]+src="data:image/png;base64,', dom)
+    assert images == ["retest_gender", "retest_gender.ripa", "retest_weat7", "internal_consistency"]
+    assert _page_requests(proxy.requests) == []

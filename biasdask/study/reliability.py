@@ -45,7 +45,14 @@ from biasdask.stats.reliability import (
 )
 from biasdask.stats.setmetrics import METRICS
 
-__all__ = ["AGREEMENT_VARIABLES", "MEASURES", "agreement", "agreement_table", "has_agreement"]
+__all__ = [
+    "AGREEMENT_VARIABLES",
+    "MEASURES",
+    "agreement",
+    "agreement_table",
+    "consistency_tests",
+    "has_agreement",
+]
 
 #: The full-vocabulary test whose per-word scores a results store keeps (``scores/<language>``).
 SCORED_TEST = "gender"
@@ -134,6 +141,16 @@ def _measures(cube: xr.Dataset) -> list[str]:
 def has_agreement(cube: xr.Dataset) -> bool:
     """Whether a results cube has two scoring rules or two measures of one family to compare."""
     return bool(_association_labels(cube)) or len(_measures(cube)) >= 2
+
+
+def consistency_tests(cube: xr.Dataset) -> list[str]:
+    """The tests of a results cube with a Cronbach's α or a split-half reliability (the cube variables
+    ``cronbach_alpha``, ``split_half``) in some cell, in the cube's order."""
+    names = [v for v in ("cronbach_alpha", "split_half") if v in cube]
+    if not names:
+        return []
+    held = np.isfinite(cube[names].to_array().astype(np.float64)).any(dim=["variable", "language", "method"])
+    return [str(t) for t, has in zip(cube["test"].values, held.values) if has]
 
 
 # ----------------------------------------------------------------------------------------------

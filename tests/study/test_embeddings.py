@@ -135,7 +135,7 @@ def test_the_reliability_of_the_study_is_the_retest_of_the_single_stores(several
     assert rel["n"].sel({"pair": "cc vs subt"}).item() == len(SUBT)
 
 
-def test_show_prints_each_embedding_and_report_says_which_to_give(several, tmp_path, capsys):
+def test_show_prints_each_embedding_and_words_says_which_to_give(several, tmp_path, capsys):
     assert main(["show", several, "--columns", "d,p"]) == 0
     shown = capsys.readouterr().out
     assert [line for line in shown.splitlines() if line.startswith("embedding ")] == [
@@ -148,7 +148,6 @@ def test_show_prints_each_embedding_and_report_says_which_to_give(several, tmp_p
     assert list(table.columns[:4]) == ["embedding", "language", "test", "method"]
     assert len(table) == 6 and list(table["embedding"].unique()) == ["cc", "wiki", "subt"]
     for command in (
-        ["report", several, "--output", str(tmp_path / "report")],
         ["words", several, "en"],
         ["agreement", several],
     ):
