@@ -717,7 +717,6 @@ def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
     table = catalog().set_index("code")
     default_set = _attribute_choice(raw.get("attributes", "catalog"), "attributes")
     default_metric_words = _set_metric_words(raw.get("set_metric_words"), "set_metric_words")
-    iat_model = source.iat_model
     specs = []
     for code, settings in entries.items():
         key = f"languages.{code}"
@@ -772,20 +771,27 @@ def _languages(raw: dict, source: _Source) -> tuple[LanguageSpec, ...]:
             a = a or (str(table.loc[code, "male"]),)
             b = b or (str(table.loc[code, "female"]),)
         if name in ("iat", "iat_pairs"):
-            if iat_model not in IAT_MODELS or code not in iat_languages(iat_model):
-                where = "" if source.name is None else f" (embedding {source.name})"
-                raise ConfigError(
-                    f"{key}: attributes {'iat' if name == 'iat' else 'pairs: iat'}: no IAT translations for "
-                    f"language {code!r} with iat_model {iat_model!r}{where} (available: "
-                    f"{list(iat_languages(iat_model)) if iat_model in IAT_MODELS else []})"
-                )
-            terms = iat_attribute_terms(iat_model, str(code))
-            a, b = _iat_pairs(terms) if name == "iat_pairs" else terms
+            a, b = _iat_words(name, str(code), source, key)
         metric_words = _set_metric_words(settings.get("set_metric_words"), f"{key}.set_metric_words")
         url = _language_source(source, str(code), settings, store)
         specs.append(LanguageSpec(str(code), store, a, b, name, metric_words or default_metric_words, url))
     _check_source_languages(source, specs)
     return tuple(specs)
+
+
+def _iat_words(name: str, code: str, source: _Source, key: str) -> tuple[Any, Any]:
+    """The IAT's male and female terms of ``code`` in the embedding's ``iat_model`` (``attributes: iat``),
+    or their base pairs (``pairs: iat``)."""
+    iat_model = source.iat_model
+    if iat_model not in IAT_MODELS or code not in iat_languages(iat_model):
+        where = "" if source.name is None else f" (embedding {source.name})"
+        raise ConfigError(
+            f"{key}: attributes {'iat' if name == 'iat' else 'pairs: iat'}: no IAT translations for "
+            f"language {code!r} with iat_model {iat_model!r}{where} (available: "
+            f"{list(iat_languages(iat_model)) if iat_model in IAT_MODELS else []})"
+        )
+    terms = iat_attribute_terms(iat_model, code)
+    return _iat_pairs(terms) if name == "iat_pairs" else terms
 
 
 def _reads_attributes(raw: dict) -> bool:
