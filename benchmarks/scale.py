@@ -1089,10 +1089,10 @@ def sources_line(durations: dict, args) -> str:
     blocks = src["blocks"]
     schedule = ingest_schedule(blocks, src["bytes"], src["bandwidth"], durations["read"], durations["parse"])
     task = schedule[-1][0] + durations["finish"]
-    text_gb = src["bytes"] / durations.get("gzip_ratio", math.nan) / 1e9
+    ratio = durations.get("gzip_ratio")
+    text = f" (about {src['bytes'] / ratio / 1e9:.1f} GB of text at the generated file's gzip ratio)" if ratio else ""
     return (
-        f"sources: {args.languages} x {args.source_mb:,.0f} MB .vec.gz (about {text_gb:.1f} GB of text at this "
-        f"machine's gzip ratio), fetched at {args.bandwidth:g} MB/s per ingest task (download "
+        f"sources: {args.languages} x {args.source_mb:,.0f} MB .vec.gz{text}, fetched at {args.bandwidth:g} MB/s per ingest task (download "
         f"{src['bytes'] / src['bandwidth']:.1f} s); {blocks} blocks of read {durations['read']:.3f} s + parse and "
         f"write {durations['parse']:.3f} s{'*' if 'read' in parse_durations(args.durations) else ''}, "
         f"finish {durations['finish']:.2f} s: {task:.1f} s per language's ingest task, "
