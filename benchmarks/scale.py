@@ -42,6 +42,22 @@ real study's size, e.g. ``--words 2000000 --languages 26``; the defaults take a 
    JSON list of objects (keys ``threads``, ``wall_s``, ``busy``, ``client_peak_mib``,
    ``client_cpu_s``, ``scheduler_cpu_s`` and more).
 
+``--sources`` runs the study from its sources, as a researcher runs fastText's (``--languages 157``):
+the study names ``sources:`` (fastText's URL template, on a port where nothing answers: nothing is
+downloaded) and ``embeddings:`` (a fresh folder per run), so the real ``run`` plans an ingest task
+(:func:`biasdask.engine.sources.ingest_source`) for every language and starts each language once its
+store is made, with the run's display on (the bytes fetched reach the client as events). In the workers
+that task is replaced by sleeps (:func:`ingest_schedule`): the ``--source-mb`` (1,200) MB source arrives
+at ``--bandwidth`` MB/s (50; per ingest task, each fetching its own source), and each block of a chunk
+of lines is decompressed and cut (``read``), then parsed and written (``parse``), once its bytes are
+there; then the search for repeated words (``finish``). The three are measured here (a real
+:func:`biasdask.io.formats.iter_blocks` and ``_ingest_block`` of one block of a generated
+``--model-dim`` ``.vec.gz``, ``_Job.finish``'s searches on ``--words`` hashes) or given with
+``--durations read=...,parse=...,finish=...``. The task reports the bytes as it fetches them, 1 MiB at a
+time as the real download does, then links the language's word-only store into place (hard links). The
+output states the bandwidth and the ingest task's duration, and per N the serial chain: the first task,
+the last store made, the last language started, the end.
+
 ``--validate`` first runs a small real study (``--validate-languages`` x ``--validate-words`` x
 ``--model-dim``, real vectors, nothing replaced; its workers import biasdask as they start, as the
 simulated ones do) at N = 2, then the same study simulated with the durations measured at its scale, and prints the ratio of their wall times (and the tasks' mean
@@ -51,6 +67,7 @@ The machine may be shared: its CPU model, cores and load average are printed; wi
 worker processes, the scheduler and the client compete for them (the machine's CPU in use shows it).
 Targets for the 26 x 2,000,000-word study: busy >= 80 % at 64 threads and >= 60 % at 256, wall <= 5 s
 at 100 threads, client peak memory <= 1 GB.
+For the 157-language study from its sources: busy >= 60 % at 256 threads, client under 1 GB.
 """
 
 from __future__ import annotations
