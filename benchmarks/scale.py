@@ -42,6 +42,22 @@ real study's size, e.g. ``--words 2000000 --languages 26``; the defaults take a 
    JSON list of objects (keys ``threads``, ``wall_s``, ``busy``, ``client_peak_mib``,
    ``client_cpu_s``, ``scheduler_cpu_s`` and more).
 
+``--sources`` runs the study from its sources, as a researcher runs fastText's (``--languages 157``):
+the study names ``sources:`` (fastText's URL template, on a port where nothing answers: nothing is
+downloaded) and ``embeddings:`` (a fresh folder per run), so the real ``run`` plans an ingest task
+(:func:`biasdask.engine.sources.ingest_source`) for every language and starts each language once its
+store is made, with the run's display on (the bytes fetched reach the client as events). In the workers
+that task is replaced by sleeps (:func:`ingest_schedule`): the ``--source-mb`` (1,200) MB source arrives
+at ``--bandwidth`` MB/s (50; per ingest task, each fetching its own source), and each block of a chunk
+of lines is decompressed and cut (``read``), then parsed and written (``parse``), once its bytes are
+there; then the search for repeated words (``finish``). The three are measured here (a real
+:func:`biasdask.io.formats.iter_blocks` and ``_ingest_block`` of one block of a generated
+``--model-dim`` ``.vec.gz``, ``_Job.finish``'s searches on ``--words`` hashes) or given with
+``--durations read=...,parse=...,finish=...``. The task reports the bytes as it fetches them, 1 MiB at a
+time as the real download does, then links the language's word-only store into place (hard links). The
+output states the bandwidth and the ingest task's duration, and per N the serial chain: the first task,
+the last store made, the last language started, the end.
+
 ``--validate`` first runs a small real study (``--validate-languages`` x ``--validate-words`` x
 ``--model-dim``, real vectors, nothing replaced; its workers import biasdask as they start, as the
 simulated ones do) at N = 2, then the same study simulated with the durations measured at its scale, and prints the ratio of their wall times (and the tasks' mean
@@ -51,6 +67,7 @@ The machine may be shared: its CPU model, cores and load average are printed; wi
 worker processes, the scheduler and the client compete for them (the machine's CPU in use shows it).
 Targets for the 26 x 2,000,000-word study: busy >= 80 % at 64 threads and >= 60 % at 256, wall <= 5 s
 at 100 threads, client peak memory <= 1 GB.
+For the 157-language study from its sources: busy >= 60 % at 256 threads, client under 1 GB.
 """
 
 from __future__ import annotations
@@ -116,6 +133,14 @@ KINDS = {
     "permutation": "s per permutation of both weightings",
     "write": "s per language",
 }
+#: with ``--sources``: the parts of a language's ingest task, and what a duration is for
+SOURCE_KINDS = {
+    "read": "s per block (decompressing and cutting one chunk of lines of a .vec.gz)",
+    "parse": "s per block (parsing and writing one chunk)",
+    "finish": "s per language (its duplicates and shared vectors found)",
+}
+#: bytes of a fetched piece (each reported to the run's display, as ``biasdask.io.download`` reads them)
+PIECE_BYTES = 2**20
 #: the environment variable that gives the worker processes their sleeps (JSON)
 SLEEPS_ENV = "BIASDASK_SCALE_SLEEPS"
 #: words of a pool's stand-in (a real pool of this many words: its batches and cells stay real)
@@ -156,6 +181,10 @@ def install_sleeps(sleeps: dict) -> None:
     work.family_pools = _sleepy_pools
     work.family_batch = _sleepy_batch
     work.write_scores = _sleepy_write
+    if "sources" in sleeps:
+        from biasdask.engine import sources
+
+        sources.ingest_source = _sleepy_ingest
 
 
 def _sleep(kind: str, seconds: float) -> None:
@@ -239,6 +268,49 @@ def _sleepy_write(loc, code, parts, counts, *computed):
     _sleep("write", _SLEEPS["write"])
 
 
+def ingest_schedule(blocks: int, source_bytes: float, bandwidth: float, read: float, parse: float) -> list:
+    """When each block of a language's ingest is done, in seconds after its task started, and the bytes
+    fetched by then: the source arrives at ``bandwidth`` bytes/s (fetched ahead, in a thread of its own,
+    as :class:`biasdask.io.download.Download` does), and the task decompresses, cuts, parses and writes
+    block k (``read + parse`` seconds) once its bytes are there and block k - 1 is written."""
+    done, out = 0.0, []
+    for k in range(blocks):
+        arrived = (k + 1) * source_bytes / blocks / bandwidth
+        done = max(done, arrived) + read + parse
+        out.append((done, min(source_bytes, done * bandwidth)))
+    return out
+
+
+def _sleepy_ingest(job, report=None):
+    """A language's store made from its source (:func:`biasdask.engine.sources.ingest_source`): its
+    download and its blocks' parsing and writing slept (:func:`ingest_schedule`), the bytes fetched
+    reported piece by piece as the real task does, then the language's word-only store linked into
+    place; returns its identity."""
+    from biasdask.engine.sources import FetchedEvents
+    from biasdask.io.store import store_identity
+
+    src = _SLEEPS["sources"]
+    if isinstance(report, FetchedEvents):
+        report = report.in_this_task()
+    start = time.monotonic()
+    reported = 0
+    schedule = ingest_schedule(src["blocks"], src["bytes"], src["bandwidth"], _SLEEPS["read"], _SLEEPS["parse"])
+    for done, fetched in schedule:
+        time.sleep(max(0.0, start + done - time.monotonic()))
+        while report is not None and reported + PIECE_BYTES <= fetched:
+            report(PIECE_BYTES)
+            reported += PIECE_BYTES
+    if report is not None and src["bytes"] > reported:
+        report(int(src["bytes"] - reported))
+    time.sleep(max(0.0, start + schedule[-1][0] + _SLEEPS["finish"] - time.monotonic()))
+    dest = job.store.url
+    link_store(src["stash"][job.language], dest)
+    with _CALLS["lock"]:
+        _CALLS["calls"]["ingest"] += 1
+        _CALLS["slept"]["ingest"] += time.monotonic() - start
+    return store_identity(dest, language=job.language).as_dict()
+
+
 def worker_calls(dask_worker) -> dict | None:
     """On a worker (``client.run``): the sleeps it ran, by kind (None: no sleeps installed)."""
     calls = getattr(dask_worker, "_biasdask_scale", None)
@@ -289,10 +361,23 @@ def _usable(url: str, code: str, n_words: int, chunk: int) -> bool:
         return False
 
 
+def link_store(source: str, dest: str) -> None:
+    """A copy of the store ``source`` at ``dest`` whose chunks are hard links to its own (its metadata
+    files copied: they are rewritten in place)."""
+
+    def link(src, dst):
+        if Path(src).name == "zarr.json":
+            return shutil.copy2(src, dst)
+        return os.link(src, dst)
+
+    shutil.copytree(source, dest, copy_function=link)
+
+
 def make_stores(where: Path, codes: list[str], n_words: int, dim: int, chunk: int) -> dict[str, str]:
     """Stores of ``n_words`` x ``dim`` in chunks of ``chunk`` words for ``codes``: the first ingested by
-    ``biasdask.ingest`` from a generated ``.vec``, the others copies of it relabelled (new ``store_id``).
-    Stores already there (complete, same words and chunks) are reused."""
+    ``biasdask.ingest`` from a generated ``.vec``, the others copies of it relabelled (new ``store_id``;
+    their chunks linked to the first's). Stores already there (complete, same words and chunks) are
+    reused."""
     import biasdask
     from biasdask.io.store import adopt_copy
 
@@ -314,7 +399,7 @@ def make_stores(where: Path, codes: list[str], n_words: int, dim: int, chunk: in
         source = urls[first]
     for code in todo:
         shutil.rmtree(urls[code], ignore_errors=True)
-        shutil.copytree(source, urls[code])
+        link_store(source, urls[code])
         adopt_copy(urls[code], language=code)
     print(
         f"stores: {len(codes)} x {n_words:,} words x {dim} in chunks of {chunk:,} written in "
@@ -439,14 +524,81 @@ def measure_durations(vectors_store: str, words_store: str, n_words: int, permut
     return out
 
 
+def measure_source_durations(dim: int, chunk: int, n_words: int, work: Path) -> dict:
+    """Seconds of the parts of a language's ingest task on a free core of this machine: ``read``, one
+    block of ``chunk`` lines of ``dim`` values decompressed from a generated ``.vec.gz`` and cut into
+    lines (:func:`biasdask.io.formats.iter_blocks`); ``parse``, that block parsed and written as a chunk
+    of a store (what the task does with each block); ``finish``, the search for repeated words and
+    vectors among ``n_words`` (:meth:`biasdask.engine.ingest._Job.finish`, the store's attrs aside)."""
+    import gzip
+
+    from biasdask.engine import ingest as ing
+    from biasdask.io import formats
+    from biasdask.io.fs import Location
+    from biasdask.io.store import prepare_store
+
+    extra = 1000  # a second, short block: the first is a whole one
+    vec = work / "source.vec"
+    generate(vec, chunk + extra, dim)
+    gz = work / "source.vec.gz"
+    with open(vec, "rb") as f, gzip.open(gz, "wb", compresslevel=6) as g:
+        shutil.copyfileobj(f, g, 2**24)
+    ratio = gz.stat().st_size / vec.stat().st_size
+    vec.unlink()
+    info = formats.sniff_source(str(gz))
+
+    def read_all():
+        return [b for b in formats.iter_blocks(info, chunk)]
+
+    out = {"read": _median_time(read_all, 3) * chunk / (chunk + extra)}
+    block = read_all()[0]
+    store = Location(str(work / "parsed.zarr"))
+    prepare_store(
+        store,
+        language="en",
+        source=info.display,
+        format=info.format,
+        dim=dim,
+        chunk_words=chunk,
+        n_words=chunk + extra,
+        vector_encoding=ing._first_encoding(info),
+    )
+    out["parse"] = _median_time(lambda: ing._ingest_block(store, info, block.data, 0, block.n, chunk), 3)
+    rng = np.random.default_rng(0)
+    results = [
+        ing.ChunkResult(
+            hashes=rng.integers(1, 2**63, min(chunk, n_words - k), dtype=np.uint64),
+            n_invalid_utf8=0,
+            n_zero_vectors=0,
+            n_bytes=0,
+            end=0,
+            normalised=np.empty(0, dtype=np.int64),
+            vector_hashes=rng.integers(1, 2**63, min(chunk, n_words - k), dtype=np.uint64),
+        )
+        for k in range(0, n_words, chunk)
+    ]
+
+    def finish():
+        hashes = np.concatenate([r.hashes for r in results])
+        drop, _ = ing._duplicates(store, hashes, np.concatenate([r.normalised for r in results]))
+        ing._shared_vectors(results, drop)
+
+    out["finish"] = _median_time(finish, 3)
+    out["gzip_ratio"] = ratio
+    gz.unlink()
+    shutil.rmtree(store.url, ignore_errors=True)
+    return out
+
+
 def parse_durations(text: str | None) -> dict:
     """``scores=0.015,rows=0.025,...`` as a dict (seconds; ``pool_bytes`` as bytes)."""
     out: dict = {}
+    known = (*KINDS, *SOURCE_KINDS, "pool_bytes")
     for item in filter(None, (text or "").split(",")):
         key, _, value = item.partition("=")
         key = key.strip()
-        if key not in (*KINDS, "pool_bytes"):
-            raise SystemExit(f"--durations: unknown {key!r}; give any of {', '.join((*KINDS, 'pool_bytes'))}")
+        if key not in known:
+            raise SystemExit(f"--durations: unknown {key!r}; give any of {', '.join(known)}")
         out[key] = float(value)
     return out
 
@@ -478,6 +630,9 @@ def dask_cluster(
     logs.mkdir()
     scheduler_file = logs / "scheduler.json"
     env = dict(os.environ)
+    # the preload is this file, which imports its neighbour machine.py
+    here = str(Path(__file__).resolve().parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
     # the task stream must hold every task of a run (the scheduler's buffer is bounded)
     env["DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__TASKS__TASK_STREAM_LENGTH"] = "2000000"
     procs: list[subprocess.Popen] = []
@@ -608,6 +763,7 @@ class ClientProfile:
         self.wrap(stream.Stream, "start_family", "submit")
         self.wrap(run.CellWriter, "__call__", "cells")
         self.wrap(stream.Stream, "start", "start")
+        self.wrap(stream.Stream, "adopt", "adopt")
         self.wrap(stream, "handle", "loop")
         for name in ("create_results", "compact_results", "done_cells", "scores_done", "open_results"):
             self.wrap(rs, name, "results")
@@ -620,6 +776,7 @@ PARTS = {
     "graph": "scores graphs",
     "submit": "submit families",
     "start": "start languages",
+    "adopt": "open stores made",
     "loop": "loop",
     "cells": "cell writes",
     "results": "results store",
@@ -695,6 +852,7 @@ def _kind(key) -> str:
         "together": "attributes",
         "found_attrs": "attributes",
         "root_metadata": "probe",
+        "ingest_source": "ingest",
     }.get(name.lstrip("_"), name)
 
 
@@ -741,7 +899,7 @@ def client_run(spec: dict) -> dict:
             called = time.time()
             start = time.perf_counter()
             with dask.config.set(spec["config"]):
-                cube = run.run(spec["study"], client=client, progress=False)
+                cube = run.run(spec["study"], client=client, progress=spec.get("progress", False))
             wall = time.perf_counter() - start
             usage1 = resource.getrusage(resource.RUSAGE_SELF)
             threads1 = _threads_cpu()
@@ -804,6 +962,7 @@ def client_run(spec: dict) -> dict:
         "scheduler_cpu_before_first_task_s": sampler.other_cpu_at(first) - scheduler0,
         "last_store_opened_s": max(profile.ends["check"], default=math.nan) - called,
         "last_language_started_s": max(profile.ends["start"], default=math.nan) - called,
+        "last_store_made_s": max(profile.ends["adopt"], default=math.nan) - called,
         "client_cpu_parts_s": parts,
         "tasks_by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
         "sleeps_by_kind": {k: dict(v) for k, v in sorted(slept.items())},
@@ -816,7 +975,14 @@ def run_client(
 ) -> dict:
     """:func:`client_run` in a fresh Python process (its CPU and memory are the client's alone), with the
     Dask ``config`` set there."""
-    spec = {**cluster, "threads": threads, "study": study, "simulate": simulate, "config": config or {}}
+    spec = {
+        **cluster,
+        "threads": threads,
+        "study": study,
+        "simulate": simulate,
+        "config": config or {},
+        "progress": "sources" in study,  # the run's display: the bytes the ingest tasks fetch come as events
+    }
     path = work / f"client-{uuid.uuid4().hex[:8]}.json"
     path.write_text(json.dumps(spec))
     try:
@@ -834,10 +1000,23 @@ def run_client(
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def study_for(stores: dict[str, str], output: str, permutations: int) -> dict:
+#: where a simulated study's sources are (fastText's naming, on a port nothing answers: never fetched)
+SOURCES = "http://127.0.0.1:9/fasttext/vectors-crawl/cc.{language}.300.vec.gz"
+
+
+def study_for(stores: dict[str, str], output: str, permutations: int, made_in: str | None = None) -> dict:
+    """The simulated study on ``stores``; with ``made_in``, a study whose stores are made there from
+    its sources (:data:`SOURCES`) by the run."""
+    if made_in is not None:
+        where = {"embeddings": f"{made_in}/{{language}}.zarr", "sources": SOURCES}
+        languages = {code: {"a": A_WORDS, "b": B_WORDS} for code in stores}
+    else:
+        where = {}
+        languages = {code: {"store": url, "a": A_WORDS, "b": B_WORDS} for code, url in stores.items()}
     return {
         "output": output,
-        "languages": {code: {"store": url, "a": A_WORDS, "b": B_WORDS} for code, url in stores.items()},
+        **where,
+        "languages": languages,
         "methods": list(METHODS),
         "tests": ["gender"],
         "n_permutations": permutations,
@@ -854,7 +1033,9 @@ def measured_run(
     import dask
     from dask.utils import parse_bytes
 
-    output = str(work / f"results-{uuid.uuid4().hex[:8]}.zarr")
+    tag = uuid.uuid4().hex[:8]
+    output = str(work / f"results-{tag}.zarr")
+    made_in = str(work / f"made-{tag}") if sleeps is not None and "sources" in sleeps else None
     try:
         # word-only stores have few dimensions: a scores task spans as many of their chunks as of the
         # simulated embeddings' (biasdask.scores-task-bytes scaled down with the dimensions)
@@ -867,7 +1048,7 @@ def measured_run(
             return run_client(
                 cluster,
                 threads,
-                study_for(stores, output, args.permutations),
+                study_for(stores, output, args.permutations, made_in),
                 sleeps is not None,
                 work,
                 args.timeout,
@@ -875,6 +1056,8 @@ def measured_run(
             )
     finally:
         shutil.rmtree(output, ignore_errors=True)
+        if made_in is not None:
+            shutil.rmtree(made_in, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -906,9 +1089,32 @@ def detail_lines(r: dict) -> list[str]:
         f"  N={r['threads']}: client CPU s by part: {parts} (RSS {r['client_start_mib']:.0f} MiB as run started)",
         f"  N={r['threads']}: tasks: {kinds}{slept}",
     ]
+    if r.get("sources"):
+        lines.append(
+            f"  N={r['threads']}: serial chain: first task {r['first_task_s']:.2f} s, last store made "
+            f"{r['last_store_made_s']:.2f} s, last language started {r['last_language_started_s']:.2f} s, "
+            f"run done {r['wall_s']:.2f} s (sources fetched at {r['sources']['bandwidth_mb_s']:g} MB/s per task)"
+        )
     if not r.get("task_stream_complete", True):
         lines.append("  (the scheduler's task stream overflowed: busy is a lower bound)")
     return lines
+
+
+def sources_line(durations: dict, args) -> str:
+    """What a language's ingest task does and takes (``durations["sources"]``: :func:`ingest_schedule`)."""
+    src = durations["sources"]
+    blocks = src["blocks"]
+    schedule = ingest_schedule(blocks, src["bytes"], src["bandwidth"], durations["read"], durations["parse"])
+    task = schedule[-1][0] + durations["finish"]
+    ratio = durations.get("gzip_ratio")
+    text = f" (about {src['bytes'] / ratio / 1e9:.1f} GB of text at the generated file's gzip ratio)" if ratio else ""
+    return (
+        f"sources: {args.languages} x {args.source_mb:,.0f} MB .vec.gz{text}, fetched at {args.bandwidth:g} MB/s per ingest task (download "
+        f"{src['bytes'] / src['bandwidth']:.1f} s); {blocks} blocks of read {durations['read']:.3f} s + parse and "
+        f"write {durations['parse']:.3f} s{'*' if 'read' in parse_durations(args.durations) else ''}, "
+        f"finish {durations['finish']:.2f} s: {task:.1f} s per language's ingest task, "
+        f"{args.languages * task:,.0f} task-seconds in all"
+    )
 
 
 def machine() -> str:
@@ -1005,6 +1211,24 @@ def main(argv=None) -> None:
         help="the scheduler imports biasdask when the first task's graph arrives, which holds it up (by "
         "default it does as it starts, as biasdask's DaskJob and Gateway configurations make it)",
     )
+    parser.add_argument(
+        "--sources",
+        action="store_true",
+        help="the study starts from its sources: the run ingests every language's store (downloaded at "
+        "--bandwidth, parsed and written at rates measured here), then runs the study",
+    )
+    parser.add_argument(
+        "--bandwidth",
+        type=float,
+        default=50.0,
+        help="with --sources: MB/s (10^6 bytes) at which each ingest task fetches its source (default 50)",
+    )
+    parser.add_argument(
+        "--source-mb",
+        type=float,
+        default=1200.0,
+        help="with --sources: MB of each language's compressed source (default 1200, a cc.XX.300.vec.gz)",
+    )
     parser.add_argument("--stores", default=None, help="keep the generated stores in this directory (and reuse them)")
     parser.add_argument("--json", default=None, help="write the rows as a JSON list of objects to this path")
     parser.add_argument("--validate", action="store_true", help="first compare a real and a simulated run at N = 2")
@@ -1034,11 +1258,15 @@ def main(argv=None) -> None:
         codes = language_codes(args.languages)
         stores = make_stores(store_dir, codes, args.words, args.dim, chunk)
         durations = dict(given)
+        if args.sources and any(k not in given for k in SOURCE_KINDS):
+            t = time.perf_counter()
+            durations = {**measure_source_durations(args.model_dim, chunk, args.words, work), **given}
+            print(f"(ingest parts measured in {time.perf_counter() - t:.1f} s)")
         if any(k not in given for k in (*KINDS, "pool_bytes")):
             t = time.perf_counter()
             vectors = make_stores(store_dir, ["en"], chunk, args.model_dim, chunk)["en"]
             measured = measure_durations(vectors, stores[codes[0]], args.words, args.permutations, work)
-            durations = {**measured, **given}
+            durations = {**durations, **measured, **given}
             print(f"(measured in {time.perf_counter() - t:.1f} s on a free core)")
         if not args.pool_ballast:
             durations["pool_bytes"] = 0
@@ -1053,13 +1281,24 @@ def main(argv=None) -> None:
         )
         print(
             f"work: {per_language:.2f} task-seconds per language, {args.languages * per_language:.1f} in all "
-            f"({args.languages} languages x {args.words:,} words, {args.permutations:,} permutations)\n"
+            f"({args.languages} languages x {args.words:,} words, {args.permutations:,} permutations)"
         )
+        if args.sources:
+            blocks = math.ceil(args.words / chunk)
+            durations["sources"] = {
+                "blocks": blocks,
+                "bytes": args.source_mb * 1e6,
+                "bandwidth": args.bandwidth * 1e6,
+                "stash": stores,
+            }
+            print(sources_line(durations, args))
+        print()
         print(HEADER)
         rows = []
         for n in threads:
             r = measured_run(n, stores, durations, args, work, args.nice_workers)
             r.update(
+                sources={"bandwidth_mb_s": args.bandwidth, "source_mb": args.source_mb} if args.sources else None,
                 words=args.words,
                 languages=args.languages,
                 model_dim=args.model_dim,

@@ -169,12 +169,18 @@ def plan_language(
     )
 
 
+#: the most languages in flight by default: each holds ~5 MiB of the client (its store opened, its graphs
+#: and futures); 64 keep 256 worker threads as busy as 157 did (docs/benchmarks.md, many workers)
+MAX_LANGUAGES_IN_FLIGHT = 64
+
+
 def languages_in_flight(slots: int) -> int:
-    """``biasdask.run.languages-in-flight``, or by default two languages per worker thread: while the
-    client builds one language's scores graph or writes its scores, the others keep the workers busy."""
+    """``biasdask.run.languages-in-flight``, or by default two languages per worker thread, at most
+    :data:`MAX_LANGUAGES_IN_FLIGHT`: while the client builds one language's scores graph or writes its
+    scores, the others keep the workers busy."""
     value = dask.config.get("biasdask.run.languages-in-flight", None)
     if value is None:
-        return 2 * max(1, slots)
+        return min(2 * max(1, slots), MAX_LANGUAGES_IN_FLIGHT)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BiasdaskError(f"biasdask.run.languages-in-flight: expected a positive integer or null, got {value!r}")
     return value
