@@ -301,7 +301,7 @@ def main(argv=None) -> None:
         paths = sources(data, args.words, args.dim)
         size = sum(p.stat().st_size for p in paths.values())
         print(
-            f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC} · {cpu_model()} · {os.cpu_count()} CPUs · "
+            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} · {cpu_model()} · {os.cpu_count()} CPUs · "
             f"load average {load()}\n{len(paths)} sources of {args.words:,} x {args.dim}, {size / 1e6:.0f} MB "
             f"compressed; the gender test, uniform and zipf, {args.permutations:,} permutations; 2 workers x 1 thread"
         )
