@@ -27,6 +27,7 @@ import bz2
 import contextlib
 import dataclasses
 import gzip
+import io
 import lzma
 import mmap
 import os
@@ -164,7 +165,9 @@ class SourceInfo:
 def _open_raw(fs: fsspec.AbstractFileSystem, path: str):
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
     if protocols & {"http", "https"}:
-        return fs.open(path, "rb", block_size=0)  # a plain stream: no range requests needed
+        # a plain stream (no range requests needed), read a piece at a time: every read of fsspec's
+        # stream waits for its event loop's thread, so the decompressor's many small reads would each wait
+        return io.BufferedReader(fs.open(path, "rb", block_size=0), PIECE_BYTES)
     return fs.open(path, "rb", block_size=PIECE_BYTES, cache_type="readahead")
 
 

@@ -174,6 +174,27 @@ def test_unreachable_source_is_a_one_line_error():
         formats.sniff_source(f"http://user:secret@127.0.0.1:{port}/x.vec")
 
 
+def test_an_http_stream_is_read_from_the_network_a_piece_at_a_time(tmp_path, http_server, monkeypatch):
+    """fsspec's http stream waits for its event loop at every read: the decompressor's small reads go to a
+    buffer, and the network is asked for pieces of at least a MiB; the blocks are the local file's."""
+    from fsspec.implementations.http import HTTPStreamFile
+
+    root, base = http_server
+    rng = np.random.default_rng(2)
+    rows = [f"w{i} " + " ".join(f"{v:.4f}" for v in rng.standard_normal(50)) + " \n" for i in range(4000)]
+    text = ("4000 50\n" + "".join(rows)).encode()
+    (root / "x.vec.gz").write_bytes(gzip.compress(text, mtime=0))
+    (tmp_path / "x.vec").write_bytes(text)
+    asked: list[int] = []
+    read = HTTPStreamFile.read
+    monkeypatch.setattr(HTTPStreamFile, "read", lambda self, n=-1: asked.append(n) or read(self, n))
+    remote = formats.sniff_source(f"{base}/x.vec.gz")
+    blocks = [(b.index, b.n, b.data) for b in formats.iter_blocks(remote, 700)]
+    local = formats.sniff_source(str(tmp_path / "x.vec"))
+    assert blocks == [(b.index, b.n, b.data) for b in formats.iter_blocks(local, 700)]
+    assert len(asked) > 2 and np.median(asked) >= 2**20, asked
+
+
 # ---------------------------------------------------------------------------------------------- blocks
 
 
