@@ -13,9 +13,10 @@ The sums are bit for bit those of the Python loop: a lane whose bit is clear kee
 loop added 0.0, and ``a + 0.0 == a`` for every accumulator the kernel holds (it starts at +0.0, and no
 sum of finite values in round-to-nearest becomes -0.0 from a +0.0 start).
 
-The product tiles (:func:`gram_tile`, :func:`dot_tile`, :func:`row_dot`) hold their sums in vectors of eight lanes for a
-whole loop, which numba cannot be made to do from Python without letting LLVM reorder the sums; here
-each lane adds its own products in a fixed order, with separate (unfused) multiplies and adds.
+The product tiles (:func:`gram_tile`, :func:`dot_tile`, :func:`row_dot`, :func:`row_dots`) hold their sums in
+vectors of eight lanes for a whole loop, which numba cannot be made to do from Python without letting
+LLVM reorder the sums; here each lane adds its own products in a fixed order, with separate (unfused)
+multiplies and adds.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["dot_tile", "gram_tile", "merge_add_block", "row_dot"]
+__all__ = ["ROW_DOTS", "dot_tile", "gram_tile", "merge_add_block", "row_dot", "row_dots"]
 
 _LANES = 8
 _GROUPS = 64 // _LANES
@@ -273,5 +274,79 @@ def row_dot(typingctx, a, i, x):
             term = builder.select(inside, builder.fmul(value, builder.load(builder.gep(x_array.data, [at]))), zero)
             tail = builder.insert_element(tail, term, ir.Constant(i32, lane))
         return _combine_lanes(builder, builder.fadd(builder.load(total), tail))
+
+    return sig, codegen
+
+
+#: directions :func:`row_dots` takes a row's dot products with at once
+ROW_DOTS = 4
+
+
+@intrinsic
+def row_dots(typingctx, a, i, xs, p0, out):
+    """``out[p0 + q] = row_dot(a, i, xs[p0 + q])`` for q < :data:`ROW_DOTS`: row ``i`` (int64) of a
+    C-contiguous float32 or float64 matrix ``a``, read as float64, against rows ``p0`` to ``p0 + 3`` (int64,
+    p0 + 4 <= rows of ``xs``) of a C-contiguous float64 matrix ``xs`` of the row's length; ``out`` a
+    C-contiguous float64 vector.
+
+    Each product is summed as :func:`row_dot` sums it (the same bits); the four sums are four vectors
+    over one loop along the row, so each load of eight values of the row serves the four of them and their
+    chains of adds overlap, where four calls of :func:`row_dot` would wait on one chain at a time.
+    """
+    matrix = (
+        isinstance(a, types.Array) and a.ndim == 2 and a.layout == "C" and a.dtype in (types.float32, types.float64)
+    )
+    if not (matrix and _c_matrix(xs) and _c_array(out, types.float64)):
+        return None
+    sig = types.void(a, i, xs, p0, out)
+
+    def codegen(context, builder, signature, args):
+        a_value, i_value, xs_value, p0_value, out_value = args
+        vector = ir.VectorType(ir.DoubleType(), _LANES)
+        stored = ir.VectorType(context.get_data_type(signature.args[0].dtype), _LANES)
+        wide = signature.args[0].dtype == types.float32
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        a_array = context.make_array(signature.args[0])(context, builder, a_value)
+        xs_array = context.make_array(signature.args[2])(context, builder, xs_value)
+        out_array = context.make_array(signature.args[4])(context, builder, out_value)
+        width = builder.extract_value(a_array.shape, 1)
+        row = builder.mul(i_value, width)
+        starts = [builder.mul(builder.add(p0_value, ir.Constant(i64, q)), width) for q in range(ROW_DOTS)]
+        eight = ir.Constant(i64, _LANES)
+        stop = builder.mul(builder.udiv(width, eight), eight)
+        totals = []
+        for _ in range(ROW_DOTS):
+            total = cgutils.alloca_once(builder, vector)  # promoted to a register by LLVM
+            builder.store(ir.Constant(vector, [0.0] * _LANES), total)
+            totals.append(total)
+        with cgutils.for_range(builder, builder.udiv(width, eight)) as loop:
+            k = builder.mul(loop.index, eight)
+            values = builder.load(
+                builder.bitcast(builder.gep(a_array.data, [builder.add(row, k)]), stored.as_pointer()),
+                align=4 if wide else 8,
+            )
+            if wide:
+                values = builder.fpext(values, vector)
+            for q in range(ROW_DOTS):
+                ys = _vector_at(builder, xs_array.data, builder.add(starts[q], k), vector)
+                builder.store(builder.fadd(builder.load(totals[q]), builder.fmul(values, ys)), totals[q])
+        last = builder.sub(width, ir.Constant(i64, 1))
+        zero = ir.Constant(ir.DoubleType(), 0.0)
+        tails = [ir.Constant(vector, ir.Undefined) for _ in range(ROW_DOTS)]
+        for lane in range(_LANES):
+            at = builder.add(stop, ir.Constant(i64, lane))
+            inside = builder.icmp_signed("<", at, width)
+            at = builder.select(inside, at, last)
+            value = builder.load(builder.gep(a_array.data, [builder.add(row, at)]))
+            if wide:
+                value = builder.fpext(value, ir.DoubleType())
+            for q in range(ROW_DOTS):
+                y = builder.load(builder.gep(xs_array.data, [builder.add(starts[q], at)]))
+                term = builder.select(inside, builder.fmul(value, y), zero)
+                tails[q] = builder.insert_element(tails[q], term, ir.Constant(i32, lane))
+        for q in range(ROW_DOTS):
+            total = _combine_lanes(builder, builder.fadd(builder.load(totals[q]), tails[q]))
+            builder.store(total, builder.gep(out_array.data, [builder.add(p0_value, ir.Constant(i64, q))]))
+        return context.get_dummy_value()
 
     return sig, codegen
