@@ -64,11 +64,12 @@ SEED_LANGUAGES, SEED_WORDS, SEED_DIM, SEED_PERMUTATIONS, SEED_METHODS = 26, 2_00
 LETTERS = str.maketrans("0123456789", "abcdefghij")
 
 
-def generate(path: Path, n_words: int, dim: int, seed: int) -> int:
-    """Write a fastText-like ``.vec`` (4 decimals, trailing space); return its size in bytes."""
+def generate(path: Path, n_words: int, dim: int, seed: int, first_words: list[str] | None = None) -> int:
+    """Write a fastText-like ``.vec`` (4 decimals, trailing space), ``first_words`` (default: the gender
+    test's attribute words) in its first lines; return its size in bytes."""
     rng = np.random.default_rng(seed)
     table = np.array([f"{i / 10000:.4f}".encode() for i in range(-10000, 10001)], dtype=object)
-    words = A_WORDS + B_WORDS
+    words = A_WORDS + B_WORDS if first_words is None else first_words
     with open(path, "wb") as f:
         f.write(f"{n_words} {dim}\n".encode())
         for start in range(0, n_words, 5000):
@@ -112,10 +113,13 @@ def timed_writes():
 
 
 def stage_of(key: str) -> str:
-    """Stage of a task from its key prefix: writing per-word scores, permutation batches, else reading/scoring."""
+    """Stage of a task from its key prefix: writing per-word scores, the base pairs' internal consistency,
+    permutation batches, else reading/scoring."""
     prefix = str(key).strip("('\"").lower()
     if "write" in prefix:
         return "writes"
+    if "consistency" in prefix:  # a family's internal consistency, from the moments its scores tasks gathered
+        return "consistency"
     return "permutations" if any(k in prefix for k in ("null", "perm", "pools", "family")) else "scores"
 
 
@@ -134,6 +138,26 @@ def compute_spans(stream: list[dict]) -> dict[str, dict[str, float]]:
             s["stop"] = max(s["stop"], ss["stop"])
             s["tasks"] += 1
     return out
+
+
+def stage_cpu(spans: dict[str, dict[str, float]], cpu_used: float) -> dict[str, float]:
+    """The workers' CPU-seconds ``cpu_used``, shared among the stages as their tasks' compute times are:
+    unlike those wall times, they do not count the time a task waited for a core held by another process."""
+    computed = sum(v["seconds"] for v in spans.values())
+    return {stage: cpu_used * v["seconds"] / computed for stage, v in spans.items()}
+
+
+def link_store(store: str, copy: str, language: str) -> str:
+    """``copy``: the embedding store ``store`` under another language code, its chunks hard links (read
+    from the page cache once one of them is read), its group metadata a file of its own, relabelled."""
+    from biasdask.io.store import adopt_copy
+
+    shutil.copytree(store, copy, copy_function=os.link)
+    root = Path(copy) / "zarr.json"
+    root.unlink()  # a file of its own, not a link to the first store's metadata
+    shutil.copyfile(Path(store) / "zarr.json", root)
+    adopt_copy(copy, language=language)
+    return copy
 
 
 def workers_cpu(client) -> float:
@@ -188,9 +212,7 @@ def run_configuration(label, n_workers, sources, args, work: Path) -> dict:
     spans = compute_spans(run_stream.data)
     ingest_cpu = sum(v["seconds"] for v in compute_spans(ingest_stream.data).values())
     computed = sum(v["seconds"] for v in spans.values())
-    # The workers' CPU-seconds, shared among the stages as their tasks' compute times are: unlike
-    # those wall times, they do not count the time a task waited for a core held by another process.
-    cpu = {stage: cpu_used * v["seconds"] / computed for stage, v in spans.items()}
+    cpu = stage_cpu(spans, cpu_used)
     # The stream: from the first task's start (a few ms after the client's first submission) to the
     # end of the last write; before it the client opens and checks the stores and creates the results
     # store, after it it folds the cells into one array (fixed costs, counted in the call's fraction).
@@ -421,7 +443,6 @@ def rerun(args, work: Path) -> dict:
     from distributed.utils import key_split
 
     import biasdask
-    from biasdask.io.store import adopt_copy
 
     vec = work / "rerun.vec"
     t = time.perf_counter()
@@ -435,12 +456,7 @@ def rerun(args, work: Path) -> dict:
         ingested = time.perf_counter() - t
         vec.unlink()
         for code in CODES[1:SEED_LANGUAGES]:
-            stores[code] = str(work / f"rerun-{code}.zarr")
-            shutil.copytree(stores[CODES[0]], stores[code], copy_function=os.link)
-            root = Path(stores[code]) / "zarr.json"
-            root.unlink()  # a file of its own, not a link to the first store's metadata
-            shutil.copyfile(Path(stores[CODES[0]]) / "zarr.json", root)
-            adopt_copy(stores[code], language=code)
+            stores[code] = link_store(stores[CODES[0]], str(work / f"rerun-{code}.zarr"), code)
         study = {
             "output": str(work / "rerun-results.zarr"),
             "languages": {code: {"store": url, "a": A_WORDS, "b": B_WORDS} for code, url in stores.items()},

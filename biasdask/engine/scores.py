@@ -431,17 +431,20 @@ def _scores_and_moments(
     z = score_weights(start, count, n, methods, **extras)
     mask = extras.get("mask")
     acc = MomentAccumulator(kind, axes.shape[1], len(methods), step=step, rows=count) if step else None
-    items = []
+    # the chunk's items, their moments taken in one call (the same bits as block by block: the leaves of
+    # the moments' tree are aligned on the vocabulary's rows, not on the blocks)
+    items = None if item_axes is None else np.empty((count, len(item_axes)))
     for lo, hi, rows in blocks:
         u[lo:hi] = associate(kind, rows, norms[lo:hi], axes)
         keep = np.isfinite(u[lo:hi]) if mask is None else np.isfinite(u[lo:hi]) & mask[lo:hi]
         if acc is not None:
             acc.add(start + lo, rows, norms[lo:hi], z[:, lo:hi], keep)
-        if item_axes is not None:
-            scores = pair_associations(kind, rows, norms[lo:hi], item_axes)
-            scores[~keep] = np.nan
-            items.append(item_moments(scores, start=start + lo))
-    gathered = ChunkMoments([] if acc is None else [acc.moments()], merge_item_moments(*items) if items else None)
+        if items is not None:
+            items[lo:hi] = pair_associations(kind, rows, norms[lo:hi], item_axes)
+            items[lo:hi][~keep] = np.nan
+    gathered = ChunkMoments(
+        [] if acc is None else [acc.moments()], None if items is None or not count else item_moments(items, start=start)
+    )
     return score_rows(u, start, n, methods, z, **extras), gathered
 
 

@@ -27,7 +27,7 @@ from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from biasdask.stats.linalg import dot
-from biasdask.stats.simd import row_dot
+from biasdask.stats.simd import ROW_DOTS, row_dot, row_dots
 
 __all__ = [
     "ASSOCIATIONS",
@@ -252,13 +252,47 @@ def associate(kind: Association, vectors: NDArray, norms: NDArray, axes: NDArray
     if kind == "ripa":  # the raw vector's projection: divide by 1, not by the norm
         return association(vectors, (np.asarray(norms) > 0).astype(np.float64), axes[0])
     if kind == "euclidean":
-        # |ŵ - m|^2 = 1 - 2 ŵ·m + |m|^2 for a unit ŵ, so two projections give both distances
-        to_a, to_b = (
-            np.sqrt(np.maximum(1.0 - 2.0 * association(vectors, norms, m).astype(np.float64) + dot(m, m), 0.0))
-            for m in axes
-        )
-        return (to_b - to_a).astype(np.float32)
+        to_a, to_b = (association(vectors, norms, m) for m in axes)
+        return _euclidean(to_a, to_b, axes)
     raise ValueError(f"unknown association {kind!r}; choose from {list(ASSOCIATIONS)}")
+
+
+def _euclidean(projection_a: NDArray, projection_b: NDArray, axes: NDArray) -> NDArray[np.float32]:
+    """The euclidean association from the projections (float32) of the unit words on the two means ``axes``."""
+    # |ŵ - m|^2 = 1 - 2 ŵ·m + |m|^2 for a unit ŵ, so two projections give both distances
+    to_a, to_b = (
+        np.sqrt(np.maximum(1.0 - 2.0 * projection.astype(np.float64) + dot(m, m), 0.0))
+        for projection, m in zip((projection_a, projection_b), axes)
+    )
+    return (to_b - to_a).astype(np.float32)
+
+
+@njit(cache=True, nogil=True)
+def _directions_kernel(vectors, norms, directions, out):  # pragma: no cover (compiled)
+    k = directions.shape[0]
+    dots = np.empty(k)
+    for i in range(vectors.shape[0]):
+        if norms[i] > 0:
+            p = 0
+            while p + ROW_DOTS <= k:
+                row_dots(vectors, i, directions, p, dots)
+                p += ROW_DOTS
+            for q in range(p, k):
+                dots[q] = row_dot(vectors, i, directions[q])
+            for q in range(k):
+                out[i, q] = dots[q] / norms[i]
+        else:
+            out[i, :] = np.nan
+
+
+def _associations(vectors: NDArray, norms: NDArray, directions: NDArray) -> NDArray[np.float32]:
+    """:func:`association` of a block of words with each row of ``directions`` (shape (k, D)), in one
+    pass over the words: shape (n, k), column j the bits of ``association(vectors, norms, directions[j])``."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    out = np.empty((vectors.shape[0], len(directions)), dtype=np.float32)
+    directions = np.ascontiguousarray(directions, dtype=np.float64)
+    _directions_kernel(vectors, np.asarray(norms, dtype=np.float64), directions, out)
+    return out
 
 
 def pair_associations(kind: Association, vectors: NDArray, norms: NDArray, pair_axes: NDArray) -> NDArray[np.float64]:
@@ -287,7 +321,15 @@ def pair_associations(kind: Association, vectors: NDArray, norms: NDArray, pair_
     >>> pair_associations("cosine", np.array([[2.0, 0.0]], np.float32), np.array([2.0]), axes).round(4).tolist()
     [[1.0, 1.4142]]
     """
-    out = np.empty((np.shape(vectors)[0], len(pair_axes)))
-    for j, axes in enumerate(pair_axes):
-        out[:, j] = associate(kind, vectors, norms, axes)
-    return out
+    pair_axes = np.asarray(pair_axes, dtype=np.float64)
+    if kind in ("cosine", "semaxis", "ripa"):
+        if kind == "ripa":  # the raw vector's projection, as in associate
+            norms = (np.asarray(norms) > 0).astype(np.float64)
+        return _associations(vectors, norms, pair_axes[:, 0]).astype(np.float64)
+    if kind == "euclidean":  # both means of every pair in one pass
+        projections = _associations(vectors, norms, pair_axes.reshape(-1, pair_axes.shape[-1]))
+        out = np.empty((projections.shape[0], len(pair_axes)))
+        for j, axes in enumerate(pair_axes):
+            out[:, j] = _euclidean(projections[:, 2 * j], projections[:, 2 * j + 1], axes)
+        return out
+    raise ValueError(f"unknown association {kind!r}; choose from {list(ASSOCIATIONS)}")

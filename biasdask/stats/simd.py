@@ -13,9 +13,10 @@ The sums are bit for bit those of the Python loop: a lane whose bit is clear kee
 loop added 0.0, and ``a + 0.0 == a`` for every accumulator the kernel holds (it starts at +0.0, and no
 sum of finite values in round-to-nearest becomes -0.0 from a +0.0 start).
 
-The product tiles (:func:`gram_tile`, :func:`dot_tile`, :func:`row_dot`) hold their sums in vectors of eight lanes for a
-whole loop, which numba cannot be made to do from Python without letting LLVM reorder the sums; here
-each lane adds its own products in a fixed order, with separate (unfused) multiplies and adds.
+The product tiles (:func:`gram_tile`, :func:`dot_tile`, :func:`row_dot`, :func:`row_dots`) hold their sums in
+vectors of eight lanes for a whole loop, which numba cannot be made to do from Python without letting
+LLVM reorder the sums; here each lane adds its own products in a fixed order, with separate (unfused)
+multiplies and adds.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["dot_tile", "gram_tile", "merge_add_block", "row_dot"]
+__all__ = ["ROW_DOTS", "dot_tile", "gram_tile", "merge_add_block", "row_dot", "row_dots"]
 
 _LANES = 8
 _GROUPS = 64 // _LANES
@@ -85,6 +86,16 @@ def merge_add_block(typingctx, acc, block, words, first, stop):
 
 def _c_matrix(array: types.Type) -> bool:
     return isinstance(array, types.Array) and array.dtype == types.float64 and array.ndim == 2 and array.layout == "C"
+
+
+def _row_matrix(array: types.Type) -> bool:
+    """A C-contiguous float32 or float64 matrix: the rows :func:`row_dot` reads."""
+    return (
+        isinstance(array, types.Array)
+        and array.ndim == 2
+        and array.layout == "C"
+        and array.dtype in (types.float32, types.float64)
+    )
 
 
 def _vector_at(builder, data, offset, vector):
@@ -229,49 +240,99 @@ def row_dot(typingctx, a, i, x):
     One row at a time, not a tile of rows: a pass over a vocabulary then reads memory as one stream,
     which the hardware prefetchers follow (four rows at once ran at half the memory bandwidth).
     """
-    matrix = (
-        isinstance(a, types.Array) and a.ndim == 2 and a.layout == "C" and a.dtype in (types.float32, types.float64)
-    )
-    if not (matrix and _c_array(x, types.float64)):
+    if not (_row_matrix(a) and _c_array(x, types.float64)):
         return None
     sig = types.float64(a, i, x)
 
     def codegen(context, builder, signature, args):
         a_value, i_value, x_value = args
-        vector = ir.VectorType(ir.DoubleType(), _LANES)
-        stored = ir.VectorType(context.get_data_type(signature.args[0].dtype), _LANES)
-        wide = signature.args[0].dtype == types.float32
-        i32, i64 = ir.IntType(32), ir.IntType(64)
-        a_array = context.make_array(signature.args[0])(context, builder, a_value)
         x_array = context.make_array(signature.args[2])(context, builder, x_value)
-        width = builder.extract_value(a_array.shape, 1)
-        row = builder.mul(i_value, width)
-        eight = ir.Constant(i64, _LANES)
-        stop = builder.mul(builder.udiv(width, eight), eight)
-        total = cgutils.alloca_once(builder, vector)  # promoted to a register by LLVM
-        builder.store(ir.Constant(vector, [0.0] * _LANES), total)
-        with cgutils.for_range(builder, builder.udiv(width, eight)) as loop:
-            k = builder.mul(loop.index, eight)
-            values = builder.load(
-                builder.bitcast(builder.gep(a_array.data, [builder.add(row, k)]), stored.as_pointer()),
-                align=4 if wide else 8,
-            )
-            if wide:
-                values = builder.fpext(values, vector)
-            ys = _vector_at(builder, x_array.data, k, vector)
-            builder.store(builder.fadd(builder.load(total), builder.fmul(values, ys)), total)
-        last = builder.sub(width, ir.Constant(i64, 1))
-        zero = ir.Constant(ir.DoubleType(), 0.0)
-        tail = ir.Constant(vector, ir.Undefined)
-        for lane in range(_LANES):
-            at = builder.add(stop, ir.Constant(i64, lane))
-            inside = builder.icmp_signed("<", at, width)
-            at = builder.select(inside, at, last)
-            value = builder.load(builder.gep(a_array.data, [builder.add(row, at)]))
-            if wide:
-                value = builder.fpext(value, ir.DoubleType())
-            term = builder.select(inside, builder.fmul(value, builder.load(builder.gep(x_array.data, [at]))), zero)
-            tail = builder.insert_element(tail, term, ir.Constant(i32, lane))
-        return _combine_lanes(builder, builder.fadd(builder.load(total), tail))
+        (total,) = _row_products(context, builder, signature.args[0], a_value, i_value, x_array.data, [None])
+        return total
 
     return sig, codegen
+
+
+#: directions :func:`row_dots` takes a row's dot products with at once
+ROW_DOTS = 4
+
+
+@intrinsic
+def row_dots(typingctx, a, i, xs, p0, out):
+    """``out[p0 + q] = row_dot(a, i, xs[p0 + q])`` for q < :data:`ROW_DOTS`: row ``i`` (int64) of a
+    C-contiguous float32 or float64 matrix ``a``, read as float64, against rows ``p0`` to ``p0 + 3`` (int64,
+    p0 + 4 <= rows of ``xs``) of a C-contiguous float64 matrix ``xs`` of the row's length; ``out`` a
+    C-contiguous float64 vector.
+
+    Each product is summed as :func:`row_dot` sums it (the same bits); the four sums are four vectors
+    over one loop along the row, so each load of eight values of the row serves the four of them and their
+    chains of adds overlap, where four calls of :func:`row_dot` would wait on one chain at a time.
+    """
+    if not (_row_matrix(a) and _c_matrix(xs) and _c_array(out, types.float64)):
+        return None
+    sig = types.void(a, i, xs, p0, out)
+
+    def codegen(context, builder, signature, args):
+        a_value, i_value, xs_value, p0_value, out_value = args
+        i64 = ir.IntType(64)
+        xs_array = context.make_array(signature.args[2])(context, builder, xs_value)
+        out_array = context.make_array(signature.args[4])(context, builder, out_value)
+        width = builder.extract_value(xs_array.shape, 1)
+        starts = [builder.mul(builder.add(p0_value, ir.Constant(i64, q)), width) for q in range(ROW_DOTS)]
+        totals = _row_products(context, builder, signature.args[0], a_value, i_value, xs_array.data, starts)
+        for q, total in enumerate(totals):
+            builder.store(total, builder.gep(out_array.data, [builder.add(p0_value, ir.Constant(i64, q))]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _row_products(context, builder, a_type, a_value, i_value, x_data, starts):
+    """The dot products of row ``i_value`` of the matrix ``a_value`` (of type ``a_type``) with the float64
+    vectors at ``x_data + start`` for each of ``starts`` (None: ``x_data`` itself), each summed in the
+    lane order of :mod:`biasdask.stats.linalg` (the tail and the lanes' combination of :func:`dot_tile`):
+    one loop along the row, each load of eight of its values serving every product."""
+    vector = ir.VectorType(ir.DoubleType(), _LANES)
+    stored = ir.VectorType(context.get_data_type(a_type.dtype), _LANES)
+    wide = a_type.dtype == types.float32
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    a_array = context.make_array(a_type)(context, builder, a_value)
+    width = builder.extract_value(a_array.shape, 1)
+    row = builder.mul(i_value, width)
+    eight = ir.Constant(i64, _LANES)
+    stop = builder.mul(builder.udiv(width, eight), eight)
+
+    def at_start(start, k):
+        return k if start is None else builder.add(start, k)
+
+    totals = []
+    for _ in starts:
+        total = cgutils.alloca_once(builder, vector)  # promoted to a register by LLVM
+        builder.store(ir.Constant(vector, [0.0] * _LANES), total)
+        totals.append(total)
+    with cgutils.for_range(builder, builder.udiv(width, eight)) as loop:
+        k = builder.mul(loop.index, eight)
+        values = builder.load(
+            builder.bitcast(builder.gep(a_array.data, [builder.add(row, k)]), stored.as_pointer()),
+            align=4 if wide else 8,
+        )
+        if wide:
+            values = builder.fpext(values, vector)
+        for start, total in zip(starts, totals):
+            ys = _vector_at(builder, x_data, at_start(start, k), vector)
+            builder.store(builder.fadd(builder.load(total), builder.fmul(values, ys)), total)
+    last = builder.sub(width, ir.Constant(i64, 1))
+    zero = ir.Constant(ir.DoubleType(), 0.0)
+    tails = [ir.Constant(vector, ir.Undefined) for _ in starts]
+    for lane in range(_LANES):
+        at = builder.add(stop, ir.Constant(i64, lane))
+        inside = builder.icmp_signed("<", at, width)
+        at = builder.select(inside, at, last)
+        value = builder.load(builder.gep(a_array.data, [builder.add(row, at)]))
+        if wide:
+            value = builder.fpext(value, ir.DoubleType())
+        for q, start in enumerate(starts):
+            y = builder.load(builder.gep(x_data, [at_start(start, at)]))
+            term = builder.select(inside, builder.fmul(value, y), zero)
+            tails[q] = builder.insert_element(tails[q], term, ir.Constant(i32, lane))
+    return [_combine_lanes(builder, builder.fadd(builder.load(total), tail)) for total, tail in zip(totals, tails)]

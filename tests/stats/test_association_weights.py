@@ -1,7 +1,14 @@
 import numpy as np
 import pytest
 
-from biasdask.stats.association import association, attribute_direction, unit_rows
+from biasdask.stats.association import (
+    associate,
+    association,
+    association_axes,
+    attribute_direction,
+    pair_associations,
+    unit_rows,
+)
 from biasdask.stats.weights import frequency_weights, harmonic_number, zipf_weights
 
 
@@ -24,6 +31,24 @@ def test_zero_vectors_give_nan():
     words[1] = [1, 0, 0]
     u = association(words, np.linalg.norm(words, axis=1), attribute_direction([[1, 0, 0]], [[0, 1, 0]]))
     assert np.isnan(u[0]) and u[1] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("kind", ["cosine", "semaxis", "ripa", "euclidean"])
+@pytest.mark.parametrize("width", [7, 300])
+def test_pair_associations_are_each_pairs_association_bit_for_bit(kind, width):
+    """One pass over the words for every pair gives each pair's :func:`associate`, to the bit."""
+    rng = np.random.default_rng(width)
+    words = rng.standard_normal((300, width)).astype(np.float32)
+    words[5] = 0.0
+    norms = np.linalg.norm(words.astype(np.float64), axis=1)
+    for k in (1, 3, 4, 5, 10):
+        axes = np.stack(
+            [association_axes(kind, rng.standard_normal((1, width)), rng.standard_normal((1, width))) for _ in range(k)]
+        )
+        got = pair_associations(kind, words, norms, axes)
+        expected = np.stack([associate(kind, words, norms, a).astype(np.float64) for a in axes], axis=1)
+        assert got.dtype == np.float64 and got.tobytes() == expected.tobytes()
+        assert np.isnan(got[5]).all()  # a zero vector has no association
 
 
 def test_unit_rows_is_the_one_normalisation_and_refuses_zero_vectors():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from biasdask.stats.simd import merge_add_block, row_dot
+from biasdask.stats.simd import ROW_DOTS, merge_add_block, row_dot, row_dots
 
 _U = np.uint64
 
@@ -116,3 +116,33 @@ def test_a_row_dot_refuses_other_arrays_at_compile_time():
 
     with pytest.raises(TypingError):
         _row_dots(np.zeros((2, 3), dtype=np.int32), np.zeros(3))
+
+
+@njit
+def _rows_dots(a, xs, p0):
+    out = np.full((a.shape[0], xs.shape[0]), np.nan)
+    for i in range(a.shape[0]):
+        row_dots(a, i, xs, p0, out[i])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [1, 7, 8, 9, 299, 300, 301])
+def test_row_dots_are_each_the_lane_order_sum_bit_for_bit(dtype, width):
+    rng = np.random.default_rng(width)
+    a = (rng.standard_normal((12, width)) * rng.choice([1e-30, 1.0, 1e30], size=(12, 1))).astype(dtype)
+    a[3] = -0.0
+    a[4, ::3] = 0.0
+    xs = rng.standard_normal((ROW_DOTS + 2, width)) * rng.choice([1e-20, 1.0], size=(ROW_DOTS + 2, 1))
+    got = _rows_dots(np.ascontiguousarray(a), xs, 1)
+    assert np.isnan(got[:, [0, ROW_DOTS + 1]]).all()  # only rows p0 to p0 + 3 of xs
+    expected = np.array([[_lane_order(row, x) for x in xs[1 : ROW_DOTS + 1]] for row in a])
+    assert got[:, 1 : ROW_DOTS + 1].tobytes() == expected.tobytes()
+    assert not np.signbit(got[3, 1 : ROW_DOTS + 1]).any()
+
+
+def test_row_dots_refuse_other_arrays_at_compile_time():
+    from numba.core.errors import TypingError
+
+    with pytest.raises(TypingError):
+        _rows_dots(np.zeros((2, 3)), np.zeros((ROW_DOTS, 3), dtype=np.float32), 0)
