@@ -5,6 +5,7 @@ on it, and data moves only to the worker that runs the task); without one, a poo
 threads runs each task once its inputs are done. Either way every task can report on one queue as it
 finishes (:class:`Tasks`), and :func:`windowed` keeps a bounded number of independent jobs in flight
 (an ingest's blocks), reporting each result in the order they finish and the earliest job's error.
+A task running on a worker hands jobs of its own to the cluster's free threads with :func:`hand_out`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import Any
 import dask
 import dask.array as da
 import xarray as xr
-from distributed import Client
+from distributed import Client, get_client, get_worker, rejoin, secede
+from distributed import wait as wait_for
 
-__all__ = ["Tasks", "windowed"]
+__all__ = ["Tasks", "hand_out", "windowed"]
 
 
 def _together(*arrays):
@@ -227,6 +229,88 @@ def windowed(
             with contextlib.suppress(BaseException):
                 future.result()
         raise
+    if failures:
+        raise min(failures, key=lambda f: f[0])[1]
+    if feed_error is not None:
+        raise feed_error
+
+
+def hand_out(
+    jobs: Iterator[tuple[int, Callable, tuple]],
+    on_done: Callable[[int, Any], None],
+    *,
+    window: int,
+    priority: int = 0,
+) -> None:
+    """In a task on a ``distributed`` worker: run ``jobs`` (index, function, arguments) as tasks of their
+    own while fewer than ``window`` are in flight, and in this thread otherwise, calling
+    ``on_done(index, result)`` here as each finishes (the job iterator may read what it recorded).
+
+    The task keeps its worker thread for its own work (producing the jobs, and those it runs itself), so
+    the handed-out tasks only take threads the cluster has free, at the scheduler's ``priority``: a busy
+    cluster leaves the work where it was and a free one shares it, without more threads than cores at
+    work. ``bytes`` arguments are placed on this worker (scattered, not hashed) before the task that
+    takes them is submitted: they travel only if the scheduler sends the task elsewhere. The tasks still
+    in flight at the end are awaited with this thread seceded from its worker's pool (its slot free for
+    them), which it rejoins before returning. Outside a worker, or with ``window`` 0, every job runs in
+    this thread.
+
+    On failure nothing more is started; the tasks in flight are awaited (none acts after the caller
+    cleans up) and the error of the earliest job is raised (an error raised while producing jobs comes
+    after those of the jobs produced before it).
+    """
+    client = None
+    if window > 0:
+        with contextlib.suppress(ValueError):
+            get_worker()
+            client = get_client()
+    if client is None:
+        for index, fn, args in jobs:
+            on_done(index, fn(*args))
+        return
+    pending: dict[Any, int] = {}
+    failures: list[tuple[int, BaseException]] = []
+    feed_error: BaseException | None = None
+
+    def collect(futures) -> None:
+        for future in futures:
+            index = pending.pop(future)
+            try:
+                result = future.result()
+            except Exception as exc:  # noqa: BLE001 - the earliest one is raised below
+                failures.append((index, exc))
+            else:
+                on_done(index, result)
+
+    try:
+        try:
+            for index, fn, args in jobs:
+                collect([f for f in pending if f.done()])
+                if failures:
+                    break
+                if len(pending) < window:
+                    placed = (
+                        client.scatter(a, hash=False) if isinstance(a, bytes | bytearray | memoryview) else a
+                        for a in args
+                    )
+                    pending[client.submit(fn, *placed, priority=priority, pure=False)] = index
+                    continue
+                try:
+                    result = fn(*args)
+                except Exception as exc:  # noqa: BLE001 - raised below, after the tasks in flight
+                    failures.append((index, exc))
+                    break
+                on_done(index, result)
+        except Exception as exc:  # noqa: BLE001 - raised below, after the tasks in flight
+            feed_error = exc
+    finally:
+        if pending:
+            secede()
+            try:
+                wait_for(list(pending))
+            finally:
+                rejoin()
+    collect(list(pending))
     if failures:
         raise min(failures, key=lambda f: f[0])[1]
     if feed_error is not None:

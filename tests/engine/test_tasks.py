@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from biasdask.engine.tasks import Tasks, windowed
+from biasdask.engine.tasks import Tasks, hand_out, windowed
 
 
 def test_closing_the_threads_of_a_failed_run_does_not_wait_on_itself():
@@ -92,3 +92,54 @@ def test_the_jobs_see_what_each_result_recorded_in_this_process():
         assert total[0] == 60  # 0 + 10 + 20 + 30: stops right after passing 50
     finally:
         tasks.close()
+
+
+def _where(index: int, data: bytes, delay: float = 0.05, fail: bool = False) -> tuple:
+    """A job: its index, the bytes it got, and the task it ran in."""
+    from distributed import get_worker
+
+    time.sleep(delay)
+    if fail:
+        raise ValueError(f"job {index} failed")
+    return index, len(data), get_worker().get_current_task()
+
+
+def _handing_out(n: int, window: int, failing=(), delay: float = 0.05) -> tuple:
+    """A task that hands out ``n`` jobs: what each returned, and this task's key."""
+    from distributed import get_worker
+
+    seen: dict = {}
+    jobs = ((i, _where, (i, bytes(100 + i), delay, i in failing)) for i in range(n))
+    hand_out(jobs, seen.__setitem__, window=window, priority=5)
+    return seen, get_worker().get_current_task()
+
+
+def test_a_task_hands_jobs_to_free_threads_and_runs_the_rest_itself(dask_client):
+    """One task on a cluster of two one-thread workers: the other thread takes jobs (with their bytes),
+    the task's own thread runs those beyond the window."""
+    seen, key = dask_client.submit(_handing_out, 20, 1, pure=False).result(timeout=60)
+    assert sorted(seen) == list(range(20))
+    assert all(seen[i][:2] == (i, 100 + i) for i in range(20))
+    elsewhere = [i for i in seen if seen[i][2] != key]
+    assert elsewhere and len(elsewhere) < 20  # some handed out, some run by the task itself
+
+
+def test_tasks_that_hold_every_thread_still_finish_their_handed_out_jobs(dask_client):
+    """Two tasks on two threads: their jobs in flight run once the tasks wait for them, seceded."""
+    futures = [dask_client.submit(_handing_out, 6, 3, delay=0.2, pure=False) for _ in range(2)]
+    for future in futures:
+        seen, _ = future.result(timeout=60)
+        assert sorted(seen) == list(range(6))
+
+
+def test_the_earliest_failing_job_is_raised_after_the_jobs_in_flight(dask_client):
+    future = dask_client.submit(_handing_out, 30, 2, (4, 6), pure=False)
+    with pytest.raises(ValueError, match="job 4 failed"):
+        future.result(timeout=60)
+
+
+def test_outside_a_worker_every_job_runs_here():
+    seen: dict = {}
+    here = threading.get_ident()
+    hand_out(((i, lambda i: (i, threading.get_ident()), (i,)) for i in range(5)), seen.__setitem__, window=3)
+    assert seen == {i: (i, here) for i in range(5)}
