@@ -28,7 +28,10 @@ see, or, when no client is given, an input smaller than :data:`PARALLEL_MIN_BYTE
 cluster costs more than it saves): the byte-range path run in this process for a local uncompressed
 file, the stream path otherwise. Every path writes the same chunks through the same function, so the
 stores are identical. A local file's byte ranges are memory maps (:func:`biasdask.io.formats.view_range`):
-lines are counted and parsed in the page cache, never copied into Python bytes.
+lines are counted and parsed in the page cache, never copied into Python bytes. A stream read
+sequentially by a task on a worker (a study's source: :mod:`biasdask.engine.sources`) hands some of its
+blocks to tasks of their own on threads the cluster has free (:func:`biasdask.engine.tasks.hand_out`):
+the task decompresses and cuts, the cluster parses and writes beside it.
 
 *Encoding.* The first lines of a text file choose the store's encoding (scaled int16/int32 integers
 when the values have at most 4 decimals, float32 otherwise; :mod:`biasdask.io.store`); a block that
@@ -65,7 +68,7 @@ from tqdm import tqdm
 
 from biasdask._calls import keyword_api
 from biasdask.engine.cluster import active_client, client_scope, workers_keep_freed_memory
-from biasdask.engine.tasks import Tasks, windowed
+from biasdask.engine.tasks import Tasks, hand_out, windowed
 from biasdask.errors import BiasdaskError, InputFormatError, StorageFullError
 from biasdask.io import formats
 from biasdask.io.codecs import EncodingError, VectorEncoding, fitting_encoding
@@ -251,9 +254,16 @@ def write_store(
     client=False,
     progress: bool | None = False,
     check: Callable[[np.ndarray], None] | None = None,
+    beside: int = 0,
+    priority: int = 0,
 ) -> None:
     """Write the store of the sniffed source ``info`` at ``dest`` (a store of ``language`` there, or
     nothing), holding the lock of ``dest``: at a fresh location beside it, swapped in once complete.
+
+    Called in a task on a worker with ``client=False``, a stream's blocks are read in the task's thread
+    and up to ``beside`` of them at a time parsed and written by tasks of their own, at the scheduler's
+    ``priority``, on threads the cluster has free (:func:`biasdask.engine.tasks.hand_out`); the others
+    in the task's thread. The store is the same.
 
     ``settings`` (:func:`ingest_settings`) and the compression found are recorded as attr ``ingest``.
     ``check``, given the 64-bit hashes of every word (:func:`biasdask.io.parse.word_hash`) once all are
@@ -283,7 +293,7 @@ def write_store(
             if mode == "sequential" and info.splittable and _protocol(info.url) in ("file", "local"):
                 job.run_ranges(None)  # a local file: parsed in place from its memory map
             elif mode == "sequential":
-                job.run_sequential()
+                job.run_sequential(0 if _protocol(dest.url) in _LOCAL_ONLY_PROTOCOLS else beside, priority)
             else:
                 with client_scope(client) as c:
                     if mode == "ranges":
@@ -474,12 +484,15 @@ class _Job:
                 resize_store(self.dest, self.rows)
             yield block
 
-    def run_sequential(self) -> None:
+    def run_sequential(self, beside: int = 0, priority: int = 0) -> None:
+        """Read the blocks in this thread and parse each here, or, in a task on a worker, as a task of its
+        own while fewer than ``beside`` are in flight (:func:`biasdask.engine.tasks.hand_out`)."""
         with _bar(self.progress, self.info.size, f"ingest {self.info.format}") as bar:
-            for block in self._blocks(bar):
-                self.results[block.index] = _ingest_block(
-                    self.dest, self.info, block.data, block.index, block.n, self.chunk_words
-                )
+            jobs = (
+                (b.index, _ingest_block, (self.dest, self.info, b.data, b.index, b.n, self.chunk_words))
+                for b in self._blocks(bar)
+            )
+            hand_out(jobs, self.results.__setitem__, window=beside, priority=priority)
 
     def run_stream(self, client) -> None:
         tasks = Tasks(client, 1)

@@ -5,7 +5,10 @@ changed, with ``update``). It runs where it is scheduled: the worker reads the s
 cluster fetches from the internet or its object store, never through the client) and writes the store
 through :func:`biasdask.engine.ingest.write_store` in the sequential mode of ingest (a local uncompressed
 file parsed in place by byte ranges, anything else as one stream), so the store is bit for bit the one
-``biasdask ingest`` writes from the same file with the same settings.
+``biasdask ingest`` writes from the same file with the same settings. A stream is decompressed and cut
+into blocks in the task's thread, and its blocks parsed and written there or, when the cluster has
+threads free, by tasks of their own beside it (``beside`` at a time): a gzip stream cannot be split, its
+parsing can.
 
 A remote source's raw bytes are copied beside the store as they are fetched
 (:class:`biasdask.io.download.Download`, ``<store>.source/``): a task that starts again after its worker
@@ -24,8 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
+import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +81,10 @@ class SourceJob:
     run
         The run that asks (a retry of its task takes over the lock its killed attempt left on object
         storage: :func:`biasdask.io.swap.acquire_lock`).
+    beside, priority
+        The most blocks of a stream the task hands at a time to tasks of their own (parsed and written
+        on threads the cluster has free, at the scheduler's ``priority``; the task parses the others):
+        :func:`biasdask.engine.ingest.write_store`.
     """
 
     language: str
@@ -88,6 +97,8 @@ class SourceJob:
     words: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     part_bytes: int = DEFAULT_PART_BYTES
     run: str | None = None
+    beside: int = 0
+    priority: int = 0
     settings: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -102,19 +113,40 @@ class SourceJob:
 class FetchedEvents:
     """Where an ingest task on a worker reports the bytes it fetches: events of ``topic`` for the client
     that subscribed to it (``distributed``'s ``Worker.log_event`` and ``Client.subscribe_topic``, whose
-    handler receives ``(time, bytes)``)."""
+    handler receives ``(time, bytes)``), at most one every ``interval`` seconds a task: 157 downloads in
+    pieces of 1 MiB would otherwise send the scheduler thousands of events a second."""
 
-    def __init__(self, topic: str) -> None:
+    def __init__(self, topic: str, interval: float = 0.25) -> None:
         self.topic = topic
+        self.interval = interval
 
-    def in_this_task(self) -> Callable[[int], None] | None:
-        """What the running task (and the threads it starts) calls with the bytes: the events of its
-        worker, looked up here, in the task's thread; None outside a worker."""
+    @contextlib.contextmanager
+    def in_this_task(self) -> Iterator[Callable[[int], None] | None]:
+        """What the running task (and the threads it starts) calls with the bytes, within the block: the
+        events of its worker, looked up here, in the task's thread, the bytes not sent yet sent as the
+        block ends; None outside a worker."""
         try:
             worker = get_worker()
         except ValueError:
-            return None
-        return functools.partial(worker.log_event, self.topic)
+            yield None
+            return
+        send = functools.partial(worker.log_event, self.topic)
+        lock = threading.Lock()
+        held = [0, time.monotonic()]  # bytes not sent yet, when the last event was sent
+
+        def fetched(n: int) -> None:
+            with lock:
+                held[0] += n
+                if time.monotonic() - held[1] < self.interval:
+                    return
+                n, held[0], held[1] = held[0], 0, time.monotonic()
+            send(n)
+
+        try:
+            yield fetched
+        finally:
+            if held[0]:
+                send(held[0])
 
 
 def is_remote(source: Location) -> bool:
@@ -164,9 +196,8 @@ def ingest_source(job: SourceJob, report: Callable[[int], None] | FetchedEvents 
         The store's place holds something else, or another writer holds its lock.
     """
     dest = job.store.absolute()
-    if isinstance(report, FetchedEvents):
-        report = report.in_this_task()
-    with acquire_lock(dest, owner=None if job.run is None else f"biasdask run {job.run}"):
+    events = report.in_this_task() if isinstance(report, FetchedEvents) else contextlib.nullcontext(report)
+    with events as on_bytes, acquire_lock(dest, owner=None if job.run is None else f"biasdask run {job.run}"):
         with formats.reading_source(job.shown):
             record = source_details(job.source)
         if stored_source_change(read_group_attrs(dest), job, record) is None:  # made meanwhile (another run)
@@ -174,7 +205,9 @@ def ingest_source(job: SourceJob, report: Callable[[int], None] | FetchedEvents 
         check_replaceable(dest, language=job.language)
         download = None
         if is_remote(job.source):
-            download = Download(job.source, staging_location(dest), record, part_bytes=job.part_bytes, on_bytes=report)
+            download = Download(
+                job.source, staging_location(dest), record, part_bytes=job.part_bytes, on_bytes=on_bytes
+            )
         try:
             _write(job, dest, record, download)
         except (InputFormatError, SourceError):
@@ -202,6 +235,8 @@ def _write(job: SourceJob, dest: Location, record: dict[str, Any], download: Dow
         chunk_words=job.chunk_words,
         settings=job.settings,
         check=lambda hashes: _check_words(job, info.display, hashes),
+        beside=job.beside,
+        priority=job.priority,
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import xarray as xr
@@ -126,7 +126,7 @@ class Stream:
         self.stores.update(stores)
         langs = {lang.code: lang for lang in self.cfg.languages}
         for code, priority in planner.stores_to_make():
-            job = self.sources.plan.jobs[code]
+            job = replace(self.sources.plan.jobs[code], priority=priority)
             tag = StoreMade(code, langs[code], job.shown)
             self.tasks.submit(ingest_source, job, self.sources.report, tag=tag, priority=priority, pure=False)
         try:

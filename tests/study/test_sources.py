@@ -24,10 +24,12 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
+from distributed import get_task_stream
 from tqdm import tqdm
 
 import biasdask
 from biasdask.demo import filler_words
+from biasdask.engine.sources import FetchedEvents
 from biasdask.errors import BiasdaskError, ConfigError, StoreConflictError
 from biasdask.io import results as rs
 from biasdask.io.store import open_embeddings, store_identity
@@ -249,6 +251,51 @@ def test_run_ingests_the_missing_stores_then_reuses_them_without_reading_the_sou
     again = biasdask.run(study, progress=False)
     _same_cells(again, cube)
     assert [kind for kind, _, _ in server.log] == ["HEAD"] * len(codes)  # asked, not read
+
+
+def test_on_a_cluster_the_ingest_task_hands_blocks_to_a_free_thread_and_writes_the_same_store(
+    tmp_path, sources, dask_client
+):
+    """One language on two one-thread workers: its task decompresses, the other thread parses and writes
+    blocks beside it; with blocks-beside 0 the task parses every block. Both stores are the one ingest
+    writes, bit for bit."""
+    root, base, _ = sources
+    vec_gz(root / "cc.en.vec.gz", "en", n_words=6000)
+    clean, stores = _clean_run(tmp_path, root, ["en"], "clean")
+    for beside, handed in ((2, True), (0, False)):
+        study = _study(tmp_path, base, ["en"], output=f"results-{beside}.zarr")
+        study["embeddings"] = str(tmp_path / f"emb-{beside}" / "{language}.zarr")
+        with dask.config.set({"biasdask.sources.blocks-beside": beside}), get_task_stream(dask_client) as stream:
+            cube = biasdask.run(study, client=dask_client, progress=False)
+        blocks = [t for t in stream.data if "ingest_block" in str(t["key"])]
+        assert bool(blocks) == handed
+        _same_cells(cube, clean)
+        made = store_identity(tmp_path / f"emb-{beside}" / "en.zarr")
+        assert made.fingerprint == store_identity(stores["en"]).fingerprint
+
+
+def _report_pieces(events, pieces: int) -> None:
+    with events.in_this_task() as fetched:
+        for _ in range(pieces):
+            fetched(1000)
+            time.sleep(0.001)
+
+
+def test_the_bytes_a_task_fetches_reach_the_client_in_few_events_and_all_of_them(dask_client):
+    """A download's 1 MiB pieces would be thousands of events a second for the scheduler: a task sends
+    at most one every 0.25 s, and what it holds as it ends."""
+    topic = "test-fetched"
+    received: list = []
+    dask_client.subscribe_topic(topic, lambda event: received.append(event[1]))
+    try:
+        dask_client.submit(_report_pieces, FetchedEvents(topic), 500, pure=False).result(timeout=60)
+        deadline = time.monotonic() + 10
+        while sum(received) < 500_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        dask_client.unsubscribe_topic(topic)
+    assert sum(received) == 500_000
+    assert 1 <= len(received) <= 8  # 500 pieces over ~0.6 s
 
 
 def test_a_study_of_two_embeddings_ingests_each_from_its_own_sources(tmp_path, sources):
