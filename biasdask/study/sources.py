@@ -105,7 +105,7 @@ class SourceRun:
     progress: RunProgress = field(default_factory=RunProgress)
 
 
-def blocks_beside() -> int:
+def _blocks_beside() -> int:
     """``biasdask.sources.blocks-beside``: the most blocks an ingest task hands at a time to tasks of
     their own."""
     value = dask.config.get("biasdask.sources.blocks-beside")
@@ -131,7 +131,7 @@ def source_job(cfg: StudyConfig, lang: LanguageSpec, options: Mapping, run: str 
         words=(words[0], words[1]),
         part_bytes=int(parse_bytes(dask.config.get("biasdask.sources.part-size"))),
         run=run,
-        beside=blocks_beside(),
+        beside=_blocks_beside(),
     )
 
 
