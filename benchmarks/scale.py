@@ -47,10 +47,14 @@ the study names ``sources:`` (fastText's URL template, on a port where nothing a
 downloaded) and ``embeddings:`` (a fresh folder per run), so the real ``run`` plans an ingest task
 (:func:`biasdask.engine.sources.ingest_source`) for every language and starts each language once its
 store is made, with the run's display on (the bytes fetched reach the client as events). In the workers
-that task is replaced by sleeps (:func:`ingest_schedule`): the ``--source-mb`` (1,200) MB source arrives
-at ``--bandwidth`` MB/s (50; per ingest task, each fetching its own source), and each block of a chunk
-of lines is decompressed and cut (``read``), then parsed and written (``parse``), once its bytes are
-there; then the search for repeated words (``finish``). The three are measured here (a real
+that task is replaced by sleeps: the ``--source-mb`` (1,200) MB source arrives at ``--bandwidth`` MB/s
+(50; per ingest task, each fetching its own source); each block of a chunk of lines is decompressed and
+cut (``read``) in the task's thread once its bytes are there, then parsed and written (``parse``) as
+the real task does it, by :func:`biasdask.engine.tasks.hand_out` (a task of its own on a free thread,
+``biasdask.sources.blocks-beside`` in flight, carrying a 1 KiB stand-in for the block's ~70 MB of text:
+moving a block to another worker is not simulated; or slept in the task's thread); then the search for
+repeated words (``finish``). The time a task's thread spends seceded from its pool, waiting for the
+blocks it handed out, is not counted busy. The three are measured here (a real
 :func:`biasdask.io.formats.iter_blocks` and ``_ingest_block`` of one block of a generated
 ``--model-dim`` ``.vec.gz``, ``_Job.finish``'s searches on ``--words`` hashes) or given with
 ``--durations read=...,parse=...,finish=...``. The task reports the bytes as it fetches them, 1 MiB at a
@@ -141,6 +145,8 @@ SOURCE_KINDS = {
 }
 #: bytes of a fetched piece (each reported to the run's display, as ``biasdask.io.download`` reads them)
 PIECE_BYTES = 2**20
+#: bytes a simulated block carries to the task that parses it (the real one carries ~70 MB of text)
+BLOCK_BALLAST = 1024
 #: the environment variable that gives the worker processes their sleeps (JSON)
 SLEEPS_ENV = "BIASDASK_SCALE_SLEEPS"
 #: words of a pool's stand-in (a real pool of this many words: its batches and cells stay real)
@@ -151,7 +157,8 @@ POOL_WORDS = 64
 # Worker side: the preload that replaces the heavy task bodies by sleeps.
 
 _SLEEPS: dict = {}
-_CALLS: dict = {"lock": threading.Lock(), "calls": defaultdict(int), "slept": defaultdict(float)}
+_CALLS: dict = {"lock": threading.Lock(), "calls": defaultdict(int), "slept": defaultdict(float), "seceded": 0.0}
+_SECEDED = threading.local()
 _BALLAST: dict = {}
 
 
@@ -182,9 +189,26 @@ def install_sleeps(sleeps: dict) -> None:
     work.family_batch = _sleepy_batch
     work.write_scores = _sleepy_write
     if "sources" in sleeps:
-        from biasdask.engine import sources
+        from biasdask.engine import sources, tasks
 
         sources.ingest_source = _sleepy_ingest
+        tasks.secede, tasks.rejoin = _timed(tasks.secede, "start"), _timed(tasks.rejoin, "stop")
+
+
+def _timed(fn, when: str):
+    """``distributed``'s secede (``start``) or rejoin (``stop``) as :func:`biasdask.engine.tasks.hand_out`
+    calls them, the seconds between them (a task's thread out of its worker's pool, waiting for the
+    tasks it handed out, then for a slot) counted as ``seceded``: not busy."""
+
+    def call():
+        if when == "start":
+            _SECEDED.since = time.monotonic()
+            return fn()
+        fn()
+        with _CALLS["lock"]:
+            _CALLS["seceded"] += time.monotonic() - _SECEDED.since
+
+    return call
 
 
 def _sleep(kind: str, seconds: float) -> None:
@@ -269,10 +293,11 @@ def _sleepy_write(loc, code, parts, counts, *computed):
 
 
 def ingest_schedule(blocks: int, source_bytes: float, bandwidth: float, read: float, parse: float) -> list:
-    """When each block of a language's ingest is done, in seconds after its task started, and the bytes
-    fetched by then: the source arrives at ``bandwidth`` bytes/s (fetched ahead, in a thread of its own,
-    as :class:`biasdask.io.download.Download` does), and the task decompresses, cuts, parses and writes
-    block k (``read + parse`` seconds) once its bytes are there and block k - 1 is written."""
+    """When each block of a language's ingest task is done in its own thread, in seconds after the task
+    started, and the bytes fetched by then: the source arrives at ``bandwidth`` bytes/s (fetched ahead,
+    in a thread of its own, as :class:`biasdask.io.download.Download` does), and the task decompresses
+    and cuts block k (``read``) once its bytes are there and block k - 1 is done, then parses and writes
+    it (``parse``: 0 when other threads do it)."""
     done, out = 0.0, []
     for k in range(blocks):
         arrived = (k + 1) * source_bytes / blocks / bandwidth
@@ -281,34 +306,66 @@ def ingest_schedule(blocks: int, source_bytes: float, bandwidth: float, read: fl
     return out
 
 
+def _sleepy_parse(ballast: bytes, seconds: float) -> int:
+    """A block parsed and written: its duration."""
+    _sleep("parse", seconds)
+    return len(ballast)
+
+
 def _sleepy_ingest(job, report=None):
     """A language's store made from its source (:func:`biasdask.engine.sources.ingest_source`): its
-    download and its blocks' parsing and writing slept (:func:`ingest_schedule`), the bytes fetched
-    reported piece by piece as the real task does, then the language's word-only store linked into
-    place; returns its identity."""
+    download slept (the source arriving at the bandwidth), each block's decompressing and cutting slept in
+    the task's thread once its bytes are there, and its parsing and writing handed out as the real task
+    hands it (:func:`biasdask.engine.tasks.hand_out`, ``job.beside`` blocks in flight, each a task of its
+    own carrying a small stand-in for the block's bytes, or slept here); the bytes fetched reported piece
+    by piece as the real task does; then the search for repeated words slept, and the language's
+    word-only store linked into place; returns its identity. Its sleeps count by kind (``read``,
+    ``parse``, ``finish``); those of ``ingest`` are its waits for bytes still to arrive, its thread held.
+    """
     from biasdask.engine.sources import FetchedEvents
     from biasdask.io.store import store_identity
 
     src = _SLEEPS["sources"]
-    if isinstance(report, FetchedEvents):
-        report = report.in_this_task()
-    start = time.monotonic()
-    reported = 0
-    schedule = ingest_schedule(src["blocks"], src["bytes"], src["bandwidth"], _SLEEPS["read"], _SLEEPS["parse"])
-    for done, fetched in schedule:
-        time.sleep(max(0.0, start + done - time.monotonic()))
-        while report is not None and reported + PIECE_BYTES <= fetched:
-            report(PIECE_BYTES)
-            reported += PIECE_BYTES
-    if report is not None and src["bytes"] > reported:
-        report(int(src["bytes"] - reported))
-    time.sleep(max(0.0, start + schedule[-1][0] + _SLEEPS["finish"] - time.monotonic()))
+    events = report.in_this_task() if isinstance(report, FetchedEvents) else contextlib.nullcontext(report)
+    with events as on_bytes:
+        _sleepy_ingest_in(job, on_bytes, src)
     dest = job.store.url
     link_store(src["stash"][job.language], dest)
     with _CALLS["lock"]:
         _CALLS["calls"]["ingest"] += 1
-        _CALLS["slept"]["ingest"] += time.monotonic() - start
     return store_identity(dest, language=job.language).as_dict()
+
+
+def _sleepy_ingest_in(job, report, src: dict) -> None:
+    from biasdask.engine.tasks import hand_out
+
+    start = time.monotonic()
+    reported = 0
+
+    def fetched_by_now() -> None:
+        nonlocal reported
+        fetched = min(src["bytes"], (time.monotonic() - start) * src["bandwidth"])
+        while report is not None and reported + PIECE_BYTES <= fetched:
+            report(PIECE_BYTES)
+            reported += PIECE_BYTES
+
+    def blocks():
+        for k in range(src["blocks"]):
+            arrived = (k + 1) * src["bytes"] / src["blocks"] / src["bandwidth"]
+            waited = max(0.0, start + arrived - time.monotonic())
+            time.sleep(waited)
+            with _CALLS["lock"]:
+                _CALLS["slept"]["ingest"] += waited
+            _sleep("read", _SLEEPS["read"])
+            fetched_by_now()
+            yield k, _sleepy_parse, (bytes(BLOCK_BALLAST), _SLEEPS["parse"])
+
+    hand_out(blocks(), lambda k, n: None, window=job.beside, priority=job.priority)
+    time.sleep(max(0.0, start + src["bytes"] / src["bandwidth"] - time.monotonic()))  # the download's end
+    fetched_by_now()
+    if report is not None and src["bytes"] > reported:
+        report(int(src["bytes"] - reported))
+    _sleep("finish", _SLEEPS["finish"])
 
 
 def worker_calls(dask_worker) -> dict | None:
@@ -317,7 +374,7 @@ def worker_calls(dask_worker) -> dict | None:
     if calls is None:
         return None
     with calls["lock"]:
-        return {"calls": dict(calls["calls"]), "slept": dict(calls["slept"])}
+        return {"calls": dict(calls["calls"]), "slept": dict(calls["slept"]), "seceded": calls["seceded"]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -635,6 +692,9 @@ def dask_cluster(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
     # the task stream must hold every task of a run (the scheduler's buffer is bounded)
     env["DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__TASKS__TASK_STREAM_LENGTH"] = "2000000"
+    # the workers' statistical profiler walks every thread's stack every 10 ms: at 128 threads a process
+    # it takes a sizeable share of this machine's cores, which a cluster's workers of a few threads do not
+    env["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
     procs: list[subprocess.Popen] = []
 
     def start(cmd, name, extra=None, niceness=0):
@@ -819,7 +879,13 @@ class Sampler(threading.Thread):
 
 
 def _cpu(process) -> float:
-    t = process.cpu_times()
+    """CPU seconds of ``process``; NaN once it is gone (a worker process restarted: its CPU is unknown)."""
+    import psutil
+
+    try:
+        t = process.cpu_times()
+    except psutil.NoSuchProcess:
+        return math.nan
     return t.user + t.system
 
 
@@ -853,6 +919,7 @@ def _kind(key) -> str:
         "found_attrs": "attributes",
         "root_metadata": "probe",
         "ingest_source": "ingest",
+        "sleepy_parse": "parse",
     }.get(name.lstrip("_"), name)
 
 
@@ -938,6 +1005,8 @@ def client_run(spec: dict) -> dict:
     )
     parts["other"] = max(0.0, cpu - sum(parts.values()))
     machine_used = _busy_cpu(machine1) - _busy_cpu(machine0)
+    # a task's thread seceded from its pool (waiting for the tasks it handed out) holds no slot: not busy
+    seceded = sum((c or {}).get("seceded", 0.0) for c in calls.values())
     slept: dict = defaultdict(lambda: {"calls": 0, "seconds": 0.0})
     for c in calls.values():
         for kind, n in (c or {}).get("calls", {}).items():
@@ -948,7 +1017,8 @@ def client_run(spec: dict) -> dict:
         "processes": len(spec["worker_pids"]),
         "simulated": spec["simulate"],
         "wall_s": wall,
-        "busy": computed / (wall * spec["threads"]),
+        "busy": (computed - seceded) / (wall * spec["threads"]),
+        "seceded_s": seceded,
         "busy_slept": sum(v["seconds"] for v in slept.values()) / (wall * spec["threads"]),
         "tasks": n_tasks,
         "mean_task_ms": 1e3 * computed / max(1, n_tasks),
@@ -1101,19 +1171,23 @@ def detail_lines(r: dict) -> list[str]:
 
 
 def sources_line(durations: dict, args) -> str:
-    """What a language's ingest task does and takes (``durations["sources"]``: :func:`ingest_schedule`)."""
+    """What a language's ingest task does and takes (``durations["sources"]``: :func:`ingest_schedule`),
+    parsing every block itself and with every block parsed beside it."""
     src = durations["sources"]
     blocks = src["blocks"]
-    schedule = ingest_schedule(blocks, src["bytes"], src["bandwidth"], durations["read"], durations["parse"])
-    task = schedule[-1][0] + durations["finish"]
+    alone, helped = (
+        ingest_schedule(blocks, src["bytes"], src["bandwidth"], durations["read"], parse)[-1][0] + durations["finish"]
+        for parse in (durations["parse"], 0.0)
+    )
+    work = blocks * (durations["read"] + durations["parse"]) + durations["finish"]
     ratio = durations.get("gzip_ratio")
     text = f" (about {src['bytes'] / ratio / 1e9:.1f} GB of text at the generated file's gzip ratio)" if ratio else ""
     return (
         f"sources: {args.languages} x {args.source_mb:,.0f} MB .vec.gz{text}, fetched at {args.bandwidth:g} MB/s per ingest task (download "
         f"{src['bytes'] / src['bandwidth']:.1f} s); {blocks} blocks of read {durations['read']:.3f} s + parse and "
         f"write {durations['parse']:.3f} s{'*' if 'read' in parse_durations(args.durations) else ''}, "
-        f"finish {durations['finish']:.2f} s: {task:.1f} s per language's ingest task, "
-        f"{args.languages * task:,.0f} task-seconds in all"
+        f"finish {durations['finish']:.2f} s: a language's ingest task takes {alone:.1f} s parsing every block "
+        f"itself, {helped:.1f} s with every block parsed beside it; {args.languages * work:,.0f} task-seconds in all"
     )
 
 
