@@ -42,6 +42,7 @@ import email.utils
 import gzip
 import http.server
 import json
+import math
 import os
 import re
 import shutil
@@ -235,16 +236,25 @@ def by_sources(client, base: str, work: Path, args: argparse.Namespace) -> tuple
 
 
 def task_kinds(stream: list[dict], wall: float, threads: int) -> str:
-    """The tasks' compute seconds by key prefix, and the busy fraction over ``wall``."""
+    """The tasks' compute seconds by key prefix, and the busy fraction over ``wall``: the time each of the
+    ``threads`` single-thread workers runs a task. A task that waits for the blocks it handed out (out
+    of its worker's pool, its thread free for them) counts once with the tasks that run meanwhile."""
     kinds: dict[str, float] = {}
+    spans: dict[str, list[tuple[float, float]]] = {}
     for task in stream:
         for ss in task.get("startstops", ()):
             if ss.get("action") == "compute":
                 prefix = re.sub(r"[-_]?[0-9a-f]{8,}.*$", "", str(task["key"]).strip("('\""))
                 kinds[prefix] = kinds.get(prefix, 0.0) + ss["stop"] - ss["start"]
-    busy = sum(kinds.values()) / (wall * threads)
+                spans.setdefault(task["worker"], []).append((ss["start"], ss["stop"]))
+    running = 0.0
+    for intervals in spans.values():
+        end = -math.inf
+        for start, stop in sorted(intervals):
+            running += max(0.0, stop - max(start, end))
+            end = max(end, stop)
     shown = ", ".join(f"{k} {v:.1f}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:8])
-    return f"busy {busy:.0%}; task seconds: {shown}"
+    return f"busy {running / (wall * threads):.0%}; task seconds: {shown}"
 
 
 def measure(way: str, base: str, work: Path, args: argparse.Namespace) -> tuple[dict, object]:
