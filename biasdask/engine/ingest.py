@@ -466,6 +466,8 @@ class _Job:
 
     def __init__(self, info: SourceInfo, dest: Location, chunk_words: int, max_words, progress, shown: str = ""):
         self.info = info
+        # what a block's parse needs: the source's reader (a download reporting to this run) stays here
+        self.block_info = dataclasses.replace(info, opener=None)
         self.dest = dest
         self.shown = shown or str(dest)  # the destination as the user named it (dest may be a fresh store)
         self.chunk_words = chunk_words
@@ -489,7 +491,7 @@ class _Job:
         own while fewer than ``beside`` are in flight (:func:`biasdask.engine.tasks.hand_out`)."""
         with _bar(self.progress, self.info.size, f"ingest {self.info.format}") as bar:
             jobs = (
-                (b.index, _ingest_block, (self.dest, self.info, b.data, b.index, b.n, self.chunk_words))
+                (b.index, _ingest_block, (self.dest, self.block_info, b.data, b.index, b.n, self.chunk_words))
                 for b in self._blocks(bar)
             )
             hand_out(jobs, self.results.__setitem__, window=beside, priority=priority)
@@ -500,7 +502,7 @@ class _Job:
         def jobs(bar: tqdm) -> Iterator[tuple[int, Callable, tuple]]:
             for block in self._blocks(bar):
                 data = client.scatter(block.data, hash=False)
-                args = (self.dest, self.info, data, block.index, block.n, self.chunk_words)
+                args = (self.dest, self.block_info, data, block.index, block.n, self.chunk_words)
                 yield block.index, _ingest_block, args
 
         try:

@@ -88,7 +88,7 @@ class RunProgress:
         if self.bar is None or not self.n_sources or (not force and time.monotonic() - self._shown < 0.2):
             return
         self._shown = time.monotonic()
-        fetched = tqdm.format_sizeof(self.fetched_bytes, "B", 1024)
+        fetched = tqdm.format_sizeof(self.fetched_bytes, "B", 1000)
         self.bar.set_postfix_str(f"fetched {fetched}, stores made {self.made}/{self.n_sources}")
 
 

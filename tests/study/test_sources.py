@@ -234,7 +234,7 @@ def test_run_ingests_the_missing_stores_then_reuses_them_without_reading_the_sou
     total = sum((root / f"cc.{c}.vec.gz").stat().st_size for c in codes)
     last = err.replace("\r", "\n").strip().splitlines()[-1]
     assert last.startswith("cells: 100%") and "stores made 3/3" in last
-    assert f"fetched {tqdm.format_sizeof(total, 'B', 1024)}" in last
+    assert f"fetched {tqdm.format_sizeof(total, 'B', 1000)}" in last  # MB of 10**6 bytes
     cube = rs.open_results(study["output"])
     clean, stores = _clean_run(tmp_path, root, codes, "clean")
     _same_cells(cube, clean)
@@ -256,9 +256,9 @@ def test_run_ingests_the_missing_stores_then_reuses_them_without_reading_the_sou
 def test_on_a_cluster_the_ingest_task_hands_blocks_to_a_free_thread_and_writes_the_same_store(
     tmp_path, sources, dask_client
 ):
-    """One language on two one-thread workers: its task decompresses, the other thread parses and writes
-    blocks beside it; with blocks-beside 0 the task parses every block. Both stores are the one ingest
-    writes, bit for bit."""
+    """One language on two one-thread workers, the run's display on (the task reports the bytes it
+    fetches): its task decompresses, the other thread parses and writes blocks beside it; with
+    blocks-beside 0 the task parses every block. Both stores are the one ingest writes, bit for bit."""
     root, base, _ = sources
     vec_gz(root / "cc.en.vec.gz", "en", n_words=6000)
     clean, stores = _clean_run(tmp_path, root, ["en"], "clean")
@@ -266,7 +266,7 @@ def test_on_a_cluster_the_ingest_task_hands_blocks_to_a_free_thread_and_writes_t
         study = _study(tmp_path, base, ["en"], output=f"results-{beside}.zarr")
         study["embeddings"] = str(tmp_path / f"emb-{beside}" / "{language}.zarr")
         with dask.config.set({"biasdask.sources.blocks-beside": beside}), get_task_stream(dask_client) as stream:
-            cube = biasdask.run(study, client=dask_client, progress=False)
+            cube = biasdask.run(study, client=dask_client, progress=True)
         blocks = [t for t in stream.data if "ingest_block" in str(t["key"])]
         assert bool(blocks) == handed
         _same_cells(cube, clean)
