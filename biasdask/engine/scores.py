@@ -809,8 +809,10 @@ def scores_graph(
         left_out, n_duplicates = dask.delayed(_left_out_rows, pure=True, nout=2)(excl_pos, n, hashes)
     if hashes is not None or excl_pos.size:  # each block's mask made by its task from the rows left out
         extras["mask"] = da.map_blocks(_mask_block, left_out, chunks=(chunks,), dtype=bool, meta=np.empty(0, bool))
-    if stored is not None:  # a store's ranks are 1..N in row order (its format): nothing to read
-        rank_coord = xr.Variable(("word",), np.arange(1, n + 1, dtype=np.int64), attrs=emb["rank"].attrs)
+    if stored is not None:  # a store's ranks are 1..N in row order (its format): nothing to read, and
+        # nothing held here (N int64s per language in flight would weigh on a study's client)
+        ranks = da.arange(1, n + 1, chunks=(chunks,), dtype=np.int64)
+        rank_coord = xr.Variable(("word",), ranks, attrs=emb["rank"].attrs)
     else:
         rank_coord = emb["rank"]
         if "zipf" in methods:

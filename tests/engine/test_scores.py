@@ -450,5 +450,7 @@ def test_stored_scores_are_one_task_per_chunk_and_match_a_numpy_oracle(tmp_path,
     np.testing.assert_allclose(got[2], zipf, rtol=3e-6, atol=1e-12)
     assert np.isnan(got[:, 5]).all() and all(np.isnan(got[:, int(w[1:])]).all() for w in exclude)
     assert found["n_zero_vectors"] == 1 and sc["rank"].values.tolist() == list(range(1, n + 1))
+    # nothing per word held by the caller (a study's client keeps the graphs of many languages in flight)
+    assert all(isinstance(sc[name].data, da.Array) for name in ("u", "t", "rank"))
     loaded = sc.compute(scheduler="sync")
     assert loaded["u"].values.tobytes() == got[0].tobytes() and loaded["t"].values.tobytes() == got[1:].tobytes()
