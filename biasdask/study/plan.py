@@ -169,9 +169,10 @@ def plan_language(
     )
 
 
-#: the most languages in flight by default: each holds ~10 MiB of the client (its store opened, its graphs
-#: and futures); 32 keep 256 worker threads as busy as 64 or 157 did (docs/benchmarks.md, many workers)
-MAX_LANGUAGES_IN_FLIGHT = 32
+#: the most languages in flight by default (each holds its store opened, its graphs and futures in the
+#: client, and its tasks in the scheduler); 64 keep 256 worker threads as busy as 157 did
+#: (docs/benchmarks.md, many workers)
+MAX_LANGUAGES_IN_FLIGHT = 64
 
 
 def languages_in_flight(slots: int) -> int:

@@ -66,8 +66,8 @@ def test_plan_language_is_pure_and_sorts_the_cells():
 
 def test_languages_in_flight_comes_from_dask_config():
     assert languages_in_flight(1) == 2 and languages_in_flight(10) == 20
-    # the client's memory grows with the languages in flight
-    assert languages_in_flight(20) == languages_in_flight(256) == 32
+    # a bounded number, whatever the cluster's size
+    assert languages_in_flight(32) == languages_in_flight(256) == 64
     with dask.config.set({"biasdask.run.languages-in-flight": 3}):
         assert languages_in_flight(40) == 3
     with dask.config.set({"biasdask.run.languages-in-flight": 0}), pytest.raises(BiasdaskError):
