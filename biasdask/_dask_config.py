@@ -28,7 +28,7 @@ from dask.utils import parse_bytes, parse_timedelta
 
 from biasdask.errors import ConfigError
 
-__all__ = ["check_settings", "check_temporary_directory", "environment_variable", "number", "seconds"]
+__all__ = ["check_settings", "check_temporary_directory", "count", "environment_variable", "number", "seconds"]
 
 _FILE = Path(__file__).with_name("biasdask.yaml")
 
@@ -83,6 +83,29 @@ def number(key: str) -> float:
     if math.isnan(result):
         raise _bad(key, value, "a number")
     return result
+
+
+def count(key: str, minimum: int = 0) -> int:
+    """The whole number of Dask setting ``key``, at least ``minimum``.
+
+    Raises
+    ------
+    ConfigError
+        Naming the setting, when its value is no whole number of at least ``minimum``.
+
+    Examples
+    --------
+    >>> import dask
+    >>> with dask.config.set({"biasdask.sources.blocks-beside": -1}):
+    ...     count("biasdask.sources.blocks-beside")
+    Traceback (most recent call last):
+    ...
+    biasdask.errors.ConfigError: Dask setting biasdask.sources.blocks-beside (DASK_BIASDASK__SOURCES__BLOCKS_BESIDE) is -1: expected a whole number of at least 0; set it to such a value, or unset it for its default
+    """
+    value = number(key)
+    if value != int(value) or value < minimum:
+        raise _bad(key, dask.config.get(key), f"a whole number of at least {minimum}")
+    return int(value)
 
 
 def seconds(key: str) -> float:

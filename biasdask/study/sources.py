@@ -26,6 +26,7 @@ import dask.config
 from dask.utils import parse_bytes
 from tqdm import tqdm
 
+from biasdask._dask_config import count
 from biasdask.engine.scores import as_terms, nfc
 from biasdask.engine.sources import FetchedEvents, SourceJob, stored_source_change
 from biasdask.errors import BiasdaskError, StoreConflictError
@@ -105,15 +106,6 @@ class SourceRun:
     progress: RunProgress = field(default_factory=RunProgress)
 
 
-def _blocks_beside() -> int:
-    """``biasdask.sources.blocks-beside``: the most blocks an ingest task hands at a time to tasks of
-    their own."""
-    value = dask.config.get("biasdask.sources.blocks-beside")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BiasdaskError(f"biasdask.sources.blocks-beside: expected a non-negative integer, got {value!r}")
-    return value
-
-
 def source_job(cfg: StudyConfig, lang: LanguageSpec, options: Mapping, run: str | None = None) -> SourceJob:
     """The ingest task of ``lang``'s source (it must have one), with the study's settings, for the run
     ``run``."""
@@ -131,7 +123,7 @@ def source_job(cfg: StudyConfig, lang: LanguageSpec, options: Mapping, run: str 
         words=(words[0], words[1]),
         part_bytes=int(parse_bytes(dask.config.get("biasdask.sources.part-size"))),
         run=run,
-        beside=_blocks_beside(),
+        beside=count("biasdask.sources.blocks-beside"),
     )
 
 

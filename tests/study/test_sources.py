@@ -274,6 +274,17 @@ def test_on_a_cluster_the_ingest_task_hands_blocks_to_a_free_thread_and_writes_t
         assert made.fingerprint == store_identity(stores["en"]).fingerprint
 
 
+@pytest.mark.parametrize("value", [-1, 1.5])
+def test_a_bad_blocks_beside_setting_is_named_and_no_store_is_made(tmp_path, sources, value):
+    root, base, _ = sources
+    vec_gz(root / "cc.en.vec.gz", "en", n_words=600)
+    study = _study(tmp_path, base, ["en"])
+    expected = rf"biasdask\.sources\.blocks-beside .* is {value}: expected a whole number of at least 0"
+    with dask.config.set({"biasdask.sources.blocks-beside": value}), pytest.raises(ConfigError, match=expected):
+        biasdask.run(study, progress=False)
+    assert not (tmp_path / "emb").exists()
+
+
 def _report_pieces(events, pieces: int) -> None:
     with events.in_this_task() as fetched:
         for _ in range(pieces):
