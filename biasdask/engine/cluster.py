@@ -32,7 +32,7 @@ import fsspec
 import numpy as np
 from dask.callbacks import Callback
 from dask.utils import parse_timedelta
-from distributed import Client, LocalCluster, WorkerPlugin, as_completed
+from distributed import Client, LocalCluster, WorkerPlugin, as_completed, get_worker
 
 from biasdask._dask_config import check_settings, check_temporary_directory
 from biasdask.engine.pools import measured_rate
@@ -339,9 +339,17 @@ def client_scope(
 
 
 def active_client(client: Client | None = None) -> Client | None:
-    """``client`` if given, else the current ``distributed`` client, else None (Dask's default scheduler)."""
+    """``client`` if given, else the current ``distributed`` client, else None (Dask's default scheduler).
+
+    In a task on a worker, None unless given: the worker's own client, made once a task there hands work
+    to the cluster (:func:`biasdask.engine.tasks.hand_out`), is no scheduler for a task that would wait
+    for it while holding its thread (on workers of one thread each, such tasks wait for each other).
+    """
     if client is not None:
         return client
+    with contextlib.suppress(ValueError):
+        get_worker()
+        return None
     with contextlib.suppress(ValueError):
         return Client.current()
     return None

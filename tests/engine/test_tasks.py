@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from distributed import get_client
 
 from biasdask.engine.tasks import Tasks, hand_out, windowed
 
@@ -143,3 +144,24 @@ def test_outside_a_worker_every_job_runs_here():
     here = threading.get_ident()
     hand_out(((i, lambda i: (i, threading.get_ident()), (i,)) for i in range(5)), seen.__setitem__, window=3)
     assert seen == {i: (i, here) for i in range(5)}
+
+
+def _with_worker_client() -> bool:
+    get_client()  # as a task that hands work out makes it
+    return True
+
+
+def _implicit_client() -> str | None:
+    from biasdask.engine.cluster import active_client
+
+    c = active_client()
+    return None if c is None else type(c).__name__
+
+
+def test_a_task_on_a_worker_never_gets_the_workers_client_implicitly(dask_client):
+    """Once a task on a worker has made the worker's client, a later task there that asks for the active
+    client gets none (it would wait for tasks of its own while holding its thread: with one-thread workers,
+    a deadlock)."""
+    where = sorted(dask_client.scheduler_info()["workers"])[:1]
+    assert dask_client.submit(_with_worker_client, workers=where, pure=False).result(timeout=60)
+    assert dask_client.submit(_implicit_client, workers=where, pure=False).result(timeout=60) is None
