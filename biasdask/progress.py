@@ -50,6 +50,19 @@ def in_notebook() -> bool:
     return type(shell).__name__ == "ZMQInteractiveShell"
 
 
+def _console_loggers() -> list[logging.Logger]:
+    """The loggers among the root and ``biasdask`` that print to the console, else the root: tqdm's
+    redirection gives each logger it is handed a console handler, and a ``biasdask`` record printed by
+    its own would be printed again by one added to the root."""
+
+    def prints(logger: logging.Logger) -> bool:
+        return any(
+            isinstance(h, logging.StreamHandler) and h.stream in (sys.stdout, sys.stderr) for h in logger.handlers
+        )
+
+    return [logger for logger in (logging.root, log) if prints(logger)] or [logging.root]
+
+
 @contextlib.contextmanager
 def progress_bar(progress: bool | None, **kwargs: Any) -> Iterator[tqdm]:
     """A tqdm bar for one long step (disabled unless :func:`wanted`), closed on exit.
@@ -72,7 +85,7 @@ def progress_bar(progress: bool | None, **kwargs: Any) -> Iterator[tqdm]:
 
     warnings.showwarning = above_bar
     try:
-        with logging_redirect_tqdm([logging.root, log]), contextlib.closing(bar):
+        with logging_redirect_tqdm(_console_loggers()), contextlib.closing(bar):
             try:
                 yield bar
             except BaseException:

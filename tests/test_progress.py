@@ -61,3 +61,4 @@ def test_warnings_and_log_records_go_above_the_bar(monkeypatch):
     # each message on a line of its own, not glued to a bar
     assert "step" not in warning_line and "step" not in record_line
     assert warning_line.rstrip().endswith("UserWarning: something odd") and record_line.strip() == "a skipped cell"
+    assert sum("a skipped cell" in ln for ln in lines) == 1  # once, not also through the root logger
