@@ -511,18 +511,19 @@ def cells_line(results: xr.Dataset) -> str:
 
 def captions(results: xr.Dataset, names: Sequence[str]) -> dict[str, str]:
     """What each figure of :func:`figures` shows, in a sentence or two, by name."""
-    a_words = _first_words(results, "attribute_words_a")
-    b_words = _first_words(results, "attribute_words_b")
-    sides = (
-        f"A is the first attribute set ({a_words}), B the second ({b_words})"
-        if a_words
-        else "A is the first attribute set, B the second"
-    )
     out = {}
     for name in names:
         if name == "overview":
             tests = [str(t) for t in results["test"].values]
             test = "gender" if "gender" in tests else tests[0]
+            shown = results.sel({"test": test})
+            a_words = _first_words(shown, "attribute_words_a")
+            b_words = _first_words(shown, "attribute_words_b")
+            sides = (
+                f"A is the first attribute set ({a_words}), B the second ({b_words})"
+                if a_words
+                else "A is the first attribute set, B the second"
+            )
             out[name] = (
                 f"Test {test}, per language: the effect size d (left; > 0 leans towards A) and how far s lies in "
                 f"its permutation null, z, under each weighting (right; symmetric-log axis, dotted lines at ±1.96). {sides}."

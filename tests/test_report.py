@@ -464,8 +464,15 @@ def test_report_colours_follow_each_tests_direction(mixed_study, tmp_path):
 
     page = write_report(mixed_study, tmp_path).read_text(encoding="utf-8")
     assert page.index('id="summary"') < page.index('id="figures"') < page.index('id="cube-table"')
-    assert "<figcaption><strong>Figure 1.</strong> Test gender" in page and "A is the first attribute set (en:" in page
     res = biasdask.open_results(mixed_study)
+    gender_a = str(res["attribute_words_a"].sel({"language": "en", "test": "gender"}).values.ravel()[0])
+    assert gender_a == "male"  # the words of the test the figure shows, not of another test (rnd: male, man, ...)
+    assert "<figcaption><strong>Figure 1.</strong> Test gender" in page
+    assert "A is the first attribute set (en: male), B the second" in page
+    from biasdask.report import captions
+
+    others_first = res.isel({"test": [2, 1, 0]})  # whatever test comes first in the cube
+    assert "A is the first attribute set (en: male), B the second" in captions(others_first, ["overview"])["overview"]
     row = re.compile(
         r'<tr[^>]*><td class="text" data-v="(\w+)">\w+</td><td class="text" data-v="([\w.]+)">[\w.]+</td>'
         r'<td class="text" data-v="(\w+)">\w+</td><td class="num([^"]*)" data-v="([^"]*)">'
