@@ -10,6 +10,7 @@ A task running on a worker hands jobs of its own to the cluster's free threads w
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import queue
@@ -23,7 +24,7 @@ import xarray as xr
 from distributed import Client, get_client, get_worker, rejoin, secede
 from distributed import wait as wait_for
 
-__all__ = ["Tasks", "hand_out", "windowed"]
+__all__ = ["Fetched", "Tasks", "hand_out", "windowed"]
 
 
 def _together(*arrays):
@@ -55,15 +56,23 @@ def _copy_outcome(
         target.set_result(source.result() if item is None else source.result()[item])
 
 
+class Fetched(concurrent.futures.Future):
+    """The outcome of the finished ``distributed`` future :attr:`remote`, fetched into this process."""
+
+    def __init__(self, remote) -> None:
+        super().__init__()
+        self.remote = remote
+
+
 class Tasks:
     """Where the stream's tasks run, and one queue on which tagged tasks report as they finish.
 
     With a ``distributed`` client, tasks are its futures: a task taking another's future as argument
     depends on it, and its data moves only to the worker that runs the task. Without one, they run in
     a pool of this process's threads, each task once its inputs are done, and scores graphs on
-    Dask's default scheduler. What must happen in this process (building a scores graph, which waits
-    for its attribute task) runs ``beside`` the stream, in threads of this process,
-    so that the loop keeps writing cells and submitting work meanwhile.
+    Dask's default scheduler. What must happen in this process (building a scores graph) runs
+    ``beside`` the stream, in threads of this process, so that the loop keeps writing cells and
+    submitting work meanwhile.
     """
 
     def __init__(self, client: Client | None, threads: int) -> None:
@@ -81,8 +90,26 @@ class Tasks:
         return future
 
     def report(self, future, tag: Any) -> None:
-        """Put ``(tag, future)`` on :attr:`finished` when ``future`` is done."""
-        future.add_done_callback(lambda f: self.finished.put((tag, f)))
+        """Put ``(tag, future)`` on :attr:`finished` when ``future`` is done. A ``distributed`` future's
+        outcome is first fetched into this process by the client's event loop, beside the others, and
+        put there as a done :class:`Fetched` future: the thread that handles it does not wait for a
+        round trip to the worker that holds it."""
+        if isinstance(future, concurrent.futures.Future):
+            future.add_done_callback(lambda f: self.finished.put((tag, f)))
+            return
+        fetched = Fetched(future)
+
+        def settle(gathered: concurrent.futures.Future) -> None:
+            if future.cancelled() or gathered.cancelled():
+                fetched.cancel()
+            elif gathered.exception() is not None:
+                fetched.set_exception(gathered.exception())
+            else:
+                fetched.set_result(gathered.result()[0])
+            self.finished.put((tag, fetched))
+
+        gathering = self.client.gather([future], asynchronous=True)  # a coroutine, run on the event loop
+        asyncio.run_coroutine_threadsafe(gathering, self.client.loop.asyncio_loop).add_done_callback(settle)
 
     def submit(self, fn: Callable, *args, tag: Any = None, priority: int = 0, pure: bool = True, **kwargs):
         """Run ``fn(*args, **kwargs)`` as a task; futures among ``args`` are its dependencies. A
@@ -167,7 +194,7 @@ class Tasks:
 
     def release(self, futures) -> None:
         """Forget finished work (a ``distributed`` future's data leaves the cluster with it)."""
-        self.live.difference_update(futures)
+        self.live.difference_update(f.remote if isinstance(f, Fetched) else f for f in futures)
 
     def close(self) -> None:
         """Cancel what is still running (a run that failed) and stop the threads."""
@@ -214,7 +241,7 @@ def windowed(
     try:
         while pending:
             index, future = tasks.finished.get()
-            pending.pop(future)
+            pending.pop(future.remote if isinstance(future, Fetched) else future)
             try:
                 result = future.result()
             except Exception as exc:  # noqa: BLE001 - the earliest one is re-raised below
@@ -244,15 +271,18 @@ def hand_out(
 ) -> None:
     """In a task on a ``distributed`` worker: run ``jobs`` (index, function, arguments) as tasks of their
     own while fewer than ``window`` are in flight, and in this thread otherwise, calling
-    ``on_done(index, result)`` here as each finishes (the job iterator may read what it recorded).
+    ``on_done(index, result)`` here for each (for the jobs run here as they finish, for the others at the
+    end).
 
     The task keeps its worker thread for its own work (producing the jobs, and those it runs itself), so
     the handed-out tasks only take threads the cluster has free, at the scheduler's ``priority``: a busy
     cluster leaves the work where it was and a free one shares it, without more threads than cores at
     work. ``bytes`` arguments are placed on this worker (scattered, not hashed) before the task that
-    takes them is submitted: they travel only if the scheduler sends the task elsewhere. The tasks still
-    in flight at the end are awaited with this thread seceded from its worker's pool (its slot free for
-    them), which it rejoins before returning. Outside a worker, or with ``window`` 0, every job runs in
+    takes them is submitted: they travel only if the scheduler sends the task elsewhere. Handing a job
+    out never waits for the scheduler: placing its bytes and submitting it run on the worker's event
+    loop while this thread goes on, and the results are gathered in one call at the end, with this
+    thread seceded from its worker's pool (its slot free for the tasks still in flight) until they are
+    all done; it rejoins before returning. Outside a worker, or with ``window`` 0, every job runs in
     this thread.
 
     On failure nothing more is started; the tasks in flight are awaited (none acts after the caller
@@ -268,50 +298,67 @@ def hand_out(
         for index, fn, args in jobs:
             on_done(index, fn(*args))
         return
-    pending: dict[Any, int] = {}
+    handed: list[tuple[int, concurrent.futures.Future]] = []  # (index, future of its submitted future)
+    in_flight: list[concurrent.futures.Future] = []
     failures: list[tuple[int, BaseException]] = []
     feed_error: BaseException | None = None
 
-    def collect(futures) -> None:
-        for future in futures:
-            index = pending.pop(future)
-            try:
-                result = future.result()
-            except Exception as exc:  # noqa: BLE001 - the earliest one is raised below
-                failures.append((index, exc))
-            else:
-                on_done(index, result)
+    def settled(placing: concurrent.futures.Future) -> bool:
+        return placing.done() and (placing.exception() is not None or placing.result().done())
+
+    def went_wrong(placing: concurrent.futures.Future) -> bool:
+        return placing.exception() is not None or placing.result().status != "finished"
 
     try:
-        try:
-            for index, fn, args in jobs:
-                collect([f for f in pending if f.done()])
-                if failures:
-                    break
-                if len(pending) < window:
-                    placed = (
-                        client.scatter(a, hash=False) if isinstance(a, bytes | bytearray | memoryview) else a
-                        for a in args
-                    )
-                    pending[client.submit(fn, *placed, priority=priority, pure=False)] = index
-                    continue
-                try:
-                    result = fn(*args)
-                except Exception as exc:  # noqa: BLE001 - raised below, after the tasks in flight
-                    failures.append((index, exc))
-                    break
-                on_done(index, result)
-        except Exception as exc:  # noqa: BLE001 - raised below, after the tasks in flight
-            feed_error = exc
+        for index, fn, args in jobs:
+            ended = [p for p in in_flight if settled(p)]
+            if any(went_wrong(p) for p in ended):
+                break
+            in_flight = [p for p in in_flight if p not in ended]
+            if len(in_flight) < window:
+                placing = _place_and_submit(client, fn, args, priority)
+                handed.append((index, placing))
+                in_flight.append(placing)
+                continue
+            try:
+                result = fn(*args)
+            except Exception as exc:  # noqa: BLE001 - raised below, after the tasks in flight
+                failures.append((index, exc))
+                break
+            on_done(index, result)
+    except Exception as exc:  # noqa: BLE001 - raised below, after the tasks in flight
+        feed_error = exc
     finally:
-        if pending:
+        if handed:
             secede()
             try:
-                wait_for(list(pending))
+                concurrent.futures.wait([p for _, p in handed])
+                wait_for([p.result() for _, p in handed if p.exception() is None])
             finally:
                 rejoin()
-    collect(list(pending))
+    done = [(index, p.result()) for index, p in handed if not went_wrong(p)]
+    for index, result in zip([i for i, _ in done], client.gather([f for _, f in done])):
+        on_done(index, result)
+    failures += [(index, p.exception() or p.result().exception()) for index, p in handed if went_wrong(p)]
     if failures:
         raise min(failures, key=lambda f: f[0])[1]
     if feed_error is not None:
         raise feed_error
+
+
+def _place_and_submit(client: Client, fn: Callable, args: tuple, priority: int) -> concurrent.futures.Future:
+    """A future of the ``distributed`` future of ``fn(*args)``, submitted by the worker's event loop once
+    its ``bytes`` arguments are placed on this worker (this thread does not wait for either)."""
+    placing = {
+        i: client.scatter(a, hash=False, asynchronous=True)  # a coroutine, run below on the event loop
+        for i, a in enumerate(args)
+        if isinstance(a, bytes | bytearray | memoryview)
+    }
+
+    async def submit():
+        placed = list(args)
+        for i, coroutine in placing.items():
+            placed[i] = await coroutine
+        return client.submit(fn, *placed, priority=priority, pure=False)
+
+    return asyncio.run_coroutine_threadsafe(submit(), client.loop.asyncio_loop)

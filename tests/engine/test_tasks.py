@@ -165,3 +165,65 @@ def test_a_task_on_a_worker_never_gets_the_workers_client_implicitly(dask_client
     where = sorted(dask_client.scheduler_info()["workers"])[:1]
     assert dask_client.submit(_with_worker_client, workers=where, pure=False).result(timeout=60)
     assert dask_client.submit(_implicit_client, workers=where, pure=False).result(timeout=60) is None
+
+
+def _handing_out_counting_waits(n: int) -> tuple[int, int]:
+    """A task that hands out ``n`` jobs (a window of one, on a free thread): how many times its thread
+    waited for the worker's event loop while it was producing them, and after."""
+    import distributed.utils
+
+    here, real = threading.get_ident(), distributed.utils.sync
+    waits = {"producing": 0, "after": 0}
+    phase = ["producing"]
+
+    def counting(*args, **kwargs):
+        if threading.get_ident() == here:
+            waits[phase[0]] += 1
+        return real(*args, **kwargs)
+
+    def jobs():
+        for i in range(n):
+            yield i, _where, (i, bytes(100 + i), 0.0)
+        phase[0] = "after"
+
+    seen: dict = {}
+    distributed.utils.sync = counting
+    try:
+        hand_out(jobs(), seen.__setitem__, window=1)
+    finally:
+        distributed.utils.sync = real
+    assert sorted(seen) == list(range(n))
+    return waits["producing"], waits["after"]
+
+
+def test_handing_a_job_out_never_waits_for_the_scheduler(dask_client):
+    """Placing a job's bytes and submitting it run on the worker's event loop, and the results are
+    gathered at the end: the producing thread (which decompresses and cuts a source) never stops for a
+    round trip to the scheduler or to another worker (it did twice per job, scatter and result)."""
+    producing, after = dask_client.submit(_handing_out_counting_waits, 12, pure=False).result(timeout=60)
+    assert producing == 0
+    assert 1 <= after <= 3  # the gather of every result at the end (and the waits of the jobs still in flight)
+
+
+def _fails(message: str) -> None:
+    raise ValueError(message)
+
+
+def test_a_finished_task_reaches_the_queue_with_its_outcome_fetched(dask_client):
+    """A tagged task's result (or error) is fetched by the client's event loop before the task reaches
+    the queue: its handler reads it without a round trip; releasing it forgets the remote future."""
+    from biasdask.engine.tasks import Fetched
+
+    tasks = Tasks(dask_client, 2)
+    try:
+        tasks.submit(_job, 3, tag="ok", pure=False)
+        tasks.submit(_fails, "boom", tag="bad", pure=False)
+        got = dict(tasks.finished.get(timeout=60) for _ in range(2))
+        assert all(isinstance(f, Fetched) and f.done() for f in got.values())
+        assert got["ok"].result() == 30
+        assert isinstance(got["bad"].exception(), ValueError) and str(got["bad"].exception()) == "boom"
+        assert {f.remote for f in got.values()} <= tasks.live
+        tasks.release(list(got.values()))
+        assert not tasks.live
+    finally:
+        tasks.close()
