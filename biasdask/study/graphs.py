@@ -3,13 +3,14 @@ and placebo plan, the rows its classic cells read.
 
 The client holds no vocabulary of a store: a store is opened without its words, one task finds those a
 language needs (:func:`words_to_find`), and a family's graph is built from them in a thread of the
-client (:func:`family_graph`), once a task has read its attribute rows.
+client (:func:`family_graph`), once a task has read its attribute rows (:func:`read_attributes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import dask.array as da
 import numpy as np
@@ -44,6 +45,8 @@ __all__ = [
     "absent_words",
     "cell_rows",
     "family_graph",
+    "family_words",
+    "read_attributes",
     "missing_words",
     "study_cell_words",
     "vector_source",
@@ -131,26 +134,32 @@ class FamilyGraph:
     tasks gather (None otherwise)."""
 
 
-def family_graph(
-    tasks: Tasks, cfg: StudyConfig, lang: LanguageSpec, emb: xr.Dataset, plan: LanguagePlan, label: str, priority: int
-) -> FamilyGraph:
-    """The scores graph of a family (``gender...``: the language's attribute words; ``context...``:
-    Valentini et al.'s context words, left out of the targets as their Table 3 does): the attribute
-    rows are read by a task, whose few values this thread (not the stream's loop) waits for; the graph
-    is then built with them, so that no task of it runs twice under two names."""
-    test, association = split_label(label)
-    if test == "context":
+def family_words(cfg: StudyConfig, lang: LanguageSpec, label: str) -> tuple[Sequence, Sequence, Vocabulary]:
+    """A family's attribute words A and B and the vocabulary it scores (``gender...``: the language's
+    attribute words; ``context...``: Valentini et al.'s context words, left out of the targets as their
+    Table 3 does)."""
+    if split_label(label).test == "context":
         words = context_words()
-        a, b = words.female, words.male
-        vocabulary = Vocabulary(max_words=cfg.max_words, exclude_words=(*words.female, *words.male))
-    else:
-        a, b = lang.a, lang.b
-        vocabulary = cfg.vocabulary
-    future = tasks.compute(attributes_graph(emb, a, b, association), priority=priority)
-    try:
-        (attributes,) = future.result()
-    finally:
-        tasks.release([future])
+        return words.female, words.male, Vocabulary(max_words=cfg.max_words, exclude_words=(*words.female, *words.male))
+    return lang.a, lang.b, cfg.vocabulary
+
+
+def read_attributes(
+    tasks: Tasks, cfg: StudyConfig, lang: LanguageSpec, emb: xr.Dataset, label: str, priority: int, tag: Any
+) -> Any:
+    """Submit the task that reads a family's attribute rows (:func:`biasdask.engine.scores.attributes_graph`);
+    its future, reported with ``tag``, gives a one-item tuple of the :class:`Attributes`."""
+    a, b, _ = family_words(cfg, lang, label)
+    return tasks.compute(attributes_graph(emb, a, b, split_label(label).association), tag=tag, priority=priority)
+
+
+def family_graph(
+    cfg: StudyConfig, lang: LanguageSpec, emb: xr.Dataset, plan: LanguagePlan, label: str, attributes: Attributes
+) -> FamilyGraph:
+    """The scores graph of a family, built with the attribute rows a task read (:func:`read_attributes`),
+    so that no task of it runs twice under two names. Nothing here waits for the cluster."""
+    test, association = split_label(label)
+    a, b, vocabulary = family_words(cfg, lang, label)
     # the placebo's moments, and the base pairs' item moments, are gathered where u is computed, in the same read
     moments = bool(cfg.placebo and plan.families.get(label))
     pairs = None

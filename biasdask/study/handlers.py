@@ -1,10 +1,11 @@
 """A finished task of a study's stream, and what it writes: one kind of event per kind of task, one handler each.
 
-A task the stream submits carries an event (:class:`StoreMade`, :class:`WordsFound`, :class:`GraphBuilt`,
-:class:`ScoresWritten`, :class:`FamilyDone`, :class:`ClassicDone`); when it finishes,
+A task the stream submits carries an event (:class:`StoreMade`, :class:`WordsFound`, :class:`AttributesRead`,
+:class:`GraphBuilt`, :class:`ScoresWritten`, :class:`FamilyDone`, :class:`ClassicDone`); when it finishes,
 :data:`HANDLERS` names the function that takes its result: it writes the cells the result fills, and
 asks the stream for the work that follows (a language's start once its store is made from its source,
-its families once its words are found, a family's tasks once its graph is built). What a result writes is computed by plain functions
+its families once its words are found, a family's graph once its attribute rows are read, its tasks
+once its graph is built). What a result writes is computed by plain functions
 (:func:`gender_values`, :func:`family_cells`, :func:`classic_cells`, :func:`missing_attribute_cells`),
 tested without Dask. A task whose store failed its checksum fails its language only
 (:func:`handle`).
@@ -33,6 +34,8 @@ from biasdask.study.work import ClassicResult, FamilyResults, ScoresPart
 
 __all__ = [
     "HANDLERS",
+    "AttributesRead",
+    "attributes_read",
     "Cell",
     "classic_cells",
     "classic_done",
@@ -80,6 +83,17 @@ class StoreMade:
     lang: LanguageSpec
     source: str
     """The source's URL without credentials."""
+
+
+@dataclass(frozen=True, eq=False)
+class AttributesRead:
+    """A family's attribute rows are read (or no usable word was found): build its scores graph."""
+
+    code: str
+    label: str
+    lang: LanguageSpec
+    emb: xr.Dataset
+    plan: LanguagePlan
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,6 +145,10 @@ class StreamOps(Protocol):
     def adopt(self, lang: LanguageSpec) -> None: ...
 
     def begin(self, lang: LanguageSpec, emb: xr.Dataset) -> None: ...
+
+    def build_family(
+        self, lang: LanguageSpec, emb: xr.Dataset, plan: LanguagePlan, label: str, attributes: Attributes
+    ) -> None: ...
 
     def start_family(self, code: str, label: str, graph: FamilyGraph, methods: tuple, values: dict) -> tuple: ...
 
@@ -280,6 +298,17 @@ def words_found(stream: StreamOps, event: WordsFound, future: Any) -> None:
         log.warning("skipped language %s: %s", event.code, exc)
 
 
+def attributes_read(stream: StreamOps, event: AttributesRead, future: Any) -> None:
+    """Build the family's scores graph with the attribute rows read (or write why it cannot run)."""
+    stream.tasks.release([future])
+    try:
+        (attributes,) = future.result()
+    except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
+        _family_not_run(stream, event, exc)
+        return
+    stream.build_family(event.lang, event.emb, event.plan, event.label, attributes)
+
+
 def graph_built(stream: StreamOps, event: GraphBuilt, future: Any) -> None:
     """Submit a family's work once its scores graph is built (or write why it cannot run)."""
     code, label = event.code, event.label
@@ -287,17 +316,8 @@ def graph_built(stream: StreamOps, event: GraphBuilt, future: Any) -> None:
     methods = event.plan.families.get(label, ())
     try:
         graph: FamilyGraph = future.result()
-    except MissingWordsError as exc:  # no usable attribute word of A (or of B) in the vocabulary
-        if not methods:  # only the per-word scores asked for it: the language's tests run without them
-            log.warning("%s: per-word scores not written: %s", code, exc)
-            stream.add_scores(code, label, None)
-            return
-        log.warning("%s: %s test not run: %s", code, label, exc)
-        if split_label(label).test == "gender":
-            for cell in missing_attribute_cells(event.lang, event.emb, label, methods, exc):
-                stream.write(cell)
-            stream.add_scores(code, label, None)
-        stream.planner.fail(code, exc)
+    except MissingWordsError as exc:
+        _family_not_run(stream, event, exc)
         return
     test, association = split_label(label)
     if test == "context":
@@ -309,6 +329,23 @@ def graph_built(stream: StreamOps, event: GraphBuilt, future: Any) -> None:
     computed = stream.start_family(code, label, graph, methods, values)
     if event.plan.need_scores and test == "gender":  # written where computed, once every association's are in
         stream.add_scores(code, label, (ScoresPart.of(graph.scores, event.emb), computed))
+
+
+def _family_not_run(stream: StreamOps, event: AttributesRead | GraphBuilt, exc: MissingWordsError) -> None:
+    """A family without a usable attribute word of A (or of B): its cells say why, or only its per-word
+    scores are not written."""
+    code, label = event.code, event.label
+    methods = event.plan.families.get(label, ())
+    if not methods:  # only the per-word scores asked for it: the language's tests run without them
+        log.warning("%s: per-word scores not written: %s", code, exc)
+        stream.add_scores(code, label, None)
+        return
+    log.warning("%s: %s test not run: %s", code, label, exc)
+    if split_label(label).test == "gender":
+        for cell in missing_attribute_cells(event.lang, event.emb, label, methods, exc):
+            stream.write(cell)
+        stream.add_scores(code, label, None)
+    stream.planner.fail(code, exc)
 
 
 def scores_written(stream: StreamOps, event: ScoresWritten, future: Any) -> None:
@@ -344,6 +381,7 @@ def classic_done(stream: StreamOps, event: ClassicDone, future: Any) -> None:
 HANDLERS: dict[type, Callable[[StreamOps, Any, Any], None]] = {
     StoreMade: store_made,
     WordsFound: words_found,
+    AttributesRead: attributes_read,
     GraphBuilt: graph_built,
     ScoresWritten: scores_written,
     FamilyDone: family_done,

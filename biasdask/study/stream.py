@@ -6,7 +6,7 @@ each to the handler of its kind (:mod:`biasdask.study.handlers`), which writes t
 and asks for the work that follows. Tasks run on a ``distributed`` client's workers, or on threads of
 this process without one. The client holds no vocabulary: a store is opened without its words and a
 task finds those a language needs; a family's scores graph is built in a thread of the client
-(:func:`~biasdask.study.graphs.family_graph`) once a task has read its attribute rows. A family's pool
+(:func:`~biasdask.study.graphs.family_graph`) once a task has read its attribute rows, which no thread waits for. A family's pool
 is prepared from its scores where they were computed, its batches depend on the pool (which travels only
 to the workers that run them) and one task assembles its results; a classic cell is one task on the few
 rows it reads; a language's per-word scores are written by a task, where they were computed.
@@ -25,7 +25,7 @@ from distributed import Client
 
 from biasdask.engine.cluster import n_slots
 from biasdask.engine.permutation import kernel_rate
-from biasdask.engine.scores import excluded_targets, forget_words, frequency_unavailable
+from biasdask.engine.scores import Attributes, excluded_targets, forget_words, frequency_unavailable
 from biasdask.engine.sources import ingest_source
 from biasdask.engine.tasks import Tasks
 from biasdask.errors import MissingWordsError, StoreConflictError
@@ -35,8 +35,17 @@ from biasdask.io.results import cube_label, split_label
 from biasdask.io.store import embedding_identity, find_words, open_vectors, stored_vectors
 from biasdask.study.cells import store_values
 from biasdask.study.config import LanguageSpec, StudyConfig
-from biasdask.study.graphs import FamilyGraph, cell_rows, family_graph, vector_source, vocabulary_words, words_to_find
+from biasdask.study.graphs import (
+    FamilyGraph,
+    cell_rows,
+    family_graph,
+    read_attributes,
+    vector_source,
+    vocabulary_words,
+    words_to_find,
+)
 from biasdask.study.handlers import (
+    AttributesRead,
     Cell,
     ClassicDone,
     FamilyDone,
@@ -46,7 +55,7 @@ from biasdask.study.handlers import (
     WordsFound,
     handle,
 )
-from biasdask.study.plan import LanguageWork, StreamPlanner, applicable_tests, is_family, plan_language
+from biasdask.study.plan import LanguagePlan, LanguageWork, StreamPlanner, applicable_tests, is_family, plan_language
 from biasdask.study.sources import SourceRun
 from biasdask.study.update import changed_stores
 from biasdask.study.work import (
@@ -205,22 +214,29 @@ class Stream:
             log.warning("%s: %s; its 'frequency' cells are left empty with a note", lang.code, no_frequency)
         for method, test, values in work.notes:
             self.write(Cell(lang.code, method, test, values))
-        # Building a scores graph reads the attribute rows in a task that a thread of this process waits
-        # for, so that this loop keeps writing cells and feeding the workers meanwhile.
+        # a family's graph is built once a task has read its attribute rows (AttributesRead)
         for label in work.graphs:
-            self.tasks.beside(
-                family_graph,
-                self.tasks,
-                cfg,
-                lang,
-                emb,
-                plan,
-                label,
-                self.planner.prepare[lang.code],
-                tag=GraphBuilt(lang.code, label, lang, emb, plan),
-            )
+            tag = AttributesRead(lang.code, label, lang, emb, plan)
+            read_attributes(self.tasks, cfg, lang, emb, label, self.planner.prepare[lang.code], tag)
             self.planner.submitted(lang.code)
         submit_classic(self.tasks, self.planner, cfg, lang, emb, work)
+
+    def build_family(
+        self, lang: LanguageSpec, emb: xr.Dataset, plan: LanguagePlan, label: str, attributes: Attributes
+    ) -> None:
+        """Build a family's scores graph in a thread of this process, so that this loop keeps writing cells
+        and feeding the workers meanwhile (:class:`~biasdask.study.handlers.GraphBuilt` when built)."""
+        self.tasks.beside(
+            family_graph,
+            self.cfg,
+            lang,
+            emb,
+            plan,
+            label,
+            attributes,
+            tag=GraphBuilt(lang.code, label, lang, emb, plan),
+        )
+        self.planner.submitted(lang.code)
 
     def start_family(
         self, code: str, label: str, graph: FamilyGraph, methods: tuple[str, ...], values: dict
