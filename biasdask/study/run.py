@@ -175,8 +175,15 @@ def run(
         checked = _check(cfg, options, overwrite=overwrite, update=update)
         failures = _write(checked, options, where, overwrite=overwrite)
     if failures:
-        raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
+        raise _NotRun(failures)
     return rs.open_cube(Location(cfg.output, options))
+
+
+class _NotRun(BiasdaskError):
+    """Languages whose cells were not run (one line each: the language and why)."""
+
+    def __init__(self, failures: list[str]) -> None:
+        super().__init__(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,13 +254,17 @@ def _write(checked: _Checked, options: dict, where: _Where, *, overwrite: bool) 
         fresh = prepare_update(cfg, options, checked.changes, identities)
         cfg = dataclasses.replace(cfg, output=fresh)
     recorded = {code: store_values(identity) for code, identity in identities.items()}
-    with rs.run_recorded(Location(cfg.output, options), cfg.canonical_yaml()):  # why a run stopped, in the cube
+    failures: list[str] = []
+    # why a run stopped, in the cube: an error, or languages left not run (their sources, their stores)
+    with contextlib.suppress(_NotRun), rs.run_recorded(Location(cfg.output, options), cfg.canonical_yaml()):
         failures = _run_checked(
             cfg, options, checked.stores, SourceRun(checked.sources, recorded=recorded), where, overwrite
         )
         rs.compact_results(Location(cfg.output, options))
         _write_adjusted(cfg, options)
         _write_agreement(cfg, options)
+        if failures:
+            raise _NotRun(failures)
     if fresh is not None:
         rs.replace_results(Location(fresh, options), Location(final, options))
     return failures
@@ -285,7 +296,7 @@ def _run_embeddings(study: EmbeddingStudies, options: dict, where: _Where, *, ov
                 failed = _write(item, options, where.on(client), overwrite=False)
                 failures += [f"{name}: {failure}" for failure in failed]
     if failures:
-        raise BiasdaskError(f"{len(failures)} language(s) with cells not run, left empty: " + "; ".join(failures))
+        raise _NotRun(failures)
     return rs.open_results(root)
 
 
@@ -338,7 +349,12 @@ def _run_checked(
                 destination = probe.submit(_scores_destination, c, out)
                 writer = CellWriter(cfg, out, bar, sources.recorded)
                 stream = Stream(cfg, out, c, writer, destination, done, sources)
-                failures += stream.run(stores)
+                try:
+                    failures += stream.run(stores)
+                except BaseException:
+                    writer.close(check=False)
+                    raise
+                writer.close()
     return failures
 
 
@@ -379,18 +395,43 @@ def _fetched_bytes(client: Client | None, sources: SourceRun, bar: tqdm, shown: 
 
 class CellWriter:
     """Writes finished cells (the null first, then the cell's record, with what ``stores`` says of its
-    language's embedding store: :func:`~biasdask.study.cells.store_values`) and advances the bar."""
+    language's embedding store: :func:`~biasdask.study.cells.store_values`) and advances the bar, in a
+    thread of its own and in the order they come, so that the run's loop goes on handing out work
+    meanwhile. A write that fails stops the writing (the cells after it are left for a resumed run);
+    its error is raised by the next call, or by :meth:`close`, which waits for the cells given so far."""
 
     def __init__(self, cfg: StudyConfig, out: Location, bar: tqdm, stores: dict[str, dict[str, str]]) -> None:
         self.cfg, self.out, self.bar, self.stores = cfg, out, bar, stores
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, "biasdask-cells")
+        self._error: BaseException | None = None
 
     def __call__(self, cell: Cell) -> None:
+        self._raise()
+        self._thread.submit(self._write, cell)
+
+    def close(self, *, check: bool = True) -> None:
+        """Wait for the cells given so far; raise the error of a write that failed (unless not ``check``)."""
+        self._thread.shutdown(wait=True)
+        if check:
+            self._raise()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _write(self, cell: Cell) -> None:
+        if self._error is not None:
+            return
         language, method, test = cell.language, cell.method, cell.test
-        if self.cfg.save_null and cell.null is not None:
-            rs.write_null(self.out, language, method, test, cell.null)
-        if self.cfg.save_null and cell.placebo is not None:
-            rs.write_null(self.out, language, method, test, cell.placebo, kind="placebo")
-        rs.write_cell(self.out, language, method, test, {**cell.values, **self.stores[language]})
+        try:
+            if self.cfg.save_null and cell.null is not None:
+                rs.write_null(self.out, language, method, test, cell.null)
+            if self.cfg.save_null and cell.placebo is not None:
+                rs.write_null(self.out, language, method, test, cell.placebo, kind="placebo")
+            rs.write_cell(self.out, language, method, test, {**cell.values, **self.stores[language]})
+        except BaseException as exc:  # noqa: BLE001 - raised in the run's thread
+            self._error = exc
+            return
         self.bar.update()
 
 

@@ -380,3 +380,45 @@ def test_a_study_without_the_gender_test_runs_where_the_catalog_words_are_missin
     d = out["effect_size"].sel({"test": "career_family"})
     assert np.isfinite(d.values).all()
     np.testing.assert_array_equal(d.values, bare["effect_size"].sel({"test": "career_family"}).values)
+
+
+def test_cells_are_written_beside_the_loop_and_a_failed_write_stops_the_writing(tmp_path, monkeypatch):
+    """The cell writer returns at once (the run's loop goes on handing out work while a cell is written),
+    writes in the order given, and after a write fails writes nothing more: the next call and close()
+    raise its error."""
+    import threading
+    from types import SimpleNamespace
+
+    from biasdask.study.handlers import Cell
+    from biasdask.study.run import CellWriter
+
+    written, release = [], threading.Event()
+
+    def write_cell(out, language, method, test, values):
+        release.wait(30)
+        if language == "bad":
+            raise PermissionError(13, "Permission denied", "results.zarr/cells")
+        written.append(language)
+
+    monkeypatch.setattr(rs, "write_cell", write_cell)
+    cfg = SimpleNamespace(save_null=False)  # what the writer reads of the study
+    bar = SimpleNamespace(update=lambda: None)
+    writer = CellWriter(cfg, Location(str(tmp_path / "r.zarr")), bar, {"en": {}, "de": {}, "bad": {}, "fr": {}})
+    started = time.perf_counter()
+    for code in ("en", "de"):
+        writer(Cell(code, "uniform", "gender", {}))
+    assert time.perf_counter() - started < 5 and written == []  # not waiting for the writes
+    release.set()
+    writer.close()
+    assert written == ["en", "de"]
+
+    release.clear()
+    writer = CellWriter(cfg, Location(str(tmp_path / "r.zarr")), bar, {"bad": {}, "fr": {}})
+    writer(Cell("bad", "uniform", "gender", {}))
+    writer(Cell("fr", "uniform", "gender", {}))  # queued behind the failing write: never written
+    release.set()
+    with pytest.raises(PermissionError, match="Permission denied"):
+        writer.close()
+    assert written == ["en", "de"]
+    with pytest.raises(PermissionError):
+        writer(Cell("fr", "uniform", "gender", {}))

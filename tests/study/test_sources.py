@@ -397,6 +397,13 @@ def test_failing_sources_stop_their_language_alone_with_one_line_each(tmp_path, 
             open_embeddings(store)  # nothing half-made looks complete
     for code in ("es", "it", "nl"):  # the file itself is at fault: its copy is not kept
         assert not (tmp_path / "emb" / f"{code}.zarr.source").exists()
+    # the cube says which languages were not run and why
+    code, out, err = cli("show", study["output"])
+    assert code == 0
+    note = [ln for ln in (out + err).splitlines() if "cells done" in ln]
+    assert len(note) == 1 and "5 language(s) with cells not run" in note[0], note
+    for code, reason in reasons.items():
+        assert f"{code}: " in note[0] and reason in note[0], (code, note)
 
 
 # -- interrupted -----------------------------------------------------------------------------------------
