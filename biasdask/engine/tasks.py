@@ -100,12 +100,10 @@ class Tasks:
         fetched = Fetched(future)
 
         def settle(gathered: concurrent.futures.Future) -> None:
-            if future.cancelled() or gathered.cancelled():
+            if future.cancelled():  # gathering it raised; a cancelled task is reported as such
                 fetched.cancel()
-            elif gathered.exception() is not None:
-                fetched.set_exception(gathered.exception())
             else:
-                fetched.set_result(gathered.result()[0])
+                _copy_outcome(gathered, fetched, 0)
             self.finished.put((tag, fetched))
 
         gathering = self.client.gather([future], asynchronous=True)  # a coroutine, run on the event loop
