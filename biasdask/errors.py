@@ -10,6 +10,9 @@ went wrong around it, never both; every class pickles as it is, to and from Dask
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 __all__ = [
     "BiasdaskError",
     "BiasdaskException",
@@ -22,6 +25,7 @@ __all__ = [
     "missing_dependency",
     "MissingDependencyError",
     "MissingWordsError",
+    "on_its_own",
     "PlaceboUnavailableError",
     "SchedulerError",
     "SourceError",
@@ -98,3 +102,16 @@ class MissingDependencyError(BiasdaskException, ImportError):
 def missing_dependency(package: str, extra: str, what: str) -> MissingDependencyError:
     """The one-line error for ``what`` needing ``package``, installed by ``pip install 'biasdask[extra]'``."""
     return MissingDependencyError(f"{package} is not installed (needed for {what}): pip install 'biasdask[{extra}]'")
+
+
+@contextlib.contextmanager
+def on_its_own() -> Iterator[None]:
+    """Around a task's body on a Dask worker: a :class:`BiasdaskException` leaves it without the chain of
+    errors that led to it (its one line says what a user needs). Dask pickles that chain with the error,
+    and a chain holding what cannot be pickled (an http error's response headers) would reach the
+    client as a generic ``Exception`` quoting the error's repr."""
+    try:
+        yield
+    except BiasdaskException as exc:
+        exc.__cause__ = exc.__context__ = None
+        raise

@@ -31,6 +31,7 @@ from biasdask.io.results import (
     read_null,
     scores_done,
     split_label,
+    stop_reason,
 )
 from biasdask.study.inference import meta_analysis, retest_reliability, retest_table
 from biasdask.study.reliability import agreement_table, consistency_tests
@@ -491,7 +492,8 @@ def summary(results: xr.Dataset, alpha: float | None = None) -> list[str]:
 
 def cells_line(results: xr.Dataset) -> str:
     """``"52 of 70 cells hold a result; 18 are empty: 12 n/a, 4 coverage, 2 missing words"``: cells with
-    a statistic, and why the others have none (:func:`biasdask.tables.empty_reason`)."""
+    a statistic, and why the others have none (:func:`biasdask.tables.empty_reason`; for cells not run,
+    why the run stopped, as it recorded it: :func:`biasdask.io.results.stop_reason`)."""
     stat = np.asarray(results["statistic"].values, dtype=float).ravel()
     notes = np.asarray(results["note"].values).ravel() if "note" in results else np.full(stat.size, "")
     done = np.asarray(results["done"].values).ravel() if "done" in results else np.ones(stat.size, bool)
@@ -506,6 +508,9 @@ def cells_line(results: xr.Dataset) -> str:
         text += f"; {stat.size - n} are empty: " + ", ".join(
             f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])
         )
+    stopped = stop_reason(results)
+    if "not run" in reasons and stopped is not None:
+        text += f" ({stopped})"
     return text
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from distributed import get_worker
 
 from biasdask.engine.ingest import ingest_settings, write_store
-from biasdask.errors import InputFormatError, SourceError
+from biasdask.errors import InputFormatError, SourceError, on_its_own
 from biasdask.io import formats
 from biasdask.io.download import DEFAULT_PART_BYTES, Download, staging_location
 from biasdask.io.fs import Location, display_url, source_change, source_details
@@ -197,7 +197,8 @@ def ingest_source(job: SourceJob, report: Callable[[int], None] | FetchedEvents 
     """
     dest = job.store.absolute()
     events = report.in_this_task() if isinstance(report, FetchedEvents) else contextlib.nullcontext(report)
-    with events as on_bytes, acquire_lock(dest, owner=None if job.run is None else f"biasdask run {job.run}"):
+    owner = None if job.run is None else f"biasdask run {job.run}"
+    with on_its_own(), events as on_bytes, acquire_lock(dest, owner=owner):
         with formats.reading_source(job.shown):
             record = source_details(job.source)
         if stored_source_change(read_group_attrs(dest), job, record) is None:  # made meanwhile (another run)

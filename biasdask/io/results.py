@@ -136,6 +136,7 @@ __all__ = [
     "scores_attrs",
     "scores_done",
     "split_label",
+    "stop_reason",
     "stored_config",
     "write_cell",
     "write_cube_variable",
@@ -798,6 +799,15 @@ async def _create_async(
     await root.update_attributes({"config_hash": digest})  # last: marks the template complete
 
 
+def stop_reason(cube: xr.Dataset) -> str | None:
+    """``"the run stopped at <when>: <why>"`` as :func:`run_recorded` recorded it in ``cube`` (an error,
+    or the languages a run left not run and why); None when the last run recorded no stop."""
+    mark = cube.attrs.get(_UNFINISHED)
+    if isinstance(mark, dict) and mark.get("reason"):
+        return f"the run stopped at {mark.get('stopped')}: {mark['reason']}"
+    return None
+
+
 def progress_note(cube: xr.Dataset, location: Locatable) -> str | None:
     """One line on a cube of ``location`` whose cells are not all done: how many are, and whether a run
     is writing it now, stopped (when, and why, as recorded by :func:`run_recorded`) or left it
@@ -810,8 +820,9 @@ def progress_note(cube: xr.Dataset, location: Locatable) -> str | None:
     if holder is not None:
         return f"{head}: a run is writing it (host {holder.get('host')}, pid {holder.get('pid')})"
     mark = cube.attrs.get(_UNFINISHED)
-    if isinstance(mark, dict) and mark.get("reason"):
-        return f"{head}: the run stopped at {mark.get('stopped')}: {mark['reason']} ({again})"
+    stopped = stop_reason(cube)
+    if stopped is not None:
+        return f"{head}: {stopped} ({again})"
     if isinstance(mark, dict):
         return (
             f"{head}: the run started at {mark.get('started')} (host {mark.get('host')}, pid {mark.get('pid')}) "

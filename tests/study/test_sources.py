@@ -404,6 +404,24 @@ def test_failing_sources_stop_their_language_alone_with_one_line_each(tmp_path, 
     assert len(note) == 1 and "5 language(s) with cells not run" in note[0], note
     for code, reason in reasons.items():
         assert f"{code}: " in note[0] and reason in note[0], (code, note)
+    from biasdask.report import cells_line  # and so does the report's header
+
+    header = cells_line(rs.open_results(study["output"]))
+    assert "are empty: not run" in header and all(reason in header for reason in reasons.values()), header
+
+
+def test_on_a_cluster_a_missing_source_is_named_as_on_one_machine(tmp_path, sources, dask_client):
+    """The error a worker's ingest task raises for a 404 reaches the client as it is: its chain (the http
+    response, whose headers cannot be pickled) stays on the worker, so Dask does not replace it by a
+    generic Exception quoting its repr."""
+    root, base, _ = sources
+    vec_gz(root / "cc.en.vec.gz", "en")
+    study = _study(tmp_path, base, ["en", "fr"])
+    with pytest.raises(BiasdaskError) as caught:
+        biasdask.run(study, client=dask_client, progress=False)
+    message = str(caught.value)
+    assert f"fr: {base}/cc.fr.vec.gz: no such file or unreachable" in message, message
+    assert "Exception:" not in message and "BiasdaskError(" not in message, message
 
 
 # -- interrupted -----------------------------------------------------------------------------------------
